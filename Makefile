@@ -1,0 +1,46 @@
+# Two commands on a fresh machine with Python 3.11+:
+#   make run   -> virtualenv, install, embedded PostgreSQL (unless DATABASE_URL is set), migrate,
+#                 demo credentials, then the web server and the django-q2 cluster in the foreground
+#   make test  -> the same set-up, then the whole test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+PYTEST_ARGS ?=
+
+.PHONY: run test setup migrate check clean-db
+
+$(VENV)/bin/python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# Stamps make the install step a no-op until a requirements file changes.
+$(VENV)/.runtime-installed: requirements.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements.txt
+	@touch $@
+
+$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(VENV)/bin/python
+	$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $@ $(VENV)/.runtime-installed
+
+setup: $(VENV)/.runtime-installed
+
+migrate: setup
+	$(PY) manage.py migrate --no-input
+
+run: migrate
+	$(PY) manage.py bootstrap_demo
+	$(PY) manage.py run_platform --host $(HOST) --port $(PORT)
+
+check: setup
+	$(PY) manage.py check
+
+test: $(VENV)/.dev-installed
+	$(PY) manage.py check --fail-level WARNING
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Stops the embedded PostgreSQL started for a run without DATABASE_URL (its data stays in ./var).
+clean-db: setup
+	$(PY) -m config.embedded_db stop

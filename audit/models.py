@@ -1,0 +1,86 @@
+"""The audit trail: the append-only transition log and the pipeline's recorded events."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Actor(models.TextChoices):
+    WORKER = "worker", "Worker"
+    SYSTEM = "system", "System"
+    ADMIN = "admin", "Moderator"
+    COMMAND = "command", "Management command"
+    API = "api", "API client"
+
+
+class ReviewTransition(models.Model):
+    """One row per status change of a review, written in the same transaction as the change.
+
+    Append-only: a database trigger (migration 0002) rejects UPDATE and DELETE.
+    """
+
+    review = models.ForeignKey(
+        "moderation.ContentReview", on_delete=models.PROTECT, related_name="transitions"
+    )
+    from_status = models.CharField(max_length=20)
+    to_status = models.CharField(max_length=20)
+    cause = models.CharField(max_length=32)
+    actor = models.CharField(max_length=16, choices=Actor.choices)
+    actor_id = models.CharField(max_length=150, blank=True)
+    idempotency_key = models.UUIDField(null=True, blank=True, db_index=True)
+    job_id = models.CharField(max_length=64, blank=True)
+    attempt_no = models.PositiveIntegerField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["review", "id"], name="transition_review_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.review_id}: {self.from_status} -> {self.to_status} ({self.cause})"
+
+
+class EventKind(models.TextChoices):
+    """What the pipeline records when it refuses to change anything (invariants 2, 4, 5, 10)."""
+
+    CLAIM_LOST = "claim_lost", "Claim lost"
+    STALE_RESULT = "stale_result", "Stale result"
+    DUPLICATE_RESULT = "duplicate_result", "Duplicate result"
+    ALREADY_FINAL = "already_final", "Result for a final review"
+    ORPHAN_RESULT = "orphan_result", "Result with an unknown key"
+    ILLEGAL_TRANSITION = "illegal_transition", "Illegal transition attempted"
+    CONCURRENT_TRANSITION = "concurrent_transition", "Lost a concurrent transition"
+    DISPATCH_SKIPPED = "dispatch_skipped", "Dispatch skipped"
+
+
+class PipelineEvent(models.Model):
+    """A recorded non-event: the pipeline looked, found the work not its to do, and changed nothing.
+
+    Kept in the database (not only in logs or process-local counters) so that counts are right
+    across every web and worker process and each one can be explained later.
+    """
+
+    kind = models.CharField(max_length=32, choices=EventKind.choices)
+    review = models.ForeignKey(
+        "moderation.ContentReview",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="events",
+    )
+    idempotency_key = models.UUIDField(null=True, blank=True)
+    worker_id = models.CharField(max_length=150, blank=True)
+    job_id = models.CharField(max_length=64, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["kind", "created_at"], name="event_kind_created_idx"),
+            models.Index(fields=["review", "id"], name="event_review_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} review={self.review_id}"

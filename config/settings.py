@@ -1,0 +1,209 @@
+"""One settings module, read from the environment (12-factor, django-environ).
+
+Defaults serve a local run (`make run`); with DEBUG off, unsafe defaults are refused with
+ImproperlyConfigured. Bad values fail loudly at start-up, never halfway through a request.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+_DEV_SECRET_KEY = "dev-only-insecure-secret-key-do-not-use-in-production"
+
+
+def _positive(name: str, value: float) -> float:
+    if value <= 0:
+        raise ImproperlyConfigured(f"{name} must be a positive number, got {value!r}")
+    return value
+
+
+def _env_number(name: str, default: float, cast=float):
+    try:
+        return _positive(name, env(name, cast=cast, default=default))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be a number, got {env.str(name)!r}") from exc
+
+
+DEBUG = env.bool("DEBUG", default=True)
+
+SECRET_KEY = env.str("SECRET_KEY", default=_DEV_SECRET_KEY)
+if not DEBUG and (SECRET_KEY == _DEV_SECRET_KEY or len(SECRET_KEY) < 50):
+    raise ImproperlyConfigured(
+        "SECRET_KEY must be set to a random value of 50+ characters when DEBUG is off"
+    )
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"] if DEBUG else [])
+if not DEBUG and not ALLOWED_HOSTS:
+    raise ImproperlyConfigured("ALLOWED_HOSTS must be set when DEBUG is off")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_fsm",
+    "django_q",
+    "simple_history",
+    "audit",
+    "moderation",
+    "callbacks",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database: PostgreSQL only (row locks and SKIP LOCKED are part of the design) -------------
+if "DATABASE_URL" not in env.ENVIRON:
+    from config.embedded_db import database_url
+
+    env.ENVIRON["DATABASE_URL"] = database_url()
+DATABASES = {"default": env.db_url("DATABASE_URL")}
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- REST API --------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["moderation.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
+    "PAGE_SIZE": 50,
+    "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- Moderation pipeline: every retrying layer is configured here, in one place -------------
+PROVIDER_CHOICES = ("local", "openai", "webhook")
+MODERATION_PROVIDER = env.str("MODERATION_PROVIDER", default="local")
+if MODERATION_PROVIDER not in PROVIDER_CHOICES:
+    raise ImproperlyConfigured(
+        f"MODERATION_PROVIDER must be one of {', '.join(PROVIDER_CHOICES)}, got {MODERATION_PROVIDER!r}"
+    )
+PROVIDER_URL = env.str("PROVIDER_URL", default="")
+PROVIDER_API_KEY = env.str("PROVIDER_API_KEY", default="")
+PROVIDER_WEBHOOK_SECRET = env.str("PROVIDER_WEBHOOK_SECRET", default="")
+PROVIDER_TIMEOUT_S = _env_number("PROVIDER_TIMEOUT_S", 10.0)
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+if urlsplit(PUBLIC_BASE_URL).scheme not in ("http", "https") or not urlsplit(PUBLIC_BASE_URL).netloc:
+    raise ImproperlyConfigured(f"PUBLIC_BASE_URL must be an http(s) URL, got {PUBLIC_BASE_URL!r}")
+if MODERATION_PROVIDER in ("openai", "webhook") and not PROVIDER_URL:
+    raise ImproperlyConfigured(f"PROVIDER_URL is required with MODERATION_PROVIDER={MODERATION_PROVIDER}")
+
+# Provider attempts of one logical operation (one idempotency key), with exponential backoff.
+MODERATION_MAX_ATTEMPTS = int(_env_number("MODERATION_MAX_ATTEMPTS", 3, int))
+MODERATION_RETRY_BACKOFF_S = _env_number("MODERATION_RETRY_BACKOFF_S", 5.0)
+MODERATION_RETRY_BACKOFF_MAX_S = _env_number("MODERATION_RETRY_BACKOFF_MAX_S", 300.0)
+# Superseding operations (new key) that reconcile may start before escalating to a human.
+MODERATION_MAX_SUPERSEDES = int(env.int("MODERATION_MAX_SUPERSEDES", default=2))
+# A review with no progress for this long is stuck: reconcile takes it over.
+MODERATION_STUCK_AFTER_S = _env_number("MODERATION_STUCK_AFTER_S", 300.0)
+# How often the sweeper (due retries, stuck reviews) runs, in minutes (django-q2's granularity).
+MODERATION_SWEEP_EVERY_MIN = int(_env_number("MODERATION_SWEEP_EVERY_MIN", 1, int))
+
+# --- Jobs: django-q2 as an at-least-once trigger (see moderation/checks.py) --------------------
+Q_WORKERS = int(_env_number("Q_WORKERS", 2, int))
+Q_TASK_TIMEOUT_S = int(_env_number("Q_TASK_TIMEOUT_S", 60, int))
+REDIS_URL = env.str("REDIS_URL", default="")
+Q_CLUSTER = {
+    "name": "moderation",
+    "workers": Q_WORKERS,
+    "timeout": Q_TASK_TIMEOUT_S,
+    # retry is a lease counted from dequeue: keep it well past the timeout so a task that is
+    # still running is never handed to a second worker.
+    "retry": Q_TASK_TIMEOUT_S * 2 + 30,
+    "max_attempts": 1,  # our attempt records own the retry policy, not broker redelivery
+    "ack_failures": True,
+    "bulk": 1,  # prefetched tasks burn their lease while they wait
+    "queue_limit": Q_WORKERS,
+    "catch_up": False,
+    "save_limit": 1000,
+    "label": "Jobs",
+    "poll": 0.2,
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+
+# --- History and logging -------------------------------------------------------------------------
+# History is for reading: its admin "revert" would write an old status straight into the row,
+# bypassing the state machine and the transition log.
+SIMPLE_HISTORY_REVERT_DISABLED = True
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"correlation": {"()": "audit.context.CorrelationFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s%(correlation)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["correlation"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {"django.db.backends": {"level": "INFO"}},
+}
+
+if not DEBUG:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True

@@ -1,0 +1,37 @@
+"""Domain errors to HTTP, in one place, with one JSON error body for every API failure.
+
+Body: {"error": "<code>", "detail": "<message>", "fields": {...}} (fields only for 400s).
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from moderation.errors import IllegalTransition, ReasonRequired, StaleVersion
+
+_DOMAIN = {
+    IllegalTransition: (status.HTTP_409_CONFLICT, "illegal_transition"),
+    StaleVersion: (status.HTTP_409_CONFLICT, "stale_version"),
+    ReasonRequired: (status.HTTP_400_BAD_REQUEST, "reason_required"),
+}
+
+
+def exception_handler(exc, context):
+    for error_class, (http_status, code) in _DOMAIN.items():
+        if isinstance(exc, error_class):
+            return Response({"error": code, "detail": str(exc)}, status=http_status)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(exc.messages)
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+        response.data = {"error": "invalid", "detail": "The request is not valid.", "fields": fields}
+    else:
+        code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
+        response.data = {"error": code if isinstance(code, str) else "error", "detail": str(getattr(exc, "detail", exc))}
+    return response

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from moderation.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("reviews/", views.ReviewListCreateView.as_view(), name="review-list"),
+    path("reviews/<uuid:pk>/", views.ReviewDetailView.as_view(), name="review-detail"),
+]

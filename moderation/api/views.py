@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from rest_framework import generics, status
+from rest_framework.response import Response
+
+from moderation import services
+from moderation.api.pagination import NewestFirstPagination
+from moderation.api.serializers import ReviewListQuerySerializer, ReviewSerializer, ReviewSubmitSerializer
+from moderation.models import ContentReview
+
+
+class ClientReviewsMixin:
+    """A client sees only its own reviews: anyone else's is a 404, not a 403."""
+
+    serializer_class = ReviewSerializer
+
+    def get_queryset(self):
+        return ContentReview.objects.filter(client=self.request.user).select_related("content", "decision__policy")
+
+
+class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
+    pagination_class = NewestFirstPagination
+
+    def get(self, request):
+        query = ReviewListQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        reviews = self.get_queryset()
+        if "status" in query.validated_data:
+            reviews = reviews.filter(status=query.validated_data["status"])
+        page = self.paginate_queryset(reviews)
+        return self.get_paginated_response(ReviewSerializer(page, many=True).data)
+
+    def post(self, request):
+        submission = ReviewSubmitSerializer(data=request.data)
+        submission.is_valid(raise_exception=True)
+        data = submission.validated_data
+        review, created = services.review_submit(
+            client=request.user,
+            external_id=data["external_id"],
+            kind=data["content_type"],
+            text=data.get("text", ""),
+            media_url=data.get("media_url", ""),
+            metadata=data.get("metadata"),
+        )
+        return Response(
+            ReviewSerializer(review).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
+
+
+class ReviewDetailView(ClientReviewsMixin, generics.RetrieveAPIView):
+    pass

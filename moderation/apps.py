@@ -1,0 +1,13 @@
+from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+class ModerationConfig(AppConfig):
+    name = "moderation"
+    verbose_name = "Moderation"
+
+    def ready(self) -> None:
+        from moderation import checks  # noqa: F401  (registers the system checks)
+        from moderation.schedules import ensure_schedules
+
+        post_migrate.connect(ensure_schedules, sender=self, dispatch_uid="moderation.ensure_schedules")

@@ -1,0 +1,71 @@
+"""System checks (`manage.py check`): refuse job settings that could run a task twice at once.
+
+django-q2 only prints a warning for some of these; here they fail the check, and so `make
+test`, CI and a deploy that runs `check --deploy`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.checks import Error, Warning, register
+
+# Database work around one provider call (claim, attempt records, finalize) must fit too.
+TASK_MARGIN_S = 5
+
+
+def provider_worst_case_s() -> float:
+    """Longest one provider attempt may take, HTTP client retries included."""
+    return settings.PROVIDER_TIMEOUT_S * (1 + getattr(settings, "PROVIDER_HTTP_RETRIES", 0))
+
+
+@register("moderation")
+def check_job_settings(app_configs=None, **kwargs) -> list:
+    q = settings.Q_CLUSTER
+    timeout, retry = q.get("timeout"), q.get("retry", 60)
+    workers = q.get("workers", 1)
+    errors = []
+    if not timeout:
+        errors.append(Error("Q_CLUSTER['timeout'] must be set: a hung task would hold its worker for ever.", id="moderation.E001"))
+    else:
+        if retry < 2 * timeout:
+            errors.append(Error(
+                f"Q_CLUSTER['retry'] ({retry}s) is shorter than twice the task timeout ({timeout}s).",
+                hint="retry is a lease counted from dequeue: a task still running when it ends is handed to a second worker.",
+                id="moderation.E002",
+            ))
+        if provider_worst_case_s() + TASK_MARGIN_S > timeout:
+            errors.append(Error(
+                f"A provider attempt may take {provider_worst_case_s():g}s (PROVIDER_TIMEOUT_S with HTTP retries), "
+                f"which does not fit in the task timeout ({timeout}s) with {TASK_MARGIN_S}s to spare.",
+                hint="Raise Q_TASK_TIMEOUT_S or lower PROVIDER_TIMEOUT_S: a killed task is delivered again while its request may still be in flight.",
+                id="moderation.E003",
+            ))
+        if settings.MODERATION_STUCK_AFTER_S <= retry:
+            errors.append(Error(
+                f"MODERATION_STUCK_AFTER_S ({settings.MODERATION_STUCK_AFTER_S:g}s) must exceed the task lease ({retry}s).",
+                hint="Otherwise reconcile supersedes operations whose task is still running.",
+                id="moderation.E004",
+            ))
+    if q.get("max_attempts", 0) != 1:
+        errors.append(Error(
+            "Q_CLUSTER['max_attempts'] must be 1: retries belong to our attempt records (bounded, with backoff), "
+            "not to broker redelivery of failed tasks.",
+            id="moderation.E005",
+        ))
+    if q.get("ack_failures") is not True:
+        errors.append(Error("Q_CLUSTER['ack_failures'] must be True: a failed task must not come back by itself.", id="moderation.E006"))
+    if q.get("bulk", 1) != 1:
+        errors.append(Error("Q_CLUSTER['bulk'] must be 1: prefetched tasks burn their retry lease while they wait.", id="moderation.E007"))
+    if q.get("queue_limit", workers**2) > 2 * workers:
+        errors.append(Warning(
+            f"Q_CLUSTER['queue_limit'] ({q.get('queue_limit', workers**2)}) is far above the worker count ({workers}).",
+            hint="Tasks waiting in the local queue burn their retry lease.",
+            id="moderation.W001",
+        ))
+    from moderation.providers import get_provider
+
+    try:
+        get_provider(settings.MODERATION_PROVIDER)
+    except LookupError as exc:
+        errors.append(Error(str(exc), hint="Set MODERATION_PROVIDER to an available provider.", id="moderation.E008"))
+    return errors

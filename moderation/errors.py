@@ -1,0 +1,34 @@
+"""Domain errors: a few named exceptions, mapped to HTTP codes in one place (moderation.api.errors)."""
+
+from __future__ import annotations
+
+
+class ModerationError(Exception):
+    """Base of the pipeline's domain errors."""
+
+
+class IllegalTransition(ModerationError):
+    """The review's state machine does not allow this change from its current status."""
+
+    def __init__(self, *, review_id, from_status: str, cause: str) -> None:
+        super().__init__(f"review {review_id}: {cause} is not allowed from {from_status}")
+        self.review_id = review_id
+        self.from_status = from_status
+        self.cause = cause
+
+
+class StaleVersion(ModerationError):
+    """The caller acted on a version of the review that has changed since it was read."""
+
+    def __init__(self, *, review_id, expected: int, actual: int, changes: list[str]) -> None:
+        super().__init__(
+            f"review {review_id} changed since version {expected} (now {actual}): " + "; ".join(changes)
+        )
+        self.review_id = review_id
+        self.expected = expected
+        self.actual = actual
+        self.changes = changes
+
+
+class ReasonRequired(ModerationError):
+    """A human decision must say why."""

@@ -1,0 +1,374 @@
+"""Content, reviews and their state machine, moderation requests, decisions and the policy.
+
+Models are thin: fields, constraints, cheap properties and `@transition` methods that only guard
+and set state. Every write goes through `moderation.services`.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
+from simple_history.models import HistoricalRecords
+
+
+class ApiClient(models.Model):
+    """A client application of the REST API. Only a SHA-256 hash of its token is stored."""
+
+    name = models.CharField(max_length=100, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    token_prefix = models.CharField(max_length=16, help_text="First characters of the token, to recognise it.")
+    webhook_url = models.URLField(max_length=2048, blank=True)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+    # DRF treats the authenticated principal as `request.user`.
+    @property
+    def is_authenticated(self) -> bool:
+        return True
+
+
+class ContentKind(models.TextChoices):
+    TEXT = "text", "Text"
+    IMAGE = "image", "Image"
+    AUDIO = "audio", "Audio"
+    METADATA = "metadata", "Metadata"
+
+
+class Content(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    client = models.ForeignKey(ApiClient, on_delete=models.PROTECT, related_name="contents")
+    external_id = models.CharField(max_length=255)
+    kind = models.CharField(max_length=16, choices=ContentKind.choices)
+    text = models.TextField(blank=True)
+    media_url = models.URLField(max_length=2048, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # The database, not a check-then-insert, guarantees one content per external id.
+            models.UniqueConstraint(fields=["client", "external_id"], name="content_client_external_id_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.client_id}:{self.external_id}"
+
+
+class ReviewStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    PROCESSING = "processing", "Processing"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    MANUAL_REVIEW = "manual_review", "Manual review"
+
+
+FINAL_STATUSES = (ReviewStatus.APPROVED, ReviewStatus.REJECTED, ReviewStatus.MANUAL_REVIEW)
+DECISION_LABELS = FINAL_STATUSES
+
+
+class Cause(models.TextChoices):
+    JOB_STARTED = "job_started"
+    PROVIDER_RESULT = "provider_result"
+    PROVIDER_CALLBACK = "provider_callback"
+    RETRY_RECONCILE = "retry_reconcile"
+    PROVIDER_FAILED = "provider_failed"
+    MANUAL_OVERRIDE = "manual_override"
+    REPROCESS = "reprocess"
+
+
+class ContentReview(ConcurrentTransitionMixin, models.Model):
+    """The moderation state of one content. `status` is protected: only transitions change it.
+
+    ConcurrentTransitionMixin turns every save into `UPDATE ... WHERE status = <status read>`, so a
+    stale instance can never overwrite a newer state (it raises ConcurrentTransition instead).
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    content = models.OneToOneField(Content, on_delete=models.PROTECT, related_name="review")
+    # Denormalised from content so a client's listing is one indexed scan.
+    client = models.ForeignKey(ApiClient, on_delete=models.PROTECT, related_name="reviews")
+    status = FSMField(default=ReviewStatus.PENDING, choices=ReviewStatus.choices, protected=True)
+    # Bumped by every transition: a form or a caller that read version N can refuse to act on N+1.
+    version = models.PositiveIntegerField(default=1)
+    active_idempotency_key = models.UUIDField(null=True, blank=True)
+    worker_id = models.CharField(max_length=150, blank=True)
+    provider_request_id = models.CharField(max_length=255, blank=True)
+    decision = models.OneToOneField(
+        "Decision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    processing_started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    last_enqueued_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    history = HistoricalRecords(excluded_fields=["last_enqueued_at"])
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["client", "status", "-created_at"], name="review_client_status_idx"),
+            models.Index(fields=["client", "-created_at"], name="review_client_created_idx"),
+            models.Index(fields=["status", "-created_at"], name="review_status_created_idx"),
+            # The sweeper's scans: reviews waiting in pending or processing, oldest first.
+            models.Index(
+                fields=["updated_at"],
+                name="review_open_updated_idx",
+                condition=Q(status__in=["pending", "processing"]),
+            ),
+        ]
+        permissions = [("override_review", "Can override a moderation decision")]
+
+    def __str__(self) -> str:
+        return f"review {self.id} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    # --- transitions: guards and state only; services write the audit row ---------------------
+
+    @transition(field=status, source=ReviewStatus.PENDING, target=ReviewStatus.PROCESSING)
+    def start_processing(self) -> None:
+        pass
+
+    @transition(field=status, source=ReviewStatus.PROCESSING, target=ReviewStatus.PROCESSING)
+    def supersede(self) -> None:
+        pass
+
+    @transition(field=status, source=ReviewStatus.PROCESSING, target=RETURN_VALUE(*DECISION_LABELS))
+    def apply_result(self, label: str) -> str:
+        return label
+
+    @transition(field=status, source=ReviewStatus.PROCESSING, target=ReviewStatus.MANUAL_REVIEW)
+    def escalate_failure(self) -> None:
+        pass
+
+    @transition(
+        field=status,
+        source=list(FINAL_STATUSES),
+        target=RETURN_VALUE(ReviewStatus.APPROVED, ReviewStatus.REJECTED),
+    )
+    def override(self, label: str) -> str:
+        return label
+
+    @transition(field=status, source=list(FINAL_STATUSES), target=ReviewStatus.PENDING)
+    def reprocess(self) -> None:
+        pass
+
+
+# Which transition method each cause runs. The legal (from, to) pairs follow from the decorators.
+TRANSITION_FOR_CAUSE = {
+    Cause.JOB_STARTED: "start_processing",
+    Cause.RETRY_RECONCILE: "supersede",
+    Cause.PROVIDER_RESULT: "apply_result",
+    Cause.PROVIDER_CALLBACK: "apply_result",
+    Cause.PROVIDER_FAILED: "escalate_failure",
+    Cause.MANUAL_OVERRIDE: "override",
+    Cause.REPROCESS: "reprocess",
+}
+
+
+class RequestStatus(models.TextChoices):
+    CREATED = "created", "Created"
+    SENT = "sent", "Sent"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    SUPERSEDED = "superseded", "Superseded"
+
+
+OPEN_REQUEST_STATUSES = (RequestStatus.CREATED, RequestStatus.SENT)
+
+
+class ModerationRequest(models.Model):
+    """One logical moderation operation: one idempotency key, reused by each of its attempts.
+
+    The key is stored (in the claim's transaction) before any request leaves. A new operation
+    (reconcile, reprocess) is a new row with a new key that `supersedes` the previous one.
+    """
+
+    review = models.ForeignKey(ContentReview, on_delete=models.PROTECT, related_name="requests")
+    idempotency_key = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+    provider = models.CharField(max_length=32)
+    provider_request_id = models.CharField(max_length=255, blank=True)
+    status = models.CharField(max_length=16, choices=RequestStatus.choices, default=RequestStatus.CREATED)
+    cause = models.CharField(max_length=32, choices=Cause.choices, default=Cause.JOB_STARTED)
+    supersedes = models.OneToOneField(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
+    )
+    # Superseding operations in a row for this review (0 for the first operation of a run).
+    generation = models.PositiveSmallIntegerField(default=0)
+    attempt_no = models.PositiveSmallIntegerField(default=0, help_text="Attempts started so far.")
+    max_attempts = models.PositiveSmallIntegerField()
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_enqueued_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["review", "id"], name="request_review_idx"),
+            models.Index(
+                fields=["next_attempt_at"],
+                name="request_retry_due_idx",
+                condition=Q(status__in=["created", "sent"], next_attempt_at__isnull=False),
+            ),
+            models.Index(
+                fields=["provider", "provider_request_id"],
+                name="request_provider_id_idx",
+                condition=~Q(provider_request_id=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"request {self.idempotency_key} ({self.status})"
+
+    @property
+    def attempts_left(self) -> int:
+        return max(self.max_attempts - self.attempt_no, 0)
+
+
+class AttemptOutcome(models.TextChoices):
+    IN_FLIGHT = "in_flight", "In flight"
+    RESULT = "result", "Result received"
+    ACCEPTED = "accepted", "Accepted (callback expected)"
+    TIMEOUT = "timeout", "Timeout"
+    CONNECTION_ERROR = "connection_error", "Connection error"
+    HTTP_4XX = "http_4xx", "Client error (4xx)"
+    HTTP_5XX = "http_5xx", "Server error (5xx)"
+    MALFORMED = "malformed", "Malformed answer"
+    UNSUPPORTED = "unsupported", "Unsupported content"
+    ERROR = "error", "Other provider error"
+    ABANDONED = "abandoned", "Abandoned (worker lost)"
+
+
+class ProviderAttempt(models.Model):
+    """One call to the provider on behalf of a request: who made it, how it ended, how long."""
+
+    request = models.ForeignKey(ModerationRequest, on_delete=models.PROTECT, related_name="attempts")
+    attempt_no = models.PositiveSmallIntegerField()
+    worker_id = models.CharField(max_length=150, blank=True)
+    job_id = models.CharField(max_length=64, blank=True)
+    outcome = models.CharField(max_length=20, choices=AttemptOutcome.choices, default=AttemptOutcome.IN_FLIGHT)
+    http_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["request", "attempt_no"], name="attempt_request_no_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.attempt_no} of {self.request_id}: {self.outcome}"
+
+
+class DecisionSource(models.TextChoices):
+    PROVIDER = "provider", "Provider result"
+    MODERATOR = "moderator", "Moderator"
+    SYSTEM = "system", "System (provider failed)"
+
+
+class Decision(models.Model):
+    """An immutable decision with everything needed to explain it (invariant 9)."""
+
+    review = models.ForeignKey(ContentReview, on_delete=models.PROTECT, related_name="decisions")
+    label = models.CharField(max_length=16, choices=[(s.value, s.label) for s in DECISION_LABELS])
+    source = models.CharField(max_length=16, choices=DecisionSource.choices)
+    score = models.FloatField(null=True, blank=True, help_text="Highest category score.")
+    flagged = models.BooleanField(null=True, blank=True)
+    categories = models.JSONField(default=dict, blank=True)
+    category_scores = models.JSONField(default=dict, blank=True)
+    model = models.CharField(max_length=100, blank=True)
+    policy = models.ForeignKey("ModerationPolicy", on_delete=models.PROTECT, null=True, blank=True)
+    explanation = models.TextField(blank=True)
+    request = models.ForeignKey(
+        ModerationRequest, on_delete=models.PROTECT, null=True, blank=True, related_name="decisions"
+    )
+    callback = models.ForeignKey(
+        "callbacks.ProviderCallback", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    moderator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            # A provider result decides a review at most once per operation.
+            models.UniqueConstraint(
+                fields=["request"], condition=Q(source="provider"), name="decision_one_per_request"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label} by {self.source}"
+
+    @property
+    def decided_by(self) -> str:
+        if self.source == DecisionSource.MODERATOR:
+            return f"moderator:{self.moderator}"
+        if self.callback_id:
+            return f"callback:{self.callback_id}"
+        if self.request_id:
+            return f"request:{self.request_id}"
+        return self.source
+
+
+class ModerationPolicy(models.Model):
+    """A versioned mapping from category scores to a decision. Versions are never edited in place:
+    a change publishes a new version, so every past decision still names the rules that made it.
+    """
+
+    version = models.PositiveIntegerField(unique=True)
+    reject_threshold = models.FloatField(help_text="A category score at or above this rejects.")
+    review_threshold = models.FloatField(help_text="A category score at or above this needs a human.")
+    category_thresholds = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text='Per-category overrides, e.g. {"violence": {"reject": 0.7, "review": 0.3}}.',
+    )
+    flagged_label = models.CharField(
+        max_length=16,
+        choices=[(s.value, s.label) for s in DECISION_LABELS],
+        default=ReviewStatus.MANUAL_REVIEW,
+        help_text="Decision when the provider flags the content but no threshold is reached.",
+    )
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
+
+    class Meta:
+        ordering = ["-version"]
+        verbose_name_plural = "moderation policies"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(review_threshold__gte=0)
+                & Q(reject_threshold__lte=1)
+                & Q(review_threshold__lte=models.F("reject_threshold")),
+                name="policy_thresholds_ordered",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"policy v{self.version}"

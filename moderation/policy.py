@@ -1,0 +1,66 @@
+"""Applying a moderation policy to a provider result: a pure function, no database access."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moderation.models import ModerationPolicy, ReviewStatus
+from moderation.providers import ModerationResult
+
+# Worst first: the strictest verdict over all categories wins.
+_SEVERITY = {ReviewStatus.REJECTED: 2, ReviewStatus.MANUAL_REVIEW: 1, ReviewStatus.APPROVED: 0}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    score: float | None
+    explanation: str
+
+
+def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
+    """(review, reject) thresholds of one category."""
+    override = policy.category_thresholds.get(category, {})
+    return (
+        float(override.get("review", policy.review_threshold)),
+        float(override.get("reject", policy.reject_threshold)),
+    )
+
+
+def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
+    label, reasons = ReviewStatus.APPROVED, []
+    for category, score in sorted(result.category_scores.items()):
+        review_at, reject_at = thresholds_for(policy, category)
+        if score >= reject_at:
+            verdict = ReviewStatus.REJECTED
+            reasons.append(f"{category}={score:.3f} >= reject {reject_at}")
+        elif score >= review_at:
+            verdict = ReviewStatus.MANUAL_REVIEW
+            reasons.append(f"{category}={score:.3f} >= review {review_at}")
+        else:
+            continue
+        if _SEVERITY[verdict] > _SEVERITY[label]:
+            label = verdict
+    if label == ReviewStatus.APPROVED and result.flagged and policy.flagged_label != ReviewStatus.APPROVED:
+        label = ReviewStatus(policy.flagged_label)
+        reasons.append("flagged by the provider below every threshold")
+    top = max(result.category_scores.values(), default=None)
+    explanation = f"{policy}: " + ("; ".join(reasons) if reasons else "every category below its thresholds")
+    return Verdict(label=label, score=top, explanation=explanation)
+
+
+def validate_category_thresholds(value: object) -> list[str]:
+    """Errors in a per-category thresholds mapping (empty when valid)."""
+    if not isinstance(value, dict):
+        return ["category thresholds must be an object of {category: {review, reject}}"]
+    errors = []
+    for category, limits in value.items():
+        if not isinstance(limits, dict) or not set(limits) <= {"review", "reject"} or not limits:
+            errors.append(f"{category}: expected an object with 'review' and/or 'reject'")
+            continue
+        for key, number in limits.items():
+            if isinstance(number, bool) or not isinstance(number, int | float) or not 0 <= number <= 1:
+                errors.append(f"{category}.{key}: expected a number between 0 and 1")
+        if not errors and limits.get("review", 0) > limits.get("reject", 1):
+            errors.append(f"{category}: review threshold above the reject threshold")
+    return errors

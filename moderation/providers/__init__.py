@@ -1,0 +1,58 @@
+"""Provider adapters behind one interface, chosen by name (`MODERATION_PROVIDER`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from moderation.providers.base import (
+    Accepted,
+    MalformedAnswer,
+    ModerationInput,
+    ModerationResult,
+    Provider,
+    ProviderError,
+    UnsupportedContent,
+)
+
+__all__ = [
+    "Accepted",
+    "MalformedAnswer",
+    "ModerationInput",
+    "ModerationResult",
+    "Provider",
+    "ProviderError",
+    "UnsupportedContent",
+    "get_provider",
+    "register",
+]
+
+
+def _local() -> Provider:
+    from moderation.providers.local import LocalProvider
+
+    return LocalProvider()
+
+
+_factories: dict[str, Callable[[], Provider]] = {"local": _local}
+_instances: dict[str, Provider] = {}
+
+
+def register(name: str, factory: Callable[[], Provider]) -> None:
+    """Make a provider available by name (adapters, and scripted providers in tests)."""
+    _factories[name] = factory
+    _instances.pop(name, None)
+
+
+def unregister(name: str) -> None:
+    _factories.pop(name, None)
+    _instances.pop(name, None)
+
+
+def get_provider(name: str) -> Provider:
+    if name not in _instances:
+        try:
+            factory = _factories[name]
+        except KeyError:
+            raise LookupError(f"no provider named {name!r} (known: {', '.join(sorted(_factories))})") from None
+        _instances[name] = factory()
+    return _instances[name]

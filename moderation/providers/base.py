@@ -1,0 +1,105 @@
+"""The provider interface: one call in, a result, an acceptance (callback later) or a typed error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class ModerationInput:
+    """What a provider receives for one attempt. The idempotency key is the same on every retry."""
+
+    idempotency_key: str
+    content_type: str
+    text: str = ""
+    media_url: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    callback_url: str = ""
+
+
+@dataclass(frozen=True)
+class ModerationResult:
+    """A result in the OpenAI moderation shape (`results[0]` of DESIGN's callback body)."""
+
+    model: str
+    flagged: bool
+    categories: dict[str, bool]
+    category_scores: dict[str, float]
+    provider_request_id: str = ""
+
+    @classmethod
+    def from_payload(cls, data: dict[str, Any]) -> ModerationResult:
+        """Parse `{"id", "model", "results": [{...}]}`; raises MalformedAnswer on a bad shape."""
+        try:
+            item = data["results"][0]
+            scores = {str(k): float(v) for k, v in item["category_scores"].items()}
+            categories = {str(k): bool(v) for k, v in item.get("categories", {}).items()}
+            flagged = item["flagged"]
+            if not isinstance(flagged, bool) or not isinstance(data.get("model", ""), str):
+                raise TypeError("flagged must be a boolean and model a string")
+            if any(not 0.0 <= s <= 1.0 for s in scores.values()):
+                raise ValueError("category scores must lie in [0, 1]")
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise MalformedAnswer(f"malformed moderation result: {exc}") from exc
+        return cls(
+            model=data.get("model", ""),
+            flagged=flagged,
+            categories=categories,
+            category_scores=scores,
+            provider_request_id=str(data.get("id", "")),
+        )
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """The provider queued the work and will call back (HTTP 202)."""
+
+    provider_request_id: str
+
+
+class ProviderError(Exception):
+    """A failed attempt. `retryable` says whether another attempt with the same key may succeed."""
+
+    kind = "error"
+    retryable = True
+
+    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+        super().__init__(message)
+        self.http_status = http_status
+
+
+class ProviderTimeout(ProviderError):
+    kind = "timeout"
+
+
+class ProviderConnectionError(ProviderError):
+    kind = "connection_error"
+
+
+class ProviderServerError(ProviderError):
+    kind = "http_5xx"
+
+
+class ProviderClientError(ProviderError):
+    kind = "http_4xx"
+    retryable = False
+
+
+class MalformedAnswer(ProviderError):
+    kind = "malformed"
+
+
+class UnsupportedContent(ProviderError):
+    """The provider cannot judge this content at all: a human has to."""
+
+    kind = "unsupported"
+    retryable = False
+
+
+class Provider(Protocol):
+    name: str
+
+    def moderate(self, request: ModerationInput) -> ModerationResult | Accepted:
+        """Call the provider once. Raises ProviderError. Must not touch the database."""
+        ...

@@ -1,0 +1,66 @@
+"""The default provider: alt-profanity-check's model, run in-process and offline.
+
+It judges text (and the text values of metadata); it cannot see images or audio, so it refuses
+them as UnsupportedContent and the pipeline hands them to a human.
+"""
+
+from __future__ import annotations
+
+import threading
+from importlib.metadata import version
+from typing import Any
+
+from moderation.providers.base import ModerationInput, ModerationResult, UnsupportedContent
+
+# One category: the model scores offensive language, nothing else. Reporting scores for
+# categories it never evaluated would be a lie the policy would then act on.
+CATEGORY = "profanity"
+FLAG_AT = 0.5
+
+_lock = threading.Lock()
+_predict_prob = None
+
+
+def _model():
+    """Load the model once per process (about a second); later calls are a dictionary lookup."""
+    global _predict_prob
+    if _predict_prob is None:
+        with _lock:
+            if _predict_prob is None:
+                from profanity_check import predict_prob
+
+                _predict_prob = predict_prob
+    return _predict_prob
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+class LocalProvider:
+    name = "local"
+    model_name = f"alt-profanity-check-{version('alt-profanity-check')}"
+
+    def moderate(self, request: ModerationInput) -> ModerationResult:
+        if request.content_type == "text":
+            texts = [request.text]
+        elif request.content_type == "metadata":
+            texts = _strings(request.metadata)
+        else:
+            raise UnsupportedContent(f"the local model cannot judge {request.content_type} content")
+        texts = [t for t in texts if t.strip()]
+        # The worst passage decides: one offensive field makes the whole content offensive.
+        score = float(max(_model()(texts))) if texts else 0.0
+        score = round(score, 6)
+        return ModerationResult(
+            model=self.model_name,
+            flagged=score >= FLAG_AT,
+            categories={CATEGORY: score >= FLAG_AT},
+            category_scores={CATEGORY: score},
+        )

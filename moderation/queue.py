@@ -1,0 +1,45 @@
+"""The only way the pipeline enqueues jobs: after the current transaction commits.
+
+A job enqueued inside a transaction that later rolls back would act on rows that never existed;
+one enqueued after commit can still be lost (crash between commit and enqueue), which the
+sweeper covers. django-q2 is an at-least-once trigger: every task is safe to run twice.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from functools import cache
+
+from django.db import transaction
+
+
+@cache
+def _hostname() -> str:
+    return socket.gethostname()
+
+
+def worker_id() -> str:
+    """Identifies this process in the audit trail: host and pid (read live: workers are forked)."""
+    return f"{_hostname()}:{os.getpid()}"
+
+
+def new_job_id() -> str:
+    return uuid.uuid4().hex
+
+
+def enqueue_on_commit(func: str, **kwargs) -> str:
+    """Enqueue `func(**kwargs, job_id=...)` once the surrounding transaction commits.
+
+    Returns the job id the task will log under (also its django-q2 task name).
+    """
+    job_id = new_job_id()
+
+    def push() -> None:
+        from django_q.tasks import async_task
+
+        async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", **kwargs)
+
+    transaction.on_commit(push)
+    return job_id

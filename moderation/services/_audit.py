@@ -1,0 +1,114 @@
+"""The one way a review's status changes, and how the pipeline records what it refused to do."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
+
+from django_fsm import InvalidResultState, TransitionNotAllowed
+
+from audit import context
+from audit.models import EventKind, PipelineEvent, ReviewTransition
+from moderation.errors import IllegalTransition
+from moderation.models import TRANSITION_FOR_CAUSE, Cause, ContentReview
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def transition_review(
+    review: ContentReview,
+    cause: Cause,
+    *,
+    actor: str,
+    actor_id: str = "",
+    label: str | None = None,
+    idempotency_key=None,
+    job_id: str = "",
+    attempt_no: int | None = None,
+    reason: str = "",
+    history_user=None,
+    update_fields: Iterable[str] = (),
+) -> ReviewTransition:
+    """Run the state machine transition for `cause`, save the review and write its audit row.
+
+    Call inside `transaction.atomic()` while holding the review's row lock: the status change and
+    its transition row commit together or not at all (invariant 1). Raises IllegalTransition
+    when the state machine refuses; the caller's transaction then rolls back whatever it wrote.
+    """
+    from_status = review.status
+    method = getattr(review, TRANSITION_FOR_CAUSE[cause])
+    try:
+        method(label) if label is not None else method()
+    except (TransitionNotAllowed, InvalidResultState) as exc:  # InvalidResultState: a target not allowed
+        raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause) from exc
+    review.version += 1
+    review._change_reason = cause  # simple-history: why this history row exists
+    if history_user is not None:
+        review._history_user = history_user
+    review.save(update_fields=["status", "version", "updated_at", *update_fields])
+    logger.info("review %s: %s -> %s (%s)", review.pk, from_status, review.status, cause)
+    return ReviewTransition.objects.create(
+        review=review,
+        from_status=from_status,
+        to_status=review.status,
+        cause=cause,
+        actor=actor,
+        actor_id=actor_id,
+        idempotency_key=idempotency_key,
+        job_id=job_id,
+        attempt_no=attempt_no,
+        reason=reason,
+    )
+
+
+def record_event(
+    kind: EventKind,
+    *,
+    review_id=None,
+    idempotency_key=None,
+    level: int = logging.INFO,
+    **detail: Any,
+) -> PipelineEvent:
+    """Record that the pipeline looked at work and changed nothing (a lost claim, a stale result...).
+
+    Worker and job ids come from the bound logging context.
+    """
+    ids = context.current()
+    logger.log(level, "%s: %s", kind.label, detail or "")
+    return PipelineEvent.objects.create(
+        kind=kind,
+        review_id=review_id,
+        idempotency_key=idempotency_key,
+        worker_id=ids.get("worker_id", ""),
+        job_id=ids.get("job_id", ""),
+        detail={k: str(v) for k, v in detail.items()},
+    )
+
+
+def records_illegal_transitions(func: Callable[P, R]) -> Callable[P, R]:
+    """Count and log an illegal transition after the service's own transaction has rolled back.
+
+    The attempt leaves the review and the transition log untouched; only the event row remains.
+    """
+
+    @wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except IllegalTransition as exc:
+            record_event(
+                EventKind.ILLEGAL_TRANSITION,
+                review_id=exc.review_id,
+                level=logging.WARNING,
+                from_status=exc.from_status,
+                cause=exc.cause,
+                service=func.__name__,
+            )
+            raise
+
+    return wrapper

@@ -1,0 +1,52 @@
+"""Publishing and reading moderation policy versions."""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.db import connection, transaction
+from django.db.models import Max
+
+from moderation.models import DECISION_LABELS, ModerationPolicy
+from moderation.policy import validate_category_thresholds
+
+_PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
+
+
+def policy_active() -> ModerationPolicy:
+    """The newest version. The initial migration publishes version 1, so there always is one."""
+    return ModerationPolicy.objects.order_by("-version").first()
+
+
+@transaction.atomic
+def policy_publish(
+    *,
+    reject_threshold: float,
+    review_threshold: float,
+    category_thresholds: dict | None = None,
+    flagged_label: str = "manual_review",
+    notes: str = "",
+    created_by=None,
+) -> ModerationPolicy:
+    """Publish a new policy version; past versions stay as they were (decisions point at them)."""
+    category_thresholds = category_thresholds or {}
+    errors = validate_category_thresholds(category_thresholds)
+    if not 0 <= review_threshold <= reject_threshold <= 1:
+        errors.append("thresholds must satisfy 0 <= review <= reject <= 1")
+    if flagged_label not in DECISION_LABELS:
+        errors.append(f"flagged_label must be one of {', '.join(DECISION_LABELS)}")
+    if errors:
+        raise ValidationError(errors)
+    # Two publishers at once would both read the same max(version); the advisory lock makes
+    # the second wait for the first to commit, then number after it.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_PUBLISH_LOCK])
+    latest = ModerationPolicy.objects.aggregate(v=Max("version"))["v"] or 0
+    return ModerationPolicy.objects.create(
+        version=latest + 1,
+        reject_threshold=reject_threshold,
+        review_threshold=review_threshold,
+        category_thresholds=category_thresholds,
+        flagged_label=flagged_label,
+        notes=notes,
+        created_by=created_by,
+    )

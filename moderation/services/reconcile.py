@@ -1,0 +1,185 @@
+"""Finishing what was left behind: due retries, lost jobs, operations that went silent.
+
+The sweeper runs on a django-q2 schedule, possibly on several clusters at once. Each part takes
+its rows with `SKIP LOCKED` and marks them, so overlapping sweeps split the work instead of
+doing it twice; and every job they enqueue is itself safe to run twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from audit import context
+from audit.models import Actor
+from moderation.errors import IllegalTransition
+from moderation.models import (
+    OPEN_REQUEST_STATUSES,
+    Cause,
+    ContentReview,
+    ModerationRequest,
+    RequestStatus,
+    ReviewStatus,
+)
+from moderation.queue import enqueue_on_commit
+from moderation.services._audit import records_illegal_transitions, transition_review
+from moderation.services.pipeline import request_give_up_locked
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class SweepReport:
+    retries_enqueued: list = field(default_factory=list)
+    pending_requeued: list = field(default_factory=list)
+    redispatched: list = field(default_factory=list)
+    superseded: list = field(default_factory=list)
+    escalated: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        return ", ".join(f"{len(v)} {k.replace('_', ' ')}" for k, v in vars(self).items())
+
+
+def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepReport:
+    now = now or timezone.now()
+    report = SweepReport()
+    report.retries_enqueued = _enqueue_due_retries(now, limit)
+    report.pending_requeued = _requeue_lost_jobs(now, limit)
+    for review_id in _silent_operations(now, limit):
+        action = review_reconcile(review_id=review_id, now=now)
+        if action:
+            getattr(report, action).append(review_id)
+    if any(vars(report).values()):
+        logger.info("sweep: %s", report.summary())
+    return report
+
+
+def _lease() -> timedelta:
+    """How long an enqueued job may take to start before it is presumed lost."""
+    return timedelta(seconds=settings.Q_CLUSTER["retry"])
+
+
+def _enqueue_due_retries(now: datetime, limit: int) -> list[int]:
+    with transaction.atomic():
+        due = list(
+            ModerationRequest.objects.select_for_update(skip_locked=True)
+            .filter(status__in=OPEN_REQUEST_STATUSES, next_attempt_at__lte=now)
+            .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=now - _lease()))
+            .order_by("next_attempt_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        ModerationRequest.objects.filter(pk__in=due).update(last_enqueued_at=now)
+        for request_id in due:
+            enqueue_on_commit("moderation.tasks.dispatch_request", request_id=request_id)
+    return due
+
+
+def _requeue_lost_jobs(now: datetime, limit: int) -> list:
+    """Pending reviews whose job never ran (lost between commit and enqueue, or by the broker)."""
+    cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+    with transaction.atomic():
+        lost = list(
+            ContentReview.objects.select_for_update(skip_locked=True)
+            .filter(status=ReviewStatus.PENDING, updated_at__lt=cutoff)
+            .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=cutoff))
+            .order_by("updated_at")
+            .values_list("pk", flat=True)[:limit]
+        )
+        ContentReview.objects.filter(pk__in=lost).update(last_enqueued_at=now)
+        for review_id in lost:
+            enqueue_on_commit("moderation.tasks.moderate_review", review_id=review_id)
+    return lost
+
+
+def _silent_operations(now: datetime, limit: int) -> list:
+    """Processing reviews whose live request has not moved for MODERATION_STUCK_AFTER_S."""
+    cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+    return list(
+        ModerationRequest.objects.filter(
+            status__in=OPEN_REQUEST_STATUSES,
+            next_attempt_at__isnull=True,
+            updated_at__lt=cutoff,
+            review__status=ReviewStatus.PROCESSING,
+            review__active_idempotency_key=F("idempotency_key"),
+        )
+        .order_by("updated_at")
+        .values_list("review_id", flat=True)[:limit]
+    )
+
+
+@records_illegal_transitions
+def review_reconcile(*, review_id, now: datetime | None = None) -> str | None:
+    """Take over one processing review whose operation went silent. Returns what it did.
+
+    - never sent (the worker died after its claim): dispatch it again, same key;
+    - sent but no result (a lost callback, a dead worker): supersede with a new key, or, once
+      MODERATION_MAX_SUPERSEDES operations have gone silent, hand it to a human.
+    """
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+    with context.bind(review_id=review_id), transaction.atomic():
+        review = ContentReview.objects.select_for_update(skip_locked=True).filter(pk=review_id).first()
+        if review is None or review.status != ReviewStatus.PROCESSING:
+            return None  # another sweeper holds it, or it moved on
+        request = ModerationRequest.objects.get(idempotency_key=review.active_idempotency_key)
+        if request.status not in OPEN_REQUEST_STATUSES or request.next_attempt_at or request.updated_at >= cutoff:
+            return None  # it made progress since we looked
+        if request.status == RequestStatus.CREATED:
+            ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
+            enqueue_on_commit("moderation.tasks.dispatch_request", request_id=request.pk)
+            return "redispatched"
+        if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
+            request_give_up_locked(review, request, f"no result after {request.generation + 1} operations")
+            return "escalated"
+        _supersede_locked(review, request, reason=f"no result since {request.updated_at.isoformat()}")
+        return "superseded"
+
+
+def _supersede_locked(review: ContentReview, old: ModerationRequest, *, reason: str) -> ModerationRequest:
+    """Replace the review's live operation with a new one (new key); call holding the row lock.
+
+    From here on a result for the old key is stale (invariant 4): the provider may still answer
+    it, but nothing it says can change the review.
+    """
+    ModerationRequest.objects.filter(pk=old.pk).update(
+        status=RequestStatus.SUPERSEDED, next_attempt_at=None, updated_at=timezone.now()
+    )
+    new = ModerationRequest.objects.create(
+        review=review,
+        provider=settings.MODERATION_PROVIDER,
+        max_attempts=settings.MODERATION_MAX_ATTEMPTS,
+        cause=Cause.RETRY_RECONCILE,
+        supersedes=old,
+        generation=old.generation + 1,
+    )
+    review.active_idempotency_key = new.idempotency_key
+    review.provider_request_id = ""
+    transition_review(
+        review,
+        Cause.RETRY_RECONCILE,
+        actor=Actor.SYSTEM,
+        actor_id="reconcile",
+        idempotency_key=new.idempotency_key,
+        job_id=context.current().get("job_id", ""),
+        reason=reason,
+        update_fields=["active_idempotency_key", "provider_request_id"],
+    )
+    enqueue_on_commit("moderation.tasks.dispatch_request", request_id=new.pk)
+    return new
+
+
+@records_illegal_transitions
+def review_supersede(*, review_id, reason: str) -> ModerationRequest:
+    """Explicitly replace a processing review's operation with a new one (operators, tests)."""
+    with context.bind(review_id=review_id), transaction.atomic():
+        review = ContentReview.objects.select_for_update().get(pk=review_id)
+        old = ModerationRequest.objects.filter(idempotency_key=review.active_idempotency_key).first()
+        if review.status != ReviewStatus.PROCESSING or old is None:
+            raise IllegalTransition(review_id=review_id, from_status=review.status, cause=Cause.RETRY_RECONCILE)
+        return _supersede_locked(review, old, reason=reason)

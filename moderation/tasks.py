@@ -1,0 +1,34 @@
+"""django-q2 tasks: thin wrappers that take ids, bind log context and call one service.
+
+The broker delivers at least once, so each task is safe to run twice: a second claim loses,
+a second dispatch finds the attempt in flight or the request closed, a second sweep finds
+nothing due.
+"""
+
+from __future__ import annotations
+
+from audit import context
+from moderation import services
+from moderation.queue import new_job_id, worker_id
+
+
+def moderate_review(review_id, job_id: str = "") -> str:
+    job_id = job_id or new_job_id()
+    with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id()):
+        request = services.review_claim(review_id=review_id, worker_id=worker_id(), job_id=job_id)
+        if request is None:
+            return "claim lost"
+        report = services.request_dispatch(request_id=request.pk, worker_id=worker_id(), job_id=job_id)
+        return f"{report.action} {report.detail}".strip()
+
+
+def dispatch_request(request_id: int, job_id: str = "") -> str:
+    job_id = job_id or new_job_id()
+    with context.bind(job_id=job_id, worker_id=worker_id()):
+        report = services.request_dispatch(request_id=request_id, worker_id=worker_id(), job_id=job_id)
+        return f"{report.action} {report.detail}".strip()
+
+
+def sweep(job_id: str = "") -> str:
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
+        return services.reviews_sweep().summary()
