@@ -8,6 +8,6 @@ class ModerationConfig(AppConfig):
 
     def ready(self) -> None:
         from moderation import checks  # noqa: F401  (registers the system checks)
-        from moderation.schedules import ensure_schedules
+        from moderation.defaults import ensure_defaults
 
-        post_migrate.connect(ensure_schedules, sender=self, dispatch_uid="moderation.ensure_schedules")
+        post_migrate.connect(ensure_defaults, sender=self, dispatch_uid="moderation.ensure_defaults")

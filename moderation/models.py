@@ -9,10 +9,21 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.contrib.auth.base_user import AbstractBaseUser
 from django.db import models
 from django.db.models import Q
 from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
 from simple_history.models import HistoricalRecords
+
+
+def history_user(request=None, **kwargs):
+    """The staff user behind a change, for django-simple-history.
+
+    On API requests `request.user` is an ApiClient, not a user: those changes carry no user
+    (the transition log names the client or worker as the actor instead).
+    """
+    user = getattr(request, "user", None)
+    return user if isinstance(user, AbstractBaseUser) else None
 
 
 class ApiClient(models.Model):
@@ -110,7 +121,7 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    history = HistoricalRecords(excluded_fields=["last_enqueued_at"])
+    history = HistoricalRecords(excluded_fields=["last_enqueued_at"], get_user=history_user)
 
     class Meta:
         indexes = [
@@ -356,7 +367,7 @@ class ModerationPolicy(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
-    history = HistoricalRecords()
+    history = HistoricalRecords(get_user=history_user)
 
     class Meta:
         ordering = ["-version"]

@@ -346,10 +346,16 @@ def review_finalize(
 
 def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no) -> tuple[FinalizeOutcome, object]:
     with transaction.atomic():
-        request = ModerationRequest.objects.filter(idempotency_key=idempotency_key).first()
-        if request is None:
+        review = (
+            ContentReview.objects.select_for_update(of=("self",))
+            .filter(requests__idempotency_key=idempotency_key)
+            .first()
+        )
+        if review is None:
             return FinalizeOutcome.ORPHAN, None
-        review = ContentReview.objects.select_for_update().get(pk=request.review_id)
+        # Read the request only now, under the review's lock: read before it, a waiter would
+        # judge the result against the request as it was before the winner completed it.
+        request = ModerationRequest.objects.get(idempotency_key=idempotency_key)
         outcome = _classify(review, request)
         if outcome is FinalizeOutcome.APPLIED:
             _apply_result_locked(review, request, result, cause, callback_id, attempt_no)

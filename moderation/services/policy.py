@@ -12,9 +12,23 @@ from moderation.policy import validate_category_thresholds
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 
 
+DEFAULT_POLICY = {
+    "reject_threshold": 0.9,
+    "review_threshold": 0.5,
+    "flagged_label": "manual_review",
+    "notes": "Initial policy: reject from 0.9; a human looks from 0.5.",
+}
+
+
 def policy_active() -> ModerationPolicy:
-    """The newest version. The initial migration publishes version 1, so there always is one."""
-    return ModerationPolicy.objects.order_by("-version").first()
+    """The newest version (post_migrate publishes the default one, so there always is one)."""
+    return ModerationPolicy.objects.order_by("-version").first() or policy_ensure_default()
+
+
+def policy_ensure_default() -> ModerationPolicy:
+    """Publish version 1 with the default thresholds if no policy exists yet."""
+    existing = ModerationPolicy.objects.order_by("-version").first()
+    return existing or policy_publish(**DEFAULT_POLICY)
 
 
 @transaction.atomic

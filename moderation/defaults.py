@@ -1,14 +1,21 @@
-"""The django-q2 schedules the pipeline relies on, created or updated after every migrate."""
+"""Rows the pipeline relies on, created after every `migrate` (and every `flush`).
+
+Django emits post_migrate after both, so a database that was emptied gets them back too;
+a data migration would not.
+"""
 
 from __future__ import annotations
 
 SWEEP = "moderation.sweep"
 
 
-def ensure_schedules(**kwargs) -> None:
+def ensure_defaults(**kwargs) -> None:
     from django.conf import settings
     from django_q.models import Schedule
 
+    from moderation.services.policy import policy_ensure_default
+
+    policy_ensure_default()
     Schedule.objects.update_or_create(
         name=SWEEP,
         defaults={

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from moderation import providers, services
+from tests.helpers import ScriptedProvider
+
+
+@pytest.fixture
+def api_client(db):
+    client, token = services.api_client_create(name="acme")
+    client.token = token
+    return client
+
+
+@pytest.fixture
+def other_client(db):
+    client, token = services.api_client_create(name="globex")
+    client.token = token
+    return client
+
+
+@pytest.fixture
+def http(api_client):
+    """A DRF test client authenticated as `api_client`."""
+    http = APIClient()
+    http.credentials(HTTP_AUTHORIZATION=f"Bearer {api_client.token}")
+    return http
+
+
+@pytest.fixture
+def scripted(settings):
+    """Route moderation to a ScriptedProvider for the test."""
+    provider = ScriptedProvider()
+    providers.register("scripted", lambda: provider)
+    settings.MODERATION_PROVIDER = "scripted"
+    yield provider
+    providers.unregister("scripted")

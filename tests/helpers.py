@@ -1,0 +1,118 @@
+"""Shared test helpers: data built through the real services, real threads colliding."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db import connection
+
+from moderation import services
+from moderation.models import ContentReview, ModerationRequest
+from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError
+
+
+def result(score: float, *, model: str = "test-model", provider_request_id: str = "") -> ModerationResult:
+    return ModerationResult(
+        model=model,
+        flagged=score >= 0.5,
+        categories={"harassment": score >= 0.5},
+        category_scores={"harassment": score},
+        provider_request_id=provider_request_id,
+    )
+
+
+# Scores the initial policy (review at 0.5, reject at 0.9) maps to each label.
+SCORE_FOR = {"approved": 0.1, "manual_review": 0.6, "rejected": 0.95}
+
+
+def submit(client, *, text: str = "a perfectly friendly sentence", external_id: str | None = None) -> ContentReview:
+    review, _ = services.review_submit(
+        client=client, external_id=external_id or uuid.uuid4().hex, kind="text", text=text
+    )
+    return review
+
+
+def claimed(client, *, worker: str = "worker-1") -> tuple[ContentReview, ModerationRequest]:
+    review = submit(client)
+    request = services.review_claim(review_id=review.pk, worker_id=worker)
+    assert request is not None
+    review.refresh_from_db()
+    return review, request
+
+
+def decided(client, label: str) -> ContentReview:
+    review, request = claimed(client)
+    outcome = services.review_finalize(
+        idempotency_key=request.idempotency_key, result=result(SCORE_FOR[label]), cause="provider_result"
+    )
+    assert outcome == "applied"
+    review.refresh_from_db()
+    assert review.status == label
+    return review
+
+
+def collide(count: int, target: Callable[[int], object], *, timeout: float = 30) -> list:
+    """Run target(i) in `count` threads released together by a barrier; return results in order.
+
+    Each thread uses (and closes) its own database connection, so row locks really collide.
+    An exception in a thread is returned in its slot, for the test to assert on.
+    """
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait(timeout=timeout)
+            results[i] = target(i)
+        except BaseException as exc:  # noqa: BLE001 - surfaced to the test
+            results[i] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    assert not any(t.is_alive() for t in threads), "a thread is still running: deadlock?"
+    return results
+
+
+@dataclass
+class ScriptedProvider:
+    """A provider that answers from a script (results, Accepted, or errors to raise).
+
+    The script is shared by all threads; `calls` records every input received, in order.
+    `on_call` runs inside each call (to inspect what the caller holds while it waits).
+    """
+
+    name: str = "scripted"
+    script: list = field(default_factory=list)
+    default: object = None
+    on_call: Callable[[ModerationInput], None] | None = None
+    calls: list = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def moderate(self, request: ModerationInput):
+        with self._lock:
+            self.calls.append(request)
+            answer = self.script.pop(0) if self.script else self.default
+        if self.on_call:
+            self.on_call(request)
+        if isinstance(answer, ProviderError):
+            raise answer
+        if answer is None:
+            raise AssertionError("the scripted provider ran out of answers")
+        assert isinstance(answer, ModerationResult | Accepted)
+        return answer
+
+
+def queued_tasks(func: str | None = None) -> list[dict]:
+    """Tasks waiting in the django-q2 ORM broker (optionally only those of one function)."""
+    from django_q.models import OrmQ
+
+    tasks = [q.task for q in OrmQ.objects.order_by("id")]
+    return [t for t in tasks if func is None or t["func"] == func]

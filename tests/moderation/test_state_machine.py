@@ -1,0 +1,127 @@
+"""The review state machine, checked against DESIGN's table over every (from, cause, to)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from django.db import transaction
+
+from audit.models import EventKind, PipelineEvent, ReviewTransition
+from moderation import services
+from moderation.errors import IllegalTransition
+from moderation.models import Cause, ContentReview, ReviewStatus
+from moderation.services._audit import transition_review
+from tests.helpers import claimed, decided, submit
+
+S = ReviewStatus
+FINAL = (S.APPROVED, S.REJECTED, S.MANUAL_REVIEW)
+
+# DESIGN.md "State machine", transcribed independently of the model's decorators.
+LEGAL = {
+    (S.PENDING, S.PROCESSING, Cause.JOB_STARTED),
+    (S.PROCESSING, S.PROCESSING, Cause.RETRY_RECONCILE),
+    *((S.PROCESSING, to, cause) for to in FINAL for cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK)),
+    (S.PROCESSING, S.MANUAL_REVIEW, Cause.PROVIDER_FAILED),
+    *((src, to, Cause.MANUAL_OVERRIDE) for src in FINAL for to in (S.APPROVED, S.REJECTED)),
+    *((src, S.PENDING, Cause.REPROCESS) for src in FINAL),
+}
+LABELLED = {Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE}
+FIXED_TARGET = {
+    Cause.JOB_STARTED: S.PROCESSING,
+    Cause.RETRY_RECONCILE: S.PROCESSING,
+    Cause.PROVIDER_FAILED: S.MANUAL_REVIEW,
+    Cause.REPROCESS: S.PENDING,
+}
+
+
+def review_in(status, client) -> ContentReview:
+    if status == S.PENDING:
+        return submit(client)
+    if status == S.PROCESSING:
+        return claimed(client)[0]
+    return decided(client, status)
+
+
+def attempt(review: ContentReview, cause: Cause, to: str) -> None:
+    """Ask for `from -> to` through the one transition helper, as services do."""
+    with transaction.atomic():
+        locked = ContentReview.objects.select_for_update().get(pk=review.pk)
+        if cause in LABELLED:
+            transition_review(locked, cause, label=to, actor="system")
+        elif FIXED_TARGET[cause] == to:
+            transition_review(locked, cause, actor="system")
+        else:
+            # This cause cannot even name that target: the model offers no such transition.
+            raise IllegalTransition(review_id=review.pk, from_status=locked.status, cause=cause)
+
+
+CASES = [
+    (src, to, cause)
+    for src, to, cause in itertools.product(S.values, S.values, Cause.values)
+    if cause in LABELLED or FIXED_TARGET[cause] == to
+]
+
+
+def test_the_table_covers_every_legal_transition_of_design():
+    assert LEGAL <= set(CASES)
+    assert len(CASES) == 5 * 5 * len(LABELLED) + 5 * len(FIXED_TARGET)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("src", "to", "cause"), CASES)
+def test_transition_is_allowed_exactly_when_design_allows_it(api_client, src, to, cause):
+    review = review_in(src, api_client)
+    before = ContentReview.objects.get(pk=review.pk)
+    log_before = list(ReviewTransition.objects.filter(review=review).values_list("id", flat=True))
+
+    if (src, to, cause) in LEGAL:
+        attempt(review, cause, to)
+        after = ContentReview.objects.get(pk=review.pk)
+        assert after.status == to
+        assert after.version == before.version + 1
+        new_rows = ReviewTransition.objects.filter(review=review).exclude(id__in=log_before)
+        assert list(new_rows.values_list("from_status", "to_status", "cause")) == [(src, to, cause)]
+    else:
+        with pytest.raises(IllegalTransition):
+            attempt(review, cause, to)
+        after = ContentReview.objects.get(pk=review.pk)
+        assert (after.status, after.version, after.updated_at) == (before.status, before.version, before.updated_at)
+        assert list(ReviewTransition.objects.filter(review=review).values_list("id", flat=True)) == log_before
+
+
+@pytest.mark.django_db
+def test_status_cannot_be_assigned_directly(api_client):
+    review = submit(api_client)
+    with pytest.raises(AttributeError, match="Direct status modification is not allowed"):
+        review.status = S.APPROVED
+
+
+@pytest.mark.django_db
+def test_an_illegal_service_call_is_counted_and_changes_nothing(api_client, django_user_model):
+    moderator = django_user_model.objects.create(username="mod")
+    review, _ = claimed(api_client)
+    transitions = review.transitions.count()
+
+    with pytest.raises(IllegalTransition):
+        services.review_override(review_id=review.pk, label=S.APPROVED, reason="looks fine", moderator=moderator)
+
+    review.refresh_from_db()
+    assert review.status == S.PROCESSING
+    assert review.decision is None
+    assert review.transitions.count() == transitions
+    event = PipelineEvent.objects.get(kind=EventKind.ILLEGAL_TRANSITION)
+    assert event.review_id == review.pk
+    assert event.detail["cause"] == Cause.MANUAL_OVERRIDE
+    assert event.detail["from_status"] == S.PROCESSING
+
+
+@pytest.mark.django_db
+def test_every_transition_writes_history_with_its_cause(api_client):
+    review = decided(api_client, S.REJECTED)
+    reasons = list(review.history.order_by("history_id").values_list("status", "history_change_reason"))
+    assert reasons == [
+        (S.PENDING, None),
+        (S.PROCESSING, Cause.JOB_STARTED),
+        (S.REJECTED, Cause.PROVIDER_RESULT),
+    ]
