@@ -116,3 +116,30 @@ def queued_tasks(func: str | None = None) -> list[dict]:
 
     tasks = [q.task for q in OrmQ.objects.order_by("id")]
     return [t for t in tasks if func is None or t["func"] == func]
+
+
+class assert_max_queries:  # noqa: N801 - reads as a context manager
+    """At most `limit` SQL statements, not counting SAVEPOINT bookkeeping.
+
+    Tests run inside a transaction, which turns each service's atomic() into a savepoint pair
+    that a real top-level call does not issue.
+    """
+
+    def __init__(self, limit: int) -> None:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        self.limit = limit
+        self.capture = CaptureQueriesContext(connection)
+
+    def __enter__(self):
+        self.capture.__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.capture.__exit__(*exc_info)
+        if exc_info[0] is not None:
+            return False
+        statements = [q["sql"] for q in self.capture.captured_queries if "SAVEPOINT" not in q["sql"]]
+        assert len(statements) <= self.limit, f"{len(statements)} queries > {self.limit}:\n" + "\n".join(statements)
+        return False

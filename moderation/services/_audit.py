@@ -86,7 +86,7 @@ def record_event(
         idempotency_key=idempotency_key,
         worker_id=ids.get("worker_id", ""),
         job_id=ids.get("job_id", ""),
-        detail={k: str(v) for k, v in detail.items()},
+        detail={k: str(v) for k, v in detail.items() if v is not None},
     )
 
 
