@@ -5,7 +5,9 @@ Body: {"error": "<code>", "detail": "<message>", "fields": {...}} (fields only f
 
 from __future__ import annotations
 
+from django.core.exceptions import PermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -25,6 +27,10 @@ def exception_handler(exc, context):
             return Response({"error": code, "detail": str(exc)}, status=http_status)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.messages)
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -32,6 +38,6 @@ def exception_handler(exc, context):
         fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
         response.data = {"error": "invalid", "detail": "The request is not valid.", "fields": fields}
     else:
-        code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
-        response.data = {"error": code if isinstance(code, str) else "error", "detail": str(getattr(exc, "detail", exc))}
+        code = exc.get_codes()
+        response.data = {"error": code if isinstance(code, str) else "error", "detail": str(exc.detail)}
     return response

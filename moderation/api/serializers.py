@@ -27,10 +27,19 @@ def _check_json_value(value, depth: int = 0) -> None:
             _check_json_value(item, depth + 1)
 
 
+class StrictCharField(serializers.CharField):
+    """A string field that refuses numbers and booleans instead of quietly converting them."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class ReviewSubmitSerializer(serializers.Serializer):
-    external_id = serializers.CharField(max_length=255)
+    external_id = StrictCharField(max_length=255)
     content_type = serializers.ChoiceField(choices=ContentKind.choices)
-    text = serializers.CharField(required=False, max_length=TEXT_MAX_CHARS, trim_whitespace=False)
+    text = StrictCharField(required=False, allow_blank=True, max_length=TEXT_MAX_CHARS, trim_whitespace=False)
     media_url = serializers.URLField(required=False, max_length=2048)
     metadata = serializers.JSONField(required=False)
 

@@ -1,0 +1,46 @@
+"""Bad configuration fails loudly at start-up (each case starts a fresh interpreter)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+
+
+def start(**env) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "DATABASE_URL": os.environ.get("DATABASE_URL", "postgres://x@127.0.0.1/x"), **env}
+    return subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        env=environ,
+        capture_output=True,
+        text=True,
+        cwd=settings.BASE_DIR,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"PROVIDER_TIMEOUT_S": "soon"}, "PROVIDER_TIMEOUT_S must be a number"),
+        ({"PROVIDER_TIMEOUT_S": "-1"}, "PROVIDER_TIMEOUT_S must be a positive number"),
+        ({"MODERATION_PROVIDER": "magic"}, "MODERATION_PROVIDER must be one of"),
+        ({"MODERATION_PROVIDER": "webhook", "PROVIDER_URL": ""}, "PROVIDER_URL is required"),
+        ({"DEBUG": "0", "ALLOWED_HOSTS": "example.com"}, "SECRET_KEY must be set"),
+        ({"DEBUG": "0", "SECRET_KEY": "x" * 60, "ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must be set"),
+        ({"DATABASE_URL": "sqlite:///db.sqlite3"}, "DATABASE_URL must point at PostgreSQL"),
+        ({"PUBLIC_BASE_URL": "example.com"}, "PUBLIC_BASE_URL must be an http(s) URL"),
+    ],
+)
+def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):
+    process = start(**env)
+    assert process.returncode != 0
+    assert "ImproperlyConfigured" in process.stderr and message in process.stderr
+
+
+def test_production_settings_start_when_configured():
+    process = start(DEBUG="0", SECRET_KEY="s" * 60, ALLOWED_HOSTS="moderation.example.com")
+    assert process.returncode == 0, process.stderr

@@ -1,0 +1,65 @@
+"""`manage.py check` refuses job settings that could run a task twice at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from moderation.checks import check_job_settings
+
+GOOD = {
+    "name": "t", "workers": 2, "timeout": 60, "retry": 150, "max_attempts": 1,
+    "ack_failures": True, "bulk": 1, "queue_limit": 2, "orm": "default",
+}
+
+
+def ids(settings, **q):
+    settings.Q_CLUSTER = {**GOOD, **q}
+    return sorted(message.id for message in check_job_settings())
+
+
+def test_the_shipped_settings_pass():
+    assert check_job_settings() == []
+
+
+def test_the_reference_settings_pass(settings):
+    assert ids(settings) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        ({"timeout": None}, "moderation.E001"),
+        ({"retry": 90}, "moderation.E002"),  # a lease shorter than 2x the timeout
+        ({"timeout": 12, "retry": 100}, "moderation.E003"),  # provider timeout 10s + margin
+        ({"max_attempts": 0}, "moderation.E005"),
+        ({"ack_failures": False}, "moderation.E006"),
+        ({"bulk": 5}, "moderation.E007"),
+        ({"queue_limit": 20}, "moderation.W001"),
+    ],
+)
+def test_a_setting_that_could_rerun_a_running_task_fails_the_check(settings, change, error):
+    assert error in ids(settings, **change)
+
+
+def test_a_provider_timeout_that_does_not_fit_in_the_task_fails(settings):
+    settings.PROVIDER_TIMEOUT_S = 58
+    assert ids(settings) == ["moderation.E003"]
+
+
+def test_reconcile_must_wait_longer_than_the_task_lease(settings):
+    settings.MODERATION_STUCK_AFTER_S = 120
+    assert ids(settings) == ["moderation.E004"]
+
+
+def test_an_unknown_provider_fails(settings):
+    settings.MODERATION_PROVIDER = "nope"
+    assert ids(settings) == ["moderation.E008"]
+
+
+def test_check_command_exits_non_zero(settings):
+    from django.core.management import call_command
+    from django.core.management.base import SystemCheckError
+
+    settings.Q_CLUSTER = {**GOOD, "retry": 30}
+    with pytest.raises(SystemCheckError, match="moderation.E002"):
+        call_command("check")

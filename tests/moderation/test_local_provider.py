@@ -1,0 +1,43 @@
+"""The default provider runs the real alt-profanity-check model, offline."""
+
+from __future__ import annotations
+
+import pytest
+
+from moderation.providers import ModerationInput, UnsupportedContent, get_provider
+
+
+def moderate(**fields):
+    return get_provider("local").moderate(ModerationInput(idempotency_key="k", **fields))
+
+
+def test_friendly_text_scores_low_and_is_not_flagged():
+    result = moderate(content_type="text", text="Thanks for the lovely dinner, see you on Sunday!")
+    assert result.category_scores["profanity"] < 0.2
+    assert result.flagged is False
+    assert result.model.startswith("alt-profanity-check-")
+
+
+def test_abusive_text_scores_high_and_is_flagged():
+    result = moderate(content_type="text", text="shut up you fucking idiot")
+    assert result.category_scores["profanity"] > 0.9
+    assert result.flagged is True and result.categories == {"profanity": True}
+
+
+def test_metadata_is_judged_by_its_worst_string_value():
+    clean = moderate(content_type="metadata", metadata={"title": "Holiday photos", "tags": ["beach", "sun"]})
+    dirty = moderate(content_type="metadata", metadata={"title": "Holiday", "comments": [{"body": "you piece of shit"}]})
+    assert clean.category_scores["profanity"] < 0.5 < dirty.category_scores["profanity"]
+
+
+@pytest.mark.parametrize("kind", ["image", "audio"])
+def test_media_is_refused_as_unsupported(kind):
+    with pytest.raises(UnsupportedContent) as error:
+        moderate(content_type=kind, media_url="https://example.com/file")
+    assert error.value.retryable is False
+
+
+def test_the_result_has_the_openai_moderation_shape():
+    result = moderate(content_type="text", text="hello")
+    assert set(result.categories) == set(result.category_scores) == {"profanity"}
+    assert 0.0 <= result.category_scores["profanity"] <= 1.0
