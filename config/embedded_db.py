@@ -8,36 +8,43 @@ exits (several processes share it: the web server, the django-q2 cluster, manage
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "var" / "pgdata"
 
 
-def database_url(data_dir: Path = DATA_DIR) -> str:
-    """Start the embedded server if it is not running and return its URL (idempotent, cheap).
+def _server(data_dir: Path):
+    """A handle on the embedded server, started if it is not running (idempotent, cheap).
 
     pgserver serialises start-up with an inter-process lock, so processes starting together
     share one server instead of racing to initialise the data directory.
     """
-    try:
-        import pgserver
-    except ImportError as exc:  # pragma: no cover - only without the pinned requirements
-        raise RuntimeError(
-            "DATABASE_URL is unset and pgserver is not installed: run `make run` or set DATABASE_URL"
-        ) from exc
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(data_dir, cleanup_mode=None)
-    return server.get_uri()
+    with warnings.catch_warnings():
+        # pgserver keeps its lock file in the user runtime dir; without XDG_RUNTIME_DIR
+        # platformdirs falls back to /tmp/runtime-<uid> and says so on every start.
+        warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
+        try:
+            import pgserver
+        except ImportError as exc:  # pragma: no cover - only without the pinned requirements
+            raise RuntimeError(
+                "DATABASE_URL is unset and pgserver is not installed: run `make run` or set DATABASE_URL"
+            ) from exc
+        return pgserver.get_server(data_dir, cleanup_mode=None)
+
+
+def database_url(data_dir: Path = DATA_DIR) -> str:
+    return _server(data_dir).get_uri()
 
 
 def stop(data_dir: Path = DATA_DIR) -> None:
-    import pgserver
-    from pgserver._commands import pg_ctl
-
     if not (data_dir / "postmaster.pid").exists():
         print("embedded PostgreSQL is not running")
         return
-    server = pgserver.get_server(data_dir, cleanup_mode=None)
+    server = _server(data_dir)
+    from pgserver._commands import pg_ctl  # after _server(): importing pgserver warns
+
     pg_ctl(["-w", "stop"], pgdata=server.pgdata, user=server.system_user)
     print(f"embedded PostgreSQL stopped (data kept in {data_dir})")
 
