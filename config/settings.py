@@ -159,7 +159,7 @@ Q_WORKERS = int(_env_number("Q_WORKERS", 2, int))
 Q_TASK_TIMEOUT_S = int(_env_number("Q_TASK_TIMEOUT_S", 60, int))
 REDIS_URL = env.str("REDIS_URL", default="")
 Q_CLUSTER = {
-    "name": "moderation",
+    "name": env.str("Q_CLUSTER_NAME", default="moderation"),
     "workers": Q_WORKERS,
     "timeout": Q_TASK_TIMEOUT_S,
     # retry is a lease counted from dequeue: keep it well past the timeout so a task that is

@@ -235,6 +235,12 @@ class ModerationRequest(models.Model):
                 name="request_retry_due_idx",
                 condition=Q(status__in=["created", "sent"], next_attempt_at__isnull=False),
             ),
+            # Reconcile's scan: live operations not waiting for a retry, by last activity.
+            models.Index(
+                fields=["updated_at"],
+                name="request_open_idle_idx",
+                condition=Q(status__in=["created", "sent"], next_attempt_at__isnull=True),
+            ),
             models.Index(
                 fields=["provider", "provider_request_id"],
                 name="request_provider_id_idx",

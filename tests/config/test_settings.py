@@ -44,3 +44,14 @@ def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):
 def test_production_settings_start_when_configured():
     process = start(DEBUG="0", SECRET_KEY="s" * 60, ALLOWED_HOSTS="moderation.example.com")
     assert process.returncode == 0, process.stderr
+
+
+@pytest.mark.parametrize(("redis_url", "broker"), [("", "orm"), ("redis://127.0.0.1:6379/3", "redis")])
+def test_the_broker_is_the_database_unless_redis_url_is_set(redis_url, broker):
+    process = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings as s; "
+         "print(sorted(k for k in ('orm', 'redis') if k in s.Q_CLUSTER))"],
+        env={**os.environ, "REDIS_URL": redis_url, "DATABASE_URL": os.environ.get("DATABASE_URL", "postgres://x@h/x")},
+        capture_output=True, text=True, cwd=settings.BASE_DIR, timeout=60,
+    )
+    assert process.stdout.strip() == str([broker]), process.stderr

@@ -1,0 +1,84 @@
+from __future__ import annotations
+
+import pytest
+
+from moderation.models import ModerationPolicy
+from tests.helpers import decided
+
+
+@pytest.fixture
+def staff(client, django_user_model):
+    user = django_user_model.objects.create_superuser("boss", password="pw-12345-long")
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db
+def test_review_pages_render_and_offer_no_way_to_set_status_or_decision(staff, api_client):
+    review = decided(api_client, "rejected")
+
+    listing = staff.get("/admin/moderation/contentreview/?status__exact=rejected")
+    page = staff.get(f"/admin/moderation/contentreview/{review.pk}/change/")
+    history = staff.get(f"/admin/moderation/contentreview/{review.pk}/history/")
+
+    assert listing.status_code == page.status_code == history.status_code == 200
+    assert str(review.pk) in listing.content.decode()
+    form = page.context["adminform"].form
+    assert "status" not in form.fields and "decision" not in form.fields
+    # Posting a status anyway changes nothing.
+    staff.post(f"/admin/moderation/contentreview/{review.pk}/change/", {"status": "approved"})
+    review.refresh_from_db()
+    assert review.status == "rejected"
+
+
+@pytest.mark.django_db
+def test_history_cannot_be_reverted_into_the_row(staff, api_client):
+    review = decided(api_client, "approved")
+    first = review.history.earliest("history_date")
+    url = f"/admin/moderation/contentreview/{review.pk}/history/{first.history_id}/"
+
+    page = staff.get(url)
+    posted = staff.post(url, {"_save": "Save"})
+
+    assert page.status_code == 200 and b'name="_save"' not in page.content
+    assert posted.status_code == 403
+    review.refresh_from_db()
+    assert (review.status, review.version) == ("approved", 3)
+
+
+@pytest.mark.django_db
+def test_saving_a_policy_publishes_a_new_version_and_keeps_the_old(staff):
+    assert staff.get("/admin/moderation/moderationpolicy/add/").context["adminform"].form.initial["reject_threshold"] == 0.9
+
+    response = staff.post(
+        "/admin/moderation/moderationpolicy/add/",
+        {"reject_threshold": 0.8, "review_threshold": 0.3, "category_thresholds": '{"violence": {"reject": 0.5}}',
+         "flagged_label": "manual_review", "notes": "stricter"},
+    )
+
+    assert response.status_code == 302
+    assert list(ModerationPolicy.objects.order_by("version").values_list("version", "reject_threshold")) == [(1, 0.9), (2, 0.8)]
+    newest = ModerationPolicy.objects.get(version=2)
+    assert newest.created_by.username == "boss"
+    assert newest.history.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_invalid_policy_form_is_refused(staff):
+    response = staff.post(
+        "/admin/moderation/moderationpolicy/add/",
+        {"reject_threshold": 0.3, "review_threshold": 0.6, "category_thresholds": "{}", "flagged_label": "approved"},
+    )
+    assert response.status_code == 200
+    assert "review &lt;= reject" in response.content.decode() or "review <= reject" in response.content.decode()
+    assert ModerationPolicy.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_published_policy_cannot_be_edited_or_deleted(staff):
+    policy = ModerationPolicy.objects.get()
+    staff.post(f"/admin/moderation/moderationpolicy/{policy.pk}/change/", {"reject_threshold": 0.1, "review_threshold": 0.05})
+    policy.refresh_from_db()
+    assert policy.reject_threshold == 0.9
+    assert staff.post(f"/admin/moderation/moderationpolicy/{policy.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert ModerationPolicy.objects.filter(pk=policy.pk).exists()
