@@ -66,35 +66,37 @@ def _lease() -> timedelta:
 
 
 def _enqueue_due_retries(now: datetime, limit: int) -> list[int]:
-    with transaction.atomic():
-        due = list(
-            ModerationRequest.objects.select_for_update(skip_locked=True)
-            .filter(status__in=OPEN_REQUEST_STATUSES, next_attempt_at__lte=now)
-            .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=now - _lease()))
-            .order_by("next_attempt_at")
-            .values_list("pk", flat=True)[:limit]
-        )
-        ModerationRequest.objects.filter(pk__in=due).update(last_enqueued_at=now)
-        for request_id in due:
-            enqueue_on_commit("moderation.tasks.dispatch_request", request_id=request_id)
-    return due
+    due = ModerationRequest.objects.filter(status__in=OPEN_REQUEST_STATUSES, next_attempt_at__lte=now)
+    return _enqueue_batch(
+        due, order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
+        task="moderation.tasks.dispatch_request", id_kwarg="request_id",
+    )
 
 
 def _requeue_lost_jobs(now: datetime, limit: int) -> list:
     """Pending reviews whose job never ran (lost between commit and enqueue, or by the broker)."""
     cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+    lost = ContentReview.objects.filter(status=ReviewStatus.PENDING, updated_at__lt=cutoff)
+    return _enqueue_batch(
+        lost, order_by="updated_at", enqueued_before=cutoff, now=now, limit=limit,
+        task="moderation.tasks.moderate_review", id_kwarg="review_id",
+    )
+
+
+def _enqueue_batch(rows, *, order_by: str, enqueued_before: datetime, now: datetime, limit: int, task: str, id_kwarg: str) -> list:
+    """Take up to `limit` of `rows` not enqueued since `enqueued_before`, mark them, and enqueue
+    `task` for each after commit. SKIP LOCKED hands an overlapping sweep the other rows."""
     with transaction.atomic():
-        lost = list(
-            ContentReview.objects.select_for_update(skip_locked=True)
-            .filter(status=ReviewStatus.PENDING, updated_at__lt=cutoff)
-            .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=cutoff))
-            .order_by("updated_at")
+        ids = list(
+            rows.select_for_update(skip_locked=True)
+            .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=enqueued_before))
+            .order_by(order_by)
             .values_list("pk", flat=True)[:limit]
         )
-        ContentReview.objects.filter(pk__in=lost).update(last_enqueued_at=now)
-        for review_id in lost:
-            enqueue_on_commit("moderation.tasks.moderate_review", review_id=review_id)
-    return lost
+        rows.model.objects.filter(pk__in=ids).update(last_enqueued_at=now)
+        for pk in ids:
+            enqueue_on_commit(task, **{id_kwarg: pk})
+    return ids
 
 
 def _silent_operations(now: datetime, limit: int) -> list:
