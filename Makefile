@@ -38,6 +38,7 @@ check: setup
 	$(PY) manage.py check
 
 test: $(VENV)/.dev-installed
+	$(VENV)/bin/ruff check .
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -25,7 +25,8 @@ FIELDS = (
     "provider_event_id",
 )
 
-_ids: ContextVar[dict[str, str]] = ContextVar("correlation_ids", default={})
+# No mutable default: every bind() sets a new dict, and an unset context reads as empty.
+_ids: ContextVar[dict[str, str] | None] = ContextVar("correlation_ids", default=None)
 
 
 @contextmanager
@@ -34,7 +35,7 @@ def bind(**ids: Any) -> Iterator[dict[str, str]]:
     unknown = set(ids) - set(FIELDS)
     if unknown:
         raise ValueError(f"unknown correlation ids: {sorted(unknown)}")
-    merged = {**_ids.get(), **{k: str(v) for k, v in ids.items() if v is not None}}
+    merged = {**(_ids.get() or {}), **{k: str(v) for k, v in ids.items() if v is not None}}
     token = _ids.set(merged)
     try:
         yield merged
@@ -43,14 +44,14 @@ def bind(**ids: Any) -> Iterator[dict[str, str]]:
 
 
 def current() -> dict[str, str]:
-    return dict(_ids.get())
+    return dict(_ids.get() or {})
 
 
 class CorrelationFilter(logging.Filter):
     """Copies the bound correlation ids onto every record (attributes + a printable suffix)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        ids = _ids.get()
+        ids = _ids.get() or {}
         for key, value in ids.items():
             if not hasattr(record, key):
                 setattr(record, key, value)

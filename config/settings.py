@@ -137,11 +137,28 @@ PROVIDER_URL = env.str("PROVIDER_URL", default="")
 PROVIDER_API_KEY = env.str("PROVIDER_API_KEY", default="")
 PROVIDER_WEBHOOK_SECRET = env.str("PROVIDER_WEBHOOK_SECRET", default="")
 PROVIDER_TIMEOUT_S = _env_number("PROVIDER_TIMEOUT_S", 10.0)
+PROVIDER_CONNECT_TIMEOUT_S = _env_number("PROVIDER_CONNECT_TIMEOUT_S", 3.0)
+# Re-tries of a failed *connection* only (the request never left): safe without any key.
+PROVIDER_HTTP_RETRIES = int(env.int("PROVIDER_HTTP_RETRIES", default=1))
+PROVIDER_MODEL = env.str("PROVIDER_MODEL", default="omni-moderation-latest")
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 if urlsplit(PUBLIC_BASE_URL).scheme not in ("http", "https") or not urlsplit(PUBLIC_BASE_URL).netloc:
     raise ImproperlyConfigured(f"PUBLIC_BASE_URL must be an http(s) URL, got {PUBLIC_BASE_URL!r}")
 if MODERATION_PROVIDER in ("openai", "webhook") and not PROVIDER_URL:
     raise ImproperlyConfigured(f"PROVIDER_URL is required with MODERATION_PROVIDER={MODERATION_PROVIDER}")
+
+# Callbacks: the secrets that may sign them (several, separated by spaces or commas, while a
+# secret is being rotated), the largest body accepted, and how old a signature may be.
+CALLBACK_SECRETS = {"webhook": [s for s in PROVIDER_WEBHOOK_SECRET.replace(",", " ").split() if s]}
+for _secret in CALLBACK_SECRETS["webhook"]:
+    if not _secret.startswith("whsec_"):
+        raise ImproperlyConfigured("PROVIDER_WEBHOOK_SECRET must be whsec_<base64> secrets (Standard Webhooks)")
+CALLBACK_MAX_BYTES = int(_env_number("CALLBACK_MAX_BYTES", 256 * 1024, int))
+# standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
+CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
+# Processed callbacks older than this may be archived; keep it well past the provider's
+# re-delivery horizon, or a late duplicate would be taken for a new event.
+CALLBACK_RETENTION_DAYS = int(_env_number("CALLBACK_RETENTION_DAYS", 30, int))
 
 # Provider attempts of one logical operation (one idempotency key), with exponential backoff.
 MODERATION_MAX_ATTEMPTS = int(_env_number("MODERATION_MAX_ATTEMPTS", 3, int))

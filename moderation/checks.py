@@ -14,8 +14,9 @@ TASK_MARGIN_S = 5
 
 
 def provider_worst_case_s() -> float:
-    """Longest one provider attempt may take, HTTP client retries included."""
-    return settings.PROVIDER_TIMEOUT_S * (1 + getattr(settings, "PROVIDER_HTTP_RETRIES", 0))
+    """Longest one provider attempt may take: every connection try, then writing and reading."""
+    connects = settings.PROVIDER_CONNECT_TIMEOUT_S * (1 + settings.PROVIDER_HTTP_RETRIES)
+    return connects + 2 * settings.PROVIDER_TIMEOUT_S
 
 
 @register("moderation")

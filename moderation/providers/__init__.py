@@ -33,7 +33,19 @@ def _local() -> Provider:
     return LocalProvider()
 
 
-_factories: dict[str, Callable[[], Provider]] = {"local": _local}
+def _webhook() -> Provider:
+    from moderation.providers.webhook import WebhookProvider
+
+    return WebhookProvider()
+
+
+def _openai() -> Provider:
+    from moderation.providers.openai import OpenAIProvider
+
+    return OpenAIProvider()
+
+
+_factories: dict[str, Callable[[], Provider]] = {"local": _local, "webhook": _webhook, "openai": _openai}
 _instances: dict[str, Provider] = {}
 
 

@@ -16,6 +16,8 @@ class ModerationInput:
     media_url: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     callback_url: str = ""
+    # Our ids for the provider to echo back (review_id): never needed to match a result.
+    reference: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

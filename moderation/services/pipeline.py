@@ -35,6 +35,7 @@ from moderation.models import (
 )
 from moderation.policy import evaluate
 from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
+from moderation.queue import enqueue_on_commit
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
 from moderation.services.policy import policy_active
 
@@ -191,6 +192,7 @@ def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetim
         media_url=content.media_url,
         metadata=content.metadata,
         callback_url=f"{settings.PUBLIC_BASE_URL}/api/v1/callbacks/{request.provider}/",
+        reference={"review_id": str(review.pk)},
     )
     return request, attempt, payload
 
@@ -308,6 +310,39 @@ def request_give_up_locked(review: ContentReview, request: ModerationRequest, re
     )
 
 
+def request_supersede_locked(review: ContentReview, old: ModerationRequest, *, reason: str) -> ModerationRequest:
+    """Replace the review's live operation with a new one (new key); call holding the row lock.
+
+    From here on a result for the old key is stale (invariant 4): the provider may still answer
+    it, but nothing it says can change the review.
+    """
+    ModerationRequest.objects.filter(pk=old.pk).update(
+        status=RequestStatus.SUPERSEDED, next_attempt_at=None, updated_at=timezone.now()
+    )
+    new = ModerationRequest.objects.create(
+        review=review,
+        provider=settings.MODERATION_PROVIDER,
+        max_attempts=settings.MODERATION_MAX_ATTEMPTS,
+        cause=Cause.RETRY_RECONCILE,
+        supersedes=old,
+        generation=old.generation + 1,
+    )
+    review.active_idempotency_key = new.idempotency_key
+    review.provider_request_id = ""
+    transition_review(
+        review,
+        Cause.RETRY_RECONCILE,
+        actor=Actor.SYSTEM,
+        actor_id="reconcile",
+        idempotency_key=new.idempotency_key,
+        job_id=context.current().get("job_id", ""),
+        reason=reason,
+        update_fields=["active_idempotency_key", "provider_request_id"],
+    )
+    enqueue_on_commit("moderation.tasks.dispatch_request", request_id=new.pk)
+    return new
+
+
 # --- finalize -----------------------------------------------------------------------------------
 
 
@@ -344,18 +379,27 @@ def review_finalize(
         return outcome
 
 
+def _lock_by_key(idempotency_key) -> tuple[ContentReview | None, ModerationRequest | None]:
+    """Lock the review of an operation (by its key), then read the operation under that lock.
+
+    Read before the lock, a waiter would judge a result against the request as it was before
+    the winner completed it.
+    """
+    review = (
+        ContentReview.objects.select_for_update(of=("self",))
+        .filter(requests__idempotency_key=idempotency_key)
+        .first()
+    )
+    if review is None:
+        return None, None
+    return review, ModerationRequest.objects.get(idempotency_key=idempotency_key)
+
+
 def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no) -> tuple[FinalizeOutcome, object]:
     with transaction.atomic():
-        review = (
-            ContentReview.objects.select_for_update(of=("self",))
-            .filter(requests__idempotency_key=idempotency_key)
-            .first()
-        )
+        review, request = _lock_by_key(idempotency_key)
         if review is None:
             return FinalizeOutcome.ORPHAN, None
-        # Read the request only now, under the review's lock: read before it, a waiter would
-        # judge the result against the request as it was before the winner completed it.
-        request = ModerationRequest.objects.get(idempotency_key=idempotency_key)
         outcome = _classify(review, request)
         if outcome is FinalizeOutcome.APPLIED:
             _apply_result_locked(review, request, result, cause, callback_id, attempt_no)
@@ -411,3 +455,30 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
     ModerationRequest.objects.filter(pk=request.pk).update(
         status=RequestStatus.COMPLETED, completed_at=now, next_attempt_at=None, updated_at=now
     )
+
+
+@records_illegal_transitions
+def request_fail_reported(*, idempotency_key, error: str) -> FinalizeOutcome:
+    """The provider reports it could not moderate an operation (a `moderation.failed` callback).
+
+    An idempotent provider would give the same key the same answer, so the live operation is
+    superseded by a new one (new key), or handed to a human after MODERATION_MAX_SUPERSEDES.
+    A report about any other operation changes nothing, as for results.
+    """
+    with context.bind(idempotency_key=idempotency_key):
+        with transaction.atomic():
+            review, request = _lock_by_key(idempotency_key)
+            outcome = _classify(review, request) if review else FinalizeOutcome.ORPHAN
+            if outcome is FinalizeOutcome.APPLIED:
+                reason = f"provider reported failure: {error}"[:2000]
+                ModerationRequest.objects.filter(pk=request.pk).update(last_error=reason)
+                if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
+                    request_give_up_locked(review, request, reason)
+                else:
+                    request_supersede_locked(review, request, reason=reason)
+        if outcome is not FinalizeOutcome.APPLIED:
+            record_event(
+                _OUTCOME_EVENTS[outcome], review_id=review.pk if review else None,
+                idempotency_key=idempotency_key, cause="provider_failed_callback",
+            )
+        return outcome

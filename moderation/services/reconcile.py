@@ -17,7 +17,6 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from audit import context
-from audit.models import Actor
 from moderation.errors import IllegalTransition
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
@@ -28,8 +27,8 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.queue import enqueue_on_commit
-from moderation.services._audit import records_illegal_transitions, transition_review
-from moderation.services.pipeline import request_give_up_locked
+from moderation.services._audit import records_illegal_transitions
+from moderation.services.pipeline import request_give_up_locked, request_supersede_locked
 
 logger = logging.getLogger(__name__)
 
@@ -139,41 +138,8 @@ def review_reconcile(*, review_id, now: datetime | None = None) -> str | None:
         if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
             request_give_up_locked(review, request, f"no result after {request.generation + 1} operations")
             return "escalated"
-        _supersede_locked(review, request, reason=f"no result since {request.updated_at.isoformat()}")
+        request_supersede_locked(review, request, reason=f"no result since {request.updated_at.isoformat()}")
         return "superseded"
-
-
-def _supersede_locked(review: ContentReview, old: ModerationRequest, *, reason: str) -> ModerationRequest:
-    """Replace the review's live operation with a new one (new key); call holding the row lock.
-
-    From here on a result for the old key is stale (invariant 4): the provider may still answer
-    it, but nothing it says can change the review.
-    """
-    ModerationRequest.objects.filter(pk=old.pk).update(
-        status=RequestStatus.SUPERSEDED, next_attempt_at=None, updated_at=timezone.now()
-    )
-    new = ModerationRequest.objects.create(
-        review=review,
-        provider=settings.MODERATION_PROVIDER,
-        max_attempts=settings.MODERATION_MAX_ATTEMPTS,
-        cause=Cause.RETRY_RECONCILE,
-        supersedes=old,
-        generation=old.generation + 1,
-    )
-    review.active_idempotency_key = new.idempotency_key
-    review.provider_request_id = ""
-    transition_review(
-        review,
-        Cause.RETRY_RECONCILE,
-        actor=Actor.SYSTEM,
-        actor_id="reconcile",
-        idempotency_key=new.idempotency_key,
-        job_id=context.current().get("job_id", ""),
-        reason=reason,
-        update_fields=["active_idempotency_key", "provider_request_id"],
-    )
-    enqueue_on_commit("moderation.tasks.dispatch_request", request_id=new.pk)
-    return new
 
 
 @records_illegal_transitions
@@ -184,4 +150,4 @@ def review_supersede(*, review_id, reason: str) -> ModerationRequest:
         old = ModerationRequest.objects.filter(idempotency_key=review.active_idempotency_key).first()
         if review.status != ReviewStatus.PROCESSING or old is None:
             raise IllegalTransition(review_id=review_id, from_status=review.status, cause=Cause.RETRY_RECONCILE)
-        return _supersede_locked(review, old, reason=reason)
+        return request_supersede_locked(review, old, reason=reason)

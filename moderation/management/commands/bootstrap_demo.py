@@ -37,4 +37,4 @@ class Command(BaseCommand):
         CREDENTIALS_FILE.parent.mkdir(parents=True, exist_ok=True)
         CREDENTIALS_FILE.touch(mode=0o600)
         CREDENTIALS_FILE.write_text(text)
-        self.stdout.write("Demo credentials (also saved to %s):\n%s" % (CREDENTIALS_FILE, text))
+        self.stdout.write(f"Demo credentials (also saved to {CREDENTIALS_FILE}):\n{text}")

@@ -36,7 +36,7 @@ class Command(BaseCommand):
         self.stdout.write(f"Web server on http://{host}:{port}/ and the job cluster are running; Ctrl-C stops both.")
         while not stopping and all(p.poll() is None for p in children.values()):
             time.sleep(0.2)
-        for name, process in children.items():
+        for process in children.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM if os.name == "posix" else signal.CTRL_C_EVENT)
         deadline = time.monotonic() + 15

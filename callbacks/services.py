@@ -1,0 +1,136 @@
+"""Storing callbacks in the inbox and processing them, exactly once in effect."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from audit import context
+from callbacks.models import CallbackOutcome, ProviderCallback
+from callbacks.payload import COMPLETED, CallbackEvent, parse
+from moderation.models import Cause
+from moderation.services.pipeline import request_fail_reported, review_finalize
+
+logger = logging.getLogger(__name__)
+
+# Callbacks younger than this are left to the request that stored them (the fast path).
+SWEEP_GRACE = timedelta(seconds=10)
+
+_UPSERT = """
+INSERT INTO callbacks_providercallback
+    (provider, provider_event_id, event_type, idempotency_key, provider_request_id, payload_json,
+     headers, received_at, processed_at, outcome, outcome_detail, duplicate_count)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0)
+ON CONFLICT (provider, provider_event_id) DO UPDATE
+    SET duplicate_count = callbacks_providercallback.duplicate_count + 1,
+        last_duplicate_at = EXCLUDED.received_at
+RETURNING id, (xmax = 0) AS inserted, outcome
+"""
+
+
+@dataclass(frozen=True)
+class Stored:
+    id: int
+    created: bool
+    outcome: str
+
+
+def callback_store(
+    *,
+    provider: str,
+    event_id: str,
+    body: str,
+    headers: dict[str, str],
+    event: CallbackEvent | None,
+    invalid_reason: str = "",
+) -> Stored:
+    """Store a callback before anything acts on it (invariant 5), in one statement.
+
+    `INSERT ... ON CONFLICT DO UPDATE` makes concurrent deliveries of one event queue up on the
+    unique index: one inserts the row, every other only increments its duplicate_count.
+    A body that failed validation (`event` None) is stored already processed, as invalid.
+    """
+    now = timezone.now()
+    values = [
+        provider,
+        event_id,
+        event.type if event else "",
+        event.idempotency_key if event else None,
+        event.provider_request_id if event else "",
+        body,
+        json.dumps(headers),
+        now,
+        None if event else now,
+        "" if event else CallbackOutcome.INVALID,
+        invalid_reason,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(_UPSERT, values)
+        row_id, inserted, outcome = cursor.fetchone()
+    if not inserted:
+        logger.info("duplicate delivery of %s event %s", provider, event_id)
+    return Stored(id=row_id, created=inserted, outcome=outcome)
+
+
+def callback_process(*, callback_id: int) -> str | None:
+    """Apply a stored callback once. Returns its outcome, or None if there was nothing to do
+    (already processed, or being processed right now by someone else).
+
+    The inbox row's lock (SKIP LOCKED) makes the fast path and the sweeper take turns; its
+    `processed_at` makes a second run a no-op. If processing fails, the transaction rolls back
+    as a whole and the row stays unprocessed for the sweeper.
+    """
+    with transaction.atomic():
+        callback = (
+            ProviderCallback.objects.select_for_update(skip_locked=True)
+            .filter(pk=callback_id, processed_at__isnull=True)
+            .first()
+        )
+        if callback is None:
+            return None
+        with context.bind(provider_event_id=callback.provider_event_id, idempotency_key=callback.idempotency_key):
+            outcome = _apply(callback, parse(callback.payload_json))
+            callback.outcome = outcome
+            callback.processed_at = timezone.now()
+            callback.save(update_fields=["outcome", "processed_at"])
+        logger.info("callback %s: %s", callback.provider_event_id, outcome)
+    return outcome
+
+
+def _apply(callback: ProviderCallback, event: CallbackEvent) -> str:
+    if event.type == COMPLETED:
+        return review_finalize(
+            idempotency_key=event.idempotency_key,
+            result=event.result,
+            cause=Cause.PROVIDER_CALLBACK,
+            callback_id=callback.pk,
+        )
+    return request_fail_reported(idempotency_key=event.idempotency_key, error=event.error or "reported failed")
+
+
+def callback_process_safely(*, callback_id: int) -> str | None:
+    """The fast path after storing: a failure here is logged, and the sweeper finishes the job."""
+    try:
+        return callback_process(callback_id=callback_id)
+    except Exception:
+        logger.exception("processing callback %s failed; the sweeper will retry it", callback_id)
+        return None
+
+
+def callbacks_sweep(*, now: datetime | None = None, limit: int = 500) -> list[int]:
+    """Process callbacks stored but never processed (a crash between store and process)."""
+    now = now or timezone.now()
+    waiting = list(
+        ProviderCallback.objects.filter(processed_at__isnull=True, received_at__lt=now - SWEEP_GRACE)
+        .order_by("received_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    done = [pk for pk in waiting if callback_process_safely(callback_id=pk) is not None]
+    if done:
+        logger.info("sweep: processed %d waiting callbacks", len(done))
+    return done

@@ -1,0 +1,53 @@
+"""What the HTTP adapters share: one configured client, and errors classified the same way."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+from django.conf import settings
+
+from moderation.providers.base import (
+    MalformedAnswer,
+    ProviderClientError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderServerError,
+    ProviderTimeout,
+)
+
+
+def client() -> httpx.Client:
+    """A client with explicit timeouts. `retries` re-tries only failed *connections* (the request
+    never left, so a retry cannot execute anything twice); everything else is our attempt records'."""
+    timeout = httpx.Timeout(
+        connect=settings.PROVIDER_CONNECT_TIMEOUT_S,
+        read=settings.PROVIDER_TIMEOUT_S,
+        write=settings.PROVIDER_TIMEOUT_S,
+        pool=settings.PROVIDER_CONNECT_TIMEOUT_S,
+    )
+    transport = httpx.HTTPTransport(retries=settings.PROVIDER_HTTP_RETRIES)
+    return httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
+
+
+def post_json(http: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
+    """POST and return (status, parsed JSON body); raises a classified ProviderError."""
+    try:
+        response = http.post(url, json=body, headers=headers)
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeout(f"{type(exc).__name__}: {exc}") from exc
+    except httpx.TransportError as exc:
+        raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from exc
+    status = response.status_code
+    if status >= 500:
+        raise ProviderServerError(f"HTTP {status}: {response.text[:200]}", http_status=status)
+    if status == 429:
+        # Too many requests: the same request later can succeed.
+        raise ProviderError(f"HTTP 429: {response.text[:200]}", http_status=status)
+    if status >= 400:
+        raise ProviderClientError(f"HTTP {status}: {response.text[:200]}", http_status=status)
+    try:
+        return status, response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MalformedAnswer(f"HTTP {status} with a body that is not JSON", http_status=status) from exc
