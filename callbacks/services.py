@@ -78,16 +78,16 @@ def callback_store(
 
 
 def callback_process(*, callback_id: int) -> str | None:
-    """Apply a stored callback once. Returns its outcome, or None if there was nothing to do
-    (already processed, or being processed right now by someone else).
+    """Apply a stored callback once. Returns its outcome, or None if it was already processed.
 
-    The inbox row's lock (SKIP LOCKED) makes the fast path and the sweeper take turns; its
-    `processed_at` makes a second run a no-op. If processing fails, the transaction rolls back
-    as a whole and the row stays unprocessed for the sweeper.
+    The inbox row's lock makes the fast path and the sweeper take turns, and `processed_at`
+    makes the second a no-op. (Not SKIP LOCKED: duplicate deliveries lock the row for a moment
+    to count themselves, and processing must wait them out, not skip the row.) If processing
+    fails, the transaction rolls back as a whole and the row stays unprocessed for the sweeper.
     """
     with transaction.atomic():
         callback = (
-            ProviderCallback.objects.select_for_update(skip_locked=True)
+            ProviderCallback.objects.select_for_update()
             .filter(pk=callback_id, processed_at__isnull=True)
             .first()
         )
@@ -134,3 +134,18 @@ def callbacks_sweep(*, now: datetime | None = None, limit: int = 500) -> list[in
     if done:
         logger.info("sweep: processed %d waiting callbacks", len(done))
     return done
+
+
+def callback_replay(*, callback_id: int) -> str:
+    """Run a stored callback again. An unprocessed one is processed; a processed one is applied
+    again (harmless: it comes back duplicate, stale...) and keeps its first outcome."""
+    callback = ProviderCallback.objects.get(pk=callback_id)
+    if callback.outcome == CallbackOutcome.INVALID:
+        return CallbackOutcome.INVALID
+    if callback.processed_at is None:
+        outcome = callback_process(callback_id=callback_id)
+        if outcome is not None:
+            return outcome
+        # None: processed meanwhile by someone else; replaying that below is harmless.
+    with context.bind(provider_event_id=callback.provider_event_id, idempotency_key=callback.idempotency_key):
+        return _apply(callback, parse(callback.payload_json))

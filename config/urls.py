@@ -4,4 +4,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("moderation.api.urls")),
+    path("api/v1/", include("callbacks.urls")),
 ]

@@ -30,5 +30,9 @@ def dispatch_request(request_id: int, job_id: str = "") -> str:
 
 
 def sweep(job_id: str = "") -> str:
+    """The scheduled sweeper: unprocessed callbacks first (they may finish reviews), then reviews."""
+    from callbacks.services import callbacks_sweep
+
     with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
-        return services.reviews_sweep().summary()
+        callbacks = callbacks_sweep()
+        return f"{len(callbacks)} callbacks processed, " + services.reviews_sweep().summary()
