@@ -128,11 +128,12 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
             models.Index(fields=["client", "status", "-created_at"], name="review_client_status_idx"),
             models.Index(fields=["client", "-created_at"], name="review_client_created_idx"),
             models.Index(fields=["status", "-created_at"], name="review_status_created_idx"),
-            # The sweeper's scans: reviews waiting in pending or processing, oldest first.
+            # The sweeper's scan for lost jobs: pending reviews by when their job was enqueued
+            # (submit and reprocess always set it).
             models.Index(
-                fields=["updated_at"],
-                name="review_open_updated_idx",
-                condition=Q(status__in=["pending", "processing"]),
+                fields=["last_enqueued_at"],
+                name="review_pending_enqueued_idx",
+                condition=Q(status="pending"),
             ),
         ]
         permissions = [("override_review", "Can override a moderation decision")]

@@ -12,12 +12,17 @@ METADATA_MAX_DEPTH = 10
 
 
 def _check_json_value(value, depth: int = 0) -> None:
-    """PostgreSQL's jsonb cannot store NUL characters, and deep nesting is abuse, not metadata."""
+    """PostgreSQL's jsonb cannot store NUL characters or lone surrogates (not valid Unicode),
+    and deep nesting is abuse, not metadata."""
     if depth > METADATA_MAX_DEPTH:
         raise serializers.ValidationError(f"nested deeper than {METADATA_MAX_DEPTH} levels")
     if isinstance(value, str):
         if "\x00" in value:
             raise serializers.ValidationError("strings may not contain NUL characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise serializers.ValidationError("strings must be valid Unicode (no lone surrogates)") from None
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_json_value(key, depth + 1)

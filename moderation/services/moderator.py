@@ -17,7 +17,7 @@ def _lock_checked(review_id, expected_version: int | None) -> ContentReview:
     review = ContentReview.objects.select_for_update().get(pk=review_id)
     if expected_version is not None and review.version != expected_version:
         changes = list(
-            review.transitions.order_by("-id")[: review.version - expected_version]
+            review.transitions.order_by("-id")[: max(review.version - expected_version, 0)]
             .values_list("from_status", "to_status", "cause")
         )
         raise StaleVersion(

@@ -180,7 +180,8 @@ def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetim
         request.status = RequestStatus.SENT
         request.sent_at = request.sent_at or now
         request.next_attempt_at = None
-        request.save(update_fields=["attempt_no", "status", "sent_at", "next_attempt_at", "updated_at"])
+        request.last_enqueued_at = None  # the job the sweeper enqueued has run: the next retry may be enqueued
+        request.save(update_fields=["attempt_no", "status", "sent_at", "next_attempt_at", "last_enqueued_at", "updated_at"])
         attempt = ProviderAttempt.objects.create(
             request=request, attempt_no=request.attempt_no, worker_id=worker_id, job_id=job_id, started_at=now
         )
@@ -242,6 +243,9 @@ def _attempt_close(attempt: ProviderAttempt, outcome: str, latency_ms: int, *, h
 
 def _attempt_accepted(request: ModerationRequest, attempt: ProviderAttempt, reply: Accepted, latency_ms: int) -> None:
     with transaction.atomic():
+        # The review's lock first, as everywhere: a callback finalizing this very request
+        # meanwhile takes it first too, so the two queue up instead of deadlocking.
+        ContentReview.objects.select_for_update().filter(pk=request.review_id).values_list("pk").get()
         _attempt_close(attempt, AttemptOutcome.ACCEPTED, latency_ms)
         # Conditional updates: the callback may already have been applied (a fast provider),
         # and a superseded request must not write its id onto the review.
@@ -262,8 +266,8 @@ def retry_delay(attempt_no: int) -> timedelta:
 def _attempt_failed(request: ModerationRequest, attempt: ProviderAttempt, exc: ProviderError, latency_ms: int) -> DispatchReport:
     error = f"{exc.kind}: {exc}"[:2000]
     with transaction.atomic():
+        review = ContentReview.objects.select_for_update().get(pk=request.review_id)  # lock order: review first
         _attempt_close(attempt, exc.kind, latency_ms, http_status=exc.http_status, error=error)
-        review = ContentReview.objects.select_for_update().get(pk=request.review_id)
         request = ModerationRequest.objects.get(pk=request.pk)
         if request.status not in OPEN_REQUEST_STATUSES:
             return DispatchReport("skipped", f"request became {request.status} meanwhile")

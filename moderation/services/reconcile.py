@@ -20,10 +20,10 @@ from audit import context
 from moderation.errors import IllegalTransition
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
+    AttemptOutcome,
     Cause,
     ContentReview,
     ModerationRequest,
-    RequestStatus,
     ReviewStatus,
 )
 from moderation.queue import enqueue_on_commit
@@ -75,9 +75,9 @@ def _enqueue_due_retries(now: datetime, limit: int) -> list[int]:
 def _requeue_lost_jobs(now: datetime, limit: int) -> list:
     """Pending reviews whose job never ran (lost between commit and enqueue, or by the broker)."""
     cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
-    lost = ContentReview.objects.filter(status=ReviewStatus.PENDING, updated_at__lt=cutoff)
+    lost = ContentReview.objects.filter(status=ReviewStatus.PENDING)
     return _enqueue_batch(
-        lost, order_by="updated_at", enqueued_before=cutoff, now=now, limit=limit,
+        lost, order_by="last_enqueued_at", enqueued_before=cutoff, now=now, limit=limit,
         task="moderation.tasks.moderate_review", id_kwarg="review_id",
     )
 
@@ -118,9 +118,10 @@ def _silent_operations(now: datetime, limit: int) -> list:
 def review_reconcile(*, review_id, now: datetime | None = None) -> str | None:
     """Take over one processing review whose operation went silent. Returns what it did.
 
-    - never sent (the worker died after its claim): dispatch it again, same key;
-    - sent but no result (a lost callback, a dead worker): supersede with a new key, or, once
-      MODERATION_MAX_SUPERSEDES operations have gone silent, hand it to a human.
+    - accepted by the provider but never answered (a lost callback): supersede it with a new
+      key, or, once MODERATION_MAX_SUPERSEDES operations have gone silent, hand it to a human;
+    - anything else (never sent; its worker died during the call, or before recording how it
+      ended): the same operation again, with the same key, which the provider de-duplicates.
     """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
@@ -131,14 +132,15 @@ def review_reconcile(*, review_id, now: datetime | None = None) -> str | None:
         request = ModerationRequest.objects.get(idempotency_key=review.active_idempotency_key)
         if request.status not in OPEN_REQUEST_STATUSES or request.next_attempt_at or request.updated_at >= cutoff:
             return None  # it made progress since we looked
-        if request.status == RequestStatus.CREATED:
+        last = request.attempts.order_by("-attempt_no").first()
+        if last is None or last.outcome != AttemptOutcome.ACCEPTED:
             ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
             enqueue_on_commit("moderation.tasks.dispatch_request", request_id=request.pk)
             return "redispatched"
         if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
             request_give_up_locked(review, request, f"no result after {request.generation + 1} operations")
             return "escalated"
-        request_supersede_locked(review, request, reason=f"no result since {request.updated_at.isoformat()}")
+        request_supersede_locked(review, request, reason=f"no callback since {last.finished_at or last.started_at:%Y-%m-%d %H:%M:%S}")
         return "superseded"
 
 

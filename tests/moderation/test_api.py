@@ -98,6 +98,19 @@ class TestSubmit:
         assert field in response.json()["fields"]
         assert Content.objects.count() == ContentReview.objects.count() == 0
 
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            "[" * 200_000,
+            '{"external_id": "x", "content_type": "metadata", "metadata": {"a": "\\ud800"}}',
+            '{"external_id": "x", "content_type": "metadata", "metadata": {"\\udfff": 1}}',
+        ],
+    )
+    def test_hostile_json_is_400_not_500(self, http, raw):
+        response = http.post(URL, raw, content_type="application/json")
+        assert response.status_code == 400, response.content[:200]
+        assert Content.objects.count() == 0
+
     def test_a_body_that_is_not_json_is_400(self, http):
         response = http.post(URL, "{not json", content_type="application/json")
         assert response.status_code == 400

@@ -41,7 +41,7 @@ def test_second_worker_loses_the_claim_and_changes_nothing(api_client):
     )
     assert ModerationRequest.objects.filter(review=review).count() == 1
     lost = PipelineEvent.objects.get(kind=EventKind.CLAIM_LOST)
-    assert lost.worker_id == "w2" and lost.detail == {"status": "processing"}
+    assert lost.worker_id == "w2" and lost.detail == {"status": "processing"}  # read under the lock
 
 
 @pytest.mark.django_db

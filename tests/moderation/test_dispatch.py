@@ -4,6 +4,7 @@ the pipeline refuses to call a provider inside one."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import psycopg
@@ -179,3 +180,56 @@ def test_content_the_local_model_cannot_judge_goes_to_a_human(api_client):
     assert review.status == ReviewStatus.MANUAL_REVIEW
     assert "cannot judge image" in review.decision.reason
     assert ModerationRequest.objects.get(review=review).attempts.get().outcome == AttemptOutcome.UNSUPPORTED
+
+
+def test_a_callback_racing_the_record_of_an_acceptance_does_not_deadlock(api_client, scripted, monkeypatch):
+    """A fast provider calls back before the worker has recorded its 202. Both write the review
+    and the request; the worker is held right after writing the request until the callback holds
+    the review (or 1 s passes). Locking the request before the review would deadlock here."""
+    from django.db.models import QuerySet
+
+    from moderation.services import pipeline
+
+    callback_has_review = threading.Event()
+    real_lock_by_key, real_update = pipeline._lock_by_key, QuerySet.update
+
+    def lock_by_key(key):
+        locked = real_lock_by_key(key)
+        callback_has_review.set()
+        return locked
+
+    def update(queryset, **fields):
+        rows = real_update(queryset, **fields)
+        if queryset.model is ModerationRequest and "provider_request_id" in fields:
+            callback_has_review.wait(timeout=1)  # the worker's window, widened
+        return rows
+
+    monkeypatch.setattr(pipeline, "_lock_by_key", lock_by_key)
+    monkeypatch.setattr(QuerySet, "update", update)
+    outcome = []
+
+    def call_back_at_once(request_input):
+        def deliver():
+            try:
+                outcome.append(services.review_finalize(
+                    idempotency_key=request_input.idempotency_key, result=result(0.1), cause=Cause.PROVIDER_CALLBACK
+                ))
+            except Exception as exc:  # noqa: BLE001 - asserted below
+                outcome.append(exc)
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=deliver)
+        thread.start()
+        threads.append(thread)
+
+    threads: list = []
+    review, request = claimed(api_client)
+    scripted.script, scripted.on_call = [Accepted("prov-1")], call_back_at_once
+
+    report = services.request_dispatch(request_id=request.pk, worker_id="w1")
+    threads[0].join(10)
+
+    assert report.action == "accepted" and outcome == ["applied"]
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.APPROVED and review.provider_request_id == "prov-1"

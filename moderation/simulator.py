@@ -1,0 +1,251 @@
+"""A provider simulator: a real HTTP server speaking the `webhook` protocol (DESIGN), moderating
+with the local model and calling back with Standard Webhooks signatures, with the faults that
+break ordinary pipelines: latency, answers held past the client's timeout (work still done),
+5xx, duplicate, late and reordered callbacks.
+
+It remembers Idempotency-Keys as a real provider does: the same key gets the same provider id
+and one callback stream; a request answered with a 5xx was not processed and is not remembered.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import logging
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+
+from callbacks.signing import sign
+from moderation.providers import ModerationInput, UnsupportedContent
+from moderation.providers.local import LocalProvider
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Faults:
+    delay_ms: int = 50  # before a callback is sent
+    timeout_rate: float = 0.0  # hold the answer for hold_s (past the client's timeout), still process
+    hold_s: float = 12.0
+    error_rate: float = 0.0  # answer 503 without processing
+    duplicate_rate: float = 0.0  # deliver a callback a second time (same webhook-id)
+    late_rate: float = 0.0  # deliver a callback late_ms later than usual
+    late_ms: int = 5000
+    reorder: bool = False  # random jitter so callbacks overtake each other
+    sync_rate: float = 0.0  # answer 200 with the result instead of 202 + callback
+    redeliveries: int = 3  # re-deliveries of a callback the receiver did not accept (non-2xx)
+    seed: int | None = None
+
+    def validate(self) -> None:
+        for name in ("timeout_rate", "error_rate", "duplicate_rate", "late_rate", "sync_rate"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be between 0 and 1")
+        for name in ("delay_ms", "late_ms", "redeliveries", "hold_s"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative")
+
+
+@dataclass
+class _Job:
+    provider_id: str
+    idempotency_key: str
+    sync: bool
+    body: dict  # the callback body, or the 200 answer's data
+
+
+class ProviderSimulator:
+    def __init__(self, *, secret: str, faults: Faults | None = None, api_key: str = "", host: str = "127.0.0.1", port: int = 0):
+        self.faults = faults or Faults()
+        self.faults.validate()
+        self.secret, self.api_key = secret, api_key
+        self.rng = random.Random(self.faults.seed)
+        self.lock = threading.Lock()
+        self.jobs: dict[str, _Job] = {}
+        self.arrivals: Counter[str] = Counter()  # Idempotency-Key -> requests received
+        self.stats: Counter[str] = Counter()
+        self.model = LocalProvider()
+        self._queue: list = []  # heap of (due, seq, delivery)
+        self._seq = itertools.count()
+        self._wake = threading.Condition(self.lock)
+        self._senders = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sim-callback")
+        self._http = httpx.Client(timeout=10)
+        self._stopping = False
+        self.server = ThreadingHTTPServer((host, port), self._handler_class())
+        self.server.daemon_threads = True
+        self._threads = [
+            threading.Thread(target=self.server.serve_forever, name="sim-http", daemon=True),
+            threading.Thread(target=self._deliver_loop, name="sim-scheduler", daemon=True),
+        ]
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def start(self) -> ProviderSimulator:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self.lock:
+            self._stopping = True
+            self._wake.notify_all()
+        self.server.shutdown()
+        self.server.server_close()
+        self._senders.shutdown(wait=True, cancel_futures=True)
+        self._http.close()
+
+    def pending_deliveries(self) -> int:
+        with self.lock:
+            return len(self._queue)
+
+    # --- requests --------------------------------------------------------------------------
+
+    def _chance(self, rate: float) -> bool:
+        return rate > 0 and self.rng.random() < rate
+
+    def handle_moderation(self, headers, body: bytes) -> tuple[int, dict, float]:
+        """Returns (status, answer, seconds to hold the answer)."""
+        if self.api_key and headers.get("Authorization") != f"Bearer {self.api_key}":
+            return 401, {"error": "invalid api key"}, 0
+        key = headers.get("Idempotency-Key", "")
+        try:
+            request = json.loads(body)
+            assert isinstance(request, dict) and isinstance(request.get("callback_url"), str)
+            uuid.UUID(key)
+        except (ValueError, AssertionError):
+            return 400, {"error": "a JSON body with callback_url and a UUID Idempotency-Key are required"}, 0
+        with self.lock:
+            self.arrivals[key] += 1
+            self.stats["requests"] += 1
+            if self._chance(self.faults.error_rate):
+                self.stats["errors_5xx"] += 1
+                return 503, {"error": "simulated outage"}, 0
+            hold = self.faults.hold_s if self._chance(self.faults.timeout_rate) else 0
+            self.stats["held"] += bool(hold)
+            job = self.jobs.get(key)
+            if job is None:
+                job = self._new_job(key, request)
+            else:
+                self.stats["repeated_keys"] += 1
+        if job.sync:
+            return 200, job.body["data"], hold
+        return 202, {"id": job.provider_id, "status": "queued"}, hold
+
+    def _new_job(self, key: str, request: dict) -> _Job:
+        """Call while holding the lock. Moderates now; schedules the callback stream."""
+        provider_id = f"modr_{uuid.uuid4().hex[:16]}"
+        data = {"id": provider_id, "idempotency_key": key, "model": self.model.model_name}
+        try:
+            result = self.model.moderate(
+                ModerationInput(idempotency_key=key, content_type=request.get("content_type", "text"),
+                                text=str(request.get("input", "")), metadata=(request.get("metadata") or {}).get("content") or {})
+            )
+            body = {"type": "moderation.completed", "data": {**data, "results": [
+                {"flagged": result.flagged, "categories": result.categories, "category_scores": result.category_scores}
+            ]}}
+        except UnsupportedContent as exc:
+            body = {"type": "moderation.failed", "data": {**data, "error": str(exc)}}
+        job = _Job(provider_id, key, self._chance(self.faults.sync_rate), body)
+        self.jobs[key] = job
+        if not job.sync:
+            event_id = f"evt_{uuid.uuid4().hex}"
+            due = time.monotonic() + self.faults.delay_ms / 1000
+            if self._chance(self.faults.late_rate):
+                due += self.faults.late_ms / 1000
+                self.stats["late"] += 1
+            if self.faults.reorder:
+                due += self.rng.uniform(0, 0.5)
+            self._schedule(due, (request["callback_url"], event_id, body, 0))
+            if self._chance(self.faults.duplicate_rate):
+                self.stats["duplicates"] += 1
+                self._schedule(due + self.rng.uniform(0.01, 0.2), (request["callback_url"], event_id, body, 0))
+        return job
+
+    # --- callbacks ---------------------------------------------------------------------------
+
+    def _schedule(self, due: float, delivery: tuple) -> None:
+        heapq.heappush(self._queue, (due, next(self._seq), delivery))
+        self._wake.notify()
+
+    def _deliver_loop(self) -> None:
+        with self.lock:
+            while not self._stopping:
+                if not self._queue:
+                    self._wake.wait()
+                    continue
+                due, _, delivery = self._queue[0]
+                wait = due - time.monotonic()
+                if wait > 0:
+                    self._wake.wait(timeout=wait)
+                    continue
+                heapq.heappop(self._queue)
+                self._senders.submit(self._send, delivery)
+
+    def _send(self, delivery: tuple) -> None:
+        url, event_id, body, attempt = delivery
+        raw = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json", **sign(self.secret, event_id=event_id, body=raw)}
+        try:
+            status = self._http.post(url, content=raw, headers=headers).status_code
+        except httpx.HTTPError as exc:
+            status, error = None, exc
+        with self.lock:
+            self.stats["callbacks_sent"] += 1
+            if status is not None and 200 <= status < 300:
+                self.stats["callbacks_accepted"] += 1
+                return
+            self.stats["callbacks_refused"] += 1
+            if attempt < self.faults.redeliveries and not self._stopping:
+                logger.info("callback %s answered %s; re-delivering", event_id, status or error)
+                self._schedule(time.monotonic() + 0.5 * 2**attempt, (url, event_id, body, attempt + 1))
+
+    # --- HTTP ------------------------------------------------------------------------------------
+
+    def _handler_class(self):
+        simulator = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):  # noqa: N802 - http.server's naming
+                if self.path.rstrip("/") != "/v1/moderations":
+                    return self._answer(404, {"error": "not found"})
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, answer, hold = simulator.handle_moderation(self.headers, body)
+                if hold:
+                    time.sleep(hold)
+                self._answer(status, answer)
+
+            def do_GET(self):  # noqa: N802
+                if self.path.rstrip("/") != "/stats":
+                    return self._answer(404, {"error": "not found"})
+                with simulator.lock:
+                    stats = {**simulator.stats, "keys": len(simulator.arrivals), "faults": asdict(simulator.faults)}
+                self._answer(200, stats)
+
+            def _answer(self, status: int, body: dict) -> None:
+                raw = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up waiting (a held answer): the work was still done
+
+            def log_message(self, format, *args):  # noqa: A002
+                logger.debug("simulator: " + format, *args)
+
+        return Handler

@@ -1,0 +1,154 @@
+"""The acceptance scenarios over real HTTP: our webhook adapter -> the provider simulator ->
+signed callbacks -> our callback endpoint (a live server) -> the pipeline."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from callbacks.models import ProviderCallback
+from moderation import providers, services, tasks
+from moderation.models import AttemptOutcome, Decision, ModerationRequest, ReviewStatus
+from moderation.simulator import Faults, ProviderSimulator
+from tests.callbacks.conftest import SECRET
+from tests.helpers import submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def wait_until(predicate, timeout: float = 15, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {message}")
+
+
+@pytest.fixture
+def simulate(settings, live_server):
+    """simulate(**faults) starts a simulator and points the webhook provider at it."""
+    started = []
+
+    def start(**faults) -> ProviderSimulator:
+        simulator = ProviderSimulator(secret=SECRET, api_key="sim-key", faults=Faults(seed=7, **faults)).start()
+        started.append(simulator)
+        settings.MODERATION_PROVIDER = "webhook"
+        settings.PROVIDER_URL = simulator.url
+        settings.PROVIDER_API_KEY = "sim-key"
+        settings.PROVIDER_TIMEOUT_S = 1.0
+        settings.PUBLIC_BASE_URL = live_server.url
+        providers.unregister("webhook")
+        providers.register("webhook", providers._webhook)
+        return simulator
+
+    yield start
+    for simulator in started:
+        simulator.stop()
+    providers.unregister("webhook")
+    providers.register("webhook", providers._webhook)
+
+
+def final(review):
+    return wait_until(lambda: type(review).objects.filter(pk=review.pk).exclude(status__in=["pending", "processing"]).first(),
+                      message=f"review {review.pk} to be final")
+
+
+def test_duplicate_callbacks_make_one_inbox_row_one_transition_one_decision(api_client, simulate):
+    simulator = simulate(duplicate_rate=1.0)
+    review = submit(api_client, text="you are a complete idiot and a fraud")
+
+    assert tasks.moderate_review(review.pk).startswith("accepted")
+    review = final(review)
+    wait_until(lambda: simulator.stats["callbacks_accepted"] == 2, message="both deliveries to be answered")
+
+    callback = ProviderCallback.objects.get()
+    assert callback.duplicate_count == 1 and callback.outcome == "applied"
+    assert review.status == ReviewStatus.REJECTED
+    assert review.transitions.exclude(to_status="processing").count() == 1
+    assert Decision.objects.filter(review=review).count() == 1
+
+
+def test_a_timeout_then_a_retry_sends_the_same_key_twice_and_applies_once(api_client, simulate):
+    # Every answer is held past our 1 s timeout, but the provider does the work and calls back
+    # 3 s later: after our retry has gone out with the same key.
+    simulator = simulate(timeout_rate=1.0, hold_s=1.3, delay_ms=3000)
+    review = submit(api_client, text="have a wonderful evening")
+
+    assert tasks.moderate_review(review.pk).startswith("retry_scheduled")
+    request = ModerationRequest.objects.get(review=review)
+    retry = services.request_dispatch(request_id=request.pk, worker_id="w2", now=timezone.now() + timedelta(minutes=5))
+    review = final(review)
+
+    # The retry timed out too (or, on a slow machine, the callback landed while it waited).
+    assert (retry.action, retry.detail[:16]) in (("retry_scheduled", retry.detail[:16]), ("skipped", "request became c")), retry
+    assert simulator.arrivals[str(request.idempotency_key)] == 2
+    assert simulator.stats["repeated_keys"] == 1
+    assert review.status == ReviewStatus.APPROVED
+    assert review.decision.request_id == request.pk
+    assert Decision.objects.filter(review=review).count() == 1
+    assert list(request.attempts.values_list("outcome", flat=True)) == [AttemptOutcome.TIMEOUT] * 2
+    assert ProviderCallback.objects.count() == 1  # one callback stream per key
+
+
+def test_a_late_callback_for_a_superseded_key_is_stored_as_stale(api_client, simulate):
+    simulate(late_rate=1.0, late_ms=1500)
+    review = submit(api_client, text="what a lovely photo")
+    tasks.moderate_review(review.pk)
+    old = ModerationRequest.objects.get(review=review)
+
+    new = services.review_supersede(review_id=review.pk, reason="no callback in time")
+    services.request_dispatch(request_id=new.pk, worker_id="w1")
+    wait_until(lambda: ProviderCallback.objects.filter(outcome="stale").exists() and final(review), message="both callbacks")
+
+    stale = ProviderCallback.objects.get(outcome="stale")
+    assert stale.idempotency_key == old.idempotency_key
+    review.refresh_from_db()
+    assert review.decision.request_id == new.pk
+    assert Decision.objects.filter(review=review).count() == 1
+
+
+def test_provider_5xx_is_retried_with_the_same_key_then_escalated(api_client, simulate, settings):
+    settings.MODERATION_MAX_ATTEMPTS = 3
+    simulator = simulate(error_rate=1.0)
+    review = submit(api_client)
+
+    reports = [tasks.moderate_review(review.pk)]
+    request = ModerationRequest.objects.get(review=review)
+    later = timezone.now()
+    for _ in range(2):
+        later += timedelta(hours=1)
+        reports.append(services.request_dispatch(request_id=request.pk, worker_id="w1", now=later).action)
+
+    assert reports[0].startswith("retry_scheduled") and reports[1:] == ["retry_scheduled", "escalated"]
+    assert simulator.arrivals == {str(request.idempotency_key): 3}
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.MANUAL_REVIEW
+    assert list(request.attempts.values_list("http_status", flat=True)) == [503, 503, 503]
+
+
+def test_a_synchronous_answer_is_applied_without_a_callback(api_client, simulate):
+    simulate(sync_rate=1.0)
+    review = submit(api_client, text="shut up you stupid moron")
+
+    assert tasks.moderate_review(review.pk) == "finalized applied"
+
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.REJECTED and review.provider_request_id.startswith("modr_")
+    assert not ProviderCallback.objects.exists()
+
+
+def test_a_wrong_api_key_is_a_client_error_and_goes_to_a_human(api_client, simulate, settings):
+    simulate()
+    settings.PROVIDER_API_KEY = "wrong"
+    providers.unregister("webhook")
+    providers.register("webhook", providers._webhook)
+    review = submit(api_client)
+
+    assert tasks.moderate_review(review.pk).startswith("escalated")
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.MANUAL_REVIEW and "401" in review.decision.reason
