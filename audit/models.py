@@ -52,6 +52,7 @@ class EventKind(models.TextChoices):
     ILLEGAL_TRANSITION = "illegal_transition", "Illegal transition attempted"
     CONCURRENT_TRANSITION = "concurrent_transition", "Lost a concurrent transition"
     DISPATCH_SKIPPED = "dispatch_skipped", "Dispatch skipped"
+    CIRCUIT_CHANGED = "circuit_changed", "Provider circuit changed state"
 
 
 class PipelineEvent(models.Model):

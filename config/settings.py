@@ -172,6 +172,18 @@ MODERATION_STUCK_AFTER_S = _env_number("MODERATION_STUCK_AFTER_S", 300.0)
 # How often the sweeper (due retries, stuck reviews) runs, in minutes (django-q2's granularity).
 MODERATION_SWEEP_EVERY_MIN = int(_env_number("MODERATION_SWEEP_EVERY_MIN", 1, int))
 
+# Circuit breaker, per provider: over the last BREAKER_WINDOW_S, at least BREAKER_MIN_CALLS
+# attempts of which BREAKER_FAILURE_RATIO failed (timeouts, 5xx, malformed) open it; after
+# BREAKER_COOLDOWN_S one trial call decides. BREAKER_MAX_WAIT_S > 0 hands reviews that waited
+# that long in pending to a human (0: they wait for the provider).
+BREAKER_WINDOW_S = _env_number("BREAKER_WINDOW_S", 60.0)
+BREAKER_MIN_CALLS = int(_env_number("BREAKER_MIN_CALLS", 10, int))
+BREAKER_FAILURE_RATIO = _env_number("BREAKER_FAILURE_RATIO", 0.5)
+BREAKER_COOLDOWN_S = _env_number("BREAKER_COOLDOWN_S", 30.0)
+BREAKER_MAX_WAIT_S = env.float("BREAKER_MAX_WAIT_S", default=0.0)
+if not 0 < BREAKER_FAILURE_RATIO <= 1:
+    raise ImproperlyConfigured("BREAKER_FAILURE_RATIO must lie in (0, 1]")
+
 # --- Jobs: django-q2 as an at-least-once trigger (see moderation/checks.py) --------------------
 Q_WORKERS = int(_env_number("Q_WORKERS", 2, int))
 Q_TASK_TIMEOUT_S = int(_env_number("Q_TASK_TIMEOUT_S", 60, int))

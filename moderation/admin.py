@@ -13,7 +13,15 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin
 from moderation import services
 from moderation.policy import validate_category_thresholds
-from moderation.models import ApiClient, ContentReview, Decision, ModerationPolicy, ModerationRequest, ProviderAttempt
+from moderation.models import (
+    ApiClient,
+    ContentReview,
+    Decision,
+    ModerationPolicy,
+    ModerationRequest,
+    ProviderAttempt,
+    ProviderCircuit,
+)
 
 
 class ReviewAdmin(SimpleHistoryAdmin):
@@ -121,6 +129,11 @@ class ModerationPolicyAdmin(SimpleHistoryAdmin):
             created_by=request.user,
         )
         obj.pk, obj.version = published.pk, published.version
+
+
+@admin.register(ProviderCircuit)
+class ProviderCircuitAdmin(ReadOnlyAdmin):
+    list_display = ["provider", "state", "opened_at", "probe_started_at", "last_failure_ratio", "changed_at"]
 
 
 @admin.register(ApiClient)

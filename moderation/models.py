@@ -275,6 +275,7 @@ class ProviderAttempt(models.Model):
     """One call to the provider on behalf of a request: who made it, how it ended, how long."""
 
     request = models.ForeignKey(ModerationRequest, on_delete=models.PROTECT, related_name="attempts")
+    provider = models.CharField(max_length=32)  # the request's, copied: the breaker's window scan
     attempt_no = models.PositiveSmallIntegerField()
     worker_id = models.CharField(max_length=150, blank=True)
     job_id = models.CharField(max_length=64, blank=True)
@@ -290,9 +291,41 @@ class ProviderAttempt(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["request", "attempt_no"], name="attempt_request_no_uniq"),
         ]
+        indexes = [models.Index(fields=["provider", "started_at"], name="attempt_provider_started_idx")]
 
     def __str__(self) -> str:
         return f"attempt {self.attempt_no} of {self.request_id}: {self.outcome}"
+
+
+# Attempt outcomes that say the provider is unwell (not that the content was a problem).
+PROVIDER_FAILURES = (
+    AttemptOutcome.TIMEOUT,
+    AttemptOutcome.CONNECTION_ERROR,
+    AttemptOutcome.HTTP_5XX,
+    AttemptOutcome.MALFORMED,
+    AttemptOutcome.ERROR,
+)
+
+
+class CircuitState(models.TextChoices):
+    CLOSED = "closed", "Closed (calls flow)"
+    OPEN = "open", "Open (calls paused)"
+    HALF_OPEN = "half_open", "Half-open (one trial call)"
+
+
+class ProviderCircuit(models.Model):
+    """The circuit breaker of one provider. Its failure window is read from ProviderAttempt, so
+    every web and worker process sees the same figures; only state changes write here."""
+
+    provider = models.CharField(max_length=32, unique=True)
+    state = models.CharField(max_length=16, choices=CircuitState.choices, default=CircuitState.CLOSED)
+    opened_at = models.DateTimeField(null=True, blank=True)
+    probe_started_at = models.DateTimeField(null=True, blank=True)
+    last_failure_ratio = models.FloatField(null=True, blank=True)
+    changed_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.provider}: {self.state}"
 
 
 class DecisionSource(models.TextChoices):

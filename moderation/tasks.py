@@ -7,6 +7,8 @@ nothing due.
 
 from __future__ import annotations
 
+from django.conf import settings
+
 from audit import context
 from moderation import services
 from moderation.queue import new_job_id, worker_id
@@ -15,6 +17,9 @@ from moderation.queue import new_job_id, worker_id
 def moderate_review(review_id, job_id: str = "") -> str:
     job_id = job_id or new_job_id()
     with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id()):
+        if not services.breaker_may_claim(provider=settings.MODERATION_PROVIDER):
+            services.review_wait_for_provider(review_id=review_id)
+            return "waiting: provider circuit open"
         request = services.review_claim(review_id=review_id, worker_id=worker_id(), job_id=job_id)
         if request is None:
             return "claim lost"

@@ -3,6 +3,13 @@
 Views, serializers, admin actions, tasks and management commands all call these.
 """
 
+from moderation.services.breaker import (
+    breaker_allows,
+    breaker_may_claim,
+    breaker_record,
+    circuit_get,
+    review_wait_for_provider,
+)
 from moderation.services.clients import api_client_authenticate, api_client_create
 from moderation.services.moderator import review_override, review_reprocess
 from moderation.services.pipeline import (
@@ -20,6 +27,11 @@ __all__ = [
     "DispatchReport",
     "FinalizeOutcome",
     "api_client_authenticate",
+    "breaker_allows",
+    "breaker_may_claim",
+    "breaker_record",
+    "circuit_get",
+    "review_wait_for_provider",
     "api_client_create",
     "policy_active",
     "policy_publish",

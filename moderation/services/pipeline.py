@@ -37,6 +37,7 @@ from moderation.policy import evaluate
 from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
+from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
@@ -121,6 +122,22 @@ def _claim_locked(review: ContentReview, *, worker_id: str, job_id: str) -> Mode
     return request
 
 
+@records_illegal_transitions
+def review_give_up_waiting(*, review_id, reason: str) -> bool:
+    """A pending review waited too long for an unavailable provider: a human decides.
+
+    pending -> processing -> manual_review in one transaction, through the two legal transitions
+    (claim, then provider_failed), so the log shows both and why. False if it is not pending.
+    """
+    with context.bind(review_id=review_id), transaction.atomic():
+        review = ContentReview.objects.select_for_update(skip_locked=True).filter(pk=review_id).first()
+        if review is None or review.status != ReviewStatus.PENDING:
+            return False
+        request = _claim_locked(review, worker_id="circuit-breaker", job_id=context.current().get("job_id", ""))
+        request_give_up_locked(review, request, reason)
+        return True
+
+
 # --- dispatch -----------------------------------------------------------------------------------
 
 
@@ -176,6 +193,11 @@ def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetim
         if request.attempt_no >= request.max_attempts:
             request_give_up_locked(review, request, f"{request.attempt_no} attempts made; the last was abandoned")
             return DispatchReport("escalated", "attempts exhausted")
+        if not breaker_allows(provider=request.provider, now=now):
+            # Not an attempt: nothing is sent, and the operation resumes when the circuit lets it.
+            request.next_attempt_at = breaker_retry_at(provider=request.provider, now=now)
+            request.save(update_fields=["next_attempt_at", "updated_at"])
+            return DispatchReport("skipped", "provider circuit open")
         request.attempt_no += 1
         request.status = RequestStatus.SENT
         request.sent_at = request.sent_at or now
@@ -183,7 +205,8 @@ def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetim
         request.last_enqueued_at = None  # the job the sweeper enqueued has run: the next retry may be enqueued
         request.save(update_fields=["attempt_no", "status", "sent_at", "next_attempt_at", "last_enqueued_at", "updated_at"])
         attempt = ProviderAttempt.objects.create(
-            request=request, attempt_no=request.attempt_no, worker_id=worker_id, job_id=job_id, started_at=now
+            request=request, provider=request.provider, attempt_no=request.attempt_no,
+            worker_id=worker_id, job_id=job_id, started_at=now,
         )
     content = review.content
     payload = ModerationInput(
@@ -220,12 +243,16 @@ def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload:
     except ProviderError as exc:
         latency_ms = int((time.monotonic() - clock) * 1000)
         logger.warning("provider %s failed (%s): %s", request.provider, exc.kind, exc)
-        return _attempt_failed(request, attempt, exc, latency_ms)
+        report = _attempt_failed(request, attempt, exc, latency_ms)
+        breaker_record(provider=request.provider, outcome=exc.kind)
+        return report
     latency_ms = int((time.monotonic() - clock) * 1000)
     if isinstance(reply, Accepted):
         _attempt_accepted(request, attempt, reply, latency_ms)
+        breaker_record(provider=request.provider, outcome=AttemptOutcome.ACCEPTED)
         return DispatchReport("accepted", reply.provider_request_id)
     _attempt_close(attempt, AttemptOutcome.RESULT, latency_ms)
+    breaker_record(provider=request.provider, outcome=AttemptOutcome.RESULT)
     outcome = review_finalize(
         idempotency_key=request.idempotency_key,
         result=reply,

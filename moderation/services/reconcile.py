@@ -22,13 +22,15 @@ from moderation.models import (
     OPEN_REQUEST_STATUSES,
     AttemptOutcome,
     Cause,
+    CircuitState,
     ContentReview,
     ModerationRequest,
     ReviewStatus,
 )
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions
-from moderation.services.pipeline import request_give_up_locked, request_supersede_locked
+from moderation.services.breaker import breaker_may_claim, circuit_get
+from moderation.services.pipeline import request_give_up_locked, request_supersede_locked, review_give_up_waiting
 
 logger = logging.getLogger(__name__)
 
@@ -49,7 +51,11 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     now = now or timezone.now()
     report = SweepReport()
     report.retries_enqueued = _enqueue_due_retries(now, limit)
-    report.pending_requeued = _requeue_lost_jobs(now, limit)
+    provider = settings.MODERATION_PROVIDER
+    if settings.BREAKER_MAX_WAIT_S > 0 and circuit_get(provider).state != CircuitState.CLOSED:
+        report.escalated += _give_up_waiting(now, limit)
+    if breaker_may_claim(provider=provider, now=now):
+        report.pending_requeued = _requeue_lost_jobs(now, limit)
     for review_id in _silent_operations(now, limit):
         action = review_reconcile(review_id=review_id, now=now)
         if action:
@@ -96,6 +102,18 @@ def _enqueue_batch(rows, *, order_by: str, enqueued_before: datetime, now: datet
         for pk in ids:
             enqueue_on_commit(task, **{id_kwarg: pk})
     return ids
+
+
+def _give_up_waiting(now: datetime, limit: int) -> list:
+    """Pending reviews that waited longer than BREAKER_MAX_WAIT_S for a provider that is down."""
+    waited = timedelta(seconds=settings.BREAKER_MAX_WAIT_S)
+    candidates = ContentReview.objects.filter(status=ReviewStatus.PENDING, updated_at__lt=now - waited)
+    reason = f"{settings.MODERATION_PROVIDER} unavailable (circuit open) for over {settings.BREAKER_MAX_WAIT_S:g}s"
+    return [
+        review_id
+        for review_id in candidates.order_by("updated_at").values_list("pk", flat=True)[:limit]
+        if review_give_up_waiting(review_id=review_id, reason=reason)
+    ]
 
 
 def _silent_operations(now: datetime, limit: int) -> list:

@@ -152,3 +152,23 @@ def test_a_wrong_api_key_is_a_client_error_and_goes_to_a_human(api_client, simul
     assert tasks.moderate_review(review.pk).startswith("escalated")
     review.refresh_from_db()
     assert review.status == ReviewStatus.MANUAL_REVIEW and "401" in review.decision.reason
+
+
+def test_the_breaker_opens_under_a_burst_of_5xx_stops_calls_and_closes_again(api_client, simulate, settings):
+    settings.BREAKER_MIN_CALLS, settings.BREAKER_FAILURE_RATIO, settings.BREAKER_COOLDOWN_S = 5, 0.5, 1
+    simulator = simulate(error_rate=1.0)
+    for _ in range(5):
+        tasks.moderate_review(submit(api_client).pk)
+    assert services.circuit_get("webhook").state == "open"
+    sent = simulator.stats["requests"]
+
+    waiting = submit(api_client, text="a kind and thoughtful comment")
+    assert tasks.moderate_review(waiting.pk) == "waiting: provider circuit open"
+    assert simulator.stats["requests"] == sent  # nothing reaches the provider while open
+
+    simulator.faults.error_rate = 0.0  # the provider recovers
+    time.sleep(1.1)  # the cooldown
+    assert tasks.moderate_review(waiting.pk).startswith("accepted")  # the trial call
+
+    assert services.circuit_get("webhook").state == "closed"
+    assert final(waiting).status == ReviewStatus.APPROVED

@@ -54,10 +54,11 @@ def test_b_of_workers_claiming_one_review_at_once_exactly_one_wins_and_only_it_c
         assert outcomes.count("claim lost") == 5, outcomes
         assert ReviewTransition.objects.filter(review=review, cause=Cause.JOB_STARTED).count() == 1
         assert ModerationRequest.objects.filter(review=review).count() == 1
-        # Each loser waited on the row lock and then read the winner's status; none needed the
-        # conditional update's second line of defence ("a concurrent transition").
+        # Each loser waited on the row lock and then read the status the winner left (processing,
+        # or already the decision); none needed the conditional update's second line of defence.
         lost = PipelineEvent.objects.filter(kind=EventKind.CLAIM_LOST, review=review)
-        assert [e.detail["status"] for e in lost] == ["processing"] * 5
+        statuses = [e.detail["status"] for e in lost]
+        assert len(statuses) == 5 and "a concurrent transition" not in statuses, statuses
     # One provider call per review: the losers stopped before it.
     assert sorted(c.idempotency_key for c in scripted.calls) == sorted(
         str(k) for k in ModerationRequest.objects.values_list("idempotency_key", flat=True)

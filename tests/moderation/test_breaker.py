@@ -1,0 +1,140 @@
+"""The per-provider circuit breaker."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from audit.models import EventKind, PipelineEvent
+from moderation import services, tasks
+from moderation.models import CircuitState, ContentReview, ReviewStatus
+from moderation.providers.base import ProviderClientError, ProviderServerError
+from tests.helpers import collide, queued_tasks, result, submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def breaker(settings):
+    settings.BREAKER_MIN_CALLS = 4
+    settings.BREAKER_FAILURE_RATIO = 0.5
+    settings.BREAKER_WINDOW_S = 60
+    settings.BREAKER_COOLDOWN_S = 30
+    settings.BREAKER_MAX_WAIT_S = 0
+    return settings
+
+
+def trip(client, scripted, failures: int = 4) -> None:
+    scripted.script = [ProviderServerError("503", http_status=503)] * failures
+    for _ in range(failures):
+        tasks.moderate_review(submit(client).pk)
+
+
+def state() -> str:
+    return services.circuit_get("scripted").state
+
+
+def test_it_opens_when_the_failure_ratio_over_the_window_is_reached(api_client, scripted, breaker):
+    scripted.script = [result(0.1), ProviderServerError("503", http_status=503), ProviderServerError("503", http_status=503)]
+    for _ in range(3):
+        tasks.moderate_review(submit(api_client).pk)
+    assert state() == CircuitState.CLOSED  # 3 calls: below BREAKER_MIN_CALLS
+
+    scripted.script = [ProviderServerError("503", http_status=503)]
+    tasks.moderate_review(submit(api_client).pk)
+
+    assert state() == CircuitState.OPEN
+    event = PipelineEvent.objects.get(kind=EventKind.CIRCUIT_CHANGED)
+    assert (event.detail["from_state"], event.detail["to_state"]) == ("closed", "open")
+    assert "3 of 4 attempts failed" in event.detail["why"]
+
+
+def test_client_errors_say_nothing_about_the_providers_health(api_client, scripted, breaker):
+    scripted.script = [ProviderClientError("422", http_status=422)] * 6
+    for _ in range(6):
+        tasks.moderate_review(submit(api_client).pk)
+    assert state() == CircuitState.CLOSED
+
+
+def test_while_open_new_reviews_wait_in_pending_and_nothing_is_sent(api_client, scripted, breaker):
+    trip(api_client, scripted)
+    calls = len(scripted.calls)
+    review = submit(api_client)
+
+    assert tasks.moderate_review(review.pk) == "waiting: provider circuit open"
+
+    review = ContentReview.objects.get(pk=review.pk)
+    assert review.status == ReviewStatus.PENDING and review.last_enqueued_at is None
+    assert len(scripted.calls) == calls
+    # The sweeper leaves waiting reviews alone while the circuit is open...
+    assert services.reviews_sweep().pending_requeued == []
+    # ...and enqueues them once the cooldown is over.
+    after_cooldown = timezone.now() + timedelta(seconds=31)
+    assert review.pk in services.reviews_sweep(now=after_cooldown).pending_requeued
+
+
+def test_a_retry_due_while_open_is_postponed_without_spending_an_attempt(api_client, scripted, breaker):
+    trip(api_client, scripted)
+    from moderation.models import ModerationRequest
+
+    request = ModerationRequest.objects.filter(next_attempt_at__isnull=False).first()
+    attempts = request.attempt_no
+
+    report = services.request_dispatch(request_id=request.pk, worker_id="w1", now=request.next_attempt_at)
+
+    assert (report.action, report.detail) == ("skipped", "provider circuit open")
+    request.refresh_from_db()
+    assert request.attempt_no == attempts
+    assert request.next_attempt_at >= services.circuit_get("scripted").opened_at + timedelta(seconds=30)
+
+
+def test_after_the_cooldown_exactly_one_caller_makes_the_trial_call(api_client, scripted, breaker):
+    trip(api_client, scripted)
+    later = timezone.now() + timedelta(seconds=31)
+
+    allowed = collide(6, lambda i: services.breaker_allows(provider="scripted", now=later))
+
+    assert allowed.count(True) == 1, allowed
+    assert state() == CircuitState.HALF_OPEN
+
+
+def test_a_successful_trial_closes_it_and_resumes_waiting_reviews(api_client, scripted, breaker):
+    trip(api_client, scripted)
+    waiting = submit(api_client)
+    tasks.moderate_review(waiting.pk)
+    later = timezone.now() + timedelta(seconds=31)
+    assert services.breaker_allows(provider="scripted", now=later)
+
+    services.breaker_record(provider="scripted", outcome="result")
+
+    assert state() == CircuitState.CLOSED
+    assert queued_tasks("moderation.tasks.sweep"), "a sweep is enqueued to resume waiting reviews"
+    assert waiting.pk in services.reviews_sweep().pending_requeued
+
+
+def test_a_failed_trial_opens_it_again(api_client, scripted, breaker):
+    trip(api_client, scripted)
+    assert services.breaker_allows(provider="scripted", now=timezone.now() + timedelta(seconds=31))
+
+    services.breaker_record(provider="scripted", outcome="http_5xx")
+
+    circuit = services.circuit_get("scripted")
+    assert circuit.state == CircuitState.OPEN and circuit.opened_at > timezone.now() - timedelta(seconds=5)
+
+
+def test_past_the_maximum_wait_a_waiting_review_goes_to_a_human(api_client, scripted, breaker):
+    breaker.BREAKER_MAX_WAIT_S = 120
+    trip(api_client, scripted)
+    review = submit(api_client)
+    tasks.moderate_review(review.pk)
+
+    assert services.reviews_sweep().escalated == []
+    report = services.reviews_sweep(now=timezone.now() + timedelta(seconds=121))
+
+    assert review.pk in report.escalated
+    review = ContentReview.objects.get(pk=review.pk)
+    assert review.status == ReviewStatus.MANUAL_REVIEW
+    assert list(review.transitions.values_list("cause", flat=True)) == ["job_started", "provider_failed"]
+    assert "unavailable" in review.decision.reason
