@@ -82,7 +82,7 @@ class ProviderSimulator:
         self.server = ThreadingHTTPServer((host, port), self._handler_class())
         self.server.daemon_threads = True
         self._threads = [
-            threading.Thread(target=self.server.serve_forever, name="sim-http", daemon=True),
+            threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, name="sim-http", daemon=True),
             threading.Thread(target=self._deliver_loop, name="sim-scheduler", daemon=True),
         ]
 

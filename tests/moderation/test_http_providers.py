@@ -1,0 +1,143 @@
+"""The webhook and OpenAI-compatible adapters against a scripted HTTP server: what is sent,
+and how every kind of answer is classified."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from moderation.providers import Accepted, ModerationInput, ModerationResult
+from moderation.providers import base as errors
+from moderation.providers.openai import OpenAIProvider
+from moderation.providers.webhook import WebhookProvider
+
+RESULT = {"id": "modr_1", "model": "m-1", "results": [{"flagged": True, "categories": {"hate": True}, "category_scores": {"hate": 0.97}}]}
+
+
+class Stub:
+    """Answers each POST with the next scripted (status, body, delay); records what it got."""
+
+    def __init__(self):
+        self.script, self.received = [], []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                stub.received.append((self.path, dict(self.headers), json.loads(body)))
+                status, answer, delay = stub.script.pop(0)
+                time.sleep(delay)
+                raw = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+
+@pytest.fixture
+def stub(settings):
+    server = Stub()
+    settings.PROVIDER_URL, settings.PROVIDER_API_KEY = server.url, "key-1"
+    settings.PROVIDER_TIMEOUT_S, settings.PROVIDER_CONNECT_TIMEOUT_S = 0.5, 0.5
+    yield server
+    server.server.shutdown()
+
+
+def text(**extra) -> ModerationInput:
+    return ModerationInput(idempotency_key="4f6c7a4e-6b1e-4a57-9d38-1d7a1a0d3c11", content_type="text", text="hi",
+                           callback_url="http://us/api/v1/callbacks/webhook/", reference={"review_id": "r1"}, **extra)
+
+
+def test_webhook_sends_the_protocols_request_and_reads_a_202(stub):
+    stub.script = [(202, {"id": "modr_9", "status": "queued"}, 0)]
+
+    assert WebhookProvider().moderate(text(metadata={"lang": "en"})) == Accepted("modr_9")
+
+    path, headers, body = stub.received[0]
+    assert path == "/v1/moderations"
+    assert headers["Idempotency-Key"] == "4f6c7a4e-6b1e-4a57-9d38-1d7a1a0d3c11"
+    assert headers["Authorization"] == "Bearer key-1"
+    assert body == {"input": "hi", "content_type": "text", "callback_url": "http://us/api/v1/callbacks/webhook/",
+                    "metadata": {"review_id": "r1", "content": {"lang": "en"}}}
+
+
+def test_webhook_reads_a_synchronous_200_result(stub):
+    stub.script = [(200, RESULT, 0)]
+    answer = WebhookProvider().moderate(text())
+    assert answer == ModerationResult(model="m-1", flagged=True, categories={"hate": True},
+                                      category_scores={"hate": 0.97}, provider_request_id="modr_1")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error", "retryable"),
+    [
+        (503, {"error": "down"}, errors.ProviderServerError, True),
+        (500, b"<html>oops</html>", errors.ProviderServerError, True),
+        (429, {"error": "slow down"}, errors.ProviderError, True),
+        (401, {"error": "bad key"}, errors.ProviderClientError, False),
+        (422, {"error": "bad input"}, errors.ProviderClientError, False),
+        (202, {"status": "queued"}, errors.MalformedAnswer, True),
+        (202, [1, 2], errors.MalformedAnswer, True),
+        (200, b"not json", errors.MalformedAnswer, True),
+        (200, {"id": "x", "results": []}, errors.MalformedAnswer, True),
+        (204, b"", errors.MalformedAnswer, True),
+    ],
+)
+def test_webhook_classifies_every_failure(stub, status, body, error, retryable):
+    stub.script = [(status, body, 0)]
+    with pytest.raises(error) as raised:
+        WebhookProvider().moderate(text())
+    assert type(raised.value) is error and raised.value.retryable is retryable
+
+
+def test_a_slow_answer_is_a_timeout(stub):
+    stub.script = [(202, {"id": "late"}, 1.5)]
+    with pytest.raises(errors.ProviderTimeout):
+        WebhookProvider().moderate(text())
+
+
+def test_a_refused_connection_is_a_connection_error(settings):
+    settings.PROVIDER_URL = "http://127.0.0.1:9"  # discard port: nothing listens
+    with pytest.raises(errors.ProviderConnectionError):
+        WebhookProvider().moderate(text())
+
+
+def test_openai_sends_model_and_input_and_reads_the_result(stub, settings):
+    settings.PROVIDER_MODEL = "omni-moderation-latest"
+    stub.script = [(200, RESULT, 0)]
+
+    answer = OpenAIProvider().moderate(text())
+
+    assert answer.category_scores == {"hate": 0.97} and answer.flagged
+    _, headers, body = stub.received[0]
+    assert body == {"model": "omni-moderation-latest", "input": "hi"}
+    assert headers["Authorization"] == "Bearer key-1"
+
+
+def test_openai_sends_images_as_image_urls_and_refuses_audio(stub):
+    stub.script = [(200, RESULT, 0)]
+    OpenAIProvider().moderate(ModerationInput(idempotency_key="k", content_type="image", media_url="https://x/cat.png"))
+    assert stub.received[0][2]["input"] == [{"type": "image_url", "image_url": {"url": "https://x/cat.png"}}]
+    with pytest.raises(errors.UnsupportedContent):
+        OpenAIProvider().moderate(ModerationInput(idempotency_key="k", content_type="audio", media_url="https://x/a.mp3"))
+
+
+def test_openai_treats_a_202_as_malformed(stub):
+    stub.script = [(202, {"id": "x"}, 0)]
+    with pytest.raises(errors.MalformedAnswer):
+        OpenAIProvider().moderate(text())
