@@ -53,10 +53,12 @@ class EventKind(models.TextChoices):
     CONCURRENT_TRANSITION = "concurrent_transition", "Lost a concurrent transition"
     DISPATCH_SKIPPED = "dispatch_skipped", "Dispatch skipped"
     CIRCUIT_CHANGED = "circuit_changed", "Provider circuit changed state"
+    JOB_ENQUEUED = "job_enqueued", "Job enqueued"
 
 
 class PipelineEvent(models.Model):
-    """A recorded non-event: the pipeline looked, found the work not its to do, and changed nothing.
+    """What the pipeline did besides changing a status: jobs it enqueued, and the non-events
+    (it looked, found the work not its to do, and changed nothing).
 
     Kept in the database (not only in logs or process-local counters) so that counts are right
     across every web and worker process and each one can be explained later.

@@ -35,6 +35,10 @@ class ProviderCallback(models.Model):
     outcome = models.CharField(max_length=16, choices=CallbackOutcome.choices, blank=True)
     outcome_detail = models.TextField(blank=True)
     duplicate_count = models.PositiveIntegerField(default=0)
+    # Processing that failed (an exception, not an outcome): counted, so the sweeper parks a
+    # callback that keeps failing instead of retrying it for ever ahead of the others.
+    process_failures = models.PositiveSmallIntegerField(default=0)
+    process_error = models.TextField(blank=True)
     last_duplicate_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

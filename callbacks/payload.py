@@ -30,8 +30,8 @@ def parse(body: str) -> CallbackEvent:
         document = json.loads(body)
     except json.JSONDecodeError as exc:
         raise InvalidCallback(f"body is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
-    except RecursionError:
-        raise InvalidCallback("body is nested too deeply") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer past Python's digit limit
+        raise InvalidCallback(f"body is not acceptable JSON: {type(exc).__name__}") from None
     if not isinstance(document, dict):
         raise InvalidCallback("body must be a JSON object")
     kind, data = document.get("type"), document.get("data")

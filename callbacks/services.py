@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from audit import context
@@ -20,12 +21,15 @@ logger = logging.getLogger(__name__)
 
 # Callbacks younger than this are left to the request that stored them (the fast path).
 SWEEP_GRACE = timedelta(seconds=10)
+# After this many failed processings the sweeper leaves a callback to an operator
+# (`replay_callbacks --id`), so it cannot crowd out the others.
+MAX_PROCESS_FAILURES = 5
 
 _UPSERT = """
 INSERT INTO callbacks_providercallback
     (provider, provider_event_id, event_type, idempotency_key, provider_request_id, payload_json,
-     headers, received_at, processed_at, outcome, outcome_detail, duplicate_count)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0)
+     headers, received_at, processed_at, outcome, outcome_detail, duplicate_count, process_failures, process_error)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0, 0, '')
 ON CONFLICT (provider, provider_event_id) DO UPDATE
     SET duplicate_count = callbacks_providercallback.duplicate_count + 1,
         last_duplicate_at = EXCLUDED.received_at
@@ -117,8 +121,11 @@ def callback_process_safely(*, callback_id: int) -> str | None:
     """The fast path after storing: a failure here is logged, and the sweeper finishes the job."""
     try:
         return callback_process(callback_id=callback_id)
-    except Exception:
+    except Exception as exc:
         logger.exception("processing callback %s failed; the sweeper will retry it", callback_id)
+        ProviderCallback.objects.filter(pk=callback_id).update(
+            process_failures=F("process_failures") + 1, process_error=f"{type(exc).__name__}: {exc}"[:2000]
+        )
         return None
 
 
@@ -126,7 +133,9 @@ def callbacks_sweep(*, now: datetime | None = None, limit: int = 500) -> list[in
     """Process callbacks stored but never processed (a crash between store and process)."""
     now = now or timezone.now()
     waiting = list(
-        ProviderCallback.objects.filter(processed_at__isnull=True, received_at__lt=now - SWEEP_GRACE)
+        ProviderCallback.objects.filter(
+            processed_at__isnull=True, received_at__lt=now - SWEEP_GRACE, process_failures__lt=MAX_PROCESS_FAILURES
+        )
         .order_by("received_at")
         .values_list("pk", flat=True)[:limit]
     )

@@ -47,6 +47,8 @@ class ProviderCallbackView(APIView):
         except InvalidSignature as exc:
             return _error(status.HTTP_401_UNAUTHORIZED, "invalid_signature", str(exc))
         event_id = headers["webhook-id"]
+        if len(event_id) > 255:
+            return _error(status.HTTP_400_BAD_REQUEST, "invalid", "webhook-id is longer than 255 characters")
         with context.bind(provider_event_id=event_id):
             try:
                 event, reason = parse(text), ""

@@ -184,6 +184,9 @@ BREAKER_MAX_WAIT_S = env.float("BREAKER_MAX_WAIT_S", default=0.0)
 if not 0 < BREAKER_FAILURE_RATIO <= 1:
     raise ImproperlyConfigured("BREAKER_FAILURE_RATIO must lie in (0, 1]")
 
+# How long a moderator holds a review taken with "Review next" before it returns to the queue.
+MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
+
 # --- Jobs: django-q2 as an at-least-once trigger (see moderation/checks.py) --------------------
 Q_WORKERS = int(_env_number("Q_WORKERS", 2, int))
 Q_TASK_TIMEOUT_S = int(_env_number("Q_TASK_TIMEOUT_S", 60, int))

@@ -1,4 +1,5 @@
-"""Rows the pipeline relies on, created after every `migrate` (and every `flush`).
+"""Rows the platform relies on (the first policy, the sweeper's schedule, the roles), created
+after every `migrate` (and every `flush`).
 
 Django emits post_migrate after both, so a database that was emptied gets them back too;
 a data migration would not.
@@ -13,9 +14,11 @@ def ensure_defaults(**kwargs) -> None:
     from django.conf import settings
     from django_q.models import Schedule
 
+    from moderation.roles import ensure_roles
     from moderation.services.policy import policy_ensure_default
 
     policy_ensure_default()
+    ensure_roles()
     Schedule.objects.update_or_create(
         name=SWEEP,
         defaults={

@@ -32,3 +32,7 @@ class StaleVersion(ModerationError):
 
 class ReasonRequired(ModerationError):
     """A human decision must say why."""
+
+
+class ClaimedByOther(ModerationError):
+    """Another moderator holds this review (its lease has not expired)."""

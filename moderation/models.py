@@ -91,6 +91,7 @@ class Cause(models.TextChoices):
     PROVIDER_CALLBACK = "provider_callback"
     RETRY_RECONCILE = "retry_reconcile"
     PROVIDER_FAILED = "provider_failed"
+    MANUAL_ESCALATION = "manual_escalation"
     MANUAL_OVERRIDE = "manual_override"
     REPROCESS = "reprocess"
 
@@ -118,10 +119,20 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     processing_started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     last_enqueued_at = models.DateTimeField(null=True, blank=True)
+    # The moderation queue's lease: who is looking at this review, until when.
+    claimed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    claim_expires_at = models.DateTimeField(null=True, blank=True)
+    # Since when this review waits for its provider's circuit to let work through.
+    provider_wait_since = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
-    history = HistoricalRecords(excluded_fields=["last_enqueued_at"], get_user=history_user)
+    history = HistoricalRecords(
+        excluded_fields=["last_enqueued_at", "claimed_by", "claim_expires_at", "provider_wait_since"],
+        get_user=history_user,
+    )
 
     class Meta:
         indexes = [
@@ -135,8 +146,17 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
                 name="review_pending_enqueued_idx",
                 condition=Q(status="pending"),
             ),
+            # The moderation queue: manual_review reviews, oldest decision first.
+            models.Index(fields=["completed_at"], name="review_queue_idx", condition=Q(status="manual_review")),
+            models.Index(
+                fields=["provider_wait_since"], name="review_waiting_idx", condition=Q(provider_wait_since__isnull=False)
+            ),
         ]
-        permissions = [("override_review", "Can override a moderation decision")]
+        permissions = [
+            ("override_review", "Can override a moderation decision"),
+            ("escalate_review", "Can send a review to manual review"),
+            ("reprocess_review", "Can send a review through the provider again"),
+        ]
 
     def __str__(self) -> str:
         return f"review {self.id} ({self.status})"
@@ -163,6 +183,10 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     def escalate_failure(self) -> None:
         pass
 
+    @transition(field=status, source=ReviewStatus.PROCESSING, target=ReviewStatus.MANUAL_REVIEW)
+    def escalate(self) -> None:
+        pass
+
     @transition(
         field=status,
         source=list(FINAL_STATUSES),
@@ -183,6 +207,7 @@ TRANSITION_FOR_CAUSE = {
     Cause.PROVIDER_RESULT: "apply_result",
     Cause.PROVIDER_CALLBACK: "apply_result",
     Cause.PROVIDER_FAILED: "escalate_failure",
+    Cause.MANUAL_ESCALATION: "escalate",
     Cause.MANUAL_OVERRIDE: "override",
     Cause.REPROCESS: "reprocess",
 }

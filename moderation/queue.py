@@ -29,12 +29,20 @@ def new_job_id() -> str:
     return uuid.uuid4().hex
 
 
-def enqueue_on_commit(func: str, **kwargs) -> str:
+def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
     """Enqueue `func(**kwargs, job_id=...)` once the surrounding transaction commits.
 
-    Returns the job id the task will log under (also its django-q2 task name).
+    `for_review`: the review the job works for; the enqueue is then recorded on its timeline, in
+    the same transaction as whatever caused it. Returns the job id the task will log under
+    (also its django-q2 task name).
     """
     job_id = new_job_id()
+    if for_review is not None:
+        from audit.models import EventKind, PipelineEvent
+
+        PipelineEvent.objects.create(
+            kind=EventKind.JOB_ENQUEUED, review_id=for_review, job_id=job_id, detail={"task": func.rsplit(".", 1)[-1]}
+        )
 
     def push() -> None:
         from django_q.tasks import async_task

@@ -94,13 +94,15 @@ class ProviderSimulator:
     def start(self) -> ProviderSimulator:
         for thread in self._threads:
             thread.start()
+        self._started = True
         return self
 
     def stop(self) -> None:
         with self.lock:
             self._stopping = True
             self._wake.notify_all()
-        self.server.shutdown()
+        if getattr(self, "_started", False):  # shutdown() would wait for ever on a server never served
+            self.server.shutdown()
         self.server.server_close()
         self._senders.shutdown(wait=True, cancel_futures=True)
         self._http.close()
@@ -134,29 +136,38 @@ class ProviderSimulator:
             hold = self.faults.hold_s if self._chance(self.faults.timeout_rate) else 0
             self.stats["held"] += bool(hold)
             job = self.jobs.get(key)
-            if job is None:
-                job = self._new_job(key, request)
-            else:
+        if job is None:
+            # The model runs outside the lock (it is slow on first use); if another request
+            # with the same key got there first, its job stands and this one is dropped.
+            body = self._moderate(key, request)
+            with self.lock:
+                job = self.jobs.get(key) or self._new_job(key, request, body)
+        else:
+            with self.lock:
                 self.stats["repeated_keys"] += 1
         if job.sync:
             return 200, job.body["data"], hold
         return 202, {"id": job.provider_id, "status": "queued"}, hold
 
-    def _new_job(self, key: str, request: dict) -> _Job:
-        """Call while holding the lock. Moderates now; schedules the callback stream."""
-        provider_id = f"modr_{uuid.uuid4().hex[:16]}"
-        data = {"id": provider_id, "idempotency_key": key, "model": self.model.model_name}
+    def _moderate(self, key: str, request: dict) -> dict:
+        """The callback body for a request: a completed result, or a failure."""
+        data = {"id": f"modr_{uuid.uuid4().hex[:16]}", "idempotency_key": key, "model": self.model.model_name}
         try:
             result = self.model.moderate(
                 ModerationInput(idempotency_key=key, content_type=request.get("content_type", "text"),
                                 text=str(request.get("input", "")), metadata=(request.get("metadata") or {}).get("content") or {})
             )
-            body = {"type": "moderation.completed", "data": {**data, "results": [
-                {"flagged": result.flagged, "categories": result.categories, "category_scores": result.category_scores}
-            ]}}
         except UnsupportedContent as exc:
-            body = {"type": "moderation.failed", "data": {**data, "error": str(exc)}}
-        job = _Job(provider_id, key, self._chance(self.faults.sync_rate), body)
+            return {"type": "moderation.failed", "data": {**data, "error": str(exc)}}
+        return {"type": "moderation.completed", "data": {**data, "results": [
+            {"flagged": result.flagged, "categories": result.categories, "category_scores": result.category_scores}
+        ]}}
+
+    def _new_job(self, key: str, request: dict, body: dict) -> _Job:
+        """Call while holding the lock. Remembers the key and schedules its callback stream."""
+        # A failure has no synchronous form in the protocol: it is always a callback.
+        sync = body["type"] == "moderation.completed" and self._chance(self.faults.sync_rate)
+        job = _Job(body["data"]["id"], key, sync, body)
         self.jobs[key] = job
         if not job.sync:
             event_id = f"evt_{uuid.uuid4().hex}"

@@ -17,13 +17,18 @@ from moderation.queue import new_job_id, worker_id
 def moderate_review(review_id, job_id: str = "") -> str:
     job_id = job_id or new_job_id()
     with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id()):
-        if not services.breaker_may_claim(provider=settings.MODERATION_PROVIDER):
+        # Work is started only while the provider's circuit lets it through: a review waits in
+        # pending otherwise. Past the cooldown, one caller alone takes the trial call.
+        admission = services.breaker_admit(provider=settings.MODERATION_PROVIDER)
+        if admission is None:
             services.review_wait_for_provider(review_id=review_id)
             return "waiting: provider circuit open"
         request = services.review_claim(review_id=review_id, worker_id=worker_id(), job_id=job_id)
         if request is None:
             return "claim lost"
-        report = services.request_dispatch(request_id=request.pk, worker_id=worker_id(), job_id=job_id)
+        report = services.request_dispatch(
+            request_id=request.pk, worker_id=worker_id(), job_id=job_id, trial=admission == services.TRIAL
+        )
         return f"{report.action} {report.detail}".strip()
 
 

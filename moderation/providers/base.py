@@ -42,7 +42,7 @@ class ModerationResult:
                 raise TypeError("flagged must be a boolean and model a string")
             if any(not 0.0 <= s <= 1.0 for s in scores.values()):
                 raise ValueError("category scores must lie in [0, 1]")
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise MalformedAnswer(f"malformed moderation result: {exc}") from exc
         return cls(
             model=data.get("model", ""),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
@@ -49,5 +48,5 @@ def post_json(http: httpx.Client, url: str, body: dict[str, Any], headers: dict[
         raise ProviderClientError(f"HTTP {status}: {response.text[:200]}", http_status=status)
     try:
         return status, response.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise MalformedAnswer(f"HTTP {status} with a body that is not JSON", http_status=status) from exc
+    except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, or pathological JSON
+        raise MalformedAnswer(f"HTTP {status} with a body that is not acceptable JSON", http_status=status) from exc

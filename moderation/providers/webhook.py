@@ -42,5 +42,8 @@ class WebhookProvider:
                 raise MalformedAnswer("202 answer without a provider request id", http_status=status)
             return Accepted(provider_request_id=provider_id)
         if status == 200:
+            answered_for = data.get("idempotency_key", request.idempotency_key)
+            if answered_for != request.idempotency_key:
+                raise MalformedAnswer(f"200 answer for another operation ({answered_for!r})", http_status=status)
             return ModerationResult.from_payload(data)
         raise MalformedAnswer(f"unexpected HTTP {status} from the provider", http_status=status)

@@ -4,6 +4,8 @@ Views, serializers, admin actions, tasks and management commands all call these.
 """
 
 from moderation.services.breaker import (
+    TRIAL,
+    breaker_admit,
     breaker_allows,
     breaker_may_claim,
     breaker_record,
@@ -11,14 +13,15 @@ from moderation.services.breaker import (
     review_wait_for_provider,
 )
 from moderation.services.clients import api_client_authenticate, api_client_create
-from moderation.services.moderator import review_override, review_reprocess
-from moderation.services.pipeline import (
-    DispatchReport,
-    FinalizeOutcome,
-    request_dispatch,
-    review_claim,
-    review_finalize,
+from moderation.services.moderator import (
+    review_escalate,
+    review_override,
+    review_release,
+    review_reprocess,
+    review_take_next,
 )
+from moderation.services.dispatch import DispatchReport, request_dispatch
+from moderation.services.pipeline import FinalizeOutcome, review_claim, review_finalize
 from moderation.services.policy import policy_active, policy_publish
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
 from moderation.services.submission import review_submit
@@ -27,6 +30,8 @@ __all__ = [
     "DispatchReport",
     "FinalizeOutcome",
     "api_client_authenticate",
+    "TRIAL",
+    "breaker_admit",
     "breaker_allows",
     "breaker_may_claim",
     "breaker_record",
@@ -38,7 +43,10 @@ __all__ = [
     "request_dispatch",
     "review_claim",
     "review_finalize",
+    "review_escalate",
     "review_override",
+    "review_release",
+    "review_take_next",
     "review_reconcile",
     "review_reprocess",
     "review_submit",

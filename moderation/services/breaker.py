@@ -26,7 +26,10 @@ from moderation.services._audit import record_event
 logger = logging.getLogger(__name__)
 
 # What counts in the window: answers that say something about the provider's health.
-_COUNTED = (*PROVIDER_FAILURES, AttemptOutcome.RESULT, AttemptOutcome.ACCEPTED, AttemptOutcome.HTTP_4XX, AttemptOutcome.UNSUPPORTED)
+# (Not `unsupported`: that is decided before any call, so it says nothing about the provider.)
+_COUNTED = (*PROVIDER_FAILURES, AttemptOutcome.RESULT, AttemptOutcome.ACCEPTED, AttemptOutcome.HTTP_4XX)
+
+CLOSED, TRIAL = "closed", "trial"
 
 
 def circuit_get(provider: str) -> ProviderCircuit:
@@ -54,21 +57,26 @@ def breaker_may_claim(*, provider: str, now: datetime | None = None) -> bool:
     return _may_start(circuit_get(provider), now or timezone.now())
 
 
-def breaker_allows(*, provider: str, now: datetime | None = None) -> bool:
-    """May this caller send a request now? Closed: yes. Open past its cooldown, or half-open
-    with a trial whose caller vanished: exactly one caller becomes the trial call."""
+def breaker_admit(*, provider: str, now: datetime | None = None) -> str | None:
+    """May this caller send a request now? "closed": calls flow. "trial": the circuit was open
+    past its cooldown (or its trial's caller vanished) and this caller, alone, makes the trial
+    call. None: refused."""
     now = now or timezone.now()
     circuit = circuit_get(provider)
     if circuit.state == CircuitState.CLOSED:
-        return True
+        return CLOSED
     if not _may_start(circuit, now):
-        return False
+        return None
     won = ProviderCircuit.objects.filter(pk=circuit.pk, state=circuit.state, changed_at=circuit.changed_at).update(
         state=CircuitState.HALF_OPEN, probe_started_at=now, changed_at=now
     )
     if won:
         _changed(provider, circuit.state, CircuitState.HALF_OPEN, "cooldown over: one trial call")
-    return bool(won)
+    return TRIAL if won else None
+
+
+def breaker_allows(*, provider: str, now: datetime | None = None) -> bool:
+    return breaker_admit(provider=provider, now=now) is not None
 
 
 def breaker_retry_at(*, provider: str, now: datetime | None = None) -> datetime:
@@ -80,16 +88,20 @@ def breaker_retry_at(*, provider: str, now: datetime | None = None) -> datetime:
     return now + timedelta(seconds=settings.BREAKER_COOLDOWN_S)
 
 
-def breaker_record(*, provider: str, outcome: str, now: datetime | None = None) -> None:
-    """Feed one attempt's outcome to the breaker. Call outside any transaction."""
+def breaker_record(*, provider: str, outcome: str, started_at: datetime, now: datetime | None = None) -> None:
+    """Feed one attempt's outcome (and when it started) to the breaker. Call outside any transaction."""
     if outcome not in _COUNTED:
         return
     now = now or timezone.now()
     failed = outcome in PROVIDER_FAILURES
     circuit = circuit_get(provider)
     if circuit.state == CircuitState.HALF_OPEN:
+        if circuit.probe_started_at is None or started_at < circuit.probe_started_at:
+            return  # an attempt from before the trial: only the trial's own answer decides
         to = CircuitState.OPEN if failed else CircuitState.CLOSED
-        won = ProviderCircuit.objects.filter(pk=circuit.pk, state=CircuitState.HALF_OPEN).update(
+        won = ProviderCircuit.objects.filter(
+            pk=circuit.pk, state=CircuitState.HALF_OPEN, probe_started_at=circuit.probe_started_at
+        ).update(
             state=to, opened_at=now if failed else circuit.opened_at, probe_started_at=None, changed_at=now
         )
         if won:
@@ -124,9 +136,13 @@ def _resume_waiting_reviews() -> None:
     enqueue_on_commit("moderation.tasks.sweep")
 
 
-def review_wait_for_provider(*, review_id) -> None:
-    """A pending review found its provider's circuit open: it waits, marked for the sweeper to
-    enqueue again once the circuit lets work through."""
+def review_wait_for_provider(*, review_id, now: datetime | None = None) -> None:
+    """A pending review found its provider's circuit open: it waits (since when is kept, for
+    BREAKER_MAX_WAIT_S), marked for the sweeper to enqueue again once work may flow."""
+    from django.db.models.functions import Coalesce
+
     from moderation.models import ContentReview, ReviewStatus
 
-    ContentReview.objects.filter(pk=review_id, status=ReviewStatus.PENDING).update(last_enqueued_at=None)
+    ContentReview.objects.filter(pk=review_id, status=ReviewStatus.PENDING).update(
+        last_enqueued_at=None, provider_wait_since=Coalesce("provider_wait_since", now or timezone.now())
+    )

@@ -1,43 +1,36 @@
-"""The provider pipeline: claim a review, dispatch its request, finalize or escalate.
+"""The provider pipeline: claim a review, finalize its result, supersede or give up an operation.
 
-Locking rule: the review's row lock guards the review *and* its moderation requests. Every
-service below that changes either takes `select_for_update()` on the review first, so two
-writers of one review always queue up in the same order and never deadlock.
+(Dispatching an attempt is in dispatch.py.) Locking rule: the review's row lock guards the
+review *and* its moderation requests. Every service that changes either takes
+`select_for_update()` on the review first, so two writers of one review always queue up in the
+same order and never deadlock.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
-import random
-import time
-from dataclasses import dataclass
-from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from django_fsm import ConcurrentTransition
 
 from audit import context
 from audit.models import Actor, EventKind
 from moderation.models import (
-    OPEN_REQUEST_STATUSES,
-    AttemptOutcome,
     Cause,
     ContentReview,
     Decision,
     DecisionSource,
     ModerationRequest,
-    ProviderAttempt,
     RequestStatus,
     ReviewStatus,
 )
 from moderation.policy import evaluate
-from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
+from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
-from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
@@ -80,7 +73,7 @@ def review_claim(*, review_id, worker_id: str, job_id: str = "") -> ModerationRe
                 if review.status != ReviewStatus.PENDING:
                     lost_to = review.status
                 else:
-                    return _claim_locked(review, worker_id=worker_id, job_id=job_id)
+                    return review_claim_locked(review, worker_id=worker_id, job_id=job_id)
         except ConcurrentTransition:
             # Only reachable if the row changed under an unlocked read: still a lost race.
             lost_to = "a concurrent transition"
@@ -88,7 +81,7 @@ def review_claim(*, review_id, worker_id: str, job_id: str = "") -> ModerationRe
         return None
 
 
-def _claim_locked(review: ContentReview, *, worker_id: str, job_id: str) -> ModerationRequest:
+def review_claim_locked(review: ContentReview, *, worker_id: str, job_id: str) -> ModerationRequest:
     previous_key = review.active_idempotency_key
     request = ModerationRequest.objects.create(
         review=review,
@@ -124,189 +117,25 @@ def _claim_locked(review: ContentReview, *, worker_id: str, job_id: str) -> Mode
 
 @records_illegal_transitions
 def review_give_up_waiting(*, review_id, reason: str) -> bool:
-    """A pending review waited too long for an unavailable provider: a human decides.
+    """A review waited too long for an unavailable provider: a human decides.
 
-    pending -> processing -> manual_review in one transaction, through the two legal transitions
-    (claim, then provider_failed), so the log shows both and why. False if it is not pending.
+    A pending one goes pending -> processing -> manual_review in one transaction, through the
+    two legal transitions (claim, then provider_failed), so the log shows both and why; a
+    processing one (its retry postponed by the circuit) has its live operation given up.
+    False if it no longer waits.
     """
     with context.bind(review_id=review_id), transaction.atomic():
         review = ContentReview.objects.select_for_update(skip_locked=True).filter(pk=review_id).first()
-        if review is None or review.status != ReviewStatus.PENDING:
+        if review is None or review.provider_wait_since is None:
             return False
-        request = _claim_locked(review, worker_id="circuit-breaker", job_id=context.current().get("job_id", ""))
+        if review.status == ReviewStatus.PENDING:
+            request = review_claim_locked(review, worker_id="circuit-breaker", job_id=context.current().get("job_id", ""))
+        elif review.status == ReviewStatus.PROCESSING:
+            request = ModerationRequest.objects.get(idempotency_key=review.active_idempotency_key)
+        else:
+            return False
         request_give_up_locked(review, request, reason)
         return True
-
-
-# --- dispatch -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class DispatchReport:
-    action: str  # skipped | accepted | finalized | retry_scheduled | escalated
-    detail: str = ""
-
-
-def request_dispatch(*, request_id: int, worker_id: str, job_id: str = "", now: datetime | None = None) -> DispatchReport:
-    """Make one provider attempt for a request, with its stored key, and record how it ended.
-
-    Three short steps: (1) in a transaction, check the request is still the review's live
-    operation and due, and record the attempt; (2) call the provider with no transaction open;
-    (3) in a transaction, apply the result or schedule the retry / escalate.
-    """
-    with context.bind(worker_id=worker_id, job_id=job_id):
-        started = _attempt_begin(request_id=request_id, worker_id=worker_id, job_id=job_id, now=now)
-        if isinstance(started, DispatchReport):
-            return started
-        request, attempt, payload = started
-        with context.bind(
-            review_id=request.review_id, idempotency_key=request.idempotency_key, attempt_no=attempt.attempt_no
-        ):
-            return _attempt_call(request, attempt, payload)
-
-
-def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetime | None):
-    now = now or timezone.now()
-    with transaction.atomic():
-        review = (
-            ContentReview.objects.select_for_update(of=("self",))
-            .select_related("content")
-            .get(requests__pk=request_id)
-        )
-        request = ModerationRequest.objects.get(pk=request_id)
-        reason = _not_dispatchable(review, request, now)
-        if reason:
-            record_event(
-                EventKind.DISPATCH_SKIPPED,
-                review_id=review.pk,
-                idempotency_key=request.idempotency_key,
-                reason=reason,
-            )
-            return DispatchReport("skipped", reason)
-        # An attempt still in flight is left alone until its lease (the task timeout) runs out;
-        # after that its worker is presumed dead, and the attempt counts as abandoned.
-        lease_start = now - timedelta(seconds=settings.Q_TASK_TIMEOUT_S)
-        in_flight = request.attempts.filter(outcome=AttemptOutcome.IN_FLIGHT)
-        if any(a.started_at > lease_start for a in in_flight):
-            return DispatchReport("skipped", "an attempt is in flight")
-        in_flight.update(outcome=AttemptOutcome.ABANDONED, finished_at=now)
-        if request.attempt_no >= request.max_attempts:
-            request_give_up_locked(review, request, f"{request.attempt_no} attempts made; the last was abandoned")
-            return DispatchReport("escalated", "attempts exhausted")
-        if not breaker_allows(provider=request.provider, now=now):
-            # Not an attempt: nothing is sent, and the operation resumes when the circuit lets it.
-            request.next_attempt_at = breaker_retry_at(provider=request.provider, now=now)
-            request.save(update_fields=["next_attempt_at", "updated_at"])
-            return DispatchReport("skipped", "provider circuit open")
-        request.attempt_no += 1
-        request.status = RequestStatus.SENT
-        request.sent_at = request.sent_at or now
-        request.next_attempt_at = None
-        request.last_enqueued_at = None  # the job the sweeper enqueued has run: the next retry may be enqueued
-        request.save(update_fields=["attempt_no", "status", "sent_at", "next_attempt_at", "last_enqueued_at", "updated_at"])
-        attempt = ProviderAttempt.objects.create(
-            request=request, provider=request.provider, attempt_no=request.attempt_no,
-            worker_id=worker_id, job_id=job_id, started_at=now,
-        )
-    content = review.content
-    payload = ModerationInput(
-        idempotency_key=str(request.idempotency_key),
-        content_type=content.kind,
-        text=content.text,
-        media_url=content.media_url,
-        metadata=content.metadata,
-        callback_url=f"{settings.PUBLIC_BASE_URL}/api/v1/callbacks/{request.provider}/",
-        reference={"review_id": str(review.pk)},
-    )
-    return request, attempt, payload
-
-
-def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: datetime) -> str:
-    if request.status not in OPEN_REQUEST_STATUSES:
-        return f"request is {request.status}"
-    if review.status != ReviewStatus.PROCESSING or review.active_idempotency_key != request.idempotency_key:
-        return f"request is no longer the review's live operation (review {review.status})"
-    if request.next_attempt_at and request.next_attempt_at > now:
-        return f"next attempt not due before {request.next_attempt_at.isoformat()}"
-    return ""
-
-
-def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload: ModerationInput) -> DispatchReport:
-    # The provider may take PROVIDER_TIMEOUT_S to answer. Holding the review's row lock that
-    # long would stall the callback that may arrive meanwhile, and every other worker (6).
-    if connection.in_atomic_block:
-        raise RuntimeError("a provider must never be called inside a database transaction")
-    provider = get_provider(request.provider)
-    clock = time.monotonic()
-    try:
-        reply = provider.moderate(payload)
-    except ProviderError as exc:
-        latency_ms = int((time.monotonic() - clock) * 1000)
-        logger.warning("provider %s failed (%s): %s", request.provider, exc.kind, exc)
-        report = _attempt_failed(request, attempt, exc, latency_ms)
-        breaker_record(provider=request.provider, outcome=exc.kind)
-        return report
-    latency_ms = int((time.monotonic() - clock) * 1000)
-    if isinstance(reply, Accepted):
-        _attempt_accepted(request, attempt, reply, latency_ms)
-        breaker_record(provider=request.provider, outcome=AttemptOutcome.ACCEPTED)
-        return DispatchReport("accepted", reply.provider_request_id)
-    _attempt_close(attempt, AttemptOutcome.RESULT, latency_ms)
-    breaker_record(provider=request.provider, outcome=AttemptOutcome.RESULT)
-    outcome = review_finalize(
-        idempotency_key=request.idempotency_key,
-        result=reply,
-        cause=Cause.PROVIDER_RESULT,
-        attempt_no=attempt.attempt_no,
-    )
-    return DispatchReport("finalized", outcome)
-
-
-def _attempt_close(attempt: ProviderAttempt, outcome: str, latency_ms: int, *, http_status=None, error="") -> None:
-    ProviderAttempt.objects.filter(pk=attempt.pk).update(
-        outcome=outcome, latency_ms=latency_ms, finished_at=timezone.now(), http_status=http_status, error=error
-    )
-
-
-def _attempt_accepted(request: ModerationRequest, attempt: ProviderAttempt, reply: Accepted, latency_ms: int) -> None:
-    with transaction.atomic():
-        # The review's lock first, as everywhere: a callback finalizing this very request
-        # meanwhile takes it first too, so the two queue up instead of deadlocking.
-        ContentReview.objects.select_for_update().filter(pk=request.review_id).values_list("pk").get()
-        _attempt_close(attempt, AttemptOutcome.ACCEPTED, latency_ms)
-        # Conditional updates: the callback may already have been applied (a fast provider),
-        # and a superseded request must not write its id onto the review.
-        ModerationRequest.objects.filter(pk=request.pk, provider_request_id="").update(
-            provider_request_id=reply.provider_request_id
-        )
-        ContentReview.objects.filter(
-            pk=request.review_id, active_idempotency_key=request.idempotency_key, provider_request_id=""
-        ).update(provider_request_id=reply.provider_request_id)
-
-
-def retry_delay(attempt_no: int) -> timedelta:
-    """Exponential backoff with full jitter, capped: attempt 1 waits up to base, 2 up to 2*base..."""
-    ceiling = min(settings.MODERATION_RETRY_BACKOFF_S * 2 ** (attempt_no - 1), settings.MODERATION_RETRY_BACKOFF_MAX_S)
-    return timedelta(seconds=random.uniform(ceiling / 2, ceiling))
-
-
-def _attempt_failed(request: ModerationRequest, attempt: ProviderAttempt, exc: ProviderError, latency_ms: int) -> DispatchReport:
-    error = f"{exc.kind}: {exc}"[:2000]
-    with transaction.atomic():
-        review = ContentReview.objects.select_for_update().get(pk=request.review_id)  # lock order: review first
-        _attempt_close(attempt, exc.kind, latency_ms, http_status=exc.http_status, error=error)
-        request = ModerationRequest.objects.get(pk=request.pk)
-        if request.status not in OPEN_REQUEST_STATUSES:
-            return DispatchReport("skipped", f"request became {request.status} meanwhile")
-        request.last_error = error
-        if exc.retryable and request.attempt_no < request.max_attempts:
-            request.next_attempt_at = timezone.now() + retry_delay(request.attempt_no)
-            request.save(update_fields=["last_error", "next_attempt_at", "updated_at"])
-            return DispatchReport("retry_scheduled", request.next_attempt_at.isoformat())
-        request.save(update_fields=["last_error", "updated_at"])
-        why = "not retryable" if not exc.retryable else f"{request.attempt_no} attempts made"
-        request_give_up_locked(review, request, f"{error} ({why})")
-        return DispatchReport("escalated", error)
 
 
 def request_give_up_locked(review: ContentReview, request: ModerationRequest, reason: str) -> None:
@@ -370,7 +199,7 @@ def request_supersede_locked(review: ContentReview, old: ModerationRequest, *, r
         reason=reason,
         update_fields=["active_idempotency_key", "provider_request_id"],
     )
-    enqueue_on_commit("moderation.tasks.dispatch_request", request_id=new.pk)
+    enqueue_on_commit("moderation.tasks.dispatch_request", for_review=review.pk, request_id=new.pk)
     return new
 
 

@@ -51,11 +51,15 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     now = now or timezone.now()
     report = SweepReport()
     report.retries_enqueued = _enqueue_due_retries(now, limit)
-    provider = settings.MODERATION_PROVIDER
-    if settings.BREAKER_MAX_WAIT_S > 0 and circuit_get(provider).state != CircuitState.CLOSED:
-        report.escalated += _give_up_waiting(now, limit)
-    if breaker_may_claim(provider=provider, now=now):
+    circuit = circuit_get(settings.MODERATION_PROVIDER)
+    if circuit.state == CircuitState.CLOSED:
         report.pending_requeued = _requeue_lost_jobs(now, limit)
+    else:
+        if settings.BREAKER_MAX_WAIT_S > 0:
+            report.escalated += _give_up_waiting(now, limit)
+        if breaker_may_claim(provider=circuit.provider, now=now):
+            # Past the cooldown: one waiting review to carry the trial call, not the backlog.
+            report.pending_requeued = _requeue_lost_jobs(now, 1)
     for review_id in _silent_operations(now, limit):
         action = review_reconcile(review_id=review_id, now=now)
         if action:
@@ -74,7 +78,7 @@ def _enqueue_due_retries(now: datetime, limit: int) -> list[int]:
     due = ModerationRequest.objects.filter(status__in=OPEN_REQUEST_STATUSES, next_attempt_at__lte=now)
     return _enqueue_batch(
         due, order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
-        task="moderation.tasks.dispatch_request", id_kwarg="request_id",
+        task="moderation.tasks.dispatch_request", id_kwarg="request_id", review_field="review_id",
     )
 
 
@@ -84,34 +88,38 @@ def _requeue_lost_jobs(now: datetime, limit: int) -> list:
     lost = ContentReview.objects.filter(status=ReviewStatus.PENDING)
     return _enqueue_batch(
         lost, order_by="last_enqueued_at", enqueued_before=cutoff, now=now, limit=limit,
-        task="moderation.tasks.moderate_review", id_kwarg="review_id",
+        task="moderation.tasks.moderate_review", id_kwarg="review_id", review_field="pk",
     )
 
 
-def _enqueue_batch(rows, *, order_by: str, enqueued_before: datetime, now: datetime, limit: int, task: str, id_kwarg: str) -> list:
+def _enqueue_batch(rows, *, order_by: str, enqueued_before: datetime, now: datetime, limit: int, task: str,
+                   id_kwarg: str, review_field: str) -> list:
     """Take up to `limit` of `rows` not enqueued since `enqueued_before`, mark them, and enqueue
     `task` for each after commit. SKIP LOCKED hands an overlapping sweep the other rows."""
     with transaction.atomic():
-        ids = list(
+        taken = list(
             rows.select_for_update(skip_locked=True)
             .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=enqueued_before))
             .order_by(order_by)
-            .values_list("pk", flat=True)[:limit]
+            .values_list("pk", review_field)[:limit]
         )
+        ids = [pk for pk, _ in taken]
         rows.model.objects.filter(pk__in=ids).update(last_enqueued_at=now)
-        for pk in ids:
-            enqueue_on_commit(task, **{id_kwarg: pk})
+        for pk, review_id in taken:
+            enqueue_on_commit(task, for_review=review_id, **{id_kwarg: pk})
     return ids
 
 
 def _give_up_waiting(now: datetime, limit: int) -> list:
-    """Pending reviews that waited longer than BREAKER_MAX_WAIT_S for a provider that is down."""
+    """Reviews that have waited longer than BREAKER_MAX_WAIT_S for a provider that is down."""
     waited = timedelta(seconds=settings.BREAKER_MAX_WAIT_S)
-    candidates = ContentReview.objects.filter(status=ReviewStatus.PENDING, updated_at__lt=now - waited)
+    candidates = ContentReview.objects.filter(
+        status__in=[ReviewStatus.PENDING, ReviewStatus.PROCESSING], provider_wait_since__lt=now - waited
+    )
     reason = f"{settings.MODERATION_PROVIDER} unavailable (circuit open) for over {settings.BREAKER_MAX_WAIT_S:g}s"
     return [
         review_id
-        for review_id in candidates.order_by("updated_at").values_list("pk", flat=True)[:limit]
+        for review_id in candidates.order_by("provider_wait_since").values_list("pk", flat=True)[:limit]
         if review_give_up_waiting(review_id=review_id, reason=reason)
     ]
 
@@ -153,7 +161,7 @@ def review_reconcile(*, review_id, now: datetime | None = None) -> str | None:
         last = request.attempts.order_by("-attempt_no").first()
         if last is None or last.outcome != AttemptOutcome.ACCEPTED:
             ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
-            enqueue_on_commit("moderation.tasks.dispatch_request", request_id=request.pk)
+            enqueue_on_commit("moderation.tasks.dispatch_request", for_review=review.pk, request_id=request.pk)
             return "redispatched"
         if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
             request_give_up_locked(review, request, f"no result after {request.generation + 1} operations")

@@ -40,7 +40,7 @@ def review_submit(
             )
             review = ContentReview.objects.create(content=content, client=client, last_enqueued_at=timezone.now())
             with context.bind(review_id=review.pk, content_id=content.pk):
-                enqueue_on_commit("moderation.tasks.moderate_review", review_id=review.pk)
+                enqueue_on_commit("moderation.tasks.moderate_review", for_review=review.pk, review_id=review.pk)
     except IntegrityError:
         existing = _existing(client, external_id)
         if existing is None:  # the conflict was something else: do not hide it

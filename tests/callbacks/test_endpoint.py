@@ -87,10 +87,26 @@ def test_a_body_signed_with_a_wrong_secret_is_401(api_client):
     assert response.status_code == 401 and not ProviderCallback.objects.exists()
 
 
-@pytest.mark.parametrize("offset", [-301, 301])
-def test_a_timestamp_outside_the_tolerance_is_401(api_client, offset):
+@pytest.mark.parametrize("offset", [-121, 121])
+def test_a_timestamp_outside_the_configured_tolerance_is_401(api_client, settings, offset):
+    settings.CALLBACK_TOLERANCE_S = 60  # stricter than the library's fixed 5 minutes
     _, request = claimed(api_client)
     response = deliver(completed(request.idempotency_key), at=time.time() + offset)
+    assert response.status_code == 401 and not ProviderCallback.objects.exists()
+
+
+def test_a_captured_delivery_replayed_verbatim_after_the_tolerance_is_401(api_client):
+    from callbacks.signing import sign
+
+    _, request = claimed(api_client)
+    raw = json.dumps(completed(request.idempotency_key)).encode()
+    captured = sign(SECRET, event_id="evt_captured", body=raw, at=time.time() - 400)  # its headers, unchanged
+
+    response = APIClient().generic(
+        "POST", URL, raw, content_type="application/json",
+        **{f"HTTP_{k.upper().replace('-', '_')}": v for k, v in captured.items()},
+    )
+
     assert response.status_code == 401 and not ProviderCallback.objects.exists()
 
 
@@ -134,6 +150,8 @@ def test_a_rotated_out_secret_is_refused_once_removed(api_client, settings):
         (json.dumps({"type": "moderation.completed", "data": {"id": "p", "idempotency_key": str(uuid.uuid4()), "results": [{"flagged": "yes", "category_scores": {}}]}}).encode(), "malformed"),
         (json.dumps({"type": "moderation.completed", "data": {"id": "p", "idempotency_key": str(uuid.uuid4()), "results": [{"flagged": True, "category_scores": {"hate": 7}}]}}).encode(), "[0, 1]"),
         (b'{"type": "moderation.completed", "data": {"id": "\\u0000"}}', "idempotency_key"),
+        (json.dumps({"type": "moderation.completed", "data": {"id": "p", "idempotency_key": str(uuid.uuid4()), "results": [{"flagged": True, "category_scores": {"hate": "x"}}]}}).encode().replace(b'"x"', b"1" + b"0" * 400), "malformed"),
+        (b'{"type": "moderation.completed", "data": {"id": "p", "n": ' + b"9" * 5000 + b"}}", "not acceptable JSON"),
     ],
 )
 def test_a_malformed_body_with_a_valid_signature_is_400_and_stored_as_invalid(api_client, body, message):
@@ -144,6 +162,12 @@ def test_a_malformed_body_with_a_valid_signature_is_400_and_stored_as_invalid(ap
     stored = ProviderCallback.objects.get()
     assert (stored.outcome, stored.provider_event_id) == ("invalid", "evt_bad")
     assert stored.processed_at is not None and message in stored.outcome_detail
+
+
+def test_an_over_long_event_id_is_400_and_not_stored(api_client):
+    _, request = claimed(api_client)
+    response = deliver(completed(request.idempotency_key), event_id="e" * 300)
+    assert response.status_code == 400 and not ProviderCallback.objects.exists()
 
 
 def test_a_body_that_is_not_utf8_is_400_and_not_stored(api_client):

@@ -145,3 +145,21 @@ def test_replay_needs_a_selection(api_client):
 
     with pytest.raises(CommandError, match="--unprocessed or --id"):
         replay()
+
+
+def test_a_callback_whose_processing_keeps_failing_is_parked_not_retried_for_ever(api_client, monkeypatch):
+    from callbacks import services as module
+
+    review, request = claimed(api_client)
+    stored = store_only(request.idempotency_key)
+    monkeypatch.setattr(module, "_apply", lambda *a: (_ for _ in ()).throw(RuntimeError("bug")))
+    later = timezone.now() + timedelta(minutes=1)
+
+    for _ in range(module.MAX_PROCESS_FAILURES + 2):
+        services.callbacks_sweep(now=later)
+
+    parked = ProviderCallback.objects.get(pk=stored.id)
+    assert parked.process_failures == module.MAX_PROCESS_FAILURES and "RuntimeError: bug" in parked.process_error
+    assert parked.processed_at is None
+    monkeypatch.undo()
+    assert "applied: 1" in replay("--id", str(stored.id), "--for-real")  # an operator can still finish it

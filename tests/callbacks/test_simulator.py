@@ -172,3 +172,16 @@ def test_the_breaker_opens_under_a_burst_of_5xx_stops_calls_and_closes_again(api
 
     assert services.circuit_get("webhook").state == "closed"
     assert final(waiting).status == ReviewStatus.APPROVED
+
+
+def test_content_the_provider_cannot_judge_is_reported_by_a_failed_callback_even_when_sync(api_client, simulate, settings):
+    settings.MODERATION_MAX_SUPERSEDES = 0
+    simulate(sync_rate=1.0)
+    review, _ = services.review_submit(client=api_client, external_id="img", kind="image", media_url="https://x/cat.png")
+
+    assert tasks.moderate_review(review.pk).startswith("accepted")
+    review = final(review)
+
+    assert review.status == ReviewStatus.MANUAL_REVIEW
+    assert "provider reported failure" in review.decision.reason
+    assert ProviderCallback.objects.get().event_type == "moderation.failed"

@@ -124,8 +124,9 @@ class TestSubmit:
 
     def test_submit_runs_a_bounded_number_of_queries(self, http, api_client):
         http.get(URL)  # warm the client lookup path
-        # auth, existing?, content, review, history row (the job is enqueued after commit)
-        with assert_max_queries(5):
+        # auth, existing?, content, review, history row, the job's timeline entry
+        # (the job itself is enqueued after commit)
+        with assert_max_queries(6):
             assert http.post(URL, body(), format="json").status_code == 201
 
 

@@ -70,9 +70,9 @@ def test_while_open_new_reviews_wait_in_pending_and_nothing_is_sent(api_client, 
     assert len(scripted.calls) == calls
     # The sweeper leaves waiting reviews alone while the circuit is open...
     assert services.reviews_sweep().pending_requeued == []
-    # ...and enqueues them once the cooldown is over.
+    # ...and once the cooldown is over enqueues one of them, to carry the trial call.
     after_cooldown = timezone.now() + timedelta(seconds=31)
-    assert review.pk in services.reviews_sweep(now=after_cooldown).pending_requeued
+    assert services.reviews_sweep(now=after_cooldown).pending_requeued == [review.pk]
 
 
 def test_a_retry_due_while_open_is_postponed_without_spending_an_attempt(api_client, scripted, breaker):
@@ -94,9 +94,54 @@ def test_after_the_cooldown_exactly_one_caller_makes_the_trial_call(api_client, 
     trip(api_client, scripted)
     later = timezone.now() + timedelta(seconds=31)
 
-    allowed = collide(6, lambda i: services.breaker_allows(provider="scripted", now=later))
+    admitted = collide(6, lambda i: services.breaker_admit(provider="scripted", now=later + timedelta(milliseconds=i)))
 
-    assert allowed.count(True) == 1, allowed
+    assert admitted.count("trial") == 1 and admitted.count(None) == 5, admitted
+    assert state() == CircuitState.HALF_OPEN
+    # If the trial's caller vanishes, another trial is allowed once its lease has run out.
+    assert services.breaker_admit(provider="scripted", now=later + timedelta(seconds=30)) is None
+    assert services.breaker_admit(provider="scripted", now=later + timedelta(seconds=61)) == "trial"
+
+
+def test_after_the_cooldown_only_the_trial_caller_claims_a_review(api_client, scripted, breaker, monkeypatch):
+    trip(api_client, scripted)
+    from moderation.services import breaker as module
+
+    later = timezone.now() + timedelta(seconds=31)
+    monkeypatch.setattr(module.timezone, "now", lambda: later)
+    scripted.default = result(0.1)
+    reviews = [submit(api_client) for _ in range(4)]
+
+    reports = collide(4, lambda i: tasks.moderate_review(reviews[i].pk))
+
+    assert reports.count("finalized applied") == 1, reports
+    assert reports.count("waiting: provider circuit open") == 3
+    statuses = sorted(ContentReview.objects.filter(pk__in=[r.pk for r in reviews]).values_list("status", flat=True))
+    assert statuses == ["approved", "pending", "pending", "pending"]  # no review stranded in processing
+    assert state() == CircuitState.CLOSED
+
+
+def test_only_the_trial_call_decides_a_half_open_circuit(api_client, scripted, breaker):
+    trip(api_client, scripted)
+    before_trial = timezone.now()
+    trial_time = timezone.now() + timedelta(seconds=31)
+    assert services.breaker_admit(provider="scripted", now=trial_time) == "trial"
+
+    # An attempt that started before the trial (a slow one from the outage) answers now.
+    services.breaker_record(provider="scripted", outcome="result", started_at=before_trial)
+    assert state() == CircuitState.HALF_OPEN
+
+    services.breaker_record(provider="scripted", outcome="result", started_at=trial_time)
+    assert state() == CircuitState.CLOSED
+
+
+def test_content_refused_before_any_call_says_nothing_about_the_provider(api_client, scripted, breaker):
+    trip(api_client, scripted)
+    trial_time = timezone.now() + timedelta(seconds=31)
+    services.breaker_admit(provider="scripted", now=trial_time)
+
+    services.breaker_record(provider="scripted", outcome="unsupported", started_at=trial_time)
+
     assert state() == CircuitState.HALF_OPEN
 
 
@@ -105,9 +150,9 @@ def test_a_successful_trial_closes_it_and_resumes_waiting_reviews(api_client, sc
     waiting = submit(api_client)
     tasks.moderate_review(waiting.pk)
     later = timezone.now() + timedelta(seconds=31)
-    assert services.breaker_allows(provider="scripted", now=later)
+    assert services.breaker_admit(provider="scripted", now=later) == "trial"
 
-    services.breaker_record(provider="scripted", outcome="result")
+    services.breaker_record(provider="scripted", outcome="result", started_at=later)
 
     assert state() == CircuitState.CLOSED
     assert queued_tasks("moderation.tasks.sweep"), "a sweep is enqueued to resume waiting reviews"
@@ -116,9 +161,10 @@ def test_a_successful_trial_closes_it_and_resumes_waiting_reviews(api_client, sc
 
 def test_a_failed_trial_opens_it_again(api_client, scripted, breaker):
     trip(api_client, scripted)
-    assert services.breaker_allows(provider="scripted", now=timezone.now() + timedelta(seconds=31))
+    trial_time = timezone.now() + timedelta(seconds=31)
+    assert services.breaker_admit(provider="scripted", now=trial_time) == "trial"
 
-    services.breaker_record(provider="scripted", outcome="http_5xx")
+    services.breaker_record(provider="scripted", outcome="http_5xx", started_at=trial_time)
 
     circuit = services.circuit_get("scripted")
     assert circuit.state == CircuitState.OPEN and circuit.opened_at > timezone.now() - timedelta(seconds=5)
@@ -126,6 +172,7 @@ def test_a_failed_trial_opens_it_again(api_client, scripted, breaker):
 
 def test_past_the_maximum_wait_a_waiting_review_goes_to_a_human(api_client, scripted, breaker):
     breaker.BREAKER_MAX_WAIT_S = 120
+    old_backlog = submit(api_client)  # submitted long ago, but it has not waited for the circuit
     trip(api_client, scripted)
     review = submit(api_client)
     tasks.moderate_review(review.pk)
@@ -133,8 +180,25 @@ def test_past_the_maximum_wait_a_waiting_review_goes_to_a_human(api_client, scri
     assert services.reviews_sweep().escalated == []
     report = services.reviews_sweep(now=timezone.now() + timedelta(seconds=121))
 
-    assert review.pk in report.escalated
+    assert review.pk in report.escalated and old_backlog.pk not in report.escalated
     review = ContentReview.objects.get(pk=review.pk)
     assert review.status == ReviewStatus.MANUAL_REVIEW
     assert list(review.transitions.values_list("cause", flat=True)) == ["job_started", "provider_failed"]
     assert "unavailable" in review.decision.reason
+
+
+def test_a_processing_review_whose_retry_the_circuit_postpones_also_reaches_a_human(api_client, scripted, breaker):
+    breaker.BREAKER_MAX_WAIT_S = 120
+    trip(api_client, scripted)
+    from moderation.models import ModerationRequest
+
+    request = ModerationRequest.objects.filter(next_attempt_at__isnull=False).first()
+    assert services.request_dispatch(request_id=request.pk, worker_id="w1", now=request.next_attempt_at).detail == (
+        "provider circuit open"
+    )
+
+    waited_since = ContentReview.objects.get(pk=request.review_id).provider_wait_since
+    report = services.reviews_sweep(now=waited_since + timedelta(seconds=121))
+
+    assert request.review_id in report.escalated
+    assert ContentReview.objects.get(pk=request.review_id).status == ReviewStatus.MANUAL_REVIEW

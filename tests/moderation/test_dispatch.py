@@ -16,7 +16,7 @@ from moderation import services, tasks
 from moderation.models import AttemptOutcome, Cause, ContentReview, DecisionSource, ModerationRequest, ReviewStatus
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderClientError, ProviderServerError, ProviderTimeout
-from moderation.services.pipeline import _attempt_begin
+from moderation.services.dispatch import _attempt_begin
 from tests.helpers import claimed, result, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)

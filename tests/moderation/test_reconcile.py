@@ -79,7 +79,7 @@ def test_the_next_retry_is_enqueued_as_soon_as_it_is_due(api_client, scripted):
 
 
 def test_an_attempt_whose_worker_died_mid_call_is_retried_with_the_same_key(api_client, settings):
-    from moderation.services.pipeline import _attempt_begin
+    from moderation.services.dispatch import _attempt_begin
 
     review, request = claimed(api_client)
     _attempt_begin(request_id=request.pk, worker_id="killed", job_id="", now=None)  # then SIGKILL
@@ -91,17 +91,17 @@ def test_an_attempt_whose_worker_died_mid_call_is_retried_with_the_same_key(api_
 
 
 def test_a_result_received_but_not_recorded_is_fetched_again_with_the_same_key(api_client, scripted, settings):
-    from moderation.services import pipeline
+    from moderation.services import dispatch
 
     scripted.default = result(0.1)
     review, request = claimed(api_client)
-    real_finalize = pipeline.review_finalize
-    pipeline.review_finalize = lambda **kw: (_ for _ in ()).throw(SystemExit("killed"))  # dies after the answer
+    real_finalize = dispatch.review_finalize
+    dispatch.review_finalize = lambda **kw: (_ for _ in ()).throw(SystemExit("killed"))  # dies after the answer
     try:
         with pytest.raises(SystemExit):
             services.request_dispatch(request_id=request.pk, worker_id="w1")
     finally:
-        pipeline.review_finalize = real_finalize
+        dispatch.review_finalize = real_finalize
 
     assert services.reviews_sweep(now=stuck_time(settings)).redispatched == [review.pk]
     report = services.request_dispatch(request_id=request.pk, worker_id="w2", now=stuck_time(settings))

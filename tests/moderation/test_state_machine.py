@@ -17,12 +17,15 @@ from tests.helpers import claimed, decided, submit
 S = ReviewStatus
 FINAL = (S.APPROVED, S.REJECTED, S.MANUAL_REVIEW)
 
-# DESIGN.md "State machine", transcribed independently of the model's decorators.
+# DESIGN.md "State machine" (plus issue 4's escalation), transcribed independently of the
+# model's decorators.
 LEGAL = {
     (S.PENDING, S.PROCESSING, Cause.JOB_STARTED),
     (S.PROCESSING, S.PROCESSING, Cause.RETRY_RECONCILE),
     *((S.PROCESSING, to, cause) for to in FINAL for cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK)),
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.PROVIDER_FAILED),
+    # Issue 4 adds a moderator's escalation of a review still in the provider's hands.
+    (S.PROCESSING, S.MANUAL_REVIEW, Cause.MANUAL_ESCALATION),
     *((src, to, Cause.MANUAL_OVERRIDE) for src in FINAL for to in (S.APPROVED, S.REJECTED)),
     *((src, S.PENDING, Cause.REPROCESS) for src in FINAL),
 }
@@ -31,6 +34,7 @@ FIXED_TARGET = {
     Cause.JOB_STARTED: S.PROCESSING,
     Cause.RETRY_RECONCILE: S.PROCESSING,
     Cause.PROVIDER_FAILED: S.MANUAL_REVIEW,
+    Cause.MANUAL_ESCALATION: S.MANUAL_REVIEW,
     Cause.REPROCESS: S.PENDING,
 }
 

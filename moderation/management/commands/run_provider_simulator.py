@@ -29,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--late-ms", type=int, default=5000)
         parser.add_argument("--reorder", action="store_true", help="let callbacks overtake each other")
         parser.add_argument("--sync-rate", type=float, default=0.0, help="share answered 200 with the result")
+        parser.add_argument("--redeliveries", type=int, default=3, help="re-deliveries of a callback not answered 2xx")
         parser.add_argument("--seed", type=int, default=None)
 
     def handle(self, *args, **o):
@@ -39,7 +40,8 @@ class Command(BaseCommand):
             delay_ms=o["delay_ms"], timeout_rate=o["timeout_rate"],
             hold_s=o["hold_s"] if o["hold_s"] is not None else settings.PROVIDER_TIMEOUT_S + 2,
             error_rate=o["error_rate"], duplicate_rate=o["duplicate_rate"], late_rate=o["late_rate"],
-            late_ms=o["late_ms"], reorder=o["reorder"], sync_rate=o["sync_rate"], seed=o["seed"],
+            late_ms=o["late_ms"], reorder=o["reorder"], sync_rate=o["sync_rate"], redeliveries=o["redeliveries"],
+            seed=o["seed"],
         )
         api_key = o["api_key"] if o["api_key"] is not None else settings.PROVIDER_API_KEY
         try:

@@ -1,0 +1,114 @@
+"""One causal timeline of a review, merged from every record the pipeline keeps.
+
+Submission, enqueued jobs, operations (requests) and each provider attempt, callbacks received,
+transitions, history rows, decisions and the recorded non-events (lost claims, stale results...),
+ordered as the database recorded them, each with the correlation ids it carries. The admin
+timeline page, `manage.py review_timeline` and the timeline API all render this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from audit.models import PipelineEvent, ReviewTransition
+from callbacks.models import ProviderCallback
+from moderation.models import ContentReview, Decision, ProviderAttempt
+
+# Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
+_RANK = {
+    "submitted": 0, "job_enqueued": 1, "event": 2, "operation": 3, "attempt_started": 4, "attempt_finished": 5,
+    "callback": 6, "decision": 7, "transition": 8, "history": 9,
+}
+
+
+@dataclass
+class Entry:
+    at: datetime
+    kind: str
+    title: str
+    detail: dict[str, Any] = field(default_factory=dict)
+    ids: dict[str, str] = field(default_factory=dict)
+    source: str = ""  # "<table>:<id>", to find the row
+    payload: str | None = None  # a callback's raw body
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["at"] = self.at.isoformat()
+        return data
+
+
+def _ids(**values) -> dict[str, str]:
+    return {k: str(v) for k, v in values.items() if v not in (None, "")}
+
+
+def review_timeline(review: ContentReview) -> list[Entry]:
+    content = review.content
+    entries = [Entry(content.created_at, "submitted", f"submitted by {review.client} as {content.kind}",
+                     {"external_id": content.external_id}, _ids(review_id=review.pk, content_id=content.pk),
+                     f"content:{content.pk}")]
+    entries += _events(review)
+    requests = list(review.requests.order_by("id"))
+    keys = [r.idempotency_key for r in requests]
+    for request in requests:
+        supersedes = f", supersedes {request.supersedes.idempotency_key}" if request.supersedes_id else ""
+        entries.append(Entry(request.created_at, "operation", f"operation started ({request.cause}{supersedes})",
+                             {"status": request.status, "attempts": request.attempt_no, "max_attempts": request.max_attempts,
+                              "last_error": request.last_error},
+                             _ids(idempotency_key=request.idempotency_key, provider_request_id=request.provider_request_id),
+                             f"request:{request.pk}"))
+    entries += _attempts(review)
+    entries += _callbacks(keys)
+    for decision in Decision.objects.filter(review=review).select_related("policy", "moderator", "request"):
+        entries.append(Entry(decision.created_at, "decision", f"decision: {decision.label} by {decision.decided_by}",
+                             {"score": decision.score, "policy_version": decision.policy.version if decision.policy else None,
+                              "explanation": decision.explanation, "reason": decision.reason},
+                             _ids(idempotency_key=decision.request.idempotency_key if decision.request else None,
+                                  callback_id=decision.callback_id),
+                             f"decision:{decision.pk}"))
+    for t in ReviewTransition.objects.filter(review=review):
+        entries.append(Entry(t.created_at, "transition", f"{t.from_status} -> {t.to_status} ({t.cause})",
+                             {"actor": f"{t.actor}:{t.actor_id}" if t.actor_id else t.actor, "reason": t.reason},
+                             _ids(idempotency_key=t.idempotency_key, job_id=t.job_id, attempt_no=t.attempt_no),
+                             f"transition:{t.pk}"))
+    for h in review.history.select_related("history_user").order_by("history_id"):
+        entries.append(Entry(h.history_date, "history", f"history: status {h.status} (version {h.version})",
+                             {"change_reason": h.history_change_reason or "", "user": str(h.history_user or "")},
+                             _ids(idempotency_key=h.active_idempotency_key), f"history:{h.history_id}"))
+    return sorted(entries, key=lambda e: (e.at, _RANK[e.kind], e.source))
+
+
+def _events(review: ContentReview) -> list[Entry]:
+    entries = []
+    for event in PipelineEvent.objects.filter(review=review):
+        kind = "job_enqueued" if event.kind == "job_enqueued" else "event"
+        entries.append(Entry(event.created_at, kind, event.get_kind_display(), dict(event.detail),
+                             _ids(idempotency_key=event.idempotency_key, job_id=event.job_id, worker_id=event.worker_id),
+                             f"event:{event.pk}"))
+    return entries
+
+
+def _attempts(review: ContentReview) -> list[Entry]:
+    entries = []
+    for a in ProviderAttempt.objects.filter(request__review=review).select_related("request"):
+        ids = _ids(idempotency_key=a.request.idempotency_key, attempt_no=a.attempt_no, job_id=a.job_id, worker_id=a.worker_id)
+        entries.append(Entry(a.started_at, "attempt_started", f"attempt {a.attempt_no} sent to {a.provider}", {}, ids,
+                             f"attempt:{a.pk}"))
+        if a.finished_at:
+            entries.append(Entry(a.finished_at, "attempt_finished", f"attempt {a.attempt_no}: {a.get_outcome_display()}",
+                                 {"latency_ms": a.latency_ms, "http_status": a.http_status, "error": a.error}, ids,
+                                 f"attempt:{a.pk}"))
+    return entries
+
+
+def _callbacks(keys: list) -> list[Entry]:
+    return [
+        Entry(cb.received_at, "callback", f"callback {cb.event_type or 'received'}: {cb.outcome or 'unprocessed'}",
+              {"duplicate_count": cb.duplicate_count, "processed_at": cb.processed_at.isoformat() if cb.processed_at else None,
+               "detail": cb.outcome_detail},
+              _ids(idempotency_key=cb.idempotency_key, provider_event_id=cb.provider_event_id,
+                   provider_request_id=cb.provider_request_id),
+              f"callback:{cb.pk}", payload=cb.payload_json)
+        for cb in ProviderCallback.objects.filter(idempotency_key__in=keys)
+    ]

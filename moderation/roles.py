@@ -1,0 +1,48 @@
+"""The three roles of the moderator's workplace, as Django groups.
+
+moderator: sees everything a decision needs, overrides and escalates. supervisor: also
+reprocesses and publishes policy versions. auditor: sees everything, changes nothing.
+"""
+
+from __future__ import annotations
+
+from django.apps import apps
+from django.contrib.auth.management import create_permissions
+from django.contrib.auth.models import Group, Permission
+
+VIEW_ALL = [
+    "moderation.view_contentreview",
+    "moderation.view_content",
+    "moderation.view_decision",
+    "moderation.view_moderationrequest",
+    "moderation.view_providerattempt",
+    "moderation.view_moderationpolicy",
+    "moderation.view_providercircuit",
+    "audit.view_reviewtransition",
+    "audit.view_pipelineevent",
+    "callbacks.view_providercallback",
+]
+MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review"]
+ROLES = {
+    "moderator": MODERATOR,
+    "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy"],
+    "auditor": VIEW_ALL,
+}
+
+
+def ensure_roles() -> dict[str, int]:
+    """Create or update the groups so each has exactly its role's permissions. Idempotent."""
+    for app_config in apps.get_app_configs():  # permissions exist before the groups refer to them
+        create_permissions(app_config, verbosity=0)
+    counts = {}
+    for name, codenames in ROLES.items():
+        group, _ = Group.objects.get_or_create(name=name)
+        wanted = [_permission(code) for code in codenames]
+        group.permissions.set(wanted)
+        counts[name] = len(wanted)
+    return counts
+
+
+def _permission(dotted: str) -> Permission:
+    app_label, codename = dotted.split(".")
+    return Permission.objects.get(content_type__app_label=app_label, codename=codename)

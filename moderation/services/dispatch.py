@@ -1,0 +1,221 @@
+"""Dispatch: one provider attempt of an operation, with its stored key, and what followed.
+
+The review's row lock is taken first whenever the review or its requests are written (see
+pipeline.py); the provider itself is called with no transaction open (invariant 6).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from audit import context
+from audit.models import EventKind
+from moderation.models import (
+    OPEN_REQUEST_STATUSES,
+    AttemptOutcome,
+    Cause,
+    ContentReview,
+    ModerationRequest,
+    ProviderAttempt,
+    RequestStatus,
+    ReviewStatus,
+)
+from moderation.providers import Accepted, ModerationInput, ProviderError, get_provider
+from moderation.services._audit import record_event
+from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at
+from moderation.services.pipeline import request_give_up_locked, review_finalize
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DispatchReport:
+    action: str  # skipped | accepted | finalized | retry_scheduled | escalated
+    detail: str = ""
+
+
+def request_dispatch(
+    *, request_id: int, worker_id: str, job_id: str = "", now: datetime | None = None, trial: bool = False
+) -> DispatchReport:
+    """Make one provider attempt for a request, with its stored key, and record how it ended.
+
+    Three short steps: (1) in a transaction, check the request is still the review's live
+    operation and due, that the provider's circuit lets it through (`trial`: the caller already
+    holds the circuit's trial call), and record the attempt; (2) call the provider with no
+    transaction open; (3) in a transaction, apply the result or schedule the retry / escalate.
+    """
+    with context.bind(worker_id=worker_id, job_id=job_id):
+        started = _attempt_begin(request_id=request_id, worker_id=worker_id, job_id=job_id, now=now, trial=trial)
+        if isinstance(started, DispatchReport):
+            return started
+        request, attempt, payload = started
+        with context.bind(
+            review_id=request.review_id, idempotency_key=request.idempotency_key, attempt_no=attempt.attempt_no
+        ):
+            return _attempt_call(request, attempt, payload)
+
+
+def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetime | None, trial: bool = False):
+    now = now or timezone.now()
+    with transaction.atomic():
+        review = (
+            ContentReview.objects.select_for_update(of=("self",))
+            .select_related("content")
+            .get(requests__pk=request_id)
+        )
+        request = ModerationRequest.objects.get(pk=request_id)
+        reason = _not_dispatchable(review, request, now)
+        if reason:
+            record_event(
+                EventKind.DISPATCH_SKIPPED,
+                review_id=review.pk,
+                idempotency_key=request.idempotency_key,
+                reason=reason,
+            )
+            return DispatchReport("skipped", reason)
+        # An attempt still in flight is left alone until its lease (the task timeout) runs out;
+        # after that its worker is presumed dead, and the attempt counts as abandoned.
+        lease_start = now - timedelta(seconds=settings.Q_TASK_TIMEOUT_S)
+        in_flight = request.attempts.filter(outcome=AttemptOutcome.IN_FLIGHT)
+        if any(a.started_at > lease_start for a in in_flight):
+            return DispatchReport("skipped", "an attempt is in flight")
+        in_flight.update(outcome=AttemptOutcome.ABANDONED, finished_at=now)
+        if request.attempt_no >= request.max_attempts:
+            request_give_up_locked(review, request, f"{request.attempt_no} attempts made; the last was abandoned")
+            return DispatchReport("escalated", "attempts exhausted")
+        if not trial and not breaker_allows(provider=request.provider, now=now):
+            # Not an attempt: nothing is sent, and the operation resumes when the circuit lets
+            # it (the sweeper may enqueue it then: the enqueue mark is cleared).
+            request.next_attempt_at = breaker_retry_at(provider=request.provider, now=now)
+            request.last_enqueued_at = None
+            request.save(update_fields=["next_attempt_at", "last_enqueued_at", "updated_at"])
+            if review.provider_wait_since is None:
+                ContentReview.objects.filter(pk=review.pk).update(provider_wait_since=now)
+            return DispatchReport("skipped", "provider circuit open")
+        if review.provider_wait_since is not None:
+            ContentReview.objects.filter(pk=review.pk).update(provider_wait_since=None)
+        request.attempt_no += 1
+        request.status = RequestStatus.SENT
+        request.sent_at = request.sent_at or now
+        request.next_attempt_at = None
+        request.last_enqueued_at = None  # the job the sweeper enqueued has run: the next retry may be enqueued
+        request.save(update_fields=["attempt_no", "status", "sent_at", "next_attempt_at", "last_enqueued_at", "updated_at"])
+        attempt = ProviderAttempt.objects.create(
+            request=request, provider=request.provider, attempt_no=request.attempt_no,
+            worker_id=worker_id, job_id=job_id, started_at=now,
+        )
+    content = review.content
+    payload = ModerationInput(
+        idempotency_key=str(request.idempotency_key),
+        content_type=content.kind,
+        text=content.text,
+        media_url=content.media_url,
+        metadata=content.metadata,
+        callback_url=f"{settings.PUBLIC_BASE_URL}/api/v1/callbacks/{request.provider}/",
+        reference={"review_id": str(review.pk)},
+    )
+    return request, attempt, payload
+
+
+def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: datetime) -> str:
+    if request.status not in OPEN_REQUEST_STATUSES:
+        return f"request is {request.status}"
+    if review.status != ReviewStatus.PROCESSING or review.active_idempotency_key != request.idempotency_key:
+        return f"request is no longer the review's live operation (review {review.status})"
+    if request.next_attempt_at and request.next_attempt_at > now:
+        return f"next attempt not due before {request.next_attempt_at.isoformat()}"
+    return ""
+
+
+def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload: ModerationInput) -> DispatchReport:
+    # The provider may take PROVIDER_TIMEOUT_S to answer. Holding the review's row lock that
+    # long would stall the callback that may arrive meanwhile, and every other worker (6).
+    if connection.in_atomic_block:
+        raise RuntimeError("a provider must never be called inside a database transaction")
+    provider = get_provider(request.provider)
+    clock = time.monotonic()
+    try:
+        try:
+            reply = provider.moderate(payload)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            # A bug in an adapter must still close the attempt (and feed the breaker) rather
+            # than leave it in flight until its lease runs out.
+            logger.exception("provider %s raised unexpectedly", request.provider)
+            raise ProviderError(f"unexpected {type(exc).__name__}: {exc}") from exc
+    except ProviderError as exc:
+        latency_ms = int((time.monotonic() - clock) * 1000)
+        logger.warning("provider %s failed (%s): %s", request.provider, exc.kind, exc)
+        report = _attempt_failed(request, attempt, exc, latency_ms)
+        breaker_record(provider=request.provider, outcome=exc.kind, started_at=attempt.started_at)
+        return report
+    latency_ms = int((time.monotonic() - clock) * 1000)
+    if isinstance(reply, Accepted):
+        _attempt_accepted(request, attempt, reply, latency_ms)
+        breaker_record(provider=request.provider, outcome=AttemptOutcome.ACCEPTED, started_at=attempt.started_at)
+        return DispatchReport("accepted", reply.provider_request_id)
+    _attempt_close(attempt, AttemptOutcome.RESULT, latency_ms)
+    breaker_record(provider=request.provider, outcome=AttemptOutcome.RESULT, started_at=attempt.started_at)
+    outcome = review_finalize(
+        idempotency_key=request.idempotency_key,
+        result=reply,
+        cause=Cause.PROVIDER_RESULT,
+        attempt_no=attempt.attempt_no,
+    )
+    return DispatchReport("finalized", outcome)
+
+
+def _attempt_close(attempt: ProviderAttempt, outcome: str, latency_ms: int, *, http_status=None, error="") -> None:
+    ProviderAttempt.objects.filter(pk=attempt.pk).update(
+        outcome=outcome, latency_ms=latency_ms, finished_at=timezone.now(), http_status=http_status, error=error
+    )
+
+
+def _attempt_accepted(request: ModerationRequest, attempt: ProviderAttempt, reply: Accepted, latency_ms: int) -> None:
+    with transaction.atomic():
+        # The review's lock first, as everywhere: a callback finalizing this very request
+        # meanwhile takes it first too, so the two queue up instead of deadlocking.
+        ContentReview.objects.select_for_update().filter(pk=request.review_id).values_list("pk").get()
+        _attempt_close(attempt, AttemptOutcome.ACCEPTED, latency_ms)
+        # Conditional updates: the callback may already have been applied (a fast provider),
+        # and a superseded request must not write its id onto the review.
+        ModerationRequest.objects.filter(pk=request.pk, provider_request_id="").update(
+            provider_request_id=reply.provider_request_id
+        )
+        ContentReview.objects.filter(
+            pk=request.review_id, active_idempotency_key=request.idempotency_key, provider_request_id=""
+        ).update(provider_request_id=reply.provider_request_id)
+
+
+def retry_delay(attempt_no: int) -> timedelta:
+    """Exponential backoff with full jitter, capped: attempt 1 waits up to base, 2 up to 2*base..."""
+    ceiling = min(settings.MODERATION_RETRY_BACKOFF_S * 2 ** (attempt_no - 1), settings.MODERATION_RETRY_BACKOFF_MAX_S)
+    return timedelta(seconds=random.uniform(ceiling / 2, ceiling))
+
+
+def _attempt_failed(request: ModerationRequest, attempt: ProviderAttempt, exc: ProviderError, latency_ms: int) -> DispatchReport:
+    error = f"{exc.kind}: {exc}"[:2000]
+    with transaction.atomic():
+        review = ContentReview.objects.select_for_update().get(pk=request.review_id)  # lock order: review first
+        _attempt_close(attempt, exc.kind, latency_ms, http_status=exc.http_status, error=error)
+        request = ModerationRequest.objects.get(pk=request.pk)
+        if request.status not in OPEN_REQUEST_STATUSES:
+            return DispatchReport("skipped", f"request became {request.status} meanwhile")
+        request.last_error = error
+        if exc.retryable and request.attempt_no < request.max_attempts:
+            request.next_attempt_at = timezone.now() + retry_delay(request.attempt_no)
+            request.save(update_fields=["last_error", "next_attempt_at", "updated_at"])
+            return DispatchReport("retry_scheduled", request.next_attempt_at.isoformat())
+        request.save(update_fields=["last_error", "updated_at"])
+        why = "not retryable" if not exc.retryable else f"{request.attempt_no} attempts made"
+        request_give_up_locked(review, request, f"{error} ({why})")
+        return DispatchReport("escalated", error)
