@@ -1,4 +1,5 @@
-"""The admin as it stands for the pipeline: read-only records, policy publishing, API clients.
+"""The admin: reviews (moderation/admin/reviews.py), read-only pipeline records, policy
+publishing, API clients, and the dashboard on the index page.
 
 Statuses and decisions are never form fields: only services change them.
 """
@@ -7,10 +8,11 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin
+from moderation.admin.reviews import ReviewAdmin
 from moderation import services
 from moderation.policy import validate_category_thresholds
 from moderation.models import (
@@ -24,40 +26,10 @@ from moderation.models import (
 )
 
 
-class ReviewAdmin(SimpleHistoryAdmin):
-    list_display = ["id", "status", "kind", "client", "decision_label", "created_at", "completed_at"]
-    list_filter = ["status", "content__kind", "client"]
-    search_fields = ["=id", "=content__id", "content__external_id", "=active_idempotency_key", "provider_request_id"]
-    list_select_related = ["content", "client", "decision"]
-    readonly_fields = [f.name for f in ContentReview._meta.fields]
-    show_full_result_count = False
-
-    @admin.display(description="content type", ordering="content__kind")
-    def kind(self, review):
-        return review.content.kind
-
-    @admin.display(description="decision")
-    def decision_label(self, review):
-        return review.decision.label if review.decision else "—"
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False  # reviews change through services only (moderator actions have their own views)
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
-
-    def history_form_view(self, request, object_id, version_id, extra_context=None):
-        # SIMPLE_HISTORY_REVERT_DISABLED only hides the button: a POST here would still save the
-        # old row over the current one, past the state machine and the transition log.
-        if request.method != "GET":
-            raise PermissionDenied("history is read-only")
-        return super().history_form_view(request, object_id, version_id, extra_context)
-
-
 admin.site.register(ContentReview, ReviewAdmin)
+admin.site.index_template = "admin/moderation_index.html"
+admin.site.site_header = "Moderation"
+admin.site.site_title = "Moderation admin"
 
 
 @admin.register(ModerationRequest)

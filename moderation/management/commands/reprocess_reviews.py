@@ -1,0 +1,69 @@
+"""Send decided reviews through the provider again. Dry run unless --for-real."""
+
+from __future__ import annotations
+
+import signal
+from collections import Counter
+from datetime import datetime
+
+from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
+
+from audit.models import Actor
+from moderation import services
+from moderation.errors import ModerationError
+from moderation.models import FINAL_STATUSES, ContentReview
+
+
+def _date(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise CommandError(f"{value!r} is not an ISO date or datetime") from None
+    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
+
+
+class Command(BaseCommand):
+    help = "Reprocess reviews chosen by id, status and creation date range (dry run unless --for-real)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("ids", nargs="*", help="review ids")
+        parser.add_argument("--status", choices=[str(s) for s in FINAL_STATUSES])
+        parser.add_argument("--since", type=_date, help="created at or after (ISO date/datetime, UTC)")
+        parser.add_argument("--until", type=_date, help="created before")
+        parser.add_argument("--reason", default="reprocessed by an operator")
+        parser.add_argument("--for-real", action="store_true")
+
+    def handle(self, *args, ids, status, since, until, reason, for_real, **options):
+        if not (ids or status or since or until):
+            raise CommandError("choose reviews: ids, --status, --since/--until")
+        reviews = ContentReview.objects.order_by("created_at")
+        if ids:
+            reviews = reviews.filter(pk__in=ids)
+        if status:
+            reviews = reviews.filter(status=status)
+        if since:
+            reviews = reviews.filter(created_at__gte=since)
+        if until:
+            reviews = reviews.filter(created_at__lt=until)
+        chosen = list(reviews.values_list("pk", "status"))
+        if not for_real:
+            for pk, current in chosen:
+                self.stdout.write(f"would reprocess {pk} ({current})")
+            self.stdout.write(f"dry run: {len(chosen)} reviews selected; add --for-real to reprocess them")
+            return
+        stop = []
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(True))  # finish the current review, then stop
+        done, skipped = 0, Counter()
+        for pk, _ in chosen:
+            if stop:
+                break
+            try:
+                services.review_reprocess(review_id=pk, actor=Actor.COMMAND, actor_id="reprocess_reviews", reason=reason)
+                done += 1
+            except ModerationError as exc:
+                skipped[str(exc).split(": ", 1)[-1]] += 1
+        parts = [f"{done} reprocessed"] + [f"{n} skipped: {why}" for why, n in skipped.items()]
+        if stop:
+            parts.append(f"stopped by SIGTERM with {len(chosen) - done - sum(skipped.values())} left")
+        self.stdout.write(", ".join(parts))

@@ -1,0 +1,65 @@
+"""Print a review's causal timeline (the admin's timeline page, as text or JSON)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.core.management.base import BaseCommand, CommandError
+
+from audit.timeline import review_timeline
+from moderation.models import ContentReview
+
+
+class Command(BaseCommand):
+    help = "Print the causal timeline of a review: by review id, or --content-id (or an external id)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("review_id", nargs="?")
+        parser.add_argument("--content-id", help="a content id, or a client's external id")
+        parser.add_argument("--json", action="store_true", help="one JSON document instead of text")
+        parser.add_argument("--payloads", action="store_true", help="include raw callback bodies in the text output")
+
+    def handle(self, *args, review_id, content_id, json: bool, payloads: bool, **options):
+        review = self._find(review_id, content_id)
+        entries = review_timeline(review)
+        if json:
+            self.stdout.write(_dumps({"review_id": str(review.pk), "status": review.status,
+                                      "entries": [e.as_json() for e in entries]}))
+            return
+        self.stdout.write(f"review {review.pk}  status {review.status}  version {review.version}")
+        for entry in entries:
+            ids = " ".join(f"{k}={v}" for k, v in entry.ids.items())
+            detail = "; ".join(f"{k}: {v}" for k, v in entry.detail.items() if v not in (None, "", {}))
+            self.stdout.write(f"{entry.at:%Y-%m-%d %H:%M:%S.%f}  {entry.kind:<16} {entry.title}")
+            if detail:
+                self.stdout.write(f"{'':44}{detail}")
+            if ids:
+                self.stdout.write(f"{'':44}[{ids}]")
+            if payloads and entry.payload:
+                self.stdout.write(f"{'':44}payload: {entry.payload}")
+
+    def _find(self, review_id, content_id) -> ContentReview:
+        if bool(review_id) == bool(content_id):
+            raise CommandError("give a review id or --content-id, not both")
+        reviews = ContentReview.objects.select_related("content", "client")
+        try:
+            if review_id:
+                return reviews.get(pk=uuid.UUID(review_id))
+            try:
+                return reviews.get(content_id=uuid.UUID(content_id))
+            except ValueError:
+                matches = list(reviews.filter(content__external_id=content_id)[:2])
+                if len(matches) > 1:
+                    raise CommandError(f"external id {content_id!r} is used by several clients: give the content id") from None
+                if not matches:
+                    raise ContentReview.DoesNotExist from None
+                return matches[0]
+        except ValueError:
+            raise CommandError(f"{review_id!r} is not a review id (a UUID)") from None
+        except ContentReview.DoesNotExist:
+            raise CommandError("no such review") from None
+
+
+def _dumps(data) -> str:
+    return json.dumps(data, indent=2, default=str)

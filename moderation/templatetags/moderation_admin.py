@@ -1,0 +1,10 @@
+from django import template
+
+from moderation.selectors import dashboard_figures
+
+register = template.Library()
+
+
+@register.simple_tag
+def moderation_dashboard():
+    return dashboard_figures()

@@ -1,0 +1,273 @@
+"""The moderator's workplace: list, search, timeline, actions, the queue, roles."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+from django.utils import timezone
+
+from callbacks.services import callback_store
+from callbacks.payload import parse
+from moderation import services
+from moderation.models import Cause, ContentReview, ReviewStatus
+from tests.helpers import claimed, collide, decided, result, submit
+
+LIST = "/admin/moderation/contentreview/"
+
+
+def person(django_user_model, username: str, role: str | None) -> Client:
+    user = django_user_model.objects.create_user(username, password="pw-long-enough-1", is_staff=True)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    browser = Client()
+    browser.force_login(user)
+    browser.user = user
+    return browser
+
+
+@pytest.fixture
+def moderator(db, django_user_model):
+    return person(django_user_model, "mia", "moderator")
+
+
+@pytest.fixture
+def supervisor(db, django_user_model):
+    return person(django_user_model, "sam", "supervisor")
+
+
+@pytest.fixture
+def auditor(db, django_user_model):
+    return person(django_user_model, "ada", "auditor")
+
+
+def timeline(review):
+    return f"{LIST}{review.pk}/timeline/"
+
+
+def act(browser, review, action, **data):
+    return browser.post(f"{LIST}{review.pk}/act/{action}/", data, follow=True)
+
+
+def messages_of(response) -> list[str]:
+    return [str(m) for m in response.context["messages"]]
+
+
+@pytest.mark.django_db
+class TestList:
+    def test_the_list_shows_the_columns_and_filters(self, moderator, api_client):
+        decided(api_client, "rejected")
+        page = moderator.get(LIST)
+        assert page.status_code == 200
+        html = page.content.decode()
+        for column in ("content type", "provider", "age", "decision"):
+            assert column in html.lower()
+        for filter_title in ("decision source", "callbacks seen", "stuck"):
+            assert filter_title in html
+
+    @pytest.mark.parametrize("what", ["review", "content", "external", "key", "provider_request", "event"])
+    def test_search_finds_a_review_by_any_of_its_ids(self, moderator, api_client, what):
+        review, request = claimed(api_client)
+        body = json.dumps({"type": "moderation.completed", "data": {"id": "prov-77", "idempotency_key": str(request.idempotency_key),
+                           "model": "m", "results": [{"flagged": False, "categories": {}, "category_scores": {"x": 0.1}}]}})
+        callback_store(provider="webhook", event_id="evt_search_me", body=body, headers={}, event=parse(body))
+        type(request).objects.filter(pk=request.pk).update(provider_request_id="prov-77")
+        other = submit(api_client)
+        term = {"review": review.pk, "content": review.content_id, "external": review.content.external_id,
+                "key": request.idempotency_key, "provider_request": "prov-77", "event": "evt_search_me"}[what]
+
+        found = moderator.get(LIST, {"q": str(term)}).context["cl"].result_list
+
+        assert [r.pk for r in found] == [review.pk] and other.pk not in [r.pk for r in found]
+
+    def test_the_stuck_and_decision_source_filters(self, moderator, api_client, settings):
+        stuck, _ = claimed(api_client)
+        ContentReview.objects.filter(pk=stuck.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+        claimed(api_client)
+        by_provider = decided(api_client, "approved")
+
+        assert [r.pk for r in moderator.get(LIST, {"stuck": "processing"}).context["cl"].result_list] == [stuck.pk]
+        assert [r.pk for r in moderator.get(LIST, {"decided_by": "provider"}).context["cl"].result_list] == [by_provider.pk]
+
+    def test_the_stale_callbacks_filter(self, moderator, api_client):
+        review, old = claimed(api_client)
+        services.review_supersede(review_id=review.pk, reason="silent")
+        services.review_finalize(idempotency_key=old.idempotency_key, result=result(0.9), cause=Cause.PROVIDER_CALLBACK)
+        claimed(api_client)
+        assert [r.pk for r in moderator.get(LIST, {"callbacks": "stale"}).context["cl"].result_list] == [review.pk]
+
+    def test_the_dashboard_counts_the_pipeline(self, moderator, api_client):
+        decided(api_client, "rejected")
+        decided(api_client, "manual_review")
+        submit(api_client)
+        review, _ = claimed(api_client)
+        services.review_claim(review_id=review.pk, worker_id="late")  # a failed claim
+        page = moderator.get("/admin/").content.decode()
+        assert 'id="count-rejected">1<' in page and 'id="count-pending">1<' in page
+        assert 'id="lost-claims-24h">1<' in page
+
+
+@pytest.mark.django_db
+class TestTimelineAndActions:
+    def test_the_timeline_merges_every_record_with_its_ids(self, moderator, api_client):
+        review, request = claimed(api_client)
+        body = json.dumps({"type": "moderation.completed", "data": {"id": "p1", "idempotency_key": str(request.idempotency_key),
+                           "model": "m", "results": [{"flagged": True, "categories": {}, "category_scores": {"x": 0.95}}]}})
+        stored = callback_store(provider="webhook", event_id="evt_t1", body=body, headers={}, event=parse(body))
+        services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.95),
+                                 cause=Cause.PROVIDER_CALLBACK, callback_id=stored.id)
+
+        page = moderator.get(timeline(review))
+
+        kinds = [e.kind for e in page.context["entries"]]
+        for kind in ("submitted", "job_enqueued", "operation", "callback", "decision", "transition", "history"):
+            assert kind in kinds
+        html = page.content.decode()
+        assert f"idempotency_key={request.idempotency_key}" in html and "provider_event_id=evt_t1" in html
+        assert "raw payload" in html and "evt_t1" in html
+
+    def test_an_override_with_a_reason_is_applied_and_logged_as_the_moderator(self, moderator, api_client):
+        review = decided(api_client, "manual_review")
+
+        response = act(moderator, review, "override", label="approved", reason="satire, not abuse", version=review.version)
+
+        assert "Review overridden." in messages_of(response)
+        review.refresh_from_db()
+        assert review.status == "approved" and review.decision.moderator == moderator.user
+        last = review.transitions.last()
+        assert (last.cause, last.actor, last.actor_id, last.reason) == ("manual_override", "admin", "mia", "satire, not abuse")
+        assert review.history.first().history_user == moderator.user
+
+    def test_an_override_without_a_reason_is_refused(self, moderator, api_client):
+        review = decided(api_client, "manual_review")
+        response = act(moderator, review, "override", label="approved", reason="  ", version=review.version)
+        assert any("Not overridden" in m for m in messages_of(response))
+        review.refresh_from_db()
+        assert review.status == "manual_review"
+
+    def test_an_override_of_a_version_that_changed_is_refused_and_says_what_changed(self, moderator, supervisor, api_client):
+        review = decided(api_client, "manual_review")
+        seen = review.version
+        act(supervisor, review, "reprocess", reason="new model", version=seen)
+
+        response = act(moderator, review, "override", label="rejected", reason="abusive", version=seen)
+
+        message = " ".join(messages_of(response))
+        assert "changed since version" in message and "manual_review -> pending (reprocess, by admin:sam)" in message
+        review.refresh_from_db()
+        assert review.status == "pending" and review.decisions.count() == 1
+
+    def test_a_moderator_can_escalate_but_not_reprocess(self, moderator, api_client):
+        stuck, _ = claimed(api_client)
+        review = decided(api_client, "approved")
+
+        assert moderator.get(timeline(review)).context["reprocess_form"] is None
+        assert act(moderator, review, "reprocess", reason="again").status_code == 403
+        response = act(moderator, stuck, "escalate", reason="provider silent for an hour", version=stuck.version)
+
+        assert "Review escalated." in messages_of(response)
+        stuck.refresh_from_db()
+        assert stuck.status == ReviewStatus.MANUAL_REVIEW and stuck.transitions.last().cause == "manual_escalation"
+        review.refresh_from_db()
+        assert review.status == "approved"
+
+    def test_an_auditor_sees_everything_and_can_do_nothing(self, auditor, api_client):
+        review = decided(api_client, "manual_review")
+        page = auditor.get(timeline(review))
+        assert page.status_code == 200
+        assert not any(page.context[form] for form in ("override_form", "escalate_form", "reprocess_form"))
+        listing = auditor.get(LIST).content.decode()
+        assert "Review next" not in listing and "Override selected" not in listing
+        for action in ("override", "escalate", "reprocess"):
+            assert act(auditor, review, action, label="approved", reason="x", version=review.version).status_code == 403
+        assert auditor.post(f"{LIST}review-next/").status_code == 403
+        review.refresh_from_db()
+        assert review.status == "manual_review"
+
+    def test_a_bulk_override_reports_what_happened_to_each_review(self, moderator, api_client):
+        reviews = [decided(api_client, "manual_review") for _ in range(3)] + [decided(api_client, "rejected")]
+        data = {"action": "override_selected", "_selected_action": [str(r.pk) for r in reviews], "apply": "1",
+                "label": "rejected", "reason": "spam wave"}
+
+        response = moderator.post(LIST, data, follow=True)
+
+        assert "3 overridden, 1 skipped: already rejected." in messages_of(response)
+        assert sorted(ContentReview.objects.values_list("status", flat=True)) == ["rejected"] * 4
+
+    def test_a_bulk_action_without_a_reason_asks_for_one(self, moderator, api_client):
+        review = decided(api_client, "manual_review")
+        page = moderator.post(LIST, {"action": "override_selected", "_selected_action": [str(review.pk)]})
+        assert page.status_code == 200 and "reason" in page.content.decode()
+        review.refresh_from_db()
+        assert review.status == "manual_review"
+
+
+@pytest.mark.django_db
+class TestQueue:
+    def test_review_next_gives_the_oldest_manual_review_and_leases_it(self, moderator, api_client):
+        first, second = decided(api_client, "manual_review"), decided(api_client, "manual_review")
+        response = moderator.post(f"{LIST}review-next/")
+        assert response.status_code == 302 and response["Location"] == timeline(first)
+        first.refresh_from_db()
+        assert first.claimed_by == moderator.user
+        # Asking again gives back the same review while the lease runs.
+        assert moderator.post(f"{LIST}review-next/")["Location"] == timeline(first)
+
+    def test_a_review_leased_to_someone_else_cannot_be_overridden(self, moderator, supervisor, api_client):
+        review = decided(api_client, "manual_review")
+        supervisor.post(f"{LIST}review-next/")
+        response = act(moderator, review, "override", label="approved", reason="fine", version=review.version)
+        assert any("sam is reviewing this" in m for m in messages_of(response))
+        review.refresh_from_db()
+        assert review.status == "manual_review"
+
+    def test_an_expired_lease_returns_the_review_to_the_queue(self, api_client, django_user_model, settings):
+        review = decided(api_client, "manual_review")
+        mia, sam = (django_user_model.objects.create_user(n) for n in ("mia", "sam"))
+        assert services.review_take_next(moderator=mia) == review
+        assert services.review_take_next(moderator=sam) is None
+        later = timezone.now() + timedelta(seconds=settings.MODERATOR_LEASE_S + 1)
+        assert services.review_take_next(moderator=sam, now=later) == review
+
+
+@pytest.mark.django_db(transaction=True)
+class TestRaces:
+    def test_two_moderators_pressing_review_next_at_once_get_different_reviews(self, api_client, django_user_model):
+        for _ in range(3):
+            decided(api_client, "manual_review")
+        moderators = [django_user_model.objects.create_user(f"m{i}") for i in range(2)]
+
+        for _ in range(3):
+            ContentReview.objects.update(claimed_by=None, claim_expires_at=None)
+            taken = collide(2, lambda i: services.review_take_next(moderator=moderators[i]))
+            assert all(isinstance(r, ContentReview) for r in taken), taken
+            assert taken[0].pk != taken[1].pk
+
+    def test_an_escalation_racing_a_provider_callback_leaves_one_winner_and_a_consistent_log(self, api_client, django_user_model):
+        moderator = django_user_model.objects.create_user("mia")
+        winners = set()
+        for _ in range(6):
+            review, request = claimed(api_client)
+
+            def race(i, review=review, request=request):
+                if i == 0:
+                    return services.review_escalate(review_id=review.pk, reason="taking over", moderator=moderator,
+                                                    expected_version=review.version)
+                return services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1),
+                                                cause=Cause.PROVIDER_CALLBACK)
+
+            escalated, outcome = collide(2, race)
+            review.refresh_from_db()
+            out_of_processing = list(review.transitions.filter(from_status="processing").values_list("cause", flat=True))
+            if outcome == "applied":
+                assert isinstance(escalated, Exception) and review.status == "approved"
+                assert out_of_processing == ["provider_callback"]
+                winners.add("callback")
+            else:
+                assert outcome == "already_final" and review.status == "manual_review"
+                assert out_of_processing == ["manual_escalation"] and review.decision.moderator == moderator
+                winners.add("moderator")
+            assert review.decisions.count() == 1
