@@ -43,22 +43,25 @@ class Command(BaseCommand):
         if bool(review_id) == bool(content_id):
             raise CommandError("give a review id or --content-id, not both")
         reviews = ContentReview.objects.select_related("content", "client")
-        try:
-            if review_id:
-                return reviews.get(pk=uuid.UUID(review_id))
+        if review_id:
             try:
-                return reviews.get(content_id=uuid.UUID(content_id))
+                return reviews.get(pk=uuid.UUID(review_id))
             except ValueError:
-                matches = list(reviews.filter(content__external_id=content_id)[:2])
-                if len(matches) > 1:
-                    raise CommandError(f"external id {content_id!r} is used by several clients: give the content id") from None
-                if not matches:
-                    raise ContentReview.DoesNotExist from None
-                return matches[0]
+                raise CommandError(f"{review_id!r} is not a review id (a UUID)") from None
+            except ContentReview.DoesNotExist:
+                raise CommandError(f"no review {review_id}") from None
+        try:
+            found = reviews.filter(content_id=uuid.UUID(content_id)).first()
         except ValueError:
-            raise CommandError(f"{review_id!r} is not a review id (a UUID)") from None
-        except ContentReview.DoesNotExist:
-            raise CommandError("no such review") from None
+            found = None
+        if found:
+            return found
+        matches = list(reviews.filter(content__external_id=content_id)[:2])  # an external id, then
+        if len(matches) > 1:
+            raise CommandError(f"external id {content_id!r} is used by several clients: give the content id")
+        if not matches:
+            raise CommandError(f"no content {content_id}")
+        return matches[0]
 
 
 def _dumps(data) -> str:
