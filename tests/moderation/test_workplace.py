@@ -271,3 +271,39 @@ class TestRaces:
                 assert out_of_processing == ["manual_escalation"] and review.decision.moderator == moderator
                 winners.add("moderator")
             assert review.decisions.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_override_racing_a_late_provider_callback_leaves_the_human_decision_and_one_log_entry(api_client, django_user_model):
+    moderator = django_user_model.objects.create_user("mia")
+    for _ in range(5):
+        review = decided(api_client, "manual_review")
+        key = review.decision.request.idempotency_key
+
+        def race(i, review=review, key=key):
+            if i == 0:
+                return services.review_override(review_id=review.pk, label="approved", reason="fine",
+                                                moderator=moderator, expected_version=review.version)
+            return services.review_finalize(idempotency_key=key, result=result(0.95), cause=Cause.PROVIDER_CALLBACK)
+
+        decision, outcome = collide(2, race)
+
+        review.refresh_from_db()
+        assert outcome == "duplicate" and review.status == "approved" and review.decision == decision
+        assert list(review.transitions.values_list("cause", flat=True)) == ["job_started", "provider_result", "manual_override"]
+
+
+@pytest.mark.django_db
+def test_setup_roles_is_idempotent_and_gives_each_role_its_permissions():
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    for _ in range(2):
+        out = StringIO()
+        call_command("setup_roles", stdout=out)
+    perms = {g.name: {p.codename for p in g.permissions.all()} for g in Group.objects.all()}
+    assert "override_review" in perms["moderator"] and "reprocess_review" not in perms["moderator"]
+    assert {"reprocess_review", "add_moderationpolicy"} <= perms["supervisor"]
+    assert all(p.startswith("view_") for p in perms["auditor"])
+    assert "moderator:" in out.getvalue()
