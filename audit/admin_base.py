@@ -16,3 +16,19 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class ReadOnlyHistoryMixin:
+    """For SimpleHistoryAdmin: history pages are for reading.
+
+    SIMPLE_HISTORY_REVERT_DISABLED only hides the button; simple_history's history form view
+    still saves a POST (checking only the *view* permission), which would write an old row over
+    the current one, past the services, the state machine and the audit log.
+    """
+
+    def history_form_view(self, request, object_id, version_id, extra_context=None):
+        if request.method != "GET":
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied("history is read-only")
+        return super().history_form_view(request, object_id, version_id, extra_context)

@@ -49,7 +49,7 @@ def review_timeline(review: ContentReview) -> list[Entry]:
                      {"external_id": content.external_id}, _ids(review_id=review.pk, content_id=content.pk),
                      f"content:{content.pk}")]
     entries += _events(review)
-    requests = list(review.requests.order_by("id"))
+    requests = list(review.requests.select_related("supersedes").order_by("id"))
     keys = [r.idempotency_key for r in requests]
     for request in requests:
         supersedes = f", supersedes {request.supersedes.idempotency_key}" if request.supersedes_id else ""

@@ -47,6 +47,7 @@ class ProviderCallback(models.Model):
             models.UniqueConstraint(fields=["provider", "provider_event_id"], name="callback_provider_event_uniq"),
         ]
         indexes = [
+            models.Index(fields=["provider_event_id"], name="callback_event_id_idx"),  # admin search
             # The sweeper's scan: stored but not yet processed.
             models.Index(fields=["received_at"], name="callback_unprocessed_idx", condition=Q(processed_at__isnull=True)),
         ]

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from rest_framework import status
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.parsers import JSONParser
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -18,15 +21,66 @@ from audit import context
 from callbacks import services
 from callbacks.payload import InvalidCallback, parse
 from callbacks.signing import InvalidSignature, verify
+from moderation.api.schema import ErrorSerializer as ERROR_BODY
 
 KEPT_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature", "content-type", "user-agent")
+
+_result = inline_serializer("ModerationResultItem", {
+    "flagged": serializers.BooleanField(),
+    "categories": serializers.DictField(child=serializers.BooleanField()),
+    "category_scores": serializers.DictField(child=serializers.FloatField(min_value=0, max_value=1)),
+})
+_CALLBACK_SCHEMA = extend_schema(
+    summary="Provider callback (Standard Webhooks)",
+    description=(
+        "Signed per Standard Webhooks with the provider's `whsec_` secret. Answered 2xx once stored, "
+        "also for duplicates and stale results; 401 (nothing stored) for a bad or missing signature "
+        "or a timestamp outside the tolerance; 400 for a malformed body (stored as invalid); 413 "
+        "above the size limit."
+    ),
+    auth=[],
+    parameters=[
+        OpenApiParameter("webhook-id", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True,
+                         description="The provider's event id: de-duplicates deliveries."),
+        OpenApiParameter("webhook-timestamp", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True,
+                         description="Unix seconds when it was signed."),
+        OpenApiParameter("webhook-signature", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True,
+                         description="`v1,<base64 HMAC-SHA256>`; several separated by spaces."),
+    ],
+    request=inline_serializer("ProviderCallbackBody", {
+        "type": serializers.ChoiceField(choices=["moderation.completed", "moderation.failed"]),
+        "data": inline_serializer("ProviderCallbackData", {
+            "id": serializers.CharField(max_length=255),
+            "idempotency_key": serializers.UUIDField(),
+            "model": serializers.CharField(required=False),
+            "results": _result.__class__(many=True, required=False),
+            "error": serializers.CharField(required=False),
+        }),
+    }),
+    responses={
+        200: inline_serializer("ProviderCallbackAck", {
+            "id": serializers.IntegerField(help_text="The inbox row."),
+            "duplicate": serializers.BooleanField(),
+            "outcome": serializers.ChoiceField(
+                choices=["applied", "stale", "duplicate", "already_final", "orphan", "accepted"]
+            ),
+        }),
+        400: ERROR_BODY,
+        401: ERROR_BODY,
+        404: ERROR_BODY,
+        413: ERROR_BODY,
+    },
+)
 
 
 class ProviderCallbackView(APIView):
     authentication_classes: list = []  # the Standard Webhooks signature is the authentication
     permission_classes = [AllowAny]
-    parser_classes: list = []  # the raw body is what was signed: never let a parser touch it
+    # Declared for the schema only: the view reads the raw body (what was signed) and never
+    # touches request.data, so no parser ever runs.
+    parser_classes = [JSONParser]
 
+    @_CALLBACK_SCHEMA
     def post(self, request, provider: str):
         if provider not in settings.CALLBACK_SECRETS:
             return _error(status.HTTP_404_NOT_FOUND, "not_found", f"no callbacks are accepted for {provider!r}")

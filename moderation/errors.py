@@ -11,7 +11,8 @@ class IllegalTransition(ModerationError):
     """The review's state machine does not allow this change from its current status."""
 
     def __init__(self, *, review_id, from_status: str, cause: str) -> None:
-        super().__init__(f"review {review_id}: {cause} is not allowed from {from_status}")
+        self.reason = f"{cause} is not allowed from {from_status}"
+        super().__init__(f"review {review_id}: {self.reason}")
         self.review_id = review_id
         self.from_status = from_status
         self.cause = cause
@@ -21,9 +22,8 @@ class StaleVersion(ModerationError):
     """The caller acted on a version of the review that has changed since it was read."""
 
     def __init__(self, *, review_id, expected: int, actual: int, changes: list[str]) -> None:
-        super().__init__(
-            f"review {review_id} changed since version {expected} (now {actual}): " + "; ".join(changes)
-        )
+        self.reason = f"changed since version {expected} (now {actual}): " + "; ".join(changes)
+        super().__init__(f"review {review_id} {self.reason}")
         self.review_id = review_id
         self.expected = expected
         self.actual = actual

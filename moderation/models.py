@@ -68,6 +68,7 @@ class Content(models.Model):
             # The database, not a check-then-insert, guarantees one content per external id.
             models.UniqueConstraint(fields=["client", "external_id"], name="content_client_external_id_uniq"),
         ]
+        indexes = [models.Index(fields=["external_id"], name="content_external_id_idx")]  # admin search
 
     def __str__(self) -> str:
         return f"{self.client_id}:{self.external_id}"
@@ -150,6 +151,9 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
             models.Index(fields=["completed_at"], name="review_queue_idx", condition=Q(status="manual_review")),
             models.Index(
                 fields=["provider_wait_since"], name="review_waiting_idx", condition=Q(provider_wait_since__isnull=False)
+            ),
+            models.Index(
+                fields=["provider_request_id"], name="review_provider_id_idx", condition=~Q(provider_request_id="")
             ),
         ]
         permissions = [
@@ -268,7 +272,7 @@ class ModerationRequest(models.Model):
                 condition=Q(status__in=["created", "sent"], next_attempt_at__isnull=True),
             ),
             models.Index(
-                fields=["provider", "provider_request_id"],
+                fields=["provider_request_id"],
                 name="request_provider_id_idx",
                 condition=~Q(provider_request_id=""),
             ),

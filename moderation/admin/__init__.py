@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from simple_history.admin import SimpleHistoryAdmin
 
-from audit.admin_base import ReadOnlyAdmin
+from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin.reviews import ReviewAdmin
 from moderation import services
 from moderation.policy import validate_category_thresholds
@@ -73,7 +73,7 @@ class PolicyForm(forms.ModelForm):
 
 
 @admin.register(ModerationPolicy)
-class ModerationPolicyAdmin(SimpleHistoryAdmin):
+class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     """Versions are immutable: "add" publishes a new version, pre-filled from the newest one."""
 
     form = PolicyForm

@@ -6,12 +6,11 @@ parses, checks the permission, calls, and says what happened.
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import OuterRef, Subquery
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -21,14 +20,15 @@ from django.utils.html import format_html
 from django.utils.timesince import timesince
 from simple_history.admin import SimpleHistoryAdmin
 
+from audit.admin_base import ReadOnlyHistoryMixin
 from audit.models import Actor
 from audit.timeline import review_timeline
-from callbacks.models import ProviderCallback
 from moderation import services
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, OverrideForm, ReasonForm
 from moderation.errors import ModerationError
 from moderation.models import ContentReview, ModerationRequest, ReviewStatus
+from moderation.selectors import review_ids_matching
 
 PERMISSIONS = {
     "override": "moderation.override_review",
@@ -45,7 +45,7 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     version = data.get("version")
     try:
         if action == "override":
-            if version is None and review.status == data["label"]:
+            if review.status == data["label"]:
                 return f"already {review.get_status_display().lower()}"
             services.review_override(review_id=review.pk, label=data["label"], reason=data["reason"],
                                      moderator=request.user, expected_version=version)
@@ -56,11 +56,11 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
             services.review_reprocess(review_id=review.pk, actor=Actor.ADMIN, actor_id=str(request.user),
                                       reason=data.get("reason", ""), user=request.user, expected_version=version)
     except ModerationError as exc:
-        return str(exc)
+        return getattr(exc, "reason", None) or str(exc)
     return None
 
 
-class ReviewAdmin(SimpleHistoryAdmin):
+class ReviewAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     list_display = ["short_id", "status", "kind", "client", "provider", "age", "decision_summary", "moderator_claim"]
     list_filter = ["status", DecisionSourceFilter, CallbackTroubleFilter, StuckFilter, "content__kind", "client"]
     search_fields = ["content__external_id"]
@@ -115,26 +115,9 @@ class ReviewAdmin(SimpleHistoryAdmin):
         return format_html('<a class="button" href="{}">Open the timeline</a>', url)
 
     def get_search_results(self, request, queryset, search_term):
-        """Exact ids first (UUIDs: review, content, any operation's key); then provider ids."""
-        term = search_term.strip()
-        if not term:
+        if not search_term.strip():
             return queryset, False
-        try:
-            as_uuid = uuid.UUID(term)
-        except ValueError:
-            as_uuid = None
-        if as_uuid:  # (clients use UUIDs as external ids too)
-            keys = ModerationRequest.objects.filter(idempotency_key=as_uuid).values("review_id")
-            matches = Q(pk=as_uuid) | Q(content_id=as_uuid) | Q(pk__in=keys) | Q(content__external_id=term)
-            return queryset.filter(matches), False
-        by_event = ProviderCallback.objects.filter(provider_event_id=term).values("idempotency_key")
-        matches = (
-            Q(content__external_id=term)
-            | Q(provider_request_id=term)
-            | Q(pk__in=ModerationRequest.objects.filter(provider_request_id=term).values("review_id"))
-            | Q(pk__in=ModerationRequest.objects.filter(idempotency_key__in=by_event).values("review_id"))
-        )
-        return queryset.filter(matches), False
+        return queryset.filter(pk__in=review_ids_matching(search_term)), False
 
     # --- permissions: nothing here edits a review directly -------------------------------------
 
@@ -155,13 +138,6 @@ class ReviewAdmin(SimpleHistoryAdmin):
 
     def has_reprocess_permission(self, request) -> bool:
         return request.user.has_perm(PERMISSIONS["reprocess"])
-
-    def history_form_view(self, request, object_id, version_id, extra_context=None):
-        # SIMPLE_HISTORY_REVERT_DISABLED only hides the button: a POST here would still save the
-        # old row over the current one, past the state machine and the transition log.
-        if request.method != "GET":
-            raise PermissionDenied("history is read-only")
-        return super().history_form_view(request, object_id, version_id, extra_context)
 
     # --- pages ------------------------------------------------------------------------------------
 
@@ -261,7 +237,11 @@ class ReviewAdmin(SimpleHistoryAdmin):
             })
         outcomes, skipped = Counter(), Counter()
         for review in queryset.order_by("created_at"):
-            refused = act(request, action, review, form.cleaned_data)
+            # The version each review had on the confirmation page: one changed since (another
+            # moderator, a provider result) is refused, not overwritten.
+            seen = request.POST.get(f"version_{review.pk}", "")
+            data = {**form.cleaned_data, "version": int(seen) if seen.isdigit() else review.version}
+            refused = act(request, action, review, data)
             if refused:
                 skipped[refused] += 1
             else:

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, status
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from moderation import services
 from moderation.api.pagination import NewestFirstPagination
+from moderation.api.schema import INVALID, NOT_FOUND, TOO_LARGE, UNAUTHORIZED
 from moderation.api.serializers import ReviewListQuerySerializer, ReviewSerializer, ReviewSubmitSerializer
 from moderation.models import ContentReview
 
@@ -21,7 +24,14 @@ class ClientReviewsMixin:
 class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
     pagination_class = NewestFirstPagination
 
+    @extend_schema(
+        summary="List your reviews, newest first",
+        parameters=[ReviewListQuerySerializer],
+        responses={200: ReviewSerializer(many=True), 400: INVALID, 401: UNAUTHORIZED},
+    )
     def get(self, request):
+        if request.query_params.get("status", None) == "":
+            raise ValidationError({"status": ["Give a status, or leave the parameter out."]})
         query = ReviewListQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         reviews = self.get_queryset()
@@ -30,6 +40,15 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
         page = self.paginate_queryset(reviews)
         return self.get_paginated_response(ReviewSerializer(page, many=True).data)
 
+    @extend_schema(
+        summary="Submit content for moderation",
+        description=(
+            "201 with a new pending review; 200 with the existing review when this client already "
+            "submitted this `external_id` (never a second review)."
+        ),
+        request=ReviewSubmitSerializer,
+        responses={201: ReviewSerializer, 200: ReviewSerializer, 400: INVALID, 401: UNAUTHORIZED, 413: TOO_LARGE},
+    )
     def post(self, request):
         submission = ReviewSubmitSerializer(data=request.data)
         submission.is_valid(raise_exception=True)
@@ -47,5 +66,6 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
         )
 
 
+@extend_schema(summary="A review's status and decision", responses={200: ReviewSerializer, 401: UNAUTHORIZED, 404: NOT_FOUND})
 class ReviewDetailView(ClientReviewsMixin, generics.RetrieveAPIView):
     pass

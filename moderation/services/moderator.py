@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Case, Q, When
 from django.utils import timezone
 
 from audit import context
@@ -64,7 +64,8 @@ def review_take_next(*, moderator, now: datetime | None = None) -> ContentReview
             ContentReview.objects.select_for_update(skip_locked=True)
             .filter(status=ReviewStatus.MANUAL_REVIEW)
             .filter(Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now) | Q(claimed_by=moderator))
-            .order_by("completed_at", "id")
+            # The moderator's own review first (one review at a time), then the oldest.
+            .order_by(Case(When(claimed_by=moderator, then=0), default=1), "completed_at", "id")
             .first()
         )
         if review is None:
@@ -129,7 +130,7 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
         if review.status == ReviewStatus.PENDING:
-            review_claim_locked(review, worker_id=f"moderator:{moderator}", job_id="")
+            review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.active_idempotency_key and review.status == ReviewStatus.PROCESSING:
             ModerationRequest.objects.filter(
                 idempotency_key=review.active_idempotency_key, status__in=[RequestStatus.CREATED, RequestStatus.SENT]

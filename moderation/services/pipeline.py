@@ -81,7 +81,7 @@ def review_claim(*, review_id, worker_id: str, job_id: str = "") -> ModerationRe
         return None
 
 
-def review_claim_locked(review: ContentReview, *, worker_id: str, job_id: str) -> ModerationRequest:
+def review_claim_locked(review: ContentReview, *, worker_id: str, job_id: str, actor: str = Actor.WORKER) -> ModerationRequest:
     previous_key = review.active_idempotency_key
     request = ModerationRequest.objects.create(
         review=review,
@@ -100,7 +100,7 @@ def review_claim_locked(review: ContentReview, *, worker_id: str, job_id: str) -
     transition_review(
         review,
         Cause.JOB_STARTED,
-        actor=Actor.WORKER,
+        actor=actor,
         actor_id=worker_id,
         idempotency_key=request.idempotency_key,
         job_id=job_id,
@@ -129,7 +129,9 @@ def review_give_up_waiting(*, review_id, reason: str) -> bool:
         if review is None or review.provider_wait_since is None:
             return False
         if review.status == ReviewStatus.PENDING:
-            request = review_claim_locked(review, worker_id="circuit-breaker", job_id=context.current().get("job_id", ""))
+            request = review_claim_locked(
+                review, worker_id="circuit-breaker", job_id=context.current().get("job_id", ""), actor=Actor.SYSTEM
+            )
         elif review.status == ReviewStatus.PROCESSING:
             request = ModerationRequest.objects.get(idempotency_key=review.active_idempotency_key)
         else:

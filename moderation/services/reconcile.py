@@ -60,7 +60,7 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
         if breaker_may_claim(provider=circuit.provider, now=now):
             # Past the cooldown: one waiting review to carry the trial call, not the backlog.
             report.pending_requeued = _requeue_lost_jobs(now, 1)
-    for review_id in _silent_operations(now, limit):
+    for review_id in silent_operations(now, limit):
         action = review_reconcile(review_id=review_id, now=now)
         if action:
             getattr(report, action).append(review_id)
@@ -124,9 +124,10 @@ def _give_up_waiting(now: datetime, limit: int) -> list:
     ]
 
 
-def _silent_operations(now: datetime, limit: int) -> list:
-    """Processing reviews whose live request has not moved for MODERATION_STUCK_AFTER_S."""
-    cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+def silent_operations(now: datetime, limit: int, stuck_after: float | None = None) -> list:
+    """Processing reviews whose live request has not moved for `stuck_after` seconds
+    (default MODERATION_STUCK_AFTER_S)."""
+    cutoff = now - timedelta(seconds=stuck_after if stuck_after is not None else settings.MODERATION_STUCK_AFTER_S)
     return list(
         ModerationRequest.objects.filter(
             status__in=OPEN_REQUEST_STATUSES,
@@ -141,7 +142,7 @@ def _silent_operations(now: datetime, limit: int) -> list:
 
 
 @records_illegal_transitions
-def review_reconcile(*, review_id, now: datetime | None = None) -> str | None:
+def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: float | None = None) -> str | None:
     """Take over one processing review whose operation went silent. Returns what it did.
 
     - accepted by the provider but never answered (a lost callback): supersede it with a new
@@ -150,7 +151,7 @@ def review_reconcile(*, review_id, now: datetime | None = None) -> str | None:
       ended): the same operation again, with the same key, which the provider de-duplicates.
     """
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+    cutoff = now - timedelta(seconds=stuck_after if stuck_after is not None else settings.MODERATION_STUCK_AFTER_S)
     with context.bind(review_id=review_id), transaction.atomic():
         review = ContentReview.objects.select_for_update(skip_locked=True).filter(pk=review_id).first()
         if review is None or review.status != ReviewStatus.PROCESSING:

@@ -65,11 +65,17 @@ class TestReprocessReviews:
         statuses = dict(ContentReview.objects.values_list("pk", "status"))
         assert (statuses[old.pk], statuses[new.pk], statuses[other.pk]) == ("rejected", "pending", "approved")
 
-    def test_reviews_that_cannot_be_reprocessed_are_skipped_and_counted(self, api_client):
+    def test_undecided_and_unknown_reviews_are_not_selected_and_said_so(self, api_client):
         done = decided(api_client, "approved")
         busy, _ = claimed(api_client)
-        output = run("reprocess_reviews", str(done.pk), str(busy.pk), "--for-real")
-        assert output.startswith("1 reprocessed, 1 skipped: reprocess is not allowed from processing")
+        out, err = StringIO(), StringIO()
+        call_command("reprocess_reviews", str(done.pk), str(busy.pk), "5b0c7d5e-8f1e-4c1e-9a6e-2f1f0f0f0f0f",
+                     "--for-real", stdout=out, stderr=err)
+        assert out.getvalue().strip() == "1 reprocessed"
+        assert f"not reprocessing {busy.pk}: it is processing" in err.getvalue()
+        assert "no review 5b0c7d5e-8f1e-4c1e-9a6e-2f1f0f0f0f0f" in err.getvalue()
+        with pytest.raises(CommandError, match="UUIDs"):
+            run("reprocess_reviews", "not-an-id")
 
     def test_nothing_selected_is_an_error(self, api_client):
         with pytest.raises(CommandError, match="choose reviews"):
@@ -95,4 +101,5 @@ class TestReconcileStuck:
         assert real.strip() == "reconciled 1 reviews: 1 superseded"
         request.refresh_from_db()
         assert request.status == "superseded"
+        assert abs(request.updated_at - timezone.now()) < timedelta(seconds=30)  # real time, not a shifted one
         assert run("reconcile_stuck", "--older-than", "600").strip().startswith("dry run: 0 reviews")

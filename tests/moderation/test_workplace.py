@@ -13,6 +13,7 @@ from django.utils import timezone
 from callbacks.services import callback_store
 from callbacks.payload import parse
 from moderation import services
+from moderation.errors import StaleVersion
 from moderation.models import Cause, ContentReview, ReviewStatus
 from tests.helpers import claimed, collide, decided, result, submit
 
@@ -126,6 +127,7 @@ class TestTimelineAndActions:
         for kind in ("submitted", "job_enqueued", "operation", "callback", "decision", "transition", "history"):
             assert kind in kinds
         html = page.content.decode()
+        assert "duplicate_count:</small> 0" in html and "score:</small> 0.95" in html  # numbers are shown
         assert f"idempotency_key={request.idempotency_key}" in html and "provider_event_id=evt_t1" in html
         assert "raw payload" in html and "evt_t1" in html
 
@@ -171,8 +173,26 @@ class TestTimelineAndActions:
         assert "Review escalated." in messages_of(response)
         stuck.refresh_from_db()
         assert stuck.status == ReviewStatus.MANUAL_REVIEW and stuck.transitions.last().cause == "manual_escalation"
+        pending = submit(api_client)
+        act(moderator, pending, "escalate", reason="obviously abusive", version=pending.version)
+        assert list(pending.transitions.values_list("actor", "actor_id", "cause")) == [
+            ("admin", "mia", "job_started"), ("admin", "mia", "manual_escalation")]
         review.refresh_from_db()
         assert review.status == "approved"
+
+    def test_history_pages_cannot_write_a_review_or_publish_a_policy(self, auditor, moderator, api_client):
+        from moderation.models import ModerationPolicy
+
+        review = decided(api_client, "approved")
+        policy = ModerationPolicy.objects.get()
+        for browser in (auditor, moderator):
+            posted = browser.post(f"{LIST}{review.pk}/history/{review.history.earliest('history_date').history_id}/", {})
+            published = browser.post(
+                f"/admin/moderation/moderationpolicy/{policy.pk}/history/{policy.history.get().history_id}/",
+                {"reject_threshold": 1, "review_threshold": 1, "flagged_label": "approved", "notes": "pwned"},
+            )
+            assert posted.status_code == published.status_code == 403
+        assert ModerationPolicy.objects.count() == 1 and services.policy_active().notes != "pwned"
 
     def test_an_auditor_sees_everything_and_can_do_nothing(self, auditor, api_client):
         review = decided(api_client, "manual_review")
@@ -197,6 +217,26 @@ class TestTimelineAndActions:
         assert "3 overridden, 1 skipped: already rejected." in messages_of(response)
         assert sorted(ContentReview.objects.values_list("status", flat=True)) == ["rejected"] * 4
 
+    def test_a_bulk_override_refuses_a_review_that_changed_after_the_confirmation_page(self, moderator, supervisor, api_client):
+        review = decided(api_client, "manual_review")
+        page = moderator.post(LIST, {"action": "override_selected", "_selected_action": [str(review.pk)]})
+        assert f'name="version_{review.pk}" value="{review.version}"' in page.content.decode()
+        act(supervisor, review, "override", label="approved", reason="checked", version=review.version)
+
+        response = moderator.post(LIST, {"action": "override_selected", "_selected_action": [str(review.pk)], "apply": "1",
+                                         "label": "rejected", "reason": "spam", f"version_{review.pk}": review.version},
+                                  follow=True)
+
+        assert any(m.startswith("1 skipped: changed since version") for m in messages_of(response))
+        review.refresh_from_db()
+        assert review.status == "approved" and review.decision.moderator == supervisor.user
+
+    def test_a_bulk_action_groups_the_reasons_it_skipped(self, moderator, api_client):
+        busy = [claimed(api_client)[0] for _ in range(2)]
+        data = {"action": "override_selected", "_selected_action": [str(r.pk) for r in busy], "apply": "1",
+                "label": "approved", "reason": "x"}
+        assert "2 skipped: manual_override is not allowed from processing." in messages_of(moderator.post(LIST, data, follow=True))
+
     def test_a_bulk_action_without_a_reason_asks_for_one(self, moderator, api_client):
         review = decided(api_client, "manual_review")
         page = moderator.post(LIST, {"action": "override_selected", "_selected_action": [str(review.pk)]})
@@ -207,6 +247,16 @@ class TestTimelineAndActions:
 
 @pytest.mark.django_db
 class TestQueue:
+    def test_review_next_gives_back_the_moderators_own_review_before_any_other(self, api_client, django_user_model, settings):
+        older, newer = decided(api_client, "manual_review"), decided(api_client, "manual_review")
+        mia, sam = (django_user_model.objects.create_user(n) for n in ("mia", "sam"))
+        assert services.review_take_next(moderator=sam) == older
+        assert services.review_take_next(moderator=mia) == newer
+        later = timezone.now() + timedelta(seconds=settings.MODERATOR_LEASE_S - 1)
+        ContentReview.objects.filter(pk=newer.pk).update(claim_expires_at=later + timedelta(seconds=60))
+        # sam's lease on the older one expired; mia still holds the newer: she gets hers back.
+        assert services.review_take_next(moderator=mia, now=later + timedelta(seconds=2)) == newer
+
     def test_review_next_gives_the_oldest_manual_review_and_leases_it(self, moderator, api_client):
         first, second = decided(api_client, "manual_review"), decided(api_client, "manual_review")
         response = moderator.post(f"{LIST}review-next/")
@@ -248,7 +298,6 @@ class TestRaces:
 
     def test_an_escalation_racing_a_provider_callback_leaves_one_winner_and_a_consistent_log(self, api_client, django_user_model):
         moderator = django_user_model.objects.create_user("mia")
-        winners = set()
         for _ in range(6):
             review, request = claimed(api_client)
 
@@ -263,18 +312,32 @@ class TestRaces:
             review.refresh_from_db()
             out_of_processing = list(review.transitions.filter(from_status="processing").values_list("cause", flat=True))
             if outcome == "applied":
-                assert isinstance(escalated, Exception) and review.status == "approved"
+                # The callback won; the moderator is told the review changed (read under the
+                # row lock, not caught by the conditional update's last line of defence).
+                assert isinstance(escalated, StaleVersion) and review.status == "approved"
                 assert out_of_processing == ["provider_callback"]
-                winners.add("callback")
             else:
                 assert outcome == "already_final" and review.status == "manual_review"
                 assert out_of_processing == ["manual_escalation"] and review.decision.moderator == moderator
-                winners.add("moderator")
             assert review.decisions.count() == 1
+
+    def test_two_moderators_overriding_one_review_at_once_leave_one_decision(self, api_client, django_user_model):
+        mia, sam = (django_user_model.objects.create_user(n) for n in ("mia", "sam"))
+        for _ in range(5):
+            review = decided(api_client, "manual_review")
+            decided_by = collide(2, lambda i, review=review: services.review_override(
+                review_id=review.pk, label=("approved", "rejected")[i], reason="mine", moderator=(mia, sam)[i],
+                expected_version=review.version))
+            winners = [d for d in decided_by if not isinstance(d, Exception)]
+            losers = [d for d in decided_by if isinstance(d, Exception)]
+            assert len(winners) == 1 and len(losers) == 1 and isinstance(losers[0], StaleVersion), decided_by
+            review.refresh_from_db()
+            assert review.decision == winners[0]
+            assert list(review.transitions.values_list("cause", flat=True)).count("manual_override") == 1
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_override_racing_a_late_provider_callback_leaves_the_human_decision_and_one_log_entry(api_client, django_user_model):
+def test_a_late_duplicate_callback_cannot_undo_an_override(api_client, django_user_model):
     moderator = django_user_model.objects.create_user("mia")
     for _ in range(5):
         review = decided(api_client, "manual_review")

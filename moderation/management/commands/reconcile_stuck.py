@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from datetime import timedelta
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from moderation import services
-from moderation.models import ContentReview, ReviewStatus
+from moderation.services.reconcile import silent_operations
 
 
 class Command(BaseCommand):
@@ -22,18 +21,18 @@ class Command(BaseCommand):
 
     def handle(self, *args, older_than, for_real, **options):
         stuck_after = older_than if older_than is not None else settings.MODERATION_STUCK_AFTER_S
-        # reconcile judges "stuck" by MODERATION_STUCK_AFTER_S; an operator's deadline moves "now".
-        now = timezone.now() + timedelta(seconds=settings.MODERATION_STUCK_AFTER_S - stuck_after)
-        cutoff = timezone.now() - timedelta(seconds=stuck_after)
-        stuck = list(
-            ContentReview.objects.filter(status=ReviewStatus.PROCESSING, requests__updated_at__lt=cutoff)
-            .distinct().values_list("pk", flat=True)
-        )
+        if stuck_after < 0:
+            raise CommandError("--older-than must not be negative")
+        now = timezone.now()
+        stuck = silent_operations(now, limit=100_000, stuck_after=stuck_after)
         if not for_real:
             for pk in stuck:
                 self.stdout.write(f"would reconcile {pk}")
             self.stdout.write(f"dry run: {len(stuck)} reviews in processing without progress for {stuck_after:g}s")
             return
-        actions = Counter(services.review_reconcile(review_id=pk, now=now) or "left alone (progress or locked)" for pk in stuck)
+        actions = Counter(
+            services.review_reconcile(review_id=pk, now=now, stuck_after=stuck_after) or "left alone (progress or locked)"
+            for pk in stuck
+        )
         summary = ", ".join(f"{n} {action}" for action, n in actions.items()) or "nothing stuck"
         self.stdout.write(f"reconciled {len(stuck)} reviews: {summary}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import uuid
 from collections import Counter
 from datetime import datetime
 
@@ -37,9 +38,20 @@ class Command(BaseCommand):
     def handle(self, *args, ids, status, since, until, reason, for_real, **options):
         if not (ids or status or since or until):
             raise CommandError("choose reviews: ids, --status, --since/--until")
-        reviews = ContentReview.objects.order_by("created_at")
+        # Only decided reviews can be reprocessed: pending and processing ones are not selected.
+        reviews = ContentReview.objects.filter(status__in=FINAL_STATUSES).order_by("created_at")
         if ids:
-            reviews = reviews.filter(pk__in=ids)
+            try:
+                wanted = {uuid.UUID(i) for i in ids}
+            except ValueError:
+                raise CommandError("review ids are UUIDs") from None
+            known = dict(ContentReview.objects.filter(pk__in=wanted).values_list("pk", "status"))
+            for missing in sorted(wanted - set(known), key=str):
+                self.stderr.write(f"no review {missing}")
+            for pk, current in known.items():
+                if current not in FINAL_STATUSES:
+                    self.stderr.write(f"not reprocessing {pk}: it is {current}, not decided yet")
+            reviews = reviews.filter(pk__in=wanted)
         if status:
             reviews = reviews.filter(status=status)
         if since:

@@ -1,0 +1,50 @@
+"""Under /api/, every failure is a JSON error body, and oversized bodies are refused unread.
+
+Django answers some failures itself, before DRF sees the request: an unknown URL (404), an
+exception in a view (500), a body over the limit. Clients of the API get the same
+{"error", "detail"} body for those as for everything else, never an HTML page.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+from django.conf import settings
+from django.http import JsonResponse
+
+logger = logging.getLogger(__name__)
+
+CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found",
+         405: "method_not_allowed", 413: "too_large", 429: "throttled", 500: "server_error"}
+
+
+def _error(status: int, detail: str = "") -> JsonResponse:
+    return JsonResponse(
+        {"error": CODES.get(status, "error"), "detail": detail or HTTPStatus(status).phrase}, status=status
+    )
+
+
+class ApiErrorMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if not request.path.startswith("/api/"):
+            return self.get_response(request)
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return _error(400, "Content-Length is not a number")
+        if declared > settings.API_MAX_BODY_BYTES:
+            return _error(413, f"bodies are limited to {settings.API_MAX_BODY_BYTES} bytes")
+        response = self.get_response(request)
+        if response.status_code >= 400 and response.get("Content-Type", "").startswith("text/html"):
+            return _error(response.status_code)
+        return response
+
+    def process_exception(self, request, exception):
+        if not request.path.startswith("/api/"):
+            return None
+        logger.exception("unhandled error on %s %s", request.method, request.path)
+        return _error(500, "Something went wrong on our side; it has been logged.")
