@@ -148,6 +148,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "moderation.api.schema.tighten_submission_components",
+    ],
 }
 
 # --- Moderation pipeline: every retrying layer is configured here, in one place -------------

@@ -46,6 +46,11 @@ class ReviewSubmitSerializer(serializers.Serializer):
     content_type = serializers.ChoiceField(choices=ContentKind.choices)
     text = StrictCharField(required=False, allow_blank=True, max_length=TEXT_MAX_CHARS, trim_whitespace=False)
     media_url = serializers.URLField(required=False, max_length=2048)
+
+    def validate_media_url(self, value):
+        if not value.lower().startswith(("http://", "https://")):
+            raise serializers.ValidationError("Only http(s) URLs can be fetched.")
+        return value
     metadata = serializers.JSONField(required=False)
 
     def to_internal_value(self, data):

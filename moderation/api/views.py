@@ -1,13 +1,21 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 
 from moderation import services
 from moderation.api.pagination import NewestFirstPagination
-from moderation.api.schema import INVALID, NOT_FOUND, TOO_LARGE, UNAUTHORIZED
+from moderation.api.schema import (
+    INVALID,
+    MEDIA_SUBMISSION,
+    METADATA_SUBMISSION,
+    NOT_FOUND,
+    TEXT_SUBMISSION,
+    TOO_LARGE,
+    UNAUTHORIZED,
+)
 from moderation.api.serializers import ReviewListQuerySerializer, ReviewSerializer, ReviewSubmitSerializer
 from moderation.models import ContentReview
 
@@ -46,7 +54,12 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             "201 with a new pending review; 200 with the existing review when this client already "
             "submitted this `external_id` (never a second review)."
         ),
-        request=ReviewSubmitSerializer,
+        request=PolymorphicProxySerializer(
+            component_name="ReviewSubmission",
+            serializers={"text": TEXT_SUBMISSION, "image": MEDIA_SUBMISSION, "audio": MEDIA_SUBMISSION,
+                         "metadata": METADATA_SUBMISSION},
+            resource_type_field_name="content_type",
+        ),
         responses={201: ReviewSerializer, 200: ReviewSerializer, 400: INVALID, 401: UNAUTHORIZED, 413: TOO_LARGE},
     )
     def post(self, request):
