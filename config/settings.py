@@ -211,6 +211,12 @@ BREAKER_MAX_WAIT_S = env.float("BREAKER_MAX_WAIT_S", default=0.0)
 if not 0 < BREAKER_FAILURE_RATIO <= 1:
     raise ImproperlyConfigured("BREAKER_FAILURE_RATIO must lie in (0, 1]")
 
+# Decision notifications to clients (the outbox): attempts, backoff, timeout of one POST.
+NOTIFY_MAX_ATTEMPTS = int(_env_number("NOTIFY_MAX_ATTEMPTS", 8, int))
+NOTIFY_BACKOFF_S = _env_number("NOTIFY_BACKOFF_S", 10.0)
+NOTIFY_BACKOFF_MAX_S = _env_number("NOTIFY_BACKOFF_MAX_S", 3600.0)
+NOTIFY_TIMEOUT_S = _env_number("NOTIFY_TIMEOUT_S", 5.0)
+
 # How long a moderator holds a review taken with "Review next" before it returns to the queue.
 MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
 

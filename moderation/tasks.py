@@ -39,6 +39,11 @@ def dispatch_request(request_id: int, job_id: str = "") -> str:
         return f"{report.action} {report.detail}".strip()
 
 
+def deliver_notification(notification_id: int, job_id: str = "") -> str:
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
+        return services.notification_deliver(notification_id=notification_id)
+
+
 def sweep(job_id: str = "") -> str:
     """The scheduled sweeper: unprocessed callbacks first (they may finish reviews), then reviews."""
     from callbacks.services import callbacks_sweep

@@ -12,7 +12,7 @@ from moderation.services.breaker import (
     circuit_get,
     review_wait_for_provider,
 )
-from moderation.services.clients import api_client_authenticate, api_client_create
+from moderation.services.clients import api_client_authenticate, api_client_create, api_client_revoke
 from moderation.services.moderator import (
     review_escalate,
     review_override,
@@ -22,6 +22,7 @@ from moderation.services.moderator import (
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
 from moderation.services.pipeline import FinalizeOutcome, review_claim, review_finalize
+from moderation.services.notifications import notification_deliver
 from moderation.services.policy import policy_active, policy_publish
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
 from moderation.services.submission import review_submit
@@ -38,6 +39,8 @@ __all__ = [
     "circuit_get",
     "review_wait_for_provider",
     "api_client_create",
+    "api_client_revoke",
+    "notification_deliver",
     "policy_active",
     "policy_publish",
     "request_dispatch",

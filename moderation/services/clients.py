@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import secrets
 
@@ -20,9 +21,14 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def new_webhook_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
+
+
 @transaction.atomic
 def api_client_create(*, name: str, webhook_url: str = "") -> tuple[ApiClient, str]:
-    """Create a client; returns it with its token, which is never stored and cannot be shown again."""
+    """Create a client; returns it with its token, which is never stored and cannot be shown
+    again. Its webhook signing secret (`client.webhook_secret`) is shown once by the command."""
     name = name.strip()
     if not name:
         raise ValidationError("a client needs a name")
@@ -32,7 +38,8 @@ def api_client_create(*, name: str, webhook_url: str = "") -> tuple[ApiClient, s
         raise ValidationError(f"an API client named {name!r} already exists")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     client = ApiClient.objects.create(
-        name=name, token_hash=hash_token(token), token_prefix=token[:10], webhook_url=webhook_url
+        name=name, token_hash=hash_token(token), token_prefix=token[:10], webhook_url=webhook_url,
+        webhook_secret=new_webhook_secret(),
     )
     return client, token
 
@@ -41,3 +48,17 @@ def api_client_authenticate(token: str) -> ApiClient | None:
     if not token.startswith(TOKEN_PREFIX):
         return None
     return ApiClient.objects.filter(token_hash=hash_token(token), is_active=True).first()
+
+
+@transaction.atomic
+def api_client_revoke(*, name: str) -> ApiClient:
+    """Revoke a client's token at once: its next request is a 401."""
+    from django.utils import timezone
+
+    client = ApiClient.objects.select_for_update().filter(name=name).first()
+    if client is None:
+        raise ValidationError(f"no API client named {name!r}")
+    if client.is_active:
+        client.is_active, client.revoked_at = False, timezone.now()
+        client.save(update_fields=["is_active", "revoked_at"])
+    return client

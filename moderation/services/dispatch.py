@@ -68,7 +68,7 @@ def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetim
     with transaction.atomic():
         review = (
             ContentReview.objects.select_for_update(of=("self",))
-            .select_related("content")
+            .select_related("content", "client")
             .get(requests__pk=request_id)
         )
         request = ModerationRequest.objects.get(pk=request_id)
@@ -205,7 +205,9 @@ def retry_delay(attempt_no: int) -> timedelta:
 def _attempt_failed(request: ModerationRequest, attempt: ProviderAttempt, exc: ProviderError, latency_ms: int) -> DispatchReport:
     error = f"{exc.kind}: {exc}"[:2000]
     with transaction.atomic():
-        review = ContentReview.objects.select_for_update().get(pk=request.review_id)  # lock order: review first
+        review = (  # lock order: the review first
+            ContentReview.objects.select_for_update(of=("self",)).select_related("client", "content").get(pk=request.review_id)
+        )
         _attempt_close(attempt, exc.kind, latency_ms, http_status=exc.http_status, error=error)
         request = ModerationRequest.objects.get(pk=request.pk)
         if request.status not in OPEN_REQUEST_STATUSES:

@@ -21,12 +21,13 @@ from moderation.errors import ClaimedByOther, ReasonRequired, StaleVersion
 from moderation.models import Cause, ContentReview, Decision, DecisionSource, ModerationRequest, RequestStatus, ReviewStatus
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions, transition_review
+from moderation.services.decisions import decision_record
 from moderation.services.pipeline import review_claim_locked
 
 
 def _lock_checked(review_id, expected_version: int | None, moderator=None, now: datetime | None = None) -> ContentReview:
     """Lock the review; refuse if it changed since `expected_version` or another moderator holds it."""
-    review = ContentReview.objects.select_for_update().get(pk=review_id)
+    review = ContentReview.objects.select_for_update(of=("self",)).select_related("client", "content").get(pk=review_id)
     if expected_version is not None and review.version != expected_version:
         changes = list(
             review.transitions.order_by("-id")[: max(review.version - expected_version, 0)]
@@ -100,8 +101,8 @@ def review_override(
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
-        decision = Decision.objects.create(
-            review=review, label=label, source=DecisionSource.MODERATOR, moderator=moderator, reason=reason
+        decision = decision_record(
+            review, label=label, source=DecisionSource.MODERATOR, moderator=moderator, reason=reason
         )
         review.decision = decision
         review.completed_at = timezone.now()
@@ -135,8 +136,8 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
             ModerationRequest.objects.filter(
                 idempotency_key=review.active_idempotency_key, status__in=[RequestStatus.CREATED, RequestStatus.SENT]
             ).update(status=RequestStatus.FAILED, next_attempt_at=None, last_error=f"escalated by {moderator}: {reason}")
-        review.decision = Decision.objects.create(
-            review=review, label=ReviewStatus.MANUAL_REVIEW, source=DecisionSource.MODERATOR, moderator=moderator,
+        review.decision = decision_record(
+            review, label=ReviewStatus.MANUAL_REVIEW, source=DecisionSource.MODERATOR, moderator=moderator,
             reason=reason,
         )
         review.completed_at = timezone.now()

@@ -21,7 +21,6 @@ from audit.models import Actor, EventKind
 from moderation.models import (
     Cause,
     ContentReview,
-    Decision,
     DecisionSource,
     ModerationRequest,
     RequestStatus,
@@ -31,6 +30,7 @@ from moderation.policy import evaluate
 from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
+from moderation.services.decisions import decision_record
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
@@ -150,8 +150,8 @@ def request_give_up_locked(review: ContentReview, request: ModerationRequest, re
     )
     if review.status != ReviewStatus.PROCESSING or review.active_idempotency_key != request.idempotency_key:
         return  # superseded or decided meanwhile: the failure of an old operation changes nothing
-    decision = Decision.objects.create(
-        review=review,
+    decision = decision_record(
+        review,
         label=ReviewStatus.MANUAL_REVIEW,
         source=DecisionSource.SYSTEM,
         request=request,
@@ -249,6 +249,7 @@ def _lock_by_key(idempotency_key) -> tuple[ContentReview | None, ModerationReque
     """
     review = (
         ContentReview.objects.select_for_update(of=("self",))
+        .select_related("client", "content")  # for the decision's notification, in the same query
         .filter(requests__idempotency_key=idempotency_key)
         .first()
     )
@@ -282,8 +283,8 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
     policy = policy_active()
     verdict = evaluate(policy, result)
     now = timezone.now()
-    decision = Decision.objects.create(
-        review=review,
+    decision = decision_record(
+        review,
         label=verdict.label,
         source=DecisionSource.PROVIDER,
         score=verdict.score,

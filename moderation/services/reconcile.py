@@ -30,6 +30,7 @@ from moderation.models import (
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions
 from moderation.services.breaker import breaker_may_claim, circuit_get
+from moderation.services.notifications import notifications_due
 from moderation.services.pipeline import request_give_up_locked, request_supersede_locked, review_give_up_waiting
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ logger = logging.getLogger(__name__)
 @dataclass
 class SweepReport:
     retries_enqueued: list = field(default_factory=list)
+    notifications_enqueued: list = field(default_factory=list)
     pending_requeued: list = field(default_factory=list)
     redispatched: list = field(default_factory=list)
     superseded: list = field(default_factory=list)
@@ -51,6 +53,10 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     now = now or timezone.now()
     report = SweepReport()
     report.retries_enqueued = _enqueue_due_retries(now, limit)
+    report.notifications_enqueued = _enqueue_batch(
+        notifications_due(now), order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
+        task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="decision__review_id",
+    )
     circuit = circuit_get(settings.MODERATION_PROVIDER)
     if circuit.state == CircuitState.CLOSED:
         report.pending_requeued = _requeue_lost_jobs(now, limit)

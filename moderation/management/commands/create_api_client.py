@@ -17,5 +17,6 @@ class Command(BaseCommand):
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
         self.stdout.write(f"Created API client {client.name!r} (id {client.pk}).")
+        self.stdout.write(f"Decision notifications are signed (Standard Webhooks) with: {client.webhook_secret}")
         self.stdout.write("Its token follows; only a hash is stored, so keep it now:")
         self.stdout.write(token)

@@ -33,6 +33,9 @@ class ApiClient(models.Model):
     token_hash = models.CharField(max_length=64, unique=True)
     token_prefix = models.CharField(max_length=16, help_text="First characters of the token, to recognise it.")
     webhook_url = models.URLField(max_length=2048, blank=True)
+    # Signs decision notifications (Standard Webhooks). The client needs it to verify them, so
+    # unlike the token it is kept as is; create_api_client shows it once.
+    webhook_secret = models.CharField(max_length=100, blank=True)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -452,3 +455,6 @@ class ModerationPolicy(models.Model):
 
     def __str__(self) -> str:
         return f"policy v{self.version}"
+
+
+__all__ = ["history_user", "ApiClient", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ModerationPolicy", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

@@ -1,0 +1,7 @@
+"""Models of the moderation app: the pipeline's (core.py) and the decision outbox (outbox.py)."""
+
+from moderation.models.core import *  # noqa: F403
+from moderation.models.core import __all__ as _core
+from moderation.models.outbox import DecisionNotification, NotificationAttempt, NotificationStatus
+
+__all__ = [*_core, "DecisionNotification", "NotificationAttempt", "NotificationStatus"]

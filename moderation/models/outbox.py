@@ -1,0 +1,69 @@
+"""The transactional outbox of decision notifications (invariant 7).
+
+A notification row is written in the same transaction as the decision it announces, so a
+decision never goes unannounced and a rolled-back one is never announced. Delivery happens
+after commit, at least once, each attempt with the same `event_id` (the `webhook-id`), so
+receivers can de-duplicate.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+
+class NotificationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    DELIVERED = "delivered", "Delivered"
+    FAILED = "failed", "Failed (attempts exhausted)"
+    NO_ENDPOINT = "no_endpoint", "No webhook URL configured"
+
+
+class DecisionNotification(models.Model):
+    # One per decision: the unique constraint, not a check, makes a second one impossible.
+    decision = models.OneToOneField("moderation.Decision", on_delete=models.PROTECT, related_name="notification")
+    client = models.ForeignKey("moderation.ApiClient", on_delete=models.PROTECT, related_name="notifications")
+    event_id = models.CharField(max_length=64, unique=True, help_text="The webhook-id: the same on every attempt.")
+    url = models.URLField(max_length=2048, blank=True, help_text="The client's webhook URL when the decision was made.")
+    payload = models.TextField(help_text="The body, fixed when written: every attempt sends the same bytes.")
+    status = models.CharField(max_length=16, choices=NotificationStatus.choices, default=NotificationStatus.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    locked_until = models.DateTimeField(null=True, blank=True, help_text="An attempt is in flight until then.")
+    last_enqueued_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [
+            models.Index(fields=["next_attempt_at"], name="notification_due_idx", condition=Q(status="pending")),
+        ]
+
+    def __str__(self) -> str:
+        return f"notification {self.event_id} ({self.status})"
+
+    @staticmethod
+    def new_event_id() -> str:
+        return f"dec_{uuid.uuid4().hex}"
+
+
+class NotificationAttempt(models.Model):
+    notification = models.ForeignKey(DecisionNotification, on_delete=models.PROTECT, related_name="attempt_log")
+    attempt_no = models.PositiveSmallIntegerField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(fields=["notification", "attempt_no"], name="notification_attempt_no_uniq"),
+        ]
+
+    def __str__(self) -> str:
+        return f"attempt {self.attempt_no} of {self.notification_id}: {self.status_code or self.error[:40]}"

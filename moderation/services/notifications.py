@@ -1,0 +1,92 @@
+"""Delivering decision notifications from the outbox: at least once, each attempt recorded,
+signed per Standard Webhooks with the client's secret, the same webhook-id every time."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import datetime, timedelta
+
+import httpx
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from callbacks.signing import sign
+from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
+
+logger = logging.getLogger(__name__)
+
+
+def notification_backoff(attempt_no: int) -> timedelta:
+    return timedelta(seconds=min(settings.NOTIFY_BACKOFF_S * 2 ** (attempt_no - 1), settings.NOTIFY_BACKOFF_MAX_S))
+
+
+def notification_deliver(*, notification_id: int, now: datetime | None = None) -> str:
+    """Make one delivery attempt if one is due. Safe to run twice: a delivered, failed, not-due
+    or in-flight notification is left alone. No transaction is open during the POST."""
+    now = now or timezone.now()
+    started = _begin(notification_id, now)
+    if isinstance(started, str):
+        return started
+    notification, attempt = started
+    body = notification.payload.encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "moderation-notifier/1",
+               **sign(notification.client.webhook_secret, event_id=notification.event_id, body=body)}
+    clock = time.monotonic()
+    try:
+        with httpx.Client(timeout=settings.NOTIFY_TIMEOUT_S, follow_redirects=False) as http:
+            status, error = http.post(notification.url, content=body, headers=headers).status_code, ""
+    except httpx.HTTPError as exc:
+        status, error = None, f"{type(exc).__name__}: {exc}"[:2000]
+    return _finish(notification, attempt, status, error, int((time.monotonic() - clock) * 1000))
+
+
+def _begin(notification_id: int, now: datetime):
+    with transaction.atomic():
+        notification = (
+            DecisionNotification.objects.select_for_update(skip_locked=True, of=("self",))
+            .select_related("client")
+            .filter(pk=notification_id)
+            .first()
+        )
+        if notification is None:
+            return "busy"
+        if notification.status != NotificationStatus.PENDING:
+            return notification.status
+        if notification.next_attempt_at and notification.next_attempt_at > now:
+            return "not due"
+        if notification.locked_until and notification.locked_until > now:
+            return "in flight"
+        notification.attempts += 1
+        notification.locked_until = now + timedelta(seconds=settings.NOTIFY_TIMEOUT_S * 2 + 5)
+        notification.last_enqueued_at = None
+        notification.save(update_fields=["attempts", "locked_until", "last_enqueued_at"])
+        attempt = NotificationAttempt.objects.create(notification=notification, attempt_no=notification.attempts, started_at=now)
+    return notification, attempt
+
+
+def _finish(notification: DecisionNotification, attempt: NotificationAttempt, status: int | None, error: str, latency_ms: int) -> str:
+    now = timezone.now()
+    delivered = status is not None and 200 <= status < 300
+    NotificationAttempt.objects.filter(pk=attempt.pk).update(
+        status_code=status, error=error or ("" if delivered else f"HTTP {status}"), latency_ms=latency_ms
+    )
+    fields = {"locked_until": None, "last_error": "" if delivered else (error or f"HTTP {status}")}
+    if delivered:
+        fields.update(status=NotificationStatus.DELIVERED, delivered_at=now, next_attempt_at=None)
+    elif notification.attempts >= settings.NOTIFY_MAX_ATTEMPTS:
+        fields.update(status=NotificationStatus.FAILED, next_attempt_at=None)
+        logger.warning("notification %s failed after %d attempts", notification.event_id, notification.attempts)
+    else:
+        fields.update(next_attempt_at=now + notification_backoff(notification.attempts))
+    DecisionNotification.objects.filter(pk=notification.pk).update(**fields)
+    return fields.get("status", "retry_scheduled")
+
+
+def notifications_due(now: datetime):
+    """Pending notifications whose next attempt is due and none is in flight."""
+    return DecisionNotification.objects.filter(status=NotificationStatus.PENDING, next_attempt_at__lte=now).filter(
+        Q(locked_until__isnull=True) | Q(locked_until__lt=now)
+    )
