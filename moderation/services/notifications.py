@@ -54,7 +54,7 @@ def _begin(notification_id: int, now: datetime):
         if notification is None:
             return "busy"
         if notification.status != NotificationStatus.PENDING:
-            return notification.status
+            return f"already {notification.status}"
         if notification.next_attempt_at and notification.next_attempt_at > now:
             return "not due"
         if notification.locked_until and notification.locked_until > now:
@@ -82,7 +82,7 @@ def _finish(notification: DecisionNotification, attempt: NotificationAttempt, st
     else:
         fields.update(next_attempt_at=now + notification_backoff(notification.attempts))
     DecisionNotification.objects.filter(pk=notification.pk).update(**fields)
-    return fields.get("status", "retry_scheduled")
+    return str(fields.get("status", "retry_scheduled"))
 
 
 def notifications_due(now: datetime):

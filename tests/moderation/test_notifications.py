@@ -1,0 +1,144 @@
+"""Decision notifications through the outbox: one per decision, delivered at least once with a
+stable webhook-id, signed so the standardwebhooks library verifies them."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.utils import timezone
+from standardwebhooks import Webhook
+
+from callbacks.models import ProviderCallback
+from moderation import services, tasks
+from moderation.models import ApiClient, DecisionNotification, NotificationStatus
+from tests.callbacks.conftest import SECRET, completed, deliver
+from tests.helpers import claimed, decided, queued_tasks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class Receiver:
+    """A client's webhook endpoint answering from a script of status codes (then 200)."""
+
+    def __init__(self, statuses=()):
+        self.statuses, self.received = list(statuses), []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/moderation"
+
+
+@pytest.fixture
+def receiver(api_client):
+    server = Receiver()
+    ApiClient.objects.filter(pk=api_client.pk).update(webhook_url=server.url)
+    api_client.refresh_from_db()
+    yield server
+    server.server.shutdown()
+
+
+def run_delivery_jobs() -> list[str]:
+    """Run the deliver_notification jobs waiting in the broker, as a worker would."""
+    return [tasks.deliver_notification(**t["kwargs"]) for t in queued_tasks("moderation.tasks.deliver_notification")]
+
+
+def test_duplicate_callbacks_a_sweep_and_a_job_rerun_make_one_notification(api_client, receiver, settings):
+    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    review, request = claimed(api_client)
+    body = completed(request.idempotency_key, score=0.95)
+
+    for _ in range(3):
+        assert deliver(body, event_id="evt_once").status_code == 200
+    services.reviews_sweep(now=timezone.now() + timedelta(minutes=10))
+    outcomes = run_delivery_jobs() + run_delivery_jobs()  # every job, twice
+
+    assert ProviderCallback.objects.get().duplicate_count == 2
+    assert DecisionNotification.objects.count() == 1
+    assert outcomes.count("delivered") == 1
+    assert len(receiver.received) == 1
+    payload = json.loads(receiver.received[0][1])
+    assert payload["type"] == "review.decided"
+    assert (payload["data"]["review_id"], payload["data"]["status"]) == (str(review.pk), "rejected")
+
+
+def test_a_failing_receiver_gets_the_same_webhook_id_until_it_succeeds_and_the_signature_verifies(api_client, receiver):
+    receiver.statuses = [500, 503]
+    review = decided(api_client, "approved")
+    notification = DecisionNotification.objects.get()
+    when = timezone.now()
+
+    outcomes = []
+    for _ in range(4):
+        outcomes.append(services.notification_deliver(notification_id=notification.pk, now=when))
+        when += timedelta(hours=2)
+
+    assert outcomes == ["retry_scheduled", "retry_scheduled", "delivered", "already delivered"]
+    ids = {headers["webhook-id"] for headers, _ in receiver.received}
+    assert ids == {notification.event_id} and len(receiver.received) == 3
+    assert len({body for _, body in receiver.received}) == 1  # the same bytes every time
+    headers, body = receiver.received[-1]
+    verified = Webhook(api_client.webhook_secret).verify(body, headers)
+    assert verified["data"]["review_id"] == str(review.pk)
+    attempts = list(notification.attempt_log.values_list("attempt_no", "status_code"))
+    assert attempts == [(1, 500), (2, 503), (3, 200)]
+
+
+def test_an_override_announces_a_new_decision(api_client, receiver, django_user_model):
+    review = decided(api_client, "manual_review")
+    moderator = django_user_model.objects.create_user("mia")
+    services.review_override(review_id=review.pk, label="approved", reason="fine", moderator=moderator)
+
+    run_delivery_jobs()
+
+    assert DecisionNotification.objects.count() == 2
+    statuses = [json.loads(body)["data"]["status"] for _, body in receiver.received]
+    assert sorted(statuses) == ["approved", "manual_review"]
+    assert len({h["webhook-id"] for h, _ in receiver.received}) == 2
+
+
+def test_gives_up_after_the_maximum_attempts(api_client, receiver, settings):
+    settings.NOTIFY_MAX_ATTEMPTS = 2
+    receiver.statuses = [500, 500, 500]
+    decided(api_client, "rejected")
+    notification = DecisionNotification.objects.get()
+
+    results = [services.notification_deliver(notification_id=notification.pk, now=timezone.now() + timedelta(hours=h))
+               for h in (0, 2, 4)]
+
+    assert results == ["retry_scheduled", "failed", "already failed"]
+    notification.refresh_from_db()
+    assert notification.status == NotificationStatus.FAILED and notification.last_error == "HTTP 500"
+
+
+def test_a_client_without_a_webhook_url_gets_a_row_but_no_delivery(api_client):
+    decided(api_client, "approved")
+    assert DecisionNotification.objects.get().status == NotificationStatus.NO_ENDPOINT
+    assert not queued_tasks("moderation.tasks.deliver_notification")
+
+
+def test_a_lost_delivery_job_is_enqueued_again_by_the_sweeper(api_client, receiver):
+    from django_q.models import OrmQ
+
+    decided(api_client, "approved")
+    OrmQ.objects.all().delete()  # the broker lost the job
+
+    report = services.reviews_sweep(now=timezone.now() + timedelta(minutes=10))
+
+    assert len(report.notifications_enqueued) == 1
+    assert run_delivery_jobs() == ["delivered"]
