@@ -131,6 +131,9 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 
+# How long an Idempotency-Key's first response is kept for replay.
+IDEMPOTENCY_TTL_H = _env_number("IDEMPOTENCY_TTL_H", 24.0)
+
 # The largest API request body accepted (413 above, without reading it).
 API_MAX_BODY_BYTES = int(_env_number("API_MAX_BODY_BYTES", 1024 * 1024, int))
 

@@ -36,3 +36,7 @@ class ReasonRequired(ModerationError):
 
 class ClaimedByOther(ModerationError):
     """Another moderator holds this review (its lease has not expired)."""
+
+
+class IdempotencyKeyReused(ModerationError):
+    """The Idempotency-Key was already used with a different request body."""

@@ -50,4 +50,7 @@ def sweep(job_id: str = "") -> str:
 
     with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
         callbacks = callbacks_sweep()
-        return f"{len(callbacks)} callbacks processed, " + services.reviews_sweep().summary()
+        expired = services.idempotency_records_expire()
+        return f"{len(callbacks)} callbacks processed, {expired} idempotency records expired, " + (
+            services.reviews_sweep().summary()
+        )

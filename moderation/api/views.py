@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -15,7 +15,9 @@ from moderation.api.schema import (
     TEXT_SUBMISSION,
     TOO_LARGE,
     UNAUTHORIZED,
+    error,
 )
+from moderation.services.idempotency import fingerprint
 from moderation.api.serializers import ReviewListQuerySerializer, ReviewSerializer, ReviewSubmitSerializer
 from moderation.models import ContentReview
 
@@ -54,15 +56,37 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             "201 with a new pending review; 200 with the existing review when this client already "
             "submitted this `external_id` (never a second review)."
         ),
+        parameters=[OpenApiParameter(
+            "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+            description="Retries with the same key and body get the first response again (header "
+                        "`Idempotent-Replayed: true`); the same key with another body is a 422. Kept 24 h.",
+        )],
         request=PolymorphicProxySerializer(
             component_name="ReviewSubmission",
             serializers={"text": TEXT_SUBMISSION, "image": MEDIA_SUBMISSION, "audio": MEDIA_SUBMISSION,
                          "metadata": METADATA_SUBMISSION},
             resource_type_field_name="content_type",
         ),
-        responses={201: ReviewSerializer, 200: ReviewSerializer, 400: INVALID, 401: UNAUTHORIZED, 413: TOO_LARGE},
+        responses={201: ReviewSerializer, 200: ReviewSerializer, 400: INVALID, 401: UNAUTHORIZED, 413: TOO_LARGE,
+                   422: error("The Idempotency-Key was used with a different body.")},
     )
     def post(self, request):
+        key = request.headers.get("Idempotency-Key")
+        if key is None:
+            status_code, body = self._submit(request)
+            return Response(body, status=status_code)
+        if not 1 <= len(key) <= 255 or not key.isprintable():
+            raise ValidationError({"Idempotency-Key": ["Use 1 to 255 printable characters."]})
+        status_code, body, replayed = services.idempotent_call(
+            client=request.user, key=key, body_fingerprint=fingerprint(request.data),
+            compute=lambda: self._submit(request),
+        )
+        response = Response(body, status=status_code)
+        if replayed:
+            response["Idempotent-Replayed"] = "true"
+        return response
+
+    def _submit(self, request) -> tuple[int, dict]:
         submission = ReviewSubmitSerializer(data=request.data)
         submission.is_valid(raise_exception=True)
         data = submission.validated_data
@@ -74,9 +98,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             media_url=data.get("media_url", ""),
             metadata=data.get("metadata"),
         )
-        return Response(
-            ReviewSerializer(review).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
-        )
+        return (status.HTTP_201_CREATED if created else status.HTTP_200_OK), ReviewSerializer(review).data
 
 
 @extend_schema(summary="A review's status and decision", responses={200: ReviewSerializer, 401: UNAUTHORIZED, 404: NOT_FOUND})

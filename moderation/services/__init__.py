@@ -13,6 +13,7 @@ from moderation.services.breaker import (
     review_wait_for_provider,
 )
 from moderation.services.clients import api_client_authenticate, api_client_create, api_client_revoke
+from moderation.services.idempotency import idempotency_records_expire, idempotent_call
 from moderation.services.moderator import (
     review_escalate,
     review_override,
@@ -40,6 +41,8 @@ __all__ = [
     "review_wait_for_provider",
     "api_client_create",
     "api_client_revoke",
+    "idempotency_records_expire",
+    "idempotent_call",
     "notification_deliver",
     "policy_active",
     "policy_publish",
