@@ -22,6 +22,7 @@ from callbacks import services
 from callbacks.payload import InvalidCallback, parse
 from callbacks.signing import InvalidSignature, verify
 from moderation.api.schema import ErrorSerializer as ERROR_BODY
+from moderation.api.throttles import CallbackRateThrottle
 
 KEPT_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature", "content-type", "user-agent")
 
@@ -69,6 +70,7 @@ _CALLBACK_SCHEMA = extend_schema(
         401: ERROR_BODY,
         404: ERROR_BODY,
         413: ERROR_BODY,
+        429: ERROR_BODY,
     },
 )
 
@@ -76,6 +78,7 @@ _CALLBACK_SCHEMA = extend_schema(
 class ProviderCallbackView(APIView):
     authentication_classes: list = []  # the Standard Webhooks signature is the authentication
     permission_classes = [AllowAny]
+    throttle_classes = [CallbackRateThrottle]
     # Declared for the schema only: the view reads the raw body (what was signed) and never
     # touches request.data, so no parser ever runs.
     parser_classes = [JSONParser]

@@ -128,11 +128,17 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttles.ClientRateThrottle"],
     "UNAUTHENTICATED_USER": None,
 }
 
 # How long an Idempotency-Key's first response is kept for replay.
 IDEMPOTENCY_TTL_H = _env_number("IDEMPOTENCY_TTL_H", 24.0)
+
+# Rate limits ("N/s", "N/min", "N/hour"): per API client, and per provider and address on the
+# callback endpoint. Shared across processes only with REDIS_URL (the cache below).
+THROTTLE_CLIENT_RATE = env.str("THROTTLE_CLIENT_RATE", default="1200/min")
+THROTTLE_CALLBACK_RATE = env.str("THROTTLE_CALLBACK_RATE", default="12000/min")
 
 # The largest API request body accepted (413 above, without reading it).
 API_MAX_BODY_BYTES = int(_env_number("API_MAX_BODY_BYTES", 1024 * 1024, int))
@@ -227,6 +233,11 @@ MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
 Q_WORKERS = int(_env_number("Q_WORKERS", 2, int))
 Q_TASK_TIMEOUT_S = int(_env_number("Q_TASK_TIMEOUT_S", 60, int))
 REDIS_URL = env.str("REDIS_URL", default="")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+}
 Q_CLUSTER = {
     "name": env.str("Q_CLUSTER_NAME", default="moderation"),
     "workers": Q_WORKERS,

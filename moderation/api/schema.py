@@ -37,6 +37,7 @@ UNAUTHORIZED = error("Missing, malformed, invalid or revoked token.")
 NOT_FOUND = error("No such review for this client.")
 INVALID = error("The request is not valid; `fields` says which and why.")
 TOO_LARGE = error("The body is larger than the limit.")
+THROTTLED = error("Too many requests from this client: see the Retry-After header.")
 
 
 # --- the submission body, one variant per content type ------------------------------------------

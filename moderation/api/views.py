@@ -13,6 +13,7 @@ from moderation.api.schema import (
     METADATA_SUBMISSION,
     NOT_FOUND,
     TEXT_SUBMISSION,
+    THROTTLED,
     TOO_LARGE,
     UNAUTHORIZED,
     error,
@@ -37,7 +38,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
     @extend_schema(
         summary="List your reviews, newest first",
         parameters=[ReviewListQuerySerializer],
-        responses={200: ReviewSerializer(many=True), 400: INVALID, 401: UNAUTHORIZED},
+        responses={200: ReviewSerializer(many=True), 400: INVALID, 401: UNAUTHORIZED, 429: THROTTLED},
     )
     def get(self, request):
         if request.query_params.get("status", None) == "":
@@ -68,7 +69,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             resource_type_field_name="content_type",
         ),
         responses={201: ReviewSerializer, 200: ReviewSerializer, 400: INVALID, 401: UNAUTHORIZED, 413: TOO_LARGE,
-                   422: error("The Idempotency-Key was used with a different body.")},
+                   422: error("The Idempotency-Key was used with a different body."), 429: THROTTLED},
     )
     def post(self, request):
         key = request.headers.get("Idempotency-Key")
@@ -101,6 +102,9 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
         return (status.HTTP_201_CREATED if created else status.HTTP_200_OK), ReviewSerializer(review).data
 
 
-@extend_schema(summary="A review's status and decision", responses={200: ReviewSerializer, 401: UNAUTHORIZED, 404: NOT_FOUND})
+@extend_schema(
+    summary="A review's status and decision",
+    responses={200: ReviewSerializer, 401: UNAUTHORIZED, 404: NOT_FOUND, 429: THROTTLED},
+)
 class ReviewDetailView(ClientReviewsMixin, generics.RetrieveAPIView):
     pass

@@ -1,0 +1,37 @@
+"""Rate limits: per API client, and per provider and address on the callback endpoint.
+
+Counts live in the default cache: Redis when REDIS_URL is set (shared by every process), else
+each process's memory (a per-process limit: set REDIS_URL in production).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework.throttling import SimpleRateThrottle
+
+
+class _SettingsRate(SimpleRateThrottle):
+    setting = ""
+
+    def get_rate(self):  # read at request time, so configuration (and tests) can change it
+        return getattr(settings, self.setting)
+
+
+class ClientRateThrottle(_SettingsRate):
+    scope = "client"
+    setting = "THROTTLE_CLIENT_RATE"
+
+    def get_cache_key(self, request, view):
+        client_id = getattr(request.user, "pk", None)
+        if client_id is None:
+            return None  # not an API client: nothing to count against
+        return self.cache_format % {"scope": self.scope, "ident": client_id}
+
+
+class CallbackRateThrottle(_SettingsRate):
+    scope = "callbacks"
+    setting = "THROTTLE_CALLBACK_RATE"
+
+    def get_cache_key(self, request, view):
+        ident = f"{view.kwargs.get('provider', '')}:{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}
