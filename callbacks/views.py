@@ -47,6 +47,8 @@ _CALLBACK_SCHEMA = extend_schema(
                          description="Unix seconds when it was signed."),
         OpenApiParameter("webhook-signature", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True,
                          description="`v1,<base64 HMAC-SHA256>`; several separated by spaces."),
+        OpenApiParameter("Retry-After", OpenApiTypes.INT, OpenApiParameter.HEADER, response=[429],
+                         description="Seconds to wait before delivering again."),
     ],
     request=inline_serializer("ProviderCallbackBody", {
         "type": serializers.ChoiceField(choices=["moderation.completed", "moderation.failed"]),

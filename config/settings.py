@@ -63,8 +63,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "moderation.api.middleware.ApiErrorMiddleware",  # first: even SecurityMiddleware's errors become JSON
     "django.middleware.security.SecurityMiddleware",
-    "moderation.api.middleware.ApiErrorMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -129,6 +129,9 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttles.ClientRateThrottle"],
+    # Proxies in front that append to X-Forwarded-For: without this, a caller could pick its own
+    # address for the per-address limits. 0: use the socket's address.
+    "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -139,6 +142,7 @@ IDEMPOTENCY_TTL_H = _env_number("IDEMPOTENCY_TTL_H", 24.0)
 # callback endpoint. Shared across processes only with REDIS_URL (the cache below).
 THROTTLE_CLIENT_RATE = env.str("THROTTLE_CLIENT_RATE", default="1200/min")
 THROTTLE_CALLBACK_RATE = env.str("THROTTLE_CALLBACK_RATE", default="12000/min")
+THROTTLE_ADDRESS_RATE = env.str("THROTTLE_ADDRESS_RATE", default="120/min")  # schema and docs
 
 # The largest API request body accepted (413 above, without reading it).
 API_MAX_BODY_BYTES = int(_env_number("API_MAX_BODY_BYTES", 1024 * 1024, int))
@@ -221,7 +225,8 @@ if not 0 < BREAKER_FAILURE_RATIO <= 1:
     raise ImproperlyConfigured("BREAKER_FAILURE_RATIO must lie in (0, 1]")
 
 # Decision notifications to clients (the outbox): attempts, backoff, timeout of one POST.
-NOTIFY_MAX_ATTEMPTS = int(_env_number("NOTIFY_MAX_ATTEMPTS", 8, int))
+# The defaults retry for about 4.5 hours; `resend_notifications` sends failed ones again.
+NOTIFY_MAX_ATTEMPTS = int(_env_number("NOTIFY_MAX_ATTEMPTS", 12, int))
 NOTIFY_BACKOFF_S = _env_number("NOTIFY_BACKOFF_S", 10.0)
 NOTIFY_BACKOFF_MAX_S = _env_number("NOTIFY_BACKOFF_MAX_S", 3600.0)
 NOTIFY_TIMEOUT_S = _env_number("NOTIFY_TIMEOUT_S", 5.0)

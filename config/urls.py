@@ -2,13 +2,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from moderation.api.throttles import AddressRateThrottle
+
+public = {"authentication_classes": [], "permission_classes": [], "throttle_classes": [AddressRateThrottle]}
+
 urlpatterns = [
-    path("api/schema/", SpectacularAPIView.as_view(authentication_classes=[], permission_classes=[]), name="schema"),
-    path(
-        "api/docs/",
-        SpectacularSwaggerView.as_view(url_name="schema", authentication_classes=[], permission_classes=[]),
-        name="docs",
-    ),
+    path("api/schema/", SpectacularAPIView.as_view(**public), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", **public), name="docs"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("moderation.api.urls")),
     path("api/v1/", include("callbacks.urls")),

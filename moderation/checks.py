@@ -63,6 +63,12 @@ def check_job_settings(app_configs=None, **kwargs) -> list:
             hint="Tasks waiting in the local queue burn their retry lease.",
             id="moderation.W001",
         ))
+    if not settings.DEBUG and not settings.REDIS_URL:
+        errors.append(Warning(
+            "REDIS_URL is not set: rate limits are counted per process, so N processes allow N times the rate.",
+            hint="Set REDIS_URL in production (it also serves as the django-q2 broker).",
+            id="moderation.W002",
+        ))
     from moderation.providers import get_provider
 
     try:

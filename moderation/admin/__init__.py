@@ -111,7 +111,8 @@ class ProviderCircuitAdmin(ReadOnlyAdmin):
 @admin.register(ApiClient)
 class ApiClientAdmin(admin.ModelAdmin):
     list_display = ["name", "token_prefix", "webhook_url", "is_active", "created_at"]
-    readonly_fields = ["token_hash", "token_prefix", "created_at", "revoked_at"]
+    # Revocation goes through `revoke_api_client` (it records when); the admin only shows it.
+    readonly_fields = ["token_hash", "token_prefix", "is_active", "created_at", "revoked_at"]
     fields = ["name", "webhook_url", "is_active", "token_prefix", "token_hash", "created_at", "revoked_at"]
 
     def has_add_permission(self, request) -> bool:

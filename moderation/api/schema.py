@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from drf_spectacular.utils import OpenApiResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 
@@ -27,6 +28,19 @@ class ErrorSerializer(serializers.Serializer):
         required=False,
         help_text="Per-field messages (400 invalid only).",
     )
+
+
+# Response headers, documented where they are sent.
+RESPONSE_HEADERS = [
+    OpenApiParameter("Retry-After", OpenApiTypes.INT, OpenApiParameter.HEADER, response=[429],
+                     description="Seconds to wait before trying again."),
+    OpenApiParameter("WWW-Authenticate", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[401],
+                     description='`Bearer realm="api"`.'),
+]
+REPLAY_HEADER = OpenApiParameter(
+    "Idempotent-Replayed", OpenApiTypes.STR, OpenApiParameter.HEADER, response=[200, 201],
+    description="`true` when this is the stored answer to an earlier request with the same Idempotency-Key.",
+)
 
 
 def error(description: str) -> OpenApiResponse:

@@ -35,3 +35,13 @@ class CallbackRateThrottle(_SettingsRate):
     def get_cache_key(self, request, view):
         ident = f"{view.kwargs.get('provider', '')}:{self.get_ident(request)}"
         return self.cache_format % {"scope": self.scope, "ident": ident}
+
+
+class AddressRateThrottle(_SettingsRate):
+    """For endpoints anyone may call (schema, docs): per address."""
+
+    scope = "address"
+    setting = "THROTTLE_ADDRESS_RATE"
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

@@ -12,6 +12,8 @@ from moderation.api.schema import (
     MEDIA_SUBMISSION,
     METADATA_SUBMISSION,
     NOT_FOUND,
+    REPLAY_HEADER,
+    RESPONSE_HEADERS,
     TEXT_SUBMISSION,
     THROTTLED,
     TOO_LARGE,
@@ -37,8 +39,8 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
 
     @extend_schema(
         summary="List your reviews, newest first",
-        parameters=[ReviewListQuerySerializer],
-        responses={200: ReviewSerializer(many=True), 400: INVALID, 401: UNAUTHORIZED, 429: THROTTLED},
+        parameters=[ReviewListQuerySerializer, *RESPONSE_HEADERS],
+        responses={200: ReviewSerializer(many=True), 400: INVALID, 401: UNAUTHORIZED, 413: TOO_LARGE, 429: THROTTLED},
     )
     def get(self, request):
         if request.query_params.get("status", None) == "":
@@ -57,7 +59,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             "201 with a new pending review; 200 with the existing review when this client already "
             "submitted this `external_id` (never a second review)."
         ),
-        parameters=[OpenApiParameter(
+        parameters=[*RESPONSE_HEADERS, REPLAY_HEADER, OpenApiParameter(
             "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
             description="Retries with the same key and body get the first response again (header "
                         "`Idempotent-Replayed: true`); the same key with another body is a 422. Kept 24 h.",
@@ -104,7 +106,8 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
 
 @extend_schema(
     summary="A review's status and decision",
-    responses={200: ReviewSerializer, 401: UNAUTHORIZED, 404: NOT_FOUND, 429: THROTTLED},
+    parameters=RESPONSE_HEADERS,
+    responses={200: ReviewSerializer, 401: UNAUTHORIZED, 404: NOT_FOUND, 413: TOO_LARGE, 429: THROTTLED},
 )
 class ReviewDetailView(ClientReviewsMixin, generics.RetrieveAPIView):
     pass

@@ -10,6 +10,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.core.validators import URLValidator
 from django.db import models
 from django.db.models import Q
 from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
@@ -32,7 +33,7 @@ class ApiClient(models.Model):
     name = models.CharField(max_length=100, unique=True)
     token_hash = models.CharField(max_length=64, unique=True)
     token_prefix = models.CharField(max_length=16, help_text="First characters of the token, to recognise it.")
-    webhook_url = models.URLField(max_length=2048, blank=True)
+    webhook_url = models.URLField(max_length=2048, blank=True, validators=[URLValidator(schemes=["http", "https"])])
     # Signs decision notifications (Standard Webhooks). The client needs it to verify them, so
     # unlike the token it is kept as is; create_api_client shows it once.
     webhook_secret = models.CharField(max_length=100, blank=True)

@@ -27,6 +27,7 @@ def decision_record(review: ContentReview, **fields) -> Decision:
         payload=json.dumps(_body(review, decision), sort_keys=True),
         status=NotificationStatus.PENDING if client.webhook_url else NotificationStatus.NO_ENDPOINT,
         next_attempt_at=timezone.now() if client.webhook_url else None,
+        last_enqueued_at=timezone.now() if client.webhook_url else None,  # its job is enqueued below
     )
     if client.webhook_url:
         enqueue_on_commit("moderation.tasks.deliver_notification", notification_id=notification.pk)

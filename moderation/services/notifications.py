@@ -36,8 +36,12 @@ def notification_deliver(*, notification_id: int, now: datetime | None = None) -
                **sign(notification.client.webhook_secret, event_id=notification.event_id, body=body)}
     clock = time.monotonic()
     try:
+        # Only the status matters: the answer's body is never read (a receiver cannot make us
+        # buffer it). A receiver trickling bytes is bounded by the task's own timeout, which the
+        # row's lease outlasts.
         with httpx.Client(timeout=settings.NOTIFY_TIMEOUT_S, follow_redirects=False) as http:
-            status, error = http.post(notification.url, content=body, headers=headers).status_code, ""
+            with http.stream("POST", notification.url, content=body, headers=headers) as response:
+                status, error = response.status_code, ""
     except httpx.HTTPError as exc:
         status, error = None, f"{type(exc).__name__}: {exc}"[:2000]
     return _finish(notification, attempt, status, error, int((time.monotonic() - clock) * 1000))
@@ -59,11 +63,20 @@ def _begin(notification_id: int, now: datetime):
             return "not due"
         if notification.locked_until and notification.locked_until > now:
             return "in flight"
+        if notification.attempts >= settings.NOTIFY_MAX_ATTEMPTS:
+            # The last attempt's worker died before recording its answer: that was the last.
+            notification.status = NotificationStatus.FAILED
+            notification.save(update_fields=["status"])
+            return "failed"
         notification.attempts += 1
-        notification.locked_until = now + timedelta(seconds=settings.NOTIFY_TIMEOUT_S * 2 + 5)
+        # Longer than any attempt can live: django-q2 kills a task at Q_TASK_TIMEOUT_S.
+        notification.locked_until = now + timedelta(seconds=settings.Q_TASK_TIMEOUT_S + 30)
         notification.last_enqueued_at = None
         notification.save(update_fields=["attempts", "locked_until", "last_enqueued_at"])
-        attempt = NotificationAttempt.objects.create(notification=notification, attempt_no=notification.attempts, started_at=now)
+        # attempt_no numbers every attempt ever made (a resend starts a new budget, not a new log).
+        attempt = NotificationAttempt.objects.create(
+            notification=notification, attempt_no=notification.attempt_log.count() + 1, started_at=now
+        )
     return notification, attempt
 
 
@@ -81,7 +94,13 @@ def _finish(notification: DecisionNotification, attempt: NotificationAttempt, st
         logger.warning("notification %s failed after %d attempts", notification.event_id, notification.attempts)
     else:
         fields.update(next_attempt_at=now + notification_backoff(notification.attempts))
-    DecisionNotification.objects.filter(pk=notification.pk).update(**fields)
+    # Only the attempt that holds the row may settle it: a stale attempt (its lease expired, a
+    # newer one started) must not undo what the newer one recorded.
+    settled = DecisionNotification.objects.filter(
+        pk=notification.pk, attempts=notification.attempts, status=NotificationStatus.PENDING
+    ).update(**fields)
+    if not settled:
+        return "superseded by a later attempt"
     return str(fields.get("status", "retry_scheduled"))
 
 
@@ -90,3 +109,30 @@ def notifications_due(now: datetime):
     return DecisionNotification.objects.filter(status=NotificationStatus.PENDING, next_attempt_at__lte=now).filter(
         Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     )
+
+
+def notifications_resend(*, ids=None, failed: bool = False, now: datetime | None = None) -> list[int]:
+    """Send failed (or never-sendable) notifications again, to the client's current webhook URL,
+    with their original webhook-id and bytes. Returns the ids queued."""
+    from moderation.queue import enqueue_on_commit
+
+    now = now or timezone.now()
+    rows = DecisionNotification.objects.select_related("client")
+    if ids:
+        rows = rows.filter(pk__in=ids)
+    elif failed:
+        rows = rows.filter(status=NotificationStatus.FAILED)
+    else:
+        return []
+    queued = []
+    with transaction.atomic():
+        for notification in rows.select_for_update(of=("self",)).exclude(status=NotificationStatus.DELIVERED):
+            if not notification.client.webhook_url:
+                continue
+            DecisionNotification.objects.filter(pk=notification.pk).update(
+                status=NotificationStatus.PENDING, url=notification.client.webhook_url, attempts=0,
+                next_attempt_at=now, locked_until=None, last_enqueued_at=now,
+            )
+            enqueue_on_commit("moderation.tasks.deliver_notification", notification_id=notification.pk)
+            queued.append(notification.pk)
+    return queued

@@ -74,6 +74,26 @@ def test_the_callback_endpoint_is_rate_limited_too(settings):
 
 
 @pytest.mark.django_db
+def test_a_spoofed_forwarded_for_does_not_escape_the_callback_limit(settings):
+    settings.THROTTLE_CALLBACK_RATE = "2/min"
+    client = APIClient()
+    answers = [
+        client.post("/api/v1/callbacks/webhook/", {}, format="json", HTTP_X_FORWARDED_FOR=f"10.0.0.{i}").status_code
+        for i in range(4)
+    ]
+    assert answers[2:] == [429, 429]
+
+
+@pytest.mark.django_db
+def test_the_schema_and_docs_are_rate_limited_per_address(settings):
+    settings.THROTTLE_ADDRESS_RATE = "2/min"
+    from django.test import Client
+
+    answers = [Client().get("/api/schema/").status_code for _ in range(3)]
+    assert answers == [200, 200, 429]
+
+
+@pytest.mark.django_db
 def test_unknown_api_urls_and_crashes_answer_json_not_html(http, monkeypatch):
     missing = http.get("/api/v1/nothing-here/")
     assert missing.status_code == 404 and missing.json() == {"error": "not_found", "detail": "Not Found"}
@@ -89,8 +109,17 @@ def test_unknown_api_urls_and_crashes_answer_json_not_html(http, monkeypatch):
 
 def test_production_settings_pass_check_deploy_with_no_warnings():
     env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "s3cr3t-" * 10, "ALLOWED_HOSTS": "moderation.example.com",
+           "REDIS_URL": "redis://127.0.0.1:6379/0",
            "DATABASE_URL": os.environ.get("DATABASE_URL", "postgres://x@127.0.0.1/x")}
     run = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
                          env=env, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "no issues" in run.stdout
+
+
+def test_production_without_redis_is_warned_about():
+    env = {**os.environ, "DEBUG": "0", "SECRET_KEY": "s3cr3t-" * 10, "ALLOWED_HOSTS": "moderation.example.com",
+           "REDIS_URL": "", "DATABASE_URL": os.environ.get("DATABASE_URL", "postgres://x@127.0.0.1/x")}
+    run = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                         env=env, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0 and "moderation.W002" in run.stderr + run.stdout

@@ -12,6 +12,16 @@ GOOD = {
 }
 
 
+@pytest.fixture(autouse=True)
+def production_like(settings):
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"  # (pytest-django runs with DEBUG off)
+
+
+def test_production_without_redis_warns_about_per_process_rate_limits(settings):
+    settings.REDIS_URL = ""
+    assert [m.id for m in check_job_settings()] == ["moderation.W002"]
+
+
 def ids(settings, **q):
     settings.Q_CLUSTER = {**GOOD, **q}
     return sorted(message.id for message in check_job_settings())

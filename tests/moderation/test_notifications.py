@@ -142,3 +142,94 @@ def test_a_lost_delivery_job_is_enqueued_again_by_the_sweeper(api_client, receiv
 
     assert len(report.notifications_enqueued) == 1
     assert run_delivery_jobs() == ["delivered"]
+
+
+@pytest.mark.parametrize("path", ["provider", "give_up", "override", "escalate"])
+def test_every_kind_of_decision_writes_exactly_one_notification_with_it(api_client, scripted, django_user_model, path):
+    from moderation.providers.base import ProviderClientError
+    from tests.helpers import submit
+
+    moderator = django_user_model.objects.create_user("mia")
+    if path == "provider":
+        review = decided(api_client, "approved")
+    elif path == "give_up":
+        scripted.script = [ProviderClientError("422", http_status=422)]
+        review, request = claimed(api_client)
+        services.request_dispatch(request_id=request.pk, worker_id="w1")
+    elif path == "override":
+        review = decided(api_client, "manual_review")
+        services.review_override(review_id=review.pk, label="rejected", reason="no", moderator=moderator)
+    else:
+        review = submit(api_client)
+        services.review_escalate(review_id=review.pk, reason="look at this", moderator=moderator)
+    review.refresh_from_db()
+
+    assert review.decision.notification.client_id == api_client.pk
+    assert DecisionNotification.objects.filter(decision__review=review).count() == review.decisions.count()
+    assert json.loads(review.decision.notification.payload)["data"]["status"] == review.status
+
+
+def test_a_decision_rolled_back_leaves_no_notification(api_client):
+    from django.db import transaction
+
+    from moderation.services.decisions import decision_record
+
+    review = decided(api_client, "approved")
+    before = DecisionNotification.objects.count()
+    with pytest.raises(RuntimeError), transaction.atomic():
+        locked = type(review).objects.select_related("client", "content").select_for_update().get(pk=review.pk)
+        decision_record(locked, label="rejected", source="moderator", reason="then the transaction fails")
+        raise RuntimeError("rolled back")
+    assert DecisionNotification.objects.count() == before
+
+
+def test_two_delivery_jobs_at_once_post_once(api_client, receiver):
+    from tests.helpers import collide
+
+    decided(api_client, "approved")
+    notification = DecisionNotification.objects.get()
+
+    outcomes = collide(3, lambda i: services.notification_deliver(notification_id=notification.pk))
+
+    assert sorted(map(str, outcomes)).count("delivered") == 1, outcomes
+    assert len(receiver.received) == 1
+
+
+def test_a_stale_attempt_cannot_undo_a_later_delivery(api_client, receiver, settings):
+    from moderation.services.notifications import _begin, _finish
+
+    decided(api_client, "approved")
+    notification = DecisionNotification.objects.get()
+    now = timezone.now()
+    stale = _begin(notification.pk, now)  # its worker hangs...
+    later = now + timedelta(seconds=settings.Q_TASK_TIMEOUT_S + 31)  # ...past its lease
+    fresh = _begin(notification.pk, later)
+
+    assert _finish(*fresh, status=200, error="", latency_ms=5) == "delivered"
+    assert _finish(*stale, status=None, error="ReadTimeout", latency_ms=90_000) == "superseded by a later attempt"
+    notification.refresh_from_db()
+    assert notification.status == NotificationStatus.DELIVERED and notification.last_error == ""
+
+
+def test_failed_notifications_can_be_resent_to_the_current_url_with_the_same_id(api_client, receiver, settings):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    settings.NOTIFY_MAX_ATTEMPTS = 1
+    receiver.statuses = [500]
+    decided(api_client, "rejected")
+    notification = DecisionNotification.objects.get()
+    services.notification_deliver(notification_id=notification.pk)
+    notification.refresh_from_db()
+    assert notification.status == NotificationStatus.FAILED
+
+    dry = StringIO()
+    call_command("resend_notifications", "--failed", stdout=dry)
+    call_command("resend_notifications", "--failed", "--for-real", stdout=StringIO())
+    run_delivery_jobs()
+
+    assert "dry run: 1 notifications" in dry.getvalue()
+    notification.refresh_from_db()
+    assert notification.status == NotificationStatus.DELIVERED
+    assert [h["webhook-id"] for h, _ in receiver.received] == [notification.event_id] * 2
