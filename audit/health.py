@@ -1,0 +1,64 @@
+"""Liveness and readiness, for load balancers and orchestrators (JSON detail, no auth).
+
+/healthz: the process answers. /readyz: it can do its work: the database answers, the job
+broker answers, and a django-q2 cluster ran the sweeper recently (it runs every
+MODERATION_SWEEP_EVERY_MIN minutes, on some cluster).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.http import JsonResponse
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+
+@require_GET
+def healthz(request):
+    return JsonResponse({"status": "ok"})
+
+
+def _database() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return "ok"
+
+
+def _broker() -> str:
+    if settings.REDIS_URL:
+        import redis
+
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, socket_timeout=2).ping()
+        return "ok (redis)"
+    from django_q.models import OrmQ
+
+    waiting = OrmQ.objects.count()
+    return f"ok (database, {waiting} queued)"
+
+
+def _cluster() -> str:
+    from django_q.models import Task
+
+    horizon = timedelta(minutes=3 * settings.MODERATION_SWEEP_EVERY_MIN + 1)
+    last = Task.objects.filter(func="moderation.tasks.sweep").order_by("-stopped").values_list("stopped", flat=True).first()
+    if last is None or last < timezone.now() - horizon:
+        raise RuntimeError(f"no cluster has run the sweeper since {last.isoformat() if last else 'ever'}")
+    return f"ok (sweeper ran at {last.isoformat()})"
+
+
+@require_GET
+def readyz(request):
+    checks, ready = {}, True
+    for name, check in (("database", _database), ("broker", _broker), ("cluster", _cluster)):
+        try:
+            checks[name] = check()
+        except Exception as exc:  # noqa: BLE001 - every failure is reported, none is raised
+            checks[name] = f"failing: {type(exc).__name__}: {exc}".strip()[:300]
+            ready = False
+            if name == "database":  # the other two need it
+                checks.update(broker="not checked", cluster="not checked")
+                break
+    return JsonResponse({"status": "ready" if ready else "not ready", "checks": checks}, status=200 if ready else 503)

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+
+import httpx
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+
+def test_healthz_answers_without_the_database(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+
+
+@pytest.mark.django_db
+def test_readyz_is_503_while_no_cluster_has_run_the_sweeper_then_200(client):
+    from django_q.models import Task
+
+    waiting = client.get("/readyz")
+    assert waiting.status_code == 503
+    assert waiting.json()["checks"]["database"] == "ok" and waiting.json()["checks"]["cluster"].startswith("failing")
+
+    now = timezone.now()
+    Task.objects.create(id="t1", name="sweep", func="moderation.tasks.sweep", started=now - timedelta(seconds=1),
+                        stopped=now, success=True)
+    ready = client.get("/readyz")
+    assert ready.status_code == 200 and ready.json()["status"] == "ready"
+
+
+def test_readyz_names_the_database_when_it_is_unreachable():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port, web_port = s.getsockname()[1], None
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        web_port = s.getsockname()[1]
+    env = {**os.environ, "DATABASE_URL": f"postgres://nobody@127.0.0.1:{closed_port}/nothing"}
+    server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{web_port}"],
+                              cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{web_port}/readyz", timeout=10)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+        assert response.status_code == 503
+        checks = response.json()["checks"]
+        assert checks["database"].startswith("failing: OperationalError") and checks["cluster"] == "not checked"
+        assert httpx.get(f"http://127.0.0.1:{web_port}/healthz").status_code == 200
+    finally:
+        server.terminate()
+        server.wait(10)
