@@ -132,3 +132,14 @@ class ReviewSerializer(serializers.ModelSerializer):
 
 class ReviewListQuerySerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=ReviewStatus.choices, required=False)
+
+
+class TimelineEntrySerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    kind = serializers.ChoiceField(choices=["submitted", "job_enqueued", "event", "operation", "attempt_started",
+                                            "attempt_finished", "callback", "decision", "transition", "history"])
+    title = serializers.CharField()
+    detail = serializers.DictField()
+    ids = serializers.DictField(child=serializers.CharField(), help_text="Correlation ids.")
+    source = serializers.CharField(help_text="<table>:<id> of the record.")
+    payload = serializers.CharField(allow_null=True, help_text="A callback's raw body.")

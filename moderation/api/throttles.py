@@ -22,10 +22,11 @@ class ClientRateThrottle(_SettingsRate):
     setting = "THROTTLE_CLIENT_RATE"
 
     def get_cache_key(self, request, view):
-        client_id = getattr(request.user, "pk", None)
-        if client_id is None:
-            return None  # not an API client: nothing to count against
-        return self.cache_format % {"scope": self.scope, "ident": client_id}
+        principal = getattr(request.user, "pk", None)
+        if principal is None:
+            return None  # not authenticated: refused before it could cost anything
+        kind = "user" if hasattr(request.user, "is_staff") else "client"  # staff on the timeline API
+        return self.cache_format % {"scope": self.scope, "ident": f"{kind}-{principal}"}
 
 
 class CallbackRateThrottle(_SettingsRate):

@@ -7,4 +7,5 @@ app_name = "api"
 urlpatterns = [
     path("reviews/", views.ReviewListCreateView.as_view(), name="review-list"),
     path("reviews/<uuid:pk>/", views.ReviewDetailView.as_view(), name="review-detail"),
+    path("reviews/<uuid:pk>/timeline/", views.ReviewTimelineView.as_view(), name="review-timeline"),
 ]

@@ -2,10 +2,14 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import generics, status
-from rest_framework.exceptions import ValidationError
+from django.shortcuts import get_object_or_404
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from moderation import services
+from audit.timeline import review_timeline
+from moderation.api.authentication import BearerTokenAuthentication
 from moderation.api.pagination import NewestFirstPagination
 from moderation.api.schema import (
     INVALID,
@@ -21,8 +25,13 @@ from moderation.api.schema import (
     error,
 )
 from moderation.services.idempotency import fingerprint
-from moderation.api.serializers import ReviewListQuerySerializer, ReviewSerializer, ReviewSubmitSerializer
-from moderation.models import ContentReview
+from moderation.api.serializers import (
+    ReviewListQuerySerializer,
+    ReviewSerializer,
+    ReviewSubmitSerializer,
+    TimelineEntrySerializer,
+)
+from moderation.models import ApiClient, ContentReview
 
 
 class ClientReviewsMixin:
@@ -111,3 +120,25 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
 )
 class ReviewDetailView(ClientReviewsMixin, generics.RetrieveAPIView):
     pass
+
+
+class ReviewTimelineView(generics.GenericAPIView):
+    """The review's causal timeline: for the client that owns it, or for staff (session login)."""
+
+    authentication_classes = [BearerTokenAuthentication, SessionAuthentication]
+    serializer_class = TimelineEntrySerializer
+    pagination_class = None
+
+    @extend_schema(
+        summary="A review's causal timeline",
+        parameters=RESPONSE_HEADERS,
+        responses={200: TimelineEntrySerializer(many=True), 401: UNAUTHORIZED, 404: NOT_FOUND, 429: THROTTLED},
+    )
+    def get(self, request, pk):
+        reviews = ContentReview.objects.select_related("content", "client")
+        if isinstance(request.user, ApiClient):
+            reviews = reviews.filter(client=request.user)
+        elif not (request.user.is_staff and request.user.has_perm("moderation.view_contentreview")):
+            raise NotFound()
+        review = get_object_or_404(reviews, pk=pk)
+        return Response([entry.as_json() for entry in review_timeline(review)])
