@@ -144,6 +144,9 @@ THROTTLE_CLIENT_RATE = env.str("THROTTLE_CLIENT_RATE", default="1200/min")
 THROTTLE_CALLBACK_RATE = env.str("THROTTLE_CALLBACK_RATE", default="12000/min")
 THROTTLE_ADDRESS_RATE = env.str("THROTTLE_ADDRESS_RATE", default="120/min")  # schema and docs
 
+# /metrics is for staff sessions, or for a scraper sending `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+
 # The largest API request body accepted (413 above, without reading it).
 API_MAX_BODY_BYTES = int(_env_number("API_MAX_BODY_BYTES", 1024 * 1024, int))
 

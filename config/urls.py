@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from audit import health
+from audit import health, metrics
 from moderation.api.throttles import AddressRateThrottle
 
 public = {"authentication_classes": [], "permission_classes": [], "throttle_classes": [AddressRateThrottle]}
@@ -10,6 +10,7 @@ public = {"authentication_classes": [], "permission_classes": [], "throttle_clas
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(**public), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema", **public), name="docs"),
     path("admin/", admin.site.urls),

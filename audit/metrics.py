@@ -1,0 +1,148 @@
+"""Prometheus metrics at /metrics, computed from the database when scraped.
+
+Every figure comes from rows the pipeline writes anyway (inbox rows, pipeline events, attempts,
+transitions, reviews), so the numbers are the same whichever process is scraped and however
+many gunicorn workers and django-q2 clusters there are. Counters only grow because those rows
+are append-only (or only grow their counts).
+"""
+
+from __future__ import annotations
+
+import hmac
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import Extract
+from django.http import HttpResponse
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from audit.models import EventKind, PipelineEvent
+from callbacks.models import ProviderCallback
+from moderation.models import (
+    Cause,
+    CircuitState,
+    ContentReview,
+    Decision,
+    DecisionSource,
+    ModerationRequest,
+    ProviderAttempt,
+    ProviderCircuit,
+    ReviewStatus,
+)
+
+BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)
+LOST = (EventKind.CLAIM_LOST, EventKind.STALE_RESULT, EventKind.DUPLICATE_RESULT, EventKind.ALREADY_FINAL,
+        EventKind.ORPHAN_RESULT, EventKind.CONCURRENT_TRANSITION)
+
+
+def _seconds(later: str, earlier) -> Extract:
+    return Extract(ExpressionWrapper(F(later) - earlier, output_field=DurationField()), "epoch")
+
+
+def _histogram(family: HistogramMetricFamily, stage: str, rows) -> None:
+    figures = rows.aggregate(
+        **{f"le{i}": Count("pk", filter=Q(seconds__lte=bound)) for i, bound in enumerate(BUCKETS)},
+        total=Count("pk"), sum=Sum("seconds"),
+    )
+    buckets = [(str(bound), figures[f"le{i}"]) for i, bound in enumerate(BUCKETS)] + [("+Inf", figures["total"])]
+    family.add_metric([stage], buckets, float(figures["sum"] or 0))
+
+
+class PipelineCollector:
+    def collect(self):
+        yield from self._callbacks()
+        yield from self._events()
+        yield from self._attempts()
+        yield from self._gauges()
+        yield self._latency()
+
+    def _callbacks(self):
+        duplicates = CounterMetricFamily("moderation_duplicate_callbacks", "Re-deliveries of callbacks already stored.", labels=["provider"])
+        by_outcome = CounterMetricFamily("moderation_callbacks", "Callbacks stored, by outcome.", labels=["provider", "outcome"])
+        rows = ProviderCallback.objects.values_list("provider", "outcome").annotate(n=Count("id"), dup=Sum("duplicate_count")).order_by()
+        dup_by_provider: dict[str, int] = {}
+        for provider, outcome, n, dup in rows:
+            by_outcome.add_metric([provider, outcome or "unprocessed"], n)
+            dup_by_provider[provider] = dup_by_provider.get(provider, 0) + (dup or 0)
+        for provider, n in dup_by_provider.items():
+            duplicates.add_metric([provider], n)
+        yield duplicates
+        yield by_outcome
+
+    def _events(self):
+        counts = dict(PipelineEvent.objects.values_list("kind").annotate(n=Count("id")).order_by())
+        lost = CounterMetricFamily(
+            "moderation_lost_updates", "Conditional updates that lost: a claim, or a result for an operation that is not live.",
+            labels=["kind"],
+        )
+        for kind in LOST:
+            lost.add_metric([kind], counts.get(kind, 0))
+        yield lost
+        yield CounterMetricFamily("moderation_illegal_transitions", "Transitions the state machine refused.",
+                                  value=counts.get(EventKind.ILLEGAL_TRANSITION, 0))
+
+    def _attempts(self):
+        attempts = CounterMetricFamily("moderation_provider_attempts", "Provider calls, by outcome.", labels=["provider", "outcome"])
+        for provider, outcome, n in ProviderAttempt.objects.values_list("provider", "outcome").annotate(n=Count("id")).order_by():
+            attempts.add_metric([provider, outcome], n)
+        yield attempts
+        retries = CounterMetricFamily(
+            "moderation_retries", "Retries: further attempts of an operation (same key), and superseding operations (new key).",
+            labels=["kind"],
+        )
+        further = ModerationRequest.objects.filter(attempt_no__gt=1).aggregate(n=Sum(F("attempt_no") - 1))["n"] or 0
+        retries.add_metric(["same_key"], further)
+        retries.add_metric(["supersede"], ModerationRequest.objects.filter(cause=Cause.RETRY_RECONCILE).count())
+        yield retries
+
+    def _gauges(self):
+        by_status = GaugeMetricFamily("moderation_reviews", "Reviews by status.", labels=["status"])
+        counts = dict(ContentReview.objects.values_list("status").annotate(n=Count("id")).order_by())
+        for status in ReviewStatus.values:
+            by_status.add_metric([status], counts.get(status, 0))
+        yield by_status
+        cutoff = timezone.now() - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+        yield GaugeMetricFamily("moderation_reviews_stuck", "Reviews in processing with no progress for MODERATION_STUCK_AFTER_S.",
+                                value=ContentReview.objects.filter(status=ReviewStatus.PROCESSING, updated_at__lt=cutoff).count())
+        circuits = GaugeMetricFamily("moderation_provider_circuit", "1 for each provider's current circuit state.", labels=["provider", "state"])
+        for provider, state in ProviderCircuit.objects.values_list("provider", "state"):
+            for candidate in CircuitState.values:
+                circuits.add_metric([provider, candidate], 1 if candidate == state else 0)
+        yield circuits
+
+    def _latency(self):
+        family = HistogramMetricFamily("moderation_latency_seconds", "Time between the pipeline's steps.", labels=["stage"])
+        enqueued = PipelineEvent.objects.filter(
+            review=OuterRef("request__review"), kind=EventKind.JOB_ENQUEUED, created_at__lte=OuterRef("started_at")
+        ).order_by("-created_at").values("created_at")[:1]
+        _histogram(family, "enqueue_to_provider_request", ProviderAttempt.objects.filter(attempt_no=1)
+                   .annotate(enqueued=Subquery(enqueued)).filter(enqueued__isnull=False)
+                   .annotate(seconds=_seconds("started_at", F("enqueued"))))
+        first_attempt = ProviderAttempt.objects.filter(
+            request__idempotency_key=OuterRef("idempotency_key"), attempt_no=1
+        ).values("started_at")[:1]
+        _histogram(family, "provider_request_to_callback", ProviderCallback.objects.annotate(sent=Subquery(first_attempt))
+                   .filter(sent__isnull=False).annotate(seconds=_seconds("received_at", F("sent"))))
+        _histogram(family, "callback_to_final", Decision.objects.filter(callback__isnull=False)
+                   .annotate(seconds=_seconds("created_at", F("callback__received_at"))))
+        _histogram(family, "submit_to_final", Decision.objects.filter(source=DecisionSource.PROVIDER)
+                   .annotate(seconds=_seconds("created_at", F("review__content__created_at"))))
+        return family
+
+
+_registry = CollectorRegistry(auto_describe=False)
+_registry.register(PipelineCollector())
+
+
+def metrics(request):
+    """Staff (a logged-in admin session) or `Authorization: Bearer <METRICS_TOKEN>`."""
+    header = request.headers.get("Authorization", "")
+    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(header, f"Bearer {settings.METRICS_TOKEN}")
+    if not token_ok and not (request.user.is_authenticated and request.user.is_staff):
+        response = HttpResponse("metrics need a staff login or the metrics token\n", status=401, content_type="text/plain")
+        response["WWW-Authenticate"] = 'Bearer realm="metrics"'
+        return response
+    return HttpResponse(generate_latest(_registry), content_type=CONTENT_TYPE_LATEST)

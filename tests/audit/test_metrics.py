@@ -1,0 +1,66 @@
+"""/metrics after a scripted scenario: exact counter values, read from the database."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from moderation import services
+from tests.callbacks.conftest import SECRET, completed, deliver
+from tests.helpers import claimed
+
+
+def scrape(client, token="scrape-me") -> dict:
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 200, response.content
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_counters_after_a_scenario_are_exact(client, api_client, settings):
+    settings.METRICS_TOKEN = "scrape-me"
+    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    # One review: a second worker loses the claim, then its callback is delivered three times.
+    review, request = claimed(api_client)
+    assert services.review_claim(review_id=review.pk, worker_id="late-worker") is None
+    for _ in range(3):
+        deliver(completed(request.idempotency_key, score=0.95), event_id="evt_a")
+    # Another: superseded, then the old operation's result arrives late.
+    other, old = claimed(api_client)
+    new = services.review_supersede(review_id=other.pk, reason="silent")
+    deliver(completed(new.idempotency_key, score=0.1), event_id="evt_b")
+    deliver(completed(old.idempotency_key, score=0.9), event_id="evt_c")
+
+    m = scrape(client)
+
+    assert m[("moderation_duplicate_callbacks_total", (("provider", "webhook"),))] == 2
+    assert m[("moderation_lost_updates_total", (("kind", "claim_lost"),))] == 1
+    assert m[("moderation_lost_updates_total", (("kind", "stale_result"),))] == 1
+    assert m[("moderation_lost_updates_total", (("kind", "duplicate_result"),))] == 0
+    assert m[("moderation_callbacks_total", (("outcome", "applied"), ("provider", "webhook")))] == 2
+    assert m[("moderation_callbacks_total", (("outcome", "stale"), ("provider", "webhook")))] == 1
+    assert m[("moderation_retries_total", (("kind", "supersede"),))] == 1
+    assert m[("moderation_reviews", (("status", "rejected"),))] == 1
+    assert m[("moderation_reviews", (("status", "approved"),))] == 1
+    assert m[("moderation_illegal_transitions_total", ())] == 0
+    assert m[("moderation_latency_seconds_count", (("stage", "callback_to_final"),))] == 2
+    assert m[("moderation_latency_seconds_bucket", (("le", "+Inf"), ("stage", "callback_to_final")))] == 2
+
+
+@pytest.mark.django_db
+def test_metrics_need_the_token_or_a_staff_session(client, settings, django_user_model):
+    settings.METRICS_TOKEN = "scrape-me"
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    client.force_login(django_user_model.objects.create_user("ops", is_staff=True))
+    assert client.get("/metrics").status_code == 200
+
+
+@pytest.mark.django_db
+def test_without_a_token_configured_only_staff_may_scrape(client, settings):
+    settings.METRICS_TOKEN = ""
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
