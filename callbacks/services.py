@@ -15,7 +15,7 @@ from audit import context
 from callbacks.models import CallbackOutcome, ProviderCallback
 from callbacks.payload import COMPLETED, CallbackEvent, parse
 from moderation.models import Cause
-from moderation.services.pipeline import request_fail_reported, review_finalize
+from moderation.services.pipeline import request_fail_reported, review_finalize, review_id_for_key
 
 logger = logging.getLogger(__name__)
 
@@ -97,12 +97,16 @@ def callback_process(*, callback_id: int) -> str | None:
         )
         if callback is None:
             return None
-        with context.bind(provider_event_id=callback.provider_event_id, idempotency_key=callback.idempotency_key):
+        with context.bind(
+            provider_event_id=callback.provider_event_id,
+            idempotency_key=callback.idempotency_key,
+            review_id=review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None,
+        ):
             outcome = _apply(callback, parse(callback.payload_json))
             callback.outcome = outcome
             callback.processed_at = timezone.now()
             callback.save(update_fields=["outcome", "processed_at"])
-        logger.info("callback %s: %s", callback.provider_event_id, outcome)
+            logger.info("callback %s: %s", callback.provider_event_id, outcome)
     return outcome
 
 

@@ -21,6 +21,7 @@ from audit import context
 from callbacks import services
 from callbacks.payload import InvalidCallback, parse
 from callbacks.signing import InvalidSignature, verify
+from moderation.services.pipeline import review_id_for_key
 from moderation.api.schema import ErrorSerializer as ERROR_BODY
 from moderation.api.throttles import CallbackRateThrottle
 
@@ -108,11 +109,13 @@ class ProviderCallbackView(APIView):
         event_id = headers["webhook-id"]
         if len(event_id) > 255:
             return _error(status.HTTP_400_BAD_REQUEST, "invalid", "webhook-id is longer than 255 characters")
-        with context.bind(provider_event_id=event_id):
-            try:
-                event, reason = parse(text), ""
-            except InvalidCallback as exc:
-                event, reason = None, str(exc)
+        try:
+            event, reason = parse(text), ""
+        except InvalidCallback as exc:
+            event, reason = None, str(exc)
+        key = event.idempotency_key if event else None
+        review_id = review_id_for_key(key) if key else None
+        with context.bind(provider_event_id=event_id, idempotency_key=key, review_id=review_id):
             # PostgreSQL text cannot hold NUL; such a body is not valid JSON anyway.
             stored = services.callback_store(
                 provider=provider, event_id=event_id, body=text.replace("\x00", "\\u0000"),

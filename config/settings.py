@@ -63,6 +63,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "audit.middleware.RequestIdMiddleware",
     "moderation.api.middleware.ApiErrorMiddleware",  # first: even SecurityMiddleware's errors become JSON
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -273,15 +274,19 @@ else:
 SIMPLE_HISTORY_REVERT_DISABLED = True
 
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOG_FORMAT = env.str("LOG_FORMAT", default="text" if DEBUG else "json")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be text or json, got {LOG_FORMAT!r}")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {"correlation": {"()": "audit.context.CorrelationFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s%(correlation)s"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s%(correlation)s"},
+        "json": {"()": "audit.logging.JsonFormatter"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["correlation"]},
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["correlation"]},
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {"django.db.backends": {"level": "INFO"}, "pgserver": {"level": "WARNING"}},

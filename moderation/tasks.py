@@ -14,9 +14,9 @@ from moderation import services
 from moderation.queue import new_job_id, worker_id
 
 
-def moderate_review(review_id, job_id: str = "") -> str:
+def moderate_review(review_id, job_id: str = "", web_request_id: str = "") -> str:
     job_id = job_id or new_job_id()
-    with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id()):
+    with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None):
         # Work is started only while the provider's circuit lets it through: a review waits in
         # pending otherwise. Past the cooldown, one caller alone takes the trial call.
         admission = services.breaker_admit(provider=settings.MODERATION_PROVIDER)
@@ -32,19 +32,20 @@ def moderate_review(review_id, job_id: str = "") -> str:
         return f"{report.action} {report.detail}".strip()
 
 
-def dispatch_request(request_id: int, job_id: str = "") -> str:
+def dispatch_request(request_id: int, job_id: str = "", web_request_id: str = "") -> str:
+    # (`request_id` is the moderation request's id; `web_request_id` the web request that caused it.)
     job_id = job_id or new_job_id()
-    with context.bind(job_id=job_id, worker_id=worker_id()):
+    with context.bind(job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None):
         report = services.request_dispatch(request_id=request_id, worker_id=worker_id(), job_id=job_id)
         return f"{report.action} {report.detail}".strip()
 
 
-def deliver_notification(notification_id: int, job_id: str = "") -> str:
-    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
+def deliver_notification(notification_id: int, job_id: str = "", web_request_id: str = "") -> str:
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id(), request_id=web_request_id or None):
         return services.notification_deliver(notification_id=notification_id)
 
 
-def sweep(job_id: str = "") -> str:
+def sweep(job_id: str = "", web_request_id: str = "") -> str:
     """The scheduled sweeper: unprocessed callbacks first (they may finish reviews), then reviews."""
     from callbacks.services import callbacks_sweep
 

@@ -72,6 +72,11 @@ def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetim
             .get(requests__pk=request_id)
         )
         request = ModerationRequest.objects.get(pk=request_id)
+        return _attempt_begin_locked(review, request, worker_id=worker_id, job_id=job_id, now=now, trial=trial)
+
+
+def _attempt_begin_locked(review, request, *, worker_id: str, job_id: str, now: datetime, trial: bool):
+    with context.bind(review_id=review.pk, idempotency_key=request.idempotency_key):
         reason = _not_dispatchable(review, request, now)
         if reason:
             record_event(

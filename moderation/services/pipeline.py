@@ -97,21 +97,17 @@ def review_claim_locked(review: ContentReview, *, worker_id: str, job_id: str, a
     review.provider_request_id = ""
     review.processing_started_at = timezone.now()
     review.completed_at = None
-    transition_review(
-        review,
-        Cause.JOB_STARTED,
-        actor=actor,
-        actor_id=worker_id,
-        idempotency_key=request.idempotency_key,
-        job_id=job_id,
-        update_fields=[
-            "active_idempotency_key",
-            "worker_id",
-            "provider_request_id",
-            "processing_started_at",
-            "completed_at",
-        ],
-    )
+    with context.bind(idempotency_key=request.idempotency_key):
+        transition_review(
+            review,
+            Cause.JOB_STARTED,
+            actor=actor,
+            actor_id=worker_id,
+            idempotency_key=request.idempotency_key,
+            job_id=job_id,
+            update_fields=["active_idempotency_key", "worker_id", "provider_request_id", "processing_started_at",
+                           "completed_at"],
+        )
     return request
 
 
@@ -231,13 +227,14 @@ def review_finalize(
             # look once more; the result is then classified against the winner's state.
             outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no)
         if outcome is not FinalizeOutcome.APPLIED:
-            record_event(
-                _OUTCOME_EVENTS[outcome],
-                review_id=review_id,
-                idempotency_key=idempotency_key,
-                cause=cause,
-                callback_id=callback_id,
-            )
+            with context.bind(review_id=review_id):
+                record_event(
+                    _OUTCOME_EVENTS[outcome],
+                    review_id=review_id,
+                    idempotency_key=idempotency_key,
+                    cause=cause,
+                    callback_id=callback_id,
+                )
         return outcome
 
 
@@ -265,7 +262,8 @@ def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no) -> t
             return FinalizeOutcome.ORPHAN, None
         outcome = _classify(review, request)
         if outcome is FinalizeOutcome.APPLIED:
-            _apply_result_locked(review, request, result, cause, callback_id, attempt_no)
+            with context.bind(review_id=review.pk):
+                _apply_result_locked(review, request, result, cause, callback_id, attempt_no)
         return outcome, review.pk
 
 
@@ -345,3 +343,8 @@ def request_fail_reported(*, idempotency_key, error: str) -> FinalizeOutcome:
                 idempotency_key=idempotency_key, cause="provider_failed_callback",
             )
         return outcome
+
+
+def review_id_for_key(idempotency_key):
+    """The review an operation's key belongs to (None for an unknown key): for log context."""
+    return ModerationRequest.objects.filter(idempotency_key=idempotency_key).values_list("review_id", flat=True).first()
