@@ -12,6 +12,7 @@ import hmac
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Extract
 from django.http import HttpResponse
@@ -97,6 +98,22 @@ class PipelineCollector:
         retries.add_metric(["same_key"], further)
         retries.add_metric(["supersede"], ModerationRequest.objects.filter(cause=Cause.RETRY_RECONCILE).count())
         yield retries
+        yield self._attempts_per_review()
+
+    def _attempts_per_review(self):
+        """How many provider calls each review has needed (1 = no retry), as a histogram."""
+        bounds = (1, 2, 3, 5, 10)
+        buckets = ", ".join(f"count(*) FILTER (WHERE n <= {b})" for b in bounds)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT {buckets}, count(*), coalesce(sum(n), 0) FROM ("  # noqa: S608 - constants only
+                " SELECT count(*) AS n FROM moderation_providerattempt a"
+                " JOIN moderation_moderationrequest r ON r.id = a.request_id GROUP BY r.review_id) per_review"
+            )
+            *counts, total, attempts = cursor.fetchone()
+        family = HistogramMetricFamily("moderation_attempts_per_review", "Provider calls each review needed (1: no retry).")
+        family.add_metric([], [(str(b), c) for b, c in zip(bounds, counts, strict=True)] + [("+Inf", total)], float(attempts))
+        return family
 
     def _gauges(self):
         by_status = GaugeMetricFamily("moderation_reviews", "Reviews by status.", labels=["status"])

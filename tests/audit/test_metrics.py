@@ -48,6 +48,7 @@ def test_the_counters_after_a_scenario_are_exact(client, api_client, settings):
     assert m[("moderation_reviews", (("status", "approved"),))] == 1
     assert m[("moderation_illegal_transitions_total", ())] == 0
     assert m[("moderation_latency_seconds_count", (("stage", "callback_to_final"),))] == 2
+    assert m[("moderation_attempts_per_review_count", ())] == 0  # (no provider was called: callbacks only)
     assert m[("moderation_latency_seconds_bucket", (("le", "+Inf"), ("stage", "callback_to_final")))] == 2
 
 
@@ -64,3 +65,30 @@ def test_metrics_need_the_token_or_a_staff_session(client, settings, django_user
 def test_without_a_token_configured_only_staff_may_scrape(client, settings):
     settings.METRICS_TOKEN = ""
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
+
+
+@pytest.mark.django_db(transaction=True)
+def test_attempts_per_review_counts_retries(client, api_client, scripted, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from moderation.providers.base import ProviderTimeout
+    from tests.helpers import result, submit
+
+    settings.METRICS_TOKEN = "scrape-me"
+    scripted.script = [ProviderTimeout("slow"), result(0.1), result(0.1)]
+    from moderation import tasks
+
+    retried, first_time = submit(api_client), submit(api_client)
+    tasks.moderate_review(retried.pk)
+    request = retried.requests.get()
+    services.request_dispatch(request_id=request.pk, worker_id="w", now=timezone.now() + timedelta(hours=1))
+    tasks.moderate_review(first_time.pk)
+
+    m = scrape(client)
+
+    assert m[("moderation_attempts_per_review_bucket", (("le", "1"),))] == 1
+    assert m[("moderation_attempts_per_review_bucket", (("le", "2"),))] == 2
+    assert m[("moderation_attempts_per_review_sum", ())] == 3
+    assert m[("moderation_retries_total", (("kind", "same_key"),))] == 1
