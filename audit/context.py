@@ -47,13 +47,40 @@ def current() -> dict[str, str]:
     return dict(_ids.get() or {})
 
 
+def annotate(record: logging.LogRecord) -> logging.LogRecord:
+    """Copy the bound ids onto a record (attributes, and a printable `correlation` suffix).
+
+    Django logs a request's 4xx/5xx after the middleware chain has returned (outside the bind):
+    the request id is then read from the request the record carries.
+    """
+    ids = dict(_ids.get() or {})
+    request = getattr(record, "request", None)
+    if "request_id" not in ids and getattr(request, "request_id", None):
+        ids["request_id"] = request.request_id
+    for key, value in ids.items():
+        if not hasattr(record, key):
+            setattr(record, key, value)
+    record.correlation = (" [" + " ".join(f"{k}={v}" for k, v in ids.items()) + "]") if ids else ""
+    return record
+
+
+def install_record_factory() -> None:
+    """Every log record gets the ids when it is created, whichever handler then sees it."""
+    previous = logging.getLogRecordFactory()
+    if getattr(previous, "_correlated", False):
+        return
+
+    def factory(*args, **kwargs):
+        return annotate(previous(*args, **kwargs))
+
+    factory._correlated = True
+    logging.setLogRecordFactory(factory)
+
+
 class CorrelationFilter(logging.Filter):
-    """Copies the bound correlation ids onto every record (attributes + a printable suffix)."""
+    """For handlers: makes sure a record has the ids (and the request id of Django's own
+    request log lines, which carry the request only once they reach a handler)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        ids = _ids.get() or {}
-        for key, value in ids.items():
-            if not hasattr(record, key):
-                setattr(record, key, value)
-        record.correlation = (" [" + " ".join(f"{k}={v}" for k, v in ids.items()) + "]") if ids else ""
+        annotate(record)
         return True

@@ -1,4 +1,5 @@
-"""Liveness and readiness, for load balancers and orchestrators (JSON detail, no auth).
+"""Liveness and readiness, for load balancers and orchestrators (no auth; the failure detail
+only for staff or the metrics token).
 
 /healthz: the process answers. /readyz: it can do its work: the database answers, the job
 broker answers, and a django-q2 cluster ran the sweeper recently (it runs every
@@ -7,10 +8,11 @@ MODERATION_SWEEP_EVERY_MIN minutes, on some cluster).
 
 from __future__ import annotations
 
+import hmac
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -22,7 +24,8 @@ def healthz(request):
 
 
 def _database() -> str:
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL statement_timeout = 3000")  # a probe never waits long
         cursor.execute("SELECT 1")
     return "ok"
 
@@ -49,6 +52,13 @@ def _cluster() -> str:
     return f"ok (sweeper ran at {last.isoformat()})"
 
 
+def _may_see_detail(request) -> bool:
+    """Exception texts name hosts and users: only staff or the metrics scraper see them."""
+    header = request.headers.get("Authorization", "").encode()
+    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(header, f"Bearer {settings.METRICS_TOKEN}".encode())
+    return token_ok or (request.user.is_authenticated and request.user.is_staff)
+
+
 @require_GET
 def readyz(request):
     checks, ready = {}, True
@@ -61,4 +71,6 @@ def readyz(request):
             if name == "database":  # the other two need it
                 checks.update(broker="not checked", cluster="not checked")
                 break
+    if not _may_see_detail(request):
+        checks = {name: value.split(":", 1)[0].split(" (", 1)[0] for name, value in checks.items()}
     return JsonResponse({"status": "ready" if ready else "not ready", "checks": checks}, status=200 if ready else 503)

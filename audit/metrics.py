@@ -9,18 +9,23 @@ are append-only (or only grow their counts).
 from __future__ import annotations
 
 import hmac
-from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
-from django.db.models import Count, DurationField, ExpressionWrapper, F, OuterRef, Q, Subquery, Sum
-from django.db.models.functions import Extract
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models import Count, DurationField, ExpressionWrapper, F, FloatField, Func, OuterRef, Q, Subquery, Sum
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeHistogramMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 
 from audit.models import EventKind, PipelineEvent
+from moderation.services.reconcile import silent_operations
 from callbacks.models import ProviderCallback
 from moderation.models import (
     Cause,
@@ -28,6 +33,7 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    AttemptOutcome,
     ModerationRequest,
     ProviderAttempt,
     ProviderCircuit,
@@ -39,8 +45,10 @@ LOST = (EventKind.CLAIM_LOST, EventKind.STALE_RESULT, EventKind.DUPLICATE_RESULT
         EventKind.ORPHAN_RESULT, EventKind.CONCURRENT_TRANSITION)
 
 
-def _seconds(later: str, earlier) -> Extract:
-    return Extract(ExpressionWrapper(F(later) - earlier, output_field=DurationField()), "epoch")
+def _seconds(later: str, earlier) -> Func:
+    """Seconds between two timestamps, with their fractions (EXTRACT gives a numeric)."""
+    interval = ExpressionWrapper(F(later) - earlier, output_field=DurationField())
+    return Func(interval, template="EXTRACT(EPOCH FROM %(expressions)s)", output_field=FloatField())
 
 
 def _histogram(family: HistogramMetricFamily, stage: str, rows) -> None:
@@ -63,15 +71,20 @@ class PipelineCollector:
     def _callbacks(self):
         duplicates = CounterMetricFamily("moderation_duplicate_callbacks", "Re-deliveries of callbacks already stored.", labels=["provider"])
         by_outcome = CounterMetricFamily("moderation_callbacks", "Callbacks stored, by outcome.", labels=["provider", "outcome"])
+        waiting = GaugeMetricFamily("moderation_callbacks_unprocessed", "Callbacks stored, not yet processed.", labels=["provider"])
         rows = ProviderCallback.objects.values_list("provider", "outcome").annotate(n=Count("id"), dup=Sum("duplicate_count")).order_by()
         dup_by_provider: dict[str, int] = {}
         for provider, outcome, n, dup in rows:
-            by_outcome.add_metric([provider, outcome or "unprocessed"], n)
+            if outcome:  # a counter counts outcomes, which never change once set
+                by_outcome.add_metric([provider, outcome], n)
+            else:
+                waiting.add_metric([provider], n)
             dup_by_provider[provider] = dup_by_provider.get(provider, 0) + (dup or 0)
         for provider, n in dup_by_provider.items():
             duplicates.add_metric([provider], n)
         yield duplicates
         yield by_outcome
+        yield waiting
 
     def _events(self):
         counts = dict(PipelineEvent.objects.values_list("kind").annotate(n=Count("id")).order_by())
@@ -86,10 +99,15 @@ class PipelineCollector:
                                   value=counts.get(EventKind.ILLEGAL_TRANSITION, 0))
 
     def _attempts(self):
-        attempts = CounterMetricFamily("moderation_provider_attempts", "Provider calls, by outcome.", labels=["provider", "outcome"])
+        attempts = CounterMetricFamily("moderation_provider_attempts", "Finished provider calls, by outcome.", labels=["provider", "outcome"])
+        in_flight = GaugeMetricFamily("moderation_provider_attempts_in_flight", "Provider calls under way.", labels=["provider"])
         for provider, outcome, n in ProviderAttempt.objects.values_list("provider", "outcome").annotate(n=Count("id")).order_by():
-            attempts.add_metric([provider, outcome], n)
+            if outcome == AttemptOutcome.IN_FLIGHT:
+                in_flight.add_metric([provider], n)
+            else:
+                attempts.add_metric([provider, outcome], n)
         yield attempts
+        yield in_flight
         retries = CounterMetricFamily(
             "moderation_retries", "Retries: further attempts of an operation (same key), and superseding operations (new key).",
             labels=["kind"],
@@ -111,7 +129,8 @@ class PipelineCollector:
                 " JOIN moderation_moderationrequest r ON r.id = a.request_id GROUP BY r.review_id) per_review"
             )
             *counts, total, attempts = cursor.fetchone()
-        family = HistogramMetricFamily("moderation_attempts_per_review", "Provider calls each review needed (1: no retry).")
+        # A gauge histogram: a review's count moves between buckets when it is retried.
+        family = GaugeHistogramMetricFamily("moderation_attempts_per_review", "Provider calls each review has needed (1: no retry).")
         family.add_metric([], [(str(b), c) for b, c in zip(bounds, counts, strict=True)] + [("+Inf", total)], float(attempts))
         return family
 
@@ -121,9 +140,10 @@ class PipelineCollector:
         for status in ReviewStatus.values:
             by_status.add_metric([status], counts.get(status, 0))
         yield by_status
-        cutoff = timezone.now() - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
-        yield GaugeMetricFamily("moderation_reviews_stuck", "Reviews in processing with no progress for MODERATION_STUCK_AFTER_S.",
-                                value=ContentReview.objects.filter(status=ReviewStatus.PROCESSING, updated_at__lt=cutoff).count())
+        yield GaugeMetricFamily(
+            "moderation_reviews_stuck", "Reviews whose live operation has not moved for MODERATION_STUCK_AFTER_S.",
+            value=len(silent_operations(timezone.now(), limit=1_000_000)),
+        )
         circuits = GaugeMetricFamily("moderation_provider_circuit", "1 for each provider's current circuit state.", labels=["provider", "state"])
         for provider, state in ProviderCircuit.objects.values_list("provider", "state"):
             for candidate in CircuitState.values:
@@ -155,11 +175,24 @@ _registry.register(PipelineCollector())
 
 
 def metrics(request):
-    """Staff (a logged-in admin session) or `Authorization: Bearer <METRICS_TOKEN>`."""
-    header = request.headers.get("Authorization", "")
-    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(header, f"Bearer {settings.METRICS_TOKEN}")
+    """Staff (a logged-in admin session) or `Authorization: Bearer <METRICS_TOKEN>`.
+
+    The figures are cached for METRICS_CACHE_S and computed under a statement timeout, so
+    several scrapers cannot keep the database busy.
+    """
+    header = request.headers.get("Authorization", "").encode()
+    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(header, f"Bearer {settings.METRICS_TOKEN}".encode())
     if not token_ok and not (request.user.is_authenticated and request.user.is_staff):
         response = HttpResponse("metrics need a staff login or the metrics token\n", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    return HttpResponse(generate_latest(_registry), content_type=CONTENT_TYPE_LATEST)
+    body = cache.get(_CACHE_KEY)
+    if body is None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SET LOCAL statement_timeout = %s", [settings.METRICS_STATEMENT_TIMEOUT_MS])
+            body = generate_latest(_registry)
+        cache.set(_CACHE_KEY, body, settings.METRICS_CACHE_S)
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
+
+
+_CACHE_KEY = "moderation:metrics"

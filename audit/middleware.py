@@ -18,6 +18,7 @@ class RequestIdMiddleware:
     def __call__(self, request):
         given = request.headers.get("X-Request-ID", "")
         request_id = given if _SANE.match(given) else uuid.uuid4().hex
+        request.request_id = request_id  # for log lines Django writes after this returns
         with context.bind(request_id=request_id):
             response = self.get_response(request)
         response["X-Request-ID"] = request_id

@@ -126,7 +126,9 @@ def callback_process_safely(*, callback_id: int) -> str | None:
     try:
         return callback_process(callback_id=callback_id)
     except Exception as exc:
-        logger.exception("processing callback %s failed; the sweeper will retry it", callback_id)
+        key = ProviderCallback.objects.filter(pk=callback_id).values_list("idempotency_key", flat=True).first()
+        with context.bind(idempotency_key=key, review_id=review_id_for_key(key) if key else None):
+            logger.exception("processing callback %s failed; the sweeper will retry it", callback_id)
         ProviderCallback.objects.filter(pk=callback_id).update(
             process_failures=F("process_failures") + 1, process_error=f"{type(exc).__name__}: {exc}"[:2000]
         )
@@ -160,5 +162,9 @@ def callback_replay(*, callback_id: int) -> str:
         if outcome is not None:
             return outcome
         # None: processed meanwhile by someone else; replaying that below is harmless.
-    with context.bind(provider_event_id=callback.provider_event_id, idempotency_key=callback.idempotency_key):
+    with context.bind(
+        provider_event_id=callback.provider_event_id,
+        idempotency_key=callback.idempotency_key,
+        review_id=review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None,
+    ):
         return _apply(callback, parse(callback.payload_json))

@@ -103,6 +103,8 @@ if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A database that stops answering must not hang a request (or a probe) for minutes.
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("DB_CONNECT_TIMEOUT_S", default=5))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -147,6 +149,8 @@ THROTTLE_ADDRESS_RATE = env.str("THROTTLE_ADDRESS_RATE", default="120/min")  # s
 
 # /metrics is for staff sessions, or for a scraper sending `Authorization: Bearer <METRICS_TOKEN>`.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_CACHE_S = _env_number("METRICS_CACHE_S", 15.0)  # scrapes within this share one computation
+METRICS_STATEMENT_TIMEOUT_MS = int(_env_number("METRICS_STATEMENT_TIMEOUT_MS", 10_000, int))
 
 # The largest API request body accepted (413 above, without reading it).
 API_MAX_BODY_BYTES = int(_env_number("API_MAX_BODY_BYTES", 1024 * 1024, int))
@@ -260,6 +264,7 @@ Q_CLUSTER = {
     "queue_limit": Q_WORKERS,
     "catch_up": False,
     "save_limit": 1000,
+    "save_limit_per": "func",  # keep each task's recent results: /readyz looks for the sweeper's
     "label": "Jobs",
     "poll": 0.2,
 }
@@ -289,12 +294,18 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["correlation"]},
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {"django.db.backends": {"level": "INFO"}, "pgserver": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "INFO"},
+        "pgserver": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},  # one INFO line per request: the attempt records say more
+    },
 }
 
 if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    # Probes and scrapers speak plain HTTP to the pod.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)

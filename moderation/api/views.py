@@ -141,4 +141,21 @@ class ReviewTimelineView(generics.GenericAPIView):
         elif not (request.user.is_staff and request.user.has_perm("moderation.view_contentreview")):
             raise NotFound()
         review = get_object_or_404(reviews, pk=pk)
-        return Response([entry.as_json() for entry in review_timeline(review)])
+        entries = [entry.as_json() for entry in review_timeline(review)]
+        if isinstance(request.user, ApiClient):
+            entries = [_for_client(entry) for entry in entries]
+        return Response(entries)
+
+
+# What a client application does not get to see of its own review's timeline: who at the
+# platform handled it (moderators, worker hosts), internal error texts, raw provider bodies.
+_INTERNAL_DETAIL = {"actor", "user", "error", "last_error", "detail", "change_reason"}
+
+
+def _for_client(entry: dict) -> dict:
+    return {
+        **entry,
+        "detail": {k: v for k, v in entry["detail"].items() if k not in _INTERNAL_DETAIL},
+        "ids": {k: v for k, v in entry["ids"].items() if k != "worker_id"},
+        "payload": None,
+    }

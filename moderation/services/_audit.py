@@ -51,7 +51,8 @@ def transition_review(
     if history_user is not None:
         review._history_user = history_user
     review.save(update_fields=["status", "version", "updated_at", *update_fields])
-    logger.info("review %s: %s -> %s (%s)", review.pk, from_status, review.status, cause)
+    with context.bind(review_id=review.pk, idempotency_key=idempotency_key or review.active_idempotency_key):
+        logger.info("review %s: %s -> %s (%s)", review.pk, from_status, review.status, cause)
     return ReviewTransition.objects.create(
         review=review,
         from_status=from_status,
@@ -79,7 +80,8 @@ def record_event(
     Worker and job ids come from the bound logging context.
     """
     ids = context.current()
-    logger.log(level, "%s: %s", kind.label, detail or "")
+    with context.bind(review_id=review_id, idempotency_key=idempotency_key):
+        logger.log(level, "%s: %s", kind.label, detail or "")
     return PipelineEvent.objects.create(
         kind=kind,
         review_id=review_id,

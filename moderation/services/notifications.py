@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from audit import context
 from callbacks.signing import sign
 from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
 
@@ -31,6 +32,11 @@ def notification_deliver(*, notification_id: int, now: datetime | None = None) -
     if isinstance(started, str):
         return started
     notification, attempt = started
+    with context.bind(review_id=notification.decision.review_id):
+        return _post(notification, attempt)
+
+
+def _post(notification: DecisionNotification, attempt: NotificationAttempt) -> str:
     body = notification.payload.encode()
     headers = {"Content-Type": "application/json", "User-Agent": "moderation-notifier/1",
                **sign(notification.client.webhook_secret, event_id=notification.event_id, body=body)}
@@ -51,7 +57,7 @@ def _begin(notification_id: int, now: datetime):
     with transaction.atomic():
         notification = (
             DecisionNotification.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("client")
+            .select_related("client", "decision")
             .filter(pk=notification_id)
             .first()
         )

@@ -19,6 +19,8 @@ def test_the_owning_client_gets_the_same_timeline_as_the_admin_page(http, api_cl
     entries = http.get(url(review)).json()
 
     assert [(e["kind"], e["source"]) for e in entries] == [(e.kind, e.source) for e in review_timeline(review)]
+    # A client does not see who at the platform handled it.
+    assert not any("worker_id" in e["ids"] or "actor" in e["detail"] or e["payload"] for e in entries)
     assert entries[0]["kind"] == "submitted" and entries[0]["ids"]["review_id"] == str(review.pk)
     assert any(e["kind"] == "transition" and e["ids"].get("idempotency_key") for e in entries)
 

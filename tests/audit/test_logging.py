@@ -26,7 +26,6 @@ def test_one_review_through_a_timeout_a_retry_and_a_duplicate_callback_is_fully_
     api_client, scripted, settings, caplog
 ):
     settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
-    caplog.handler.addFilter(CorrelationFilter())
     scripted.script = [ProviderTimeout("read timeout"), Accepted("prov-1")]
     review = submit(api_client, text="you absolute idiot")
     caplog.clear()
@@ -64,11 +63,16 @@ def test_json_lines_carry_the_bound_ids():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_web_request_id_follows_the_work_into_its_jobs(http, api_client):
+def test_a_web_request_id_follows_the_work_into_its_jobs(http, api_client, caplog):
     response = http.post("/api/v1/reviews/", {"external_id": "x1", "content_type": "text", "text": "hi"},
                          format="json", HTTP_X_REQUEST_ID="req-123")
 
     assert response["X-Request-ID"] == "req-123"
     job = queued_tasks("moderation.tasks.moderate_review")[0]
     assert job["kwargs"]["web_request_id"] == "req-123"
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        tasks.moderate_review(**job["kwargs"])  # the job, as a worker runs it
+    ours = [r for r in caplog.records if r.name.startswith(OURS)]
+    assert ours and all(getattr(r, "request_id", None) == "req-123" for r in ours)
     assert http.get("/api/v1/reviews/", HTTP_X_REQUEST_ID="<script>")["X-Request-ID"] != "<script>"

@@ -10,6 +10,11 @@ from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed
 
 
+@pytest.fixture(autouse=True)
+def uncached(settings):
+    settings.METRICS_CACHE_S = 0  # every scrape computes afresh in these tests
+
+
 def scrape(client, token="scrape-me") -> dict:
     response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 200, response.content
@@ -48,8 +53,11 @@ def test_the_counters_after_a_scenario_are_exact(client, api_client, settings):
     assert m[("moderation_reviews", (("status", "approved"),))] == 1
     assert m[("moderation_illegal_transitions_total", ())] == 0
     assert m[("moderation_latency_seconds_count", (("stage", "callback_to_final"),))] == 2
-    assert m[("moderation_attempts_per_review_count", ())] == 0  # (no provider was called: callbacks only)
+    assert m[("moderation_attempts_per_review_gcount", ())] == 0  # (no provider was called: callbacks only)
     assert m[("moderation_latency_seconds_bucket", (("le", "+Inf"), ("stage", "callback_to_final")))] == 2
+    # Sub-second times land in sub-second buckets (fractions of a second are kept).
+    assert m[("moderation_latency_seconds_bucket", (("le", "0.5"), ("stage", "callback_to_final")))] == 2
+    assert 0 < m[("moderation_latency_seconds_sum", (("stage", "callback_to_final"),))] < 1
 
 
 @pytest.mark.django_db
@@ -57,8 +65,13 @@ def test_metrics_need_the_token_or_a_staff_session(client, settings, django_user
     settings.METRICS_TOKEN = "scrape-me"
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    client.force_login(django_user_model.objects.create_user("someone"))  # logged in, not staff
+    assert client.get("/metrics").status_code == 401
     client.force_login(django_user_model.objects.create_user("ops", is_staff=True))
     assert client.get("/metrics").status_code == 200
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer é-not-ascii").status_code == 200  # staff; no crash
+    client.logout()
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer é-not-ascii").status_code == 401
 
 
 @pytest.mark.django_db
@@ -90,5 +103,48 @@ def test_attempts_per_review_counts_retries(client, api_client, scripted, settin
 
     assert m[("moderation_attempts_per_review_bucket", (("le", "1"),))] == 1
     assert m[("moderation_attempts_per_review_bucket", (("le", "2"),))] == 2
-    assert m[("moderation_attempts_per_review_sum", ())] == 3
+    assert m[("moderation_attempts_per_review_gsum", ())] == 3
     assert m[("moderation_retries_total", (("kind", "same_key"),))] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_counters_never_count_transient_states(client, api_client, settings):
+    import json as jsonlib
+
+    from callbacks.payload import parse
+    from callbacks.services import callback_process, callback_store
+
+    settings.METRICS_TOKEN = "scrape-me"
+    _, request = claimed(api_client)
+    body = jsonlib.dumps(completed(request.idempotency_key))
+    stored = callback_store(provider="webhook", event_id="evt_wait", body=body, headers={}, event=parse(body))
+    before = scrape(client)
+    callback_process(callback_id=stored.id)
+    after = scrape(client)
+
+    assert before[("moderation_callbacks_unprocessed", (("provider", "webhook"),))] == 1
+    assert ("moderation_callbacks_total", (("outcome", ""), ("provider", "webhook"))) not in before
+    assert after[("moderation_callbacks_total", (("outcome", "applied"), ("provider", "webhook")))] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_stuck_gauge_counts_silent_operations_not_retries_in_backoff(client, api_client, scripted, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from moderation.models import ContentReview, ModerationRequest
+    from moderation.providers import Accepted
+    from moderation.providers.base import ProviderServerError
+
+    settings.METRICS_TOKEN = "scrape-me"
+    scripted.script = [ProviderServerError("502"), Accepted("p1")]
+    waiting, _ = claimed(api_client)
+    services.request_dispatch(request_id=waiting.requests.get().pk, worker_id="w")  # retry in backoff
+    silent, request = claimed(api_client)
+    services.request_dispatch(request_id=request.pk, worker_id="w")  # accepted, then nothing
+    long_ago = timezone.now() - timedelta(hours=2)
+    ContentReview.objects.update(updated_at=long_ago)
+    ModerationRequest.objects.update(updated_at=long_ago)
+
+    assert scrape(client)[("moderation_reviews_stuck", ())] == 1
