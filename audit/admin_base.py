@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.contrib import admin
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """For records that only services write: viewable, never added, edited or deleted here."""
+class ReadOnlyPermissionsMixin:
+    """Records that only services write: viewable, never added, edited or deleted here."""
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -16,6 +16,10 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return False
+
+
+class ReadOnlyAdmin(ReadOnlyPermissionsMixin, admin.ModelAdmin):
+    pass
 
 
 class ReadOnlyHistoryMixin:
@@ -32,3 +36,14 @@ class ReadOnlyHistoryMixin:
 
             raise PermissionDenied("history is read-only")
         return super().history_form_view(request, object_id, version_id, extra_context)
+
+
+def is_operator(request) -> bool:
+    """Staff (an admin session) or a scraper sending `Authorization: Bearer <METRICS_TOKEN>`."""
+    import hmac
+
+    from django.conf import settings
+
+    header = request.headers.get("Authorization", "").encode()  # bytes: compare_digest refuses non-ASCII str
+    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(header, f"Bearer {settings.METRICS_TOKEN}".encode())
+    return token_ok or (request.user.is_authenticated and request.user.is_staff)

@@ -8,7 +8,6 @@ are append-only (or only grow their counts).
 
 from __future__ import annotations
 
-import hmac
 
 from django.conf import settings
 from django.core.cache import cache
@@ -24,6 +23,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
 )
 
+from audit.admin_base import is_operator
 from audit.models import EventKind, PipelineEvent
 from moderation.services.reconcile import silent_operations
 from callbacks.models import ProviderCallback
@@ -180,9 +180,7 @@ def metrics(request):
     The figures are cached for METRICS_CACHE_S and computed under a statement timeout, so
     several scrapers cannot keep the database busy.
     """
-    header = request.headers.get("Authorization", "").encode()
-    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(header, f"Bearer {settings.METRICS_TOKEN}".encode())
-    if not token_ok and not (request.user.is_authenticated and request.user.is_staff):
+    if not is_operator(request):
         response = HttpResponse("metrics need a staff login or the metrics token\n", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response

@@ -20,7 +20,7 @@ from django.utils.html import format_html
 from django.utils.timesince import timesince
 from simple_history.admin import SimpleHistoryAdmin
 
-from audit.admin_base import ReadOnlyHistoryMixin
+from audit.admin_base import ReadOnlyHistoryMixin, ReadOnlyPermissionsMixin
 from audit.models import Actor
 from audit.timeline import review_timeline
 from moderation import services
@@ -60,7 +60,7 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     return None
 
 
-class ReviewAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
+class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     list_display = ["short_id", "status", "kind", "client", "provider", "age", "decision_summary", "moderator_claim"]
     list_filter = ["status", DecisionSourceFilter, CallbackTroubleFilter, StuckFilter, "content__kind", "client"]
     search_fields = ["content__external_id"]
@@ -119,16 +119,7 @@ class ReviewAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
             return queryset, False
         return queryset.filter(pk__in=review_ids_matching(search_term)), False
 
-    # --- permissions: nothing here edits a review directly -------------------------------------
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+    # --- permissions: nothing here edits a review directly (ReadOnlyPermissionsMixin) ----------
 
     def has_override_permission(self, request) -> bool:
         return request.user.has_perm(PERMISSIONS["override"])
