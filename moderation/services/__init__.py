@@ -22,7 +22,7 @@ from moderation.services.moderator import (
     review_take_next,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
-from moderation.services.pipeline import FinalizeOutcome, review_claim, review_finalize
+from moderation.services.pipeline import FinalizeOutcome, request_fail_reported, review_claim, review_finalize
 from moderation.services.notifications import notification_deliver, notifications_resend
 from moderation.services.policy import policy_active, policy_publish
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
@@ -46,6 +46,7 @@ __all__ = [
     "notification_deliver",
     "notifications_resend",
     "policy_active",
+    "request_fail_reported",
     "policy_publish",
     "request_dispatch",
     "review_claim",

@@ -1,0 +1,172 @@
+"""Property-based: random interleavings of claims, results (live, old and duplicate), timeouts,
+acceptances, provider-reported failures, supersedes, overrides, escalations and reprocesses,
+with DESIGN's invariants checked after every step (hypothesis, stateful)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from audit.models import ReviewTransition
+from moderation import services
+from moderation.errors import ModerationError
+from moderation.models import (
+    FINAL_STATUSES,
+    Cause,
+    ContentReview,
+    Decision,
+    DecisionNotification,
+    DecisionSource,
+    ModerationRequest,
+    RequestStatus,
+    ReviewStatus,
+)
+from moderation.providers import Accepted
+from moderation.providers.base import ProviderServerError, ProviderTimeout
+from tests.helpers import result, submit
+from tests.moderation.test_state_machine import LEGAL
+
+ANSWERS = st.sampled_from(["approve", "reject", "unsure", "timeout", "5xx", "accepted"])
+SCORES = {"approve": 0.1, "reject": 0.95, "unsure": 0.6}
+
+
+class Pipeline(RuleBasedStateMachine):
+    reviews = Bundle("reviews")
+
+    def __init__(self):
+        super().__init__()
+        self.client = self.scripted = self.moderator = None
+        self.seen: list = []
+
+    # --- actions -------------------------------------------------------------------------------
+
+    @precondition(lambda self: len(self.seen) < 3)  # a few reviews, many steps each: deep interleavings
+    @rule(target=reviews)
+    def submit(self):
+        review = submit(self.client)
+        self.seen.append(review.pk)
+        return review.pk
+
+    @rule(review_id=reviews)
+    def claim(self, review_id):
+        services.review_claim(review_id=review_id, worker_id="w-claim")
+
+    @rule(review_id=reviews, answer=ANSWERS)
+    def dispatch(self, review_id, answer):
+        key = ContentReview.objects.get(pk=review_id).active_idempotency_key
+        request = ModerationRequest.objects.filter(idempotency_key=key).first()
+        if request is None:
+            return
+        self.scripted.script = [
+            {"timeout": ProviderTimeout("slow"), "5xx": ProviderServerError("503", http_status=503),
+             "accepted": Accepted(f"prov-{request.pk}")}.get(answer) or result(SCORES[answer])
+        ]
+        ModerationRequest.objects.filter(pk=request.pk).update(next_attempt_at=None)
+        services.request_dispatch(request_id=request.pk, worker_id="w-dispatch")
+        self.scripted.script = []
+
+    @rule(review_id=reviews, which=st.sampled_from(["live", "superseded", "oldest"]), score=st.sampled_from([0.1, 0.6, 0.95]))
+    def callback(self, review_id, which, score):
+        """A result for the live operation, for one replaced by a supersede (late), or the first."""
+        requests = list(ModerationRequest.objects.filter(review_id=review_id).order_by("id"))
+        replaced = [r for r in requests if r.status == RequestStatus.SUPERSEDED]
+        live = ContentReview.objects.get(pk=review_id).active_idempotency_key
+        key = {"live": live, "superseded": replaced[-1].idempotency_key if replaced else None,
+               "oldest": requests[0].idempotency_key if requests else None}[which]
+        if key:
+            services.review_finalize(idempotency_key=key, result=result(score), cause=Cause.PROVIDER_CALLBACK)
+
+    @rule(review_id=reviews)
+    def provider_reports_failure(self, review_id):
+        key = ContentReview.objects.get(pk=review_id).active_idempotency_key
+        if key:
+            services.request_fail_reported(idempotency_key=key, error="model crashed")
+
+    @rule(review_id=reviews)
+    def supersede(self, review_id):
+        self._tolerating(services.review_supersede, review_id=review_id, reason="silent")
+
+    @rule(review_id=reviews, label=st.sampled_from([ReviewStatus.APPROVED, ReviewStatus.REJECTED]))
+    def override(self, review_id, label):
+        version = ContentReview.objects.get(pk=review_id).version
+        self._tolerating(services.review_override, review_id=review_id, label=label, reason="checked",
+                         moderator=self.moderator, expected_version=version)
+
+    @rule(review_id=reviews)
+    def escalate(self, review_id):
+        self._tolerating(services.review_escalate, review_id=review_id, reason="look", moderator=self.moderator)
+
+    @rule(review_id=reviews)
+    def reprocess(self, review_id):
+        self._tolerating(services.review_reprocess, review_id=review_id, actor="command", actor_id="t")
+
+    def _tolerating(self, service, **kwargs):
+        try:
+            service(**kwargs)
+        except ModerationError:
+            pass  # refused as the state machine says: the invariants below check nothing changed
+
+    # --- invariants, after every step --------------------------------------------------------------
+
+    @invariant()
+    def every_review_is_consistent(self):
+        for review in ContentReview.objects.filter(pk__in=self.seen).select_related("decision"):
+            log = list(ReviewTransition.objects.filter(review=review).order_by("id"))
+            # 1. Only legal transitions, chained, each one logged: the log explains the status.
+            for t in log:
+                assert (t.from_status, t.to_status, t.cause) in LEGAL, t
+            assert [t.from_status for t in log[1:]] == [t.to_status for t in log[:-1]]
+            assert (log[0].from_status if log else ReviewStatus.PENDING) == ReviewStatus.PENDING
+            assert (log[-1].to_status if log else ReviewStatus.PENDING) == review.status
+            assert review.version == 1 + len(log)
+            assert review.history.count() == 1 + len(log)
+            # 9. A decided review says what decided it.
+            if review.status in FINAL_STATUSES:
+                assert review.decision is not None and review.decision.label == review.status
+            # 4. A processing review's live key is an open operation of its own.
+            if review.status == ReviewStatus.PROCESSING:
+                live = ModerationRequest.objects.get(idempotency_key=review.active_idempotency_key)
+                assert live.review_id == review.pk and live.status in (RequestStatus.CREATED, RequestStatus.SENT)
+
+    @invariant()
+    def provider_decisions_come_from_completed_operations_once(self):
+        provider = Decision.objects.filter(review_id__in=self.seen, source=DecisionSource.PROVIDER)
+        for decision in provider.select_related("request"):
+            assert decision.request.status == RequestStatus.COMPLETED and decision.request.review_id == decision.review_id
+        assert provider.values("request").distinct().count() == provider.count()
+
+    @invariant()
+    def a_superseded_operation_stays_superseded(self):
+        # Invariant 4: once replaced, nothing an old operation returns may complete it.
+        replaced = ModerationRequest.objects.filter(review_id__in=self.seen, superseded_by__isnull=False,
+                                                    superseded_by__cause=Cause.RETRY_RECONCILE)
+        assert set(replaced.values_list("status", flat=True)) <= {RequestStatus.SUPERSEDED}
+
+    @invariant()
+    def every_decision_is_announced_exactly_once(self):
+        decisions = Decision.objects.filter(review_id__in=self.seen)
+        assert DecisionNotification.objects.filter(decision__in=decisions).count() == decisions.count()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_random_interleavings_keep_every_invariant(api_client, scripted, django_user_model):
+    moderator = django_user_model.objects.create_user("mia")
+
+    class Machine(Pipeline):
+        def __init__(self):
+            super().__init__()
+            self.client, self.scripted, self.moderator = api_client, scripted, moderator
+
+    run_state_machine_as_test(Machine, settings=settings(
+        max_examples=30, stateful_step_count=40, deadline=None, database=None, derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    ))
