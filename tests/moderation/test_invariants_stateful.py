@@ -5,7 +5,7 @@ with DESIGN's invariants checked after every step (hypothesis, stateful)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -157,16 +157,51 @@ class Pipeline(RuleBasedStateMachine):
         assert DecisionNotification.objects.filter(decision__in=decisions).count() == decisions.count()
 
 
-@pytest.mark.django_db(transaction=True)
-def test_random_interleavings_keep_every_invariant(api_client, scripted, django_user_model):
-    moderator = django_user_model.objects.create_user("mia")
-
+def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: int = 30) -> None:
     class Machine(Pipeline):
         def __init__(self):
             super().__init__()
-            self.client, self.scripted, self.moderator = api_client, scripted, moderator
+            self.client, self.scripted, self.moderator = client, scripted, moderator
 
+    phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
     run_state_machine_as_test(Machine, settings=settings(
-        max_examples=30, stateful_step_count=40, deadline=None, database=None, derandomize=True,
+        max_examples=examples, stateful_step_count=40, deadline=None, database=None, derandomize=True, phases=phases,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
     ))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_random_interleavings_keep_every_invariant(api_client, scripted, django_user_model):
+    run_machine(api_client, scripted, django_user_model.objects.create_user("mia"))
+
+
+# The property test can fail: with one guard of finalize taken out, it reports a violation.
+
+def _classify_without(guard: str):
+    from moderation.services.pipeline import FinalizeOutcome
+
+    def classify(review, request):
+        if request.status == RequestStatus.COMPLETED:
+            return FinalizeOutcome.DUPLICATE
+        if guard != "active key" and (
+            request.status == RequestStatus.SUPERSEDED or review.active_idempotency_key != request.idempotency_key
+        ):
+            return FinalizeOutcome.STALE
+        if guard != "still processing" and review.status != ReviewStatus.PROCESSING:
+            return FinalizeOutcome.ALREADY_FINAL
+        return FinalizeOutcome.APPLIED
+
+    return classify
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("guard", ["active key", "still processing"])
+def test_the_property_test_reports_a_violation_when_a_finalize_guard_is_removed(
+    api_client, scripted, django_user_model, monkeypatch, guard
+):
+    from moderation.services import pipeline
+
+    monkeypatch.setattr(pipeline, "_classify", _classify_without(guard))
+    with pytest.raises(Exception):  # noqa: B017 - an invariant's AssertionError, or the FSM refusing
+        # (Without shrinking, to fail fast; more examples, as a violation may need a long search.)
+        run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), shrink=False, examples=100)
