@@ -16,16 +16,11 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from audit.models import ReviewTransition
 from moderation import services
 from moderation.errors import ModerationError
 from moderation.models import (
-    FINAL_STATUSES,
     Cause,
     ContentReview,
-    Decision,
-    DecisionNotification,
-    DecisionSource,
     ModerationRequest,
     RequestStatus,
     ReviewStatus,
@@ -33,7 +28,7 @@ from moderation.models import (
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError, ProviderTimeout
 from tests.helpers import result, submit
-from tests.moderation.test_state_machine import LEGAL
+from moderation.invariants import violations
 
 ANSWERS = st.sampled_from(["approve", "reject", "unsure", "timeout", "5xx", "accepted"])
 SCORES = {"approve": 0.1, "reject": 0.95, "unsure": 0.6}
@@ -115,46 +110,11 @@ class Pipeline(RuleBasedStateMachine):
         except ModerationError:
             pass  # refused as the state machine says: the invariants below check nothing changed
 
-    # --- invariants, after every step --------------------------------------------------------------
+    # --- invariants, after every step (moderation/invariants.py, shared with race_lab) ----------
 
     @invariant()
-    def every_review_is_consistent(self):
-        for review in ContentReview.objects.filter(pk__in=self.seen).select_related("decision"):
-            log = list(ReviewTransition.objects.filter(review=review).order_by("id"))
-            # 1. Only legal transitions, chained, each one logged: the log explains the status.
-            for t in log:
-                assert (t.from_status, t.to_status, t.cause) in LEGAL, t
-            assert [t.from_status for t in log[1:]] == [t.to_status for t in log[:-1]]
-            assert (log[0].from_status if log else ReviewStatus.PENDING) == ReviewStatus.PENDING
-            assert (log[-1].to_status if log else ReviewStatus.PENDING) == review.status
-            assert review.version == 1 + len(log)
-            assert review.history.count() == 1 + len(log)
-            # 9. A decided review says what decided it.
-            if review.status in FINAL_STATUSES:
-                assert review.decision is not None and review.decision.label == review.status
-            # 4. A processing review's live key is an open operation of its own.
-            if review.status == ReviewStatus.PROCESSING:
-                live = ModerationRequest.objects.get(idempotency_key=review.active_idempotency_key)
-                assert live.review_id == review.pk and live.status in (RequestStatus.CREATED, RequestStatus.SENT)
-
-    @invariant()
-    def provider_decisions_come_from_completed_operations_once(self):
-        provider = Decision.objects.filter(review_id__in=self.seen, source=DecisionSource.PROVIDER)
-        for decision in provider.select_related("request"):
-            assert decision.request.status == RequestStatus.COMPLETED and decision.request.review_id == decision.review_id
-        assert provider.values("request").distinct().count() == provider.count()
-
-    @invariant()
-    def a_superseded_operation_stays_superseded(self):
-        # Invariant 4: once replaced, nothing an old operation returns may complete it.
-        replaced = ModerationRequest.objects.filter(review_id__in=self.seen, superseded_by__isnull=False,
-                                                    superseded_by__cause=Cause.RETRY_RECONCILE)
-        assert set(replaced.values_list("status", flat=True)) <= {RequestStatus.SUPERSEDED}
-
-    @invariant()
-    def every_decision_is_announced_exactly_once(self):
-        decisions = Decision.objects.filter(review_id__in=self.seen)
-        assert DecisionNotification.objects.filter(decision__in=decisions).count() == decisions.count()
+    def every_invariant_holds(self):
+        assert violations(self.seen) == []
 
 
 def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: int = 30) -> None:

@@ -129,3 +129,9 @@ def test_every_transition_writes_history_with_its_cause(api_client):
         (S.PROCESSING, Cause.JOB_STARTED),
         (S.REJECTED, Cause.PROVIDER_RESULT),
     ]
+
+
+def test_the_invariant_checker_uses_the_same_table():
+    from moderation import invariants
+
+    assert invariants.LEGAL == LEGAL
