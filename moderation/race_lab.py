@@ -1,0 +1,207 @@
+"""The race lab: the real system under the conditions that break ordinary pipelines, then every
+invariant checked against the database (`manage.py race_lab`).
+
+gunicorn serves the API and the callbacks; K django-q2 clusters run the jobs as separate
+processes; the provider simulator answers over HTTP with the faults asked for; worker processes
+are killed with SIGKILL at random moments. All of them share the configured PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import random
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import httpx
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Sum
+
+from audit.models import EventKind, PipelineEvent
+from callbacks.models import CallbackOutcome, ProviderCallback
+from moderation.invariants import violations
+from moderation.models import FINAL_STATUSES, ContentReview, ProviderAttempt
+from moderation.simulator import Faults, ProviderSimulator
+
+TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
+         "great photo of the lake", "what a stupid take", "happy birthday!", "this is damn annoying"]
+
+
+@dataclass
+class LabConfig:
+    reviews: int = 200
+    clusters: int = 2
+    duplicate_rate: float = 0.1
+    timeout_rate: float = 0.05
+    late_rate: float = 0.05
+    error_rate: float = 0.05
+    kill_workers: int = 1
+    seed: int = 1
+    quiesce_timeout_s: float = 600.0
+
+
+@dataclass
+class LabReport:
+    figures: dict = field(default_factory=dict)
+    violations: list = field(default_factory=list)
+    unfinished: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations and not self.unfinished
+
+
+def database_url() -> str:
+    """The configured database, as a URL for child processes (TCP host or unix socket dir)."""
+    db = connection.settings_dict
+    host = db["HOST"] or db["OPTIONS"].get("host", "")
+    credentials = f"{db['USER']}:{db['PASSWORD'] or ''}"
+    if host.startswith("/"):
+        return f"postgresql://{credentials}@/{db['NAME']}?host={host}"
+    return f"postgresql://{credentials}@{host or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class RaceLab:
+    def __init__(self, config: LabConfig, out=print):
+        self.config, self.out = config, out
+        self.rng = random.Random(config.seed)
+        self.processes: dict[str, subprocess.Popen] = {}
+        self.kills = 0
+
+    def run(self) -> LabReport:
+        from moderation.services import api_client_create
+
+        started = time.monotonic()
+        secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+        c = self.config
+        simulator = ProviderSimulator(secret=secret, api_key="lab-key", faults=Faults(
+            delay_ms=50, timeout_rate=c.timeout_rate, hold_s=4.0, error_rate=c.error_rate,
+            duplicate_rate=c.duplicate_rate, late_rate=c.late_rate, late_ms=3000, reorder=True, seed=c.seed,
+        )).start()
+        port = _free_port()
+        env = {
+            **os.environ, "DATABASE_URL": database_url(), "MODERATION_PROVIDER": "webhook",
+            "PROVIDER_URL": simulator.url, "PROVIDER_API_KEY": "lab-key", "PROVIDER_WEBHOOK_SECRET": secret,
+            "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", "Q_CLUSTER_NAME": f"lab-{uuid.uuid4().hex[:8]}",
+            "Q_WORKERS": "2", "Q_TASK_TIMEOUT_S": "15", "PROVIDER_TIMEOUT_S": "2", "PROVIDER_CONNECT_TIMEOUT_S": "1",
+            "MODERATION_RETRY_BACKOFF_S": "1", "MODERATION_RETRY_BACKOFF_MAX_S": "5", "MODERATION_MAX_ATTEMPTS": "4",
+            "MODERATION_STUCK_AFTER_S": "70", "BREAKER_MIN_CALLS": "1000000", "LOG_LEVEL": "WARNING",
+            "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
+        }
+        try:
+            self._start(env, port)
+            client, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
+            review_ids = self._submit(port, token)
+            killer = threading.Thread(target=self._kill_workers, daemon=True)
+            killer.start()
+            unfinished = self._quiesce(review_ids)
+            killer.join(timeout=1)
+        finally:
+            self._stop()
+            simulator.stop()
+        report = LabReport(violations=violations(review_ids), unfinished=unfinished)
+        report.figures = self._figures(review_ids, time.monotonic() - started, simulator)
+        return report
+
+    def _start(self, env: dict, port: int) -> None:
+        spawn = lambda *args: subprocess.Popen(  # noqa: E731
+            [sys.executable, *args], cwd=settings.BASE_DIR, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        self.processes["web"] = spawn("-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2")
+        for i in range(self.config.clusters):
+            self.processes[f"cluster-{i}"] = spawn("manage.py", "qcluster")
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                return
+            except httpx.TransportError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the web server did not start") from None
+                time.sleep(0.2)
+
+    def _submit(self, port: int, token: str) -> list:
+        http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+
+        def one(i: int):
+            body = {"external_id": f"lab-{i}", "content_type": "text", "text": self.rng.choice(TEXTS)}
+            return http.post("/api/v1/reviews/", json=body).json()["id"]
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return list(pool.map(one, range(self.config.reviews)))
+
+    def _kill_workers(self) -> None:
+        import psutil
+
+        for _ in range(self.config.kill_workers):
+            time.sleep(self.rng.uniform(0.5, 5.0))
+            name = self.rng.choice([n for n in self.processes if n.startswith("cluster")])
+            try:
+                descendants = psutil.Process(self.processes[name].pid).children(recursive=True)
+            except psutil.NoSuchProcess:
+                continue
+            # The sentinel's children: pusher, monitor and workers; django-q2 reincarnates them.
+            victims = [p for p in descendants if p.ppid() != self.processes[name].pid]
+            if victims:
+                os.kill(self.rng.choice(victims).pid, signal.SIGKILL)
+                self.kills += 1
+
+    def _quiesce(self, review_ids: list) -> list:
+        deadline = time.monotonic() + self.config.quiesce_timeout_s
+        while time.monotonic() < deadline:
+            open_reviews = ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES).count()
+            waiting = ProviderCallback.objects.filter(processed_at__isnull=True).count()
+            if not open_reviews and not waiting:
+                time.sleep(4)  # late callbacks still on their way
+                if not ProviderCallback.objects.filter(processed_at__isnull=True).exists():
+                    return []
+            time.sleep(1)
+        return [str(pk) for pk in ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES)
+                .values_list("pk", flat=True)]
+
+    def _stop(self) -> None:
+        for process in self.processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+
+    def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator) -> dict:
+        callbacks = ProviderCallback.objects.filter(idempotency_key__in=ProviderAttempt.objects.filter(
+            request__review_id__in=review_ids).values("request__idempotency_key"))
+        events = PipelineEvent.objects.filter(review_id__in=review_ids)
+        statuses = dict(ContentReview.objects.filter(pk__in=review_ids).values_list("status").annotate(
+            n=Count("id")).order_by())
+        return {
+            "reviews": len(review_ids),
+            **{f"  {status}": n for status, n in sorted(statuses.items())},
+            "provider attempts": ProviderAttempt.objects.filter(request__review_id__in=review_ids).count(),
+            "callbacks stored": callbacks.count(),
+            "duplicate deliveries": callbacks.aggregate(n=Sum("duplicate_count"))["n"] or 0,
+            "stale results": callbacks.filter(outcome=CallbackOutcome.STALE).count(),
+            "lost claims": events.filter(kind=EventKind.CLAIM_LOST).count(),
+            "worker kills": self.kills,
+            "simulator 5xx / held": f"{simulator.stats['errors_5xx']} / {simulator.stats['held']}",
+            "violations": 0,  # filled in by the caller
+            "seconds": round(elapsed, 1),
+        }
