@@ -100,7 +100,9 @@ def callback_process(*, callback_id: int) -> str | None:
         with context.bind(
             provider_event_id=callback.provider_event_id,
             idempotency_key=callback.idempotency_key,
-            review_id=review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None,
+            # The endpoint has bound the review already (fast path); the sweeper has not.
+            review_id=context.current().get("review_id")
+            or (review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None),
         ):
             outcome = _apply(callback, parse(callback.payload_json))
             callback.outcome = outcome

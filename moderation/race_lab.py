@@ -71,7 +71,7 @@ def database_url() -> str:
     return f"postgresql://{credentials}@{host or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -94,7 +94,7 @@ class RaceLab:
             delay_ms=50, timeout_rate=c.timeout_rate, hold_s=4.0, error_rate=c.error_rate,
             duplicate_rate=c.duplicate_rate, late_rate=c.late_rate, late_ms=3000, reorder=True, seed=c.seed,
         )).start()
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ, "DATABASE_URL": database_url(), "MODERATION_PROVIDER": "webhook",
             "PROVIDER_URL": simulator.url, "PROVIDER_API_KEY": "lab-key", "PROVIDER_WEBHOOK_SECRET": secret,

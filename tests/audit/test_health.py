@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -11,6 +10,8 @@ import httpx
 import pytest
 from django.conf import settings
 from django.utils import timezone
+
+from moderation.race_lab import free_port
 
 
 def test_healthz_answers_without_the_database(client):
@@ -36,12 +37,7 @@ def test_readyz_is_503_while_no_cluster_has_run_the_sweeper_then_200(client):
 
 
 def test_readyz_names_the_database_when_it_is_unreachable():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed_port, web_port = s.getsockname()[1], None
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        web_port = s.getsockname()[1]
+    closed_port, web_port = free_port(), free_port()  # nothing listens on the first
     env = {**os.environ, "DATABASE_URL": f"postgres://nobody@127.0.0.1:{closed_port}/nothing", "METRICS_TOKEN": "probe-token"}
     server = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{web_port}"],
                               cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

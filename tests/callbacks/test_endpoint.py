@@ -235,3 +235,16 @@ def test_a_failed_report_for_the_live_key_supersedes_the_operation(api_client):
     assert review.active_idempotency_key != request.idempotency_key
     request.refresh_from_db()
     assert request.status == "superseded" and "model crashed" in request.last_error
+
+
+def test_the_fast_path_looks_up_the_review_of_a_callback_once(api_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    _, request = claimed(api_client)
+    with CaptureQueriesContext(connection) as queries:
+        assert deliver(completed(request.idempotency_key)).json()["outcome"] == "applied"
+
+    lookups = [q["sql"] for q in queries.captured_queries
+               if q["sql"].startswith('SELECT "moderation_moderationrequest"."review_id" AS "review_id" FROM')]
+    assert len(lookups) == 1, lookups

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,29 +13,13 @@ import uuid
 import httpx
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from moderation import services
+from moderation.race_lab import database_url, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-
-
-def subprocess_database_url() -> str:
-    """The test database as a URL for child processes (a TCP host or a unix socket dir)."""
-    db = connection.settings_dict
-    host = db["HOST"] or db["OPTIONS"].get("host", "")
-    credentials = f"{db['USER']}:{db['PASSWORD'] or ''}"
-    if host.startswith("/"):
-        return f"postgresql://{credentials}@/{db['NAME']}?host={host}"
-    return f"postgresql://{credentials}@{host or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def redis_reachable() -> bool:
@@ -61,7 +44,7 @@ def stop(process: subprocess.Popen) -> str:
 def platform(request):
     env = {
         **os.environ,
-        "DATABASE_URL": subprocess_database_url(),
+        "DATABASE_URL": database_url(),
         "Q_CLUSTER_NAME": f"e2e-{uuid.uuid4().hex[:8]}",
         "Q_WORKERS": "2",
     }
