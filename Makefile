@@ -9,7 +9,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test setup migrate check clean-db
+.PHONY: run test setup migrate check clean-db bench
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -41,6 +41,13 @@ test: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The benchmarks (bench/, README "Benchmarks"): figures printed, nothing asserted. They use a
+# database of their own (moderation_bench) on the DATABASE_URL server, the embedded one if unset.
+bench: $(VENV)/.dev-installed
+	$(PY) -m bench.ingest
+	$(PY) -m bench.pipeline
+	$(PY) -m bench.growth
 
 # Stops the embedded PostgreSQL started for a run without DATABASE_URL (its data stays in ./var).
 clean-db: setup

@@ -77,6 +77,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_until_serving(port: int, timeout_s: float = 60) -> None:
+    """Wait for the web server on `port` to answer /healthz."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            return
+        except httpx.TransportError:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the web server did not start") from None
+            time.sleep(0.2)
+
+
 class RaceLab:
     def __init__(self, config: LabConfig, out=print):
         self.config, self.out = config, out
@@ -127,15 +140,7 @@ class RaceLab:
         self.processes["web"] = spawn("-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2")
         for i in range(self.config.clusters):
             self.processes[f"cluster-{i}"] = spawn("manage.py", "qcluster")
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
-                return
-            except httpx.TransportError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError("the web server did not start") from None
-                time.sleep(0.2)
+        wait_until_serving(port)
 
     def _submit(self, port: int, token: str) -> list:
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)

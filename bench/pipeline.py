@@ -1,0 +1,137 @@
+"""End-to-end pipeline and the cost of safety: reviews submitted through the API until final,
+with gunicorn, a django-q2 cluster and the provider simulator (202 + signed callback, the local
+model), on the ORM broker and on Redis, as shipped and with the guards removed (bench/naive.py).
+
+    python -m bench.pipeline [--reviews 600] [--brokers orm,redis] [--variants safe,naive] [--rounds 2]
+
+Runs alternate (safe, naive, safe, naive...) so drift on a noisy machine hits both alike.
+Throughput is reviews finalized per second from the first submission to the last decision;
+latency is each review's submit -> final (its created_at -> completed_at). Every run ends with
+the invariant checker on its reviews.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+
+from bench import common
+
+TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
+         "great photo of the lake", "what a stupid take", "happy birthday!", "this is damn annoying"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reviews", type=int, default=600, help="reviews per run")
+    parser.add_argument("--concurrency", type=int, default=8, help="submitting connections")
+    parser.add_argument("--brokers", default="orm,redis")
+    parser.add_argument("--variants", default="safe,naive")
+    parser.add_argument("--rounds", type=int, default=2, help="runs of each broker and variant")
+    parser.add_argument("--web-workers", type=int, default=3)
+    parser.add_argument("--q-workers", type=int, default=2)
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/15")
+    parser.add_argument("--timeout", type=float, default=300, help="seconds to wait for a run to finish")
+    args = parser.parse_args()
+
+    common.setup()
+    from moderation.simulator import Faults, ProviderSimulator
+
+    simulator = ProviderSimulator(secret=common.WEBHOOK_SECRET, api_key="bench-key", faults=Faults(delay_ms=0)).start()
+    runs = []
+    try:
+        for broker in args.brokers.split(","):
+            for round_no in range(args.rounds):
+                for variant in args.variants.split(","):
+                    runs.append(_run(args, broker, variant, simulator, seed=round_no))
+                    r = runs[-1]
+                    print(f"  {broker:5} {variant:5} round {round_no + 1}: {r['rate']:.1f} reviews/s, "
+                          f"p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms, {r['unfinished']} unfinished, "
+                          f"{r['violations']} violations", flush=True)
+    finally:
+        simulator.stop()
+
+    print("\nEnd-to-end pipeline: API submit -> claim -> provider 202 -> signed callback -> final")
+    rows = []
+    for broker in args.brokers.split(","):
+        for variant in args.variants.split(","):
+            mine = [r for r in runs if r["broker"] == broker and r["variant"] == variant]
+            rows.append([broker, variant, len(mine), statistics.median(r["rate"] for r in mine),
+                         statistics.median(r["p50"] for r in mine), statistics.median(r["p95"] for r in mine),
+                         statistics.median(r["p99"] for r in mine), sum(r["violations"] for r in mine),
+                         sum(r["unfinished"] for r in mine)])
+    print(common.table(["broker", "variant", "runs", "reviews/s", "p50 ms", "p95 ms", "p99 ms", "violations",
+                        "unfinished"], rows))
+    if "safe" in args.variants and "naive" in args.variants:
+        for broker in args.brokers.split(","):
+            safe = statistics.median(r["rate"] for r in runs if r["broker"] == broker and r["variant"] == "safe")
+            naive = statistics.median(r["rate"] for r in runs if r["broker"] == broker and r["variant"] == "naive")
+            print(f"cost of safety ({broker} broker): safe/naive throughput = {safe / naive:.2f} (target >= 0.85)")
+    peak = {}
+    for r in runs:
+        for kind, value in r["rss"].items():
+            peak[kind] = max(peak.get(kind, 0), value)
+    print("peak RSS: " + ", ".join(f"{kind} {value / 2**20:.0f} MiB" for kind, value in sorted(peak.items())))
+
+
+def _run(args, broker: str, variant: str, simulator, *, seed: int) -> dict:
+    from django.db.models import F
+
+    from moderation.invariants import violations
+    from moderation.models import FINAL_STATUSES, ContentReview
+
+    env = {"MODERATION_PROVIDER": "webhook", "PROVIDER_URL": simulator.url, "PROVIDER_API_KEY": "bench-key",
+           "REDIS_URL": args.redis_url if broker == "redis" else ""}
+    if broker == "redis":
+        import redis
+
+        redis.Redis.from_url(args.redis_url).flushdb()
+    client_id, token = common.bench_client(f"pipeline-{broker}-{variant}")
+    rng = random.Random(seed)
+    with common.Platform(web_workers=args.web_workers, clusters=1, q_workers=args.q_workers,
+                         naive=variant == "naive", env=env) as platform:
+        platform.sample_rss()
+        http = httpx.Client(base_url=f"http://127.0.0.1:{platform.port}", timeout=30,
+                            headers={"Authorization": f"Bearer {token}"},
+                            limits=httpx.Limits(max_connections=args.concurrency))
+
+        def submit(external_id: str):
+            answer = http.post("/api/v1/reviews/", json={
+                "external_id": external_id, "content_type": "text", "text": rng.choice(TEXTS)})
+            answer.raise_for_status()
+            return answer.json()["id"]
+
+        def submit_all(prefix: str, count: int) -> list:
+            with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+                review_ids = list(pool.map(submit, (f"{prefix}-{i}" for i in range(count))))
+            deadline = time.monotonic() + args.timeout
+            while (ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES).exists()
+                   and time.monotonic() < deadline):
+                time.sleep(0.25)
+            return review_ids
+
+        # Warm-up (not measured): every web and q2 worker has loaded the code and connected.
+        submit_all(f"warm-{broker}-{variant}-{seed}", 4 * (args.web_workers + args.q_workers))
+        review_ids = submit_all(f"{broker}-{variant}-{seed}", args.reviews)
+        rss = dict(platform.peak_rss)
+    reviews = ContentReview.objects.filter(pk__in=review_ids)
+    done = reviews.filter(status__in=FINAL_STATUSES)
+    latencies = [d.total_seconds() * 1000 for d in done.annotate(
+        took=F("completed_at") - F("created_at")).values_list("took", flat=True)]
+    first = min(reviews.values_list("created_at", flat=True))
+    last = max(done.values_list("completed_at", flat=True))
+    return {
+        "broker": broker, "variant": variant, "rate": len(latencies) / (last - first).total_seconds(),
+        "p50": common.percentile(latencies, 50), "p95": common.percentile(latencies, 95),
+        "p99": common.percentile(latencies, 99), "unfinished": len(review_ids) - len(latencies),
+        "violations": len(violations(review_ids)), "rss": rss,
+    }
+
+
+if __name__ == "__main__":
+    main()
