@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import http.client
 import json
+import math
 import os
 import secrets
 import signal
@@ -51,15 +52,16 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-def setup(*, env: dict[str, str] | None = None) -> str:
-    """Recreate the benchmark database, point Django at it, migrate. Returns its URL."""
+def setup(*, env: dict[str, str] | None = None, name: str = BENCH_DB, recreate: bool = True) -> str:
+    """(Re)create a benchmark database, point Django at it, migrate. Returns its URL."""
     import psycopg
 
     url = server_url()
-    with psycopg.connect(url, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{BENCH_DB}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    bench_url = with_database(url, BENCH_DB)
+    if recreate:
+        with psycopg.connect(url, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            admin.execute(f'CREATE DATABASE "{name}"')
+    bench_url = with_database(url, name)
     os.environ.update({"DATABASE_URL": bench_url, "DJANGO_SETTINGS_MODULE": "config.settings", **PRODUCTION_ENV,
                        **(env or {})})
     sys.path.insert(0, str(ROOT))
@@ -68,7 +70,8 @@ def setup(*, env: dict[str, str] | None = None) -> str:
     from django.core.management import call_command
 
     django.setup()
-    call_command("migrate", verbosity=0)
+    if recreate:
+        call_command("migrate", verbosity=0)
     return bench_url
 
 
@@ -103,6 +106,19 @@ WITH g AS (
     INSERT INTO moderation_moderationrequest (review_id, idempotency_key, provider, provider_request_id, status,
         cause, generation, attempt_no, max_attempts, last_error, created_at, sent_at, updated_at)
     SELECT review_id, key, 'webhook', 'sim-' || i, 'sent', 'job_started', 0, 1, 4, '', now(), now(), now() FROM g
+), t AS (
+    INSERT INTO audit_reviewtransition (review_id, from_status, to_status, cause, actor, actor_id,
+        idempotency_key, job_id, attempt_no, reason, created_at)
+    SELECT review_id, 'pending', 'processing', 'job_started', 'worker', 'bench', key, '', NULL, '', now() FROM g
+), h AS (
+    INSERT INTO moderation_historicalcontentreview (id, status, version, active_idempotency_key, worker_id,
+        provider_request_id, created_at, updated_at, history_date, history_change_reason, history_type, client_id,
+        content_id)
+    SELECT review_id, s.status, s.version, s.key, s.worker, '', now(), now(), now(), s.reason, s.kind, %(client)s,
+        content_id
+    FROM g CROSS JOIN LATERAL (VALUES ('pending', 1, NULL::uuid, '', NULL, '+'),
+                                      ('processing', 2, key, 'bench', 'job_started', '~'))
+        AS s(status, version, key, worker, reason, kind)
 )
 SELECT review_id, key FROM g ORDER BY i
 """
@@ -170,6 +186,10 @@ WITH g AS (
     INSERT INTO moderation_contentreview (id, content_id, client_id, status, version, worker_id,
         provider_request_id, last_enqueued_at, created_at, updated_at)
     SELECT review_id, content_id, %(client)s, 'pending', 1, '', '', now(), now(), now() FROM g
+), h AS (
+    INSERT INTO moderation_historicalcontentreview (id, status, version, worker_id, provider_request_id, created_at,
+        updated_at, history_date, history_type, client_id, content_id)
+    SELECT review_id, 'pending', 1, '', '', now(), now(), now(), '+', %(client)s, content_id FROM g
 )
 SELECT review_id FROM g ORDER BY i
 """
@@ -366,7 +386,7 @@ def percentile(values: list[float], p: float) -> float:
     if not values:
         return float("nan")
     ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(p / 100 * len(ordered) + 0.5) - 1))  # nearest rank
+    rank = max(0, min(len(ordered) - 1, math.ceil(p / 100 * len(ordered)) - 1))  # nearest rank
     return ordered[rank]
 
 

@@ -11,65 +11,121 @@ transitions and three history rows (bench/common.py `seed_decided`, in SQL). At 
 - finalize: `review_finalize` of the live result (lock by key, decision, outbox, transition...);
 - callback: the callback endpoint in-process (Django's test client: verify, store, process).
 
-Each path runs `--ops` times after a warm-up; p50/p95 are per operation. Every SELECT, UPDATE
-and DELETE a path ran is then EXPLAINed: a sequential scan of a table holding more than 10k rows
-is reported as a missing index.
+Each size has a database of its own (moderation_bench_<size>). The measurements then alternate
+between them, `--rounds` times, each in a fresh process, so that a noisy machine's drift hits
+every size alike; each round times `--ops` operations per path after a warm-up, and the figures
+are the medians over the rounds. Every SELECT, UPDATE and DELETE a path ran is EXPLAINed: a
+sequential scan of a table holding more than 10k rows is reported as a missing index. (INSERTs
+are not scans; an upsert's arbiter is its unique index.)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import statistics
+import subprocess
+import sys
 import time
 
 from bench import common
 
 BIG_TABLE_ROWS = 10_000
+PATHS = ("claim", "finalize", "callback")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="10000,100000,1000000", help="existing reviews at each step")
-    parser.add_argument("--ops", type=int, default=300, help="timed operations per path and size")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="existing reviews, one database each")
+    parser.add_argument("--ops", type=int, default=200, help="timed operations per path, size and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--prepare", type=int, help=argparse.SUPPRESS)  # internal: seed one size's database
+    parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)  # internal: one round on one size
+    parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--reuse", action="store_true", help="measure the databases an earlier run seeded")
     args = parser.parse_args()
+    if args.prepare:
+        return _prepare(args.prepare)
+    if args.measure:
+        return _measure_round(args.measure, args.ops, args.round)
     sizes = [int(x) for x in args.sizes.split(",")]
 
-    common.setup(env={"THROTTLE_CALLBACK_RATE": "10000000/min"})
-    client_id, _ = common.bench_client("growth")
-    existing, rows, plans, flagged = 0, [], {}, []
-    for size in sizes:
-        started = time.monotonic()
-        common.seed_decided(client_id, size - existing, tag=f"g{size}-")
-        existing = size
-        common.sql("VACUUM ANALYZE")
-        print(f"seeded {size:,} decided reviews in {time.monotonic() - started:.0f} s", flush=True)
-        for path, timings, queries in _measure(client_id, args.ops, tag=f"s{size}-"):
-            rows.append([f"{size:,}", path, len(queries), common.percentile(timings, 50), common.percentile(timings, 95)])
-            plans[path] = [(sql, _scans(sql, params)) for sql, params in queries if _explainable(sql)]
-            flagged += [(size, path, q, scan) for q, scans in plans[path] for scan in scans if scan[0] == "Seq Scan"
-                        and scan[2] > BIG_TABLE_ROWS]
-            print(f"  {path}: {len(queries)} statements, p50 {rows[-1][3]:.2f} ms", flush=True)
+    for size in [] if args.reuse else sizes:
+        print(_child("--prepare", size).strip(), flush=True)
+    results: dict[tuple[int, str], list[dict]] = {}
+    for round_no in range(args.rounds):
+        order = sizes[round_no % len(sizes):] + sizes[:round_no % len(sizes)]
+        for size in order:
+            measured = json.loads(_child("--measure", size, "--ops", args.ops, "--round", round_no))
+            for path, figures in measured.items():
+                results.setdefault((size, path), []).append(figures)
+        print(f"round {round_no + 1} of {args.rounds} done", flush=True)
 
-    print("\nHot paths as the tables grow (in-process; ms per operation)")
+    rows, flagged = [], []
+    for size in sizes:
+        for path in PATHS:
+            rounds = results[(size, path)]
+            rows.append([f"{size:,}", path, rounds[0]["statements"], statistics.median(r["p50"] for r in rounds),
+                         statistics.median(r["p95"] for r in rounds)])
+            flagged += [(size, path, sql, scan) for sql, scans in rounds[0]["plans"] for scan in scans
+                        if scan[0] == "Seq Scan" and scan[2] > BIG_TABLE_ROWS]
+    print(f"\nHot paths as the tables grow (in-process; ms per operation; medians of {args.rounds} alternating rounds "
+          f"of {args.ops} operations)")
     print(common.table(["reviews", "path", "statements", "p50 ms", "p95 ms"], rows))
     print(f"\nPlans at {sizes[-1]:,} reviews (every SELECT/UPDATE/DELETE each path ran; scans only)")
-    for path, statements in plans.items():
+    for path in PATHS:
         print(f"{path}:")
-        for query, scans in statements:
+        for sql, scans in results[(sizes[-1], path)][0]["plans"]:
             described = "; ".join(f"{kind} on {table}" + (f" using {index}" if index else "")
                                   for kind, table, _, index in scans) or "no table scan"
-            print(f"  {_short(query)}\n      -> {described}")
+            print(f"  {sql}\n      -> {described}")
     if flagged:
         print("\nSEQUENTIAL SCANS of large tables:")
-        for size, path, query, scan in flagged:
-            print(f"  {size:,} {path}: {scan[0]} on {scan[1]} (~{scan[2]:,} rows): {_short(query)}")
+        for size, path, sql, scan in flagged:
+            print(f"  {size:,} {path}: {scan[0]} on {scan[1]} (~{scan[2]:,} rows): {sql}")
     else:
-        print(f"\nEvery statement of every path used an index on tables over {BIG_TABLE_ROWS:,} rows, at every size.")
-    first, last = sizes[0], sizes[-1]
-    for path in plans:
-        small = next(r[3] for r in rows if r[0] == f"{first:,}" and r[1] == path)
-        large = next(r[3] for r in rows if r[0] == f"{last:,}" and r[1] == path)
-        print(f"{path}: p50 at {last:,} / p50 at {first:,} = {large / small:.2f} (target <= 1.25)")
+        print(f"\nEvery statement of every path used an index on each table over {BIG_TABLE_ROWS:,} rows, at every size.")
+    for path in PATHS:
+        small = next(r[3] for r in rows if r[0] == f"{sizes[0]:,}" and r[1] == path)
+        large = next(r[3] for r in rows if r[0] == f"{sizes[-1]:,}" and r[1] == path)
+        print(f"{path}: p50 at {sizes[-1]:,} / p50 at {sizes[0]:,} = {large / small:.2f} (target <= 1.25)")
+
+
+def _child(*args) -> str:
+    run = subprocess.run([sys.executable, "-m", "bench.growth", *map(str, args)], cwd=common.ROOT,
+                         capture_output=True, text=True, env=os.environ)
+    if run.returncode:
+        raise SystemExit(f"bench.growth {' '.join(map(str, args))} failed:\n{run.stderr}")
+    return run.stdout
+
+
+def _database(size: int) -> str:
+    return f"{common.BENCH_DB}_{size}"
+
+
+def _prepare(size: int) -> None:
+    started = time.monotonic()
+    common.setup(name=_database(size))
+    client_id, _ = common.bench_client("growth")
+    common.seed_decided(client_id, size, tag="g-")
+    common.sql("VACUUM ANALYZE")
+    print(f"{_database(size)}: {size:,} decided reviews seeded in {time.monotonic() - started:.0f} s")
+
+
+def _measure_round(size: int, ops: int, round_no: int) -> None:
+    common.setup(name=_database(size), recreate=False, env={"THROTTLE_CALLBACK_RATE": "10000000/min"})
+    from moderation.models import ApiClient
+
+    client_id = ApiClient.objects.get(name__startswith="growth-").pk
+    out = {}
+    for path, timings, statements in _measure(client_id, ops, tag=f"r{round_no}-"):
+        out[path] = {
+            "p50": common.percentile(timings, 50), "p95": common.percentile(timings, 95),
+            "statements": len(statements),
+            "plans": [(_short(sql), _scans(sql, params)) for sql, params in statements if _explainable(sql)],
+        }
+    print(json.dumps(out))
 
 
 def _measure(client_id: int, ops: int, tag: str):

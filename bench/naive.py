@@ -21,11 +21,16 @@ from django.db import models
 from django.db.models.query import QuerySet
 
 
-def unguard() -> None:
+def _no_lock(self, *args, **kwargs):
+    return self
+
+
+def unguard(patch=setattr) -> None:
+    """Remove the guards for this process (`patch`: a reversible setattr, for tests)."""
     from django_fsm import ConcurrentTransitionMixin
 
-    QuerySet.select_for_update = lambda self, *args, **kwargs: self
-    ConcurrentTransitionMixin._do_update = models.Model._do_update
+    patch(QuerySet, "select_for_update", _no_lock)
+    patch(ConcurrentTransitionMixin, "_do_update", models.Model._do_update)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,78 @@
+"""The benchmarks measure what they say: the naive variant really drops the guards, the seeded
+rows are what the pipeline itself writes, and the duplicate deliveries are real duplicates."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from django.db import transaction
+from django_fsm import ConcurrentTransition
+
+from bench import common
+from bench.ingest import _requests
+from bench.naive import unguard
+from moderation.invariants import violations
+from moderation.models import ContentReview, ModerationRequest, ReviewStatus
+
+
+@pytest.fixture
+def client_id(api_client):
+    return api_client.pk
+
+
+def _stale_save(review_id):
+    """Save a review read before another writer moved it on."""
+    stale = ContentReview.objects.get(pk=review_id)
+    fresh = ContentReview.objects.get(pk=review_id)
+    fresh.apply_result(ReviewStatus.APPROVED)
+    fresh.save()
+    stale.escalate()
+    stale.save()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_naive_variant_drops_row_locks_and_conditional_updates(client_id, monkeypatch):
+    (review_id, _), (other_id, _) = common.seed_processing(client_id, 2, "naive-")
+    with transaction.atomic():
+        assert "FOR UPDATE" in str(ContentReview.objects.select_for_update().filter(pk=review_id).query)
+    with pytest.raises(ConcurrentTransition):
+        _stale_save(review_id)
+
+    unguard(monkeypatch.setattr)
+
+    assert "FOR UPDATE" not in str(ContentReview.objects.select_for_update(skip_locked=True).filter(pk=other_id).query)
+    _stale_save(other_id)  # the stale write wins: the lost update the guards exist to prevent
+    assert ContentReview.objects.get(pk=other_id).status == ReviewStatus.MANUAL_REVIEW
+
+
+@pytest.mark.django_db
+def test_seeded_rows_are_what_the_pipeline_writes(client_id):
+    common.seed_decided(client_id, 40, "seed-", batch=15)
+    decided = list(ContentReview.objects.filter(content__external_id__startswith="seed-").values_list("pk", flat=True))
+    processing = [r for r, _ in common.seed_processing(client_id, 10, "proc-")]
+    pending = common.seed_pending(client_id, 10, "pend-")
+
+    assert len(decided) == 40
+    assert violations([*decided, *processing, *pending]) == []
+    assert ContentReview.objects.filter(pk__in=decided, status=ReviewStatus.APPROVED, decision__isnull=False).count() == 40
+    assert ModerationRequest.objects.filter(review_id__in=processing, status="sent").count() == 10
+
+
+@pytest.mark.django_db
+def test_duplicate_deliveries_repeat_an_earlier_request_byte_for_byte(client_id):
+    reviews = common.seed_processing(client_id, 400, "dup-")
+    requests = _requests(reviews, 500, 0.3, random.Random(3), tag="t")
+
+    distinct = set(requests)
+    assert len(requests) == 500
+    assert 0.25 < 1 - len(distinct) / len(requests) < 0.35
+    assert all(request.startswith(b"POST /api/v1/callbacks/webhook/ ") for request in distinct)
+
+
+def test_percentile_is_the_nearest_rank():
+    values = [float(v) for v in range(1, 101)]
+    assert common.percentile(values, 50) == 50.0
+    assert common.percentile(values, 99) == 99.0
+    assert common.percentile(values, 100) == 100.0
+    assert common.percentile([7.0], 99) == 7.0
