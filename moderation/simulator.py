@@ -92,6 +92,8 @@ class ProviderSimulator:
         return f"http://{host}:{port}"
 
     def start(self) -> ProviderSimulator:
+        # Ready when started: a first request that loaded the model could outlast a client's timeout.
+        self.model.warm_up()
         for thread in self._threads:
             thread.start()
         self._started = True

@@ -47,6 +47,10 @@ class LocalProvider:
     name = "local"
     model_name = f"alt-profanity-check-{version('alt-profanity-check')}"
 
+    def warm_up(self) -> None:
+        """Load the model now instead of on the first request (it takes a second or more)."""
+        _model()
+
     def moderate(self, request: ModerationInput) -> ModerationResult:
         if request.content_type == "text":
             texts = [request.text]
