@@ -33,7 +33,10 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, 0, 0, '')
 ON CONFLICT (provider, provider_event_id) DO UPDATE
     SET duplicate_count = callbacks_providercallback.duplicate_count + 1,
         last_duplicate_at = EXCLUDED.received_at
-RETURNING id, (xmax = 0) AS inserted, outcome
+RETURNING id, (xmax = 0) AS inserted, outcome,
+    -- the review, for the log context: found here rather than by one more round trip
+    (SELECT review_id FROM moderation_moderationrequest
+     WHERE idempotency_key = callbacks_providercallback.idempotency_key) AS review_id
 """
 
 
@@ -42,6 +45,7 @@ class Stored:
     id: int
     created: bool
     outcome: str
+    review_id: object = None  # the review whose operation the callback names, if known
 
 
 def callback_store(
@@ -75,10 +79,11 @@ def callback_store(
     ]
     with connection.cursor() as cursor:
         cursor.execute(_UPSERT, values)
-        row_id, inserted, outcome = cursor.fetchone()
+        row_id, inserted, outcome, review_id = cursor.fetchone()
     if not inserted:
-        logger.info("duplicate delivery of %s event %s", provider, event_id)
-    return Stored(id=row_id, created=inserted, outcome=outcome)
+        with context.bind(review_id=review_id):
+            logger.info("duplicate delivery of %s event %s", provider, event_id)
+    return Stored(id=row_id, created=inserted, outcome=outcome, review_id=review_id)
 
 
 def callback_process(*, callback_id: int) -> str | None:

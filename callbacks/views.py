@@ -21,7 +21,6 @@ from audit import context
 from callbacks import services
 from callbacks.payload import InvalidCallback, parse
 from callbacks.signing import InvalidSignature, verify
-from moderation.services.pipeline import review_id_for_key
 from moderation.api.schema import ErrorSerializer as ERROR_BODY
 from moderation.api.throttles import CallbackRateThrottle
 
@@ -114,8 +113,7 @@ class ProviderCallbackView(APIView):
         except InvalidCallback as exc:
             event, reason = None, str(exc)
         key = event.idempotency_key if event else None
-        review_id = review_id_for_key(key) if key else None
-        with context.bind(provider_event_id=event_id, idempotency_key=key, review_id=review_id):
+        with context.bind(provider_event_id=event_id, idempotency_key=key):
             # PostgreSQL text cannot hold NUL; such a body is not valid JSON anyway.
             stored = services.callback_store(
                 provider=provider, event_id=event_id, body=text.replace("\x00", "\\u0000"),
@@ -125,7 +123,8 @@ class ProviderCallbackView(APIView):
                 return _error(status.HTTP_400_BAD_REQUEST, "invalid", reason, id=stored.id)
             outcome = stored.outcome
             if stored.created:
-                outcome = services.callback_process_safely(callback_id=stored.id) or ""
+                with context.bind(review_id=stored.review_id):
+                    outcome = services.callback_process_safely(callback_id=stored.id) or ""
         return Response(
             {"id": stored.id, "duplicate": not stored.created, "outcome": outcome or "accepted"},
             status=status.HTTP_200_OK,
