@@ -3,7 +3,8 @@
 `python -m bench.naive -m gunicorn ...` or `python -m bench.naive manage.py qcluster` runs the
 command with the pipeline's concurrency guards replaced by what a first version would do:
 
-- no row locks: `select_for_update()` (with or without SKIP LOCKED) reads without locking;
+- no row locks: `select_for_update()` (with or without SKIP LOCKED) on the project's own models
+  reads without locking (django-q2's broker keeps its locks: it is not what is measured);
 - unconditional saves: a review's save is `UPDATE ... WHERE id = %s`, not django-fsm's
   `... AND status = <status read>` (ConcurrentTransitionMixin).
 
@@ -21,15 +22,21 @@ from django.db import models
 from django.db.models.query import QuerySet
 
 
-def _no_lock(self, *args, **kwargs):
-    return self
+OWN_APPS = ("moderation", "callbacks", "audit")
 
 
 def unguard(patch=setattr) -> None:
     """Remove the guards for this process (`patch`: a reversible setattr, for tests)."""
     from django_fsm import ConcurrentTransitionMixin
 
-    patch(QuerySet, "select_for_update", _no_lock)
+    locking = QuerySet.select_for_update
+
+    def select_for_update(self, *args, **kwargs):
+        if self.model._meta.app_label in OWN_APPS:
+            return self
+        return locking(self, *args, **kwargs)
+
+    patch(QuerySet, "select_for_update", select_for_update)
     patch(ConcurrentTransitionMixin, "_do_update", models.Model._do_update)
 
 

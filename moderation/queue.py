@@ -29,6 +29,16 @@ def new_job_id() -> str:
     return uuid.uuid4().hex
 
 
+@cache
+def _broker():
+    """One django-q2 broker per process. Without one, async_task builds a broker per job: with
+    Redis, a new connection and handshake for every enqueue (py-spy: over a quarter of a web
+    worker's time under the pipeline benchmark). redis-py's pool reconnects after a fork."""
+    from django_q.brokers import get_broker
+
+    return get_broker()
+
+
 def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
     """Enqueue `func(**kwargs, job_id=...)` once the surrounding transaction commits.
 
@@ -52,7 +62,7 @@ def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
     def push() -> None:
         from django_q.tasks import async_task
 
-        async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", **kwargs)
+        async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", broker=_broker(), **kwargs)
 
     transaction.on_commit(push)
     return job_id

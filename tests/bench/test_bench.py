@@ -8,6 +8,7 @@ import random
 import pytest
 from django.db import transaction
 from django_fsm import ConcurrentTransition
+from django_q.models import OrmQ
 
 from bench import common
 from bench.ingest import _requests
@@ -42,6 +43,8 @@ def test_the_naive_variant_drops_row_locks_and_conditional_updates(client_id, mo
     unguard(monkeypatch.setattr)
 
     assert "FOR UPDATE" not in str(ContentReview.objects.select_for_update(skip_locked=True).filter(pk=other_id).query)
+    with transaction.atomic():  # the broker's own locks stay: they are not what is measured
+        assert "FOR UPDATE" in str(OrmQ.objects.select_for_update(skip_locked=True).all().query)
     _stale_save(other_id)  # the stale write wins: the lost update the guards exist to prevent
     assert ContentReview.objects.get(pk=other_id).status == ReviewStatus.MANUAL_REVIEW
 
