@@ -19,8 +19,8 @@ class ReviewTransition(models.Model):
     Append-only: a database trigger (migration 0002) rejects UPDATE and DELETE.
     """
 
-    review = models.ForeignKey(
-        "moderation.ContentReview", on_delete=models.PROTECT, related_name="transitions"
+    review = models.ForeignKey(  # indexed by transition_review_idx (review, id)
+        "moderation.ContentReview", on_delete=models.PROTECT, related_name="transitions", db_index=False
     )
     from_status = models.CharField(max_length=20)
     to_status = models.CharField(max_length=20)
@@ -71,6 +71,7 @@ class PipelineEvent(models.Model):
         null=True,
         blank=True,
         related_name="events",
+        db_index=False,  # indexed by event_review_idx (review, id)
     )
     idempotency_key = models.UUIDField(null=True, blank=True)
     worker_id = models.CharField(max_length=150, blank=True)

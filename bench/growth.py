@@ -119,7 +119,7 @@ def _measure_round(size: int, ops: int, round_no: int) -> None:
 
     client_id = ApiClient.objects.get(name__startswith="growth-").pk
     out = {}
-    for path, timings, statements in _measure(client_id, ops, tag=f"r{round_no}-"):
+    for path, timings, statements in _measure(client_id, ops, tag=f"r{round_no}-{common.token()}-"):
         out[path] = {
             "p50": common.percentile(timings, 50), "p95": common.percentile(timings, 95),
             "statements": len(statements),

@@ -9,7 +9,9 @@ class IdempotencyRecord(models.Model):
     """The first response to a request sent with an `Idempotency-Key` (per client), replayed to
     every retry with the same key and body. Kept for IDEMPOTENCY_TTL_H hours."""
 
-    client = models.ForeignKey("moderation.ApiClient", on_delete=models.CASCADE, related_name="+")
+    client = models.ForeignKey(  # indexed by the unique constraint that leads with it (Meta)
+        "moderation.ApiClient", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
     key = models.CharField(max_length=255)
     fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the canonical request body.")
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)

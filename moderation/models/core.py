@@ -59,7 +59,9 @@ class ContentKind(models.TextChoices):
 
 class Content(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    client = models.ForeignKey(ApiClient, on_delete=models.PROTECT, related_name="contents")
+    client = models.ForeignKey(  # indexed by the unique (client, external_id)
+        ApiClient, on_delete=models.PROTECT, related_name="contents", db_index=False
+    )
     external_id = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=ContentKind.choices)
     text = models.TextField(blank=True)
@@ -111,7 +113,9 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     content = models.OneToOneField(Content, on_delete=models.PROTECT, related_name="review")
     # Denormalised from content so a client's listing is one indexed scan.
-    client = models.ForeignKey(ApiClient, on_delete=models.PROTECT, related_name="reviews")
+    client = models.ForeignKey(  # indexed by the (client, ...) indexes in Meta
+        ApiClient, on_delete=models.PROTECT, related_name="reviews", db_index=False
+    )
     status = FSMField(default=ReviewStatus.PENDING, choices=ReviewStatus.choices, protected=True)
     # Bumped by every transition: a form or a caller that read version N can refuse to act on N+1.
     version = models.PositiveIntegerField(default=1)
@@ -239,7 +243,9 @@ class ModerationRequest(models.Model):
     (reconcile, reprocess) is a new row with a new key that `supersedes` the previous one.
     """
 
-    review = models.ForeignKey(ContentReview, on_delete=models.PROTECT, related_name="requests")
+    review = models.ForeignKey(  # indexed by request_review_idx (review, id)
+        ContentReview, on_delete=models.PROTECT, related_name="requests", db_index=False
+    )
     idempotency_key = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
     provider = models.CharField(max_length=32)
     provider_request_id = models.CharField(max_length=255, blank=True)
@@ -307,7 +313,9 @@ class AttemptOutcome(models.TextChoices):
 class ProviderAttempt(models.Model):
     """One call to the provider on behalf of a request: who made it, how it ended, how long."""
 
-    request = models.ForeignKey(ModerationRequest, on_delete=models.PROTECT, related_name="attempts")
+    request = models.ForeignKey(  # indexed by the unique (request, attempt_no)
+        ModerationRequest, on_delete=models.PROTECT, related_name="attempts", db_index=False
+    )
     provider = models.CharField(max_length=32)  # the request's, copied: the breaker's window scan
     attempt_no = models.PositiveSmallIntegerField()
     worker_id = models.CharField(max_length=150, blank=True)

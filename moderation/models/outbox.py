@@ -52,7 +52,9 @@ class DecisionNotification(models.Model):
 
 
 class NotificationAttempt(models.Model):
-    notification = models.ForeignKey(DecisionNotification, on_delete=models.PROTECT, related_name="attempt_log")
+    notification = models.ForeignKey(  # indexed by the unique (notification, attempt_no)
+        DecisionNotification, on_delete=models.PROTECT, related_name="attempt_log", db_index=False
+    )
     attempt_no = models.PositiveSmallIntegerField()
     status_code = models.PositiveSmallIntegerField(null=True, blank=True)
     error = models.TextField(blank=True)
