@@ -39,7 +39,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,100000,1000000", help="existing reviews, one database each")
     parser.add_argument("--ops", type=int, default=200, help="timed operations per path, size and round")
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--prepare", type=int, help=argparse.SUPPRESS)  # internal: seed one size's database
     parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)  # internal: one round on one size
     parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
