@@ -83,12 +83,43 @@ def sql(statement: str, params=None) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
-def bench_client(name: str = "bench") -> tuple[int, str]:
-    """An API client without a webhook (decisions are still written to the outbox)."""
+def bench_client(name: str = "bench", webhook_url: str = "") -> tuple[int, str]:
+    """An API client; without a webhook_url its decisions are written to the outbox, not sent."""
     from moderation.services import api_client_create
 
-    client, token = api_client_create(name=f"{name}-{uuid.uuid4().hex[:6]}")
+    client, token = api_client_create(name=f"{name}-{uuid.uuid4().hex[:6]}", webhook_url=webhook_url)
     return client.pk, token
+
+
+class WebhookSink:
+    """A client application's webhook on loopback: answers every notification 204, counts them."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        sink = self
+        self.received = 0
+        self._lock = threading.Lock()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with sink._lock:
+                    sink.received += 1
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/moderation"
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 _SEED_PROCESSING = """
@@ -255,7 +286,8 @@ class LoadResult:
 
     @property
     def rate(self) -> float:
-        return len(self.latencies_ms) / self.seconds if self.seconds else 0.0
+        """Answered 200 a second (errors and other statuses are counted, not rated)."""
+        return self.statuses[200] / self.seconds if self.seconds else 0.0
 
 
 def closed_loop(port: int, requests: list[bytes], *, concurrency: int, max_seconds: float) -> LoadResult:
@@ -270,22 +302,28 @@ def closed_loop(port: int, requests: list[bytes], *, concurrency: int, max_secon
 
     def worker():
         latencies, statuses = [], Counter()
-        while time.monotonic() < deadline:
+        try:
+            while time.monotonic() < deadline:
+                with lock:
+                    index = next(cursor, None)
+                if index is None:
+                    break
+                started = time.perf_counter()
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+                        sock.sendall(requests[index])
+                        response = http.client.HTTPResponse(sock)
+                        response.begin()
+                        response.read()
+                    status = response.status
+                except (OSError, http.client.HTTPException) as exc:  # a reset, a timeout...: an error, not lost
+                    status = type(exc).__name__
+                latencies.append((time.perf_counter() - started) * 1000)
+                statuses[status] += 1
+        finally:
             with lock:
-                index = next(cursor, None)
-            if index is None:
-                break
-            started = time.perf_counter()
-            with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-                sock.sendall(requests[index])
-                response = http.client.HTTPResponse(sock)
-                response.begin()
-                response.read()
-            latencies.append((time.perf_counter() - started) * 1000)
-            statuses[response.status] += 1
-        with lock:
-            result.latencies_ms.extend(latencies)
-            result.statuses.update(statuses)
+                result.latencies_ms.extend(latencies)
+                result.statuses.update(statuses)
 
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
     started = time.perf_counter()

@@ -1,7 +1,7 @@
 """Growth: the hot paths timed as the tables grow to 10k, 100k and 1M existing reviews, with
 their query counts and the plan of every statement they run.
 
-    python -m bench.growth [--sizes 10000,100000,1000000] [--ops 300]
+    python -m bench.growth [--sizes 10000,100000,1000000] [--ops 200] [--rounds 5] [--reuse]
 
 The existing reviews are what the pipeline leaves behind for each decided review: content,
 review, its completed request, the decision and its outbox row, the applied callback, two
@@ -94,7 +94,7 @@ def main() -> None:
 
 def _child(*args) -> str:
     run = subprocess.run([sys.executable, "-m", "bench.growth", *map(str, args)], cwd=common.ROOT,
-                         capture_output=True, text=True, env=os.environ)
+                         capture_output=True, text=True, env=os.environ, timeout=3600)
     if run.returncode:
         raise SystemExit(f"bench.growth {' '.join(map(str, args))} failed:\n{run.stderr}")
     return run.stdout

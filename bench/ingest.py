@@ -4,7 +4,8 @@ increasing concurrency, against pgbench running the equivalent SQL on the same s
     python -m bench.ingest [--levels 1,2,4,8,16,32] [--requests 3000] [--seconds 20]
 
 Each new callback finalizes a review in `processing` (the full path: verify, store in the inbox,
-lock the review, classify, decide under the policy, outbox row, transition, history); each
+lock the review, classify, decide under the policy, outbox row, transition, history), and the
+django-q2 cluster delivers each decision's notification to a webhook on loopback meanwhile; each
 duplicate is answered from the inbox. The pgbench transaction is what that path must write at the
 least: the inbox upsert, a conditional review update and a transition row (duplicates: the upsert
 alone). Figures are printed; nothing here asserts a time.
@@ -66,6 +67,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="seconds per level at most")
     parser.add_argument("--duplicates", type=float, default=0.3, help="share of duplicate deliveries")
     parser.add_argument("--web-workers", type=int, default=4, help="gunicorn sync workers")
+    parser.add_argument("--q-workers", type=int, default=2, help="django-q2 workers delivering notifications")
     parser.add_argument("--pgbench-seconds", type=int, default=10)
     parser.add_argument("--conn-max-age", type=int, default=None,
                         help="CONN_MAX_AGE for the platform (default: the settings' own default)")
@@ -76,7 +78,9 @@ def main() -> None:
     rng = random.Random(args.seed)
 
     url = common.setup()
-    client_id, _ = common.bench_client()
+    # Decisions notify the client, so the cluster's workers deliver them during the run.
+    sink = common.WebhookSink()
+    client_id, _ = common.bench_client(webhook_url=sink.url)
     new_per_level = int(args.requests * (1 - args.duplicates) * 1.2) + 10
     reviews = common.seed_processing(client_id, new_per_level * len(levels), "ingest-")
     pgbench_reviews = common.seed_processing(client_id, 20_000, "pgbench-")
@@ -85,11 +89,13 @@ def main() -> None:
                [[str(r) for r, _ in pgbench_reviews]])
     common.analyze()
     print(f"database {url.rsplit('/', 1)[-1]}: {len(reviews) + len(pgbench_reviews)} reviews in processing; "
-          f"{args.web_workers} gunicorn sync workers, 1 django-q2 cluster; {os.cpu_count()} CPUs\n")
+          f"{args.web_workers} gunicorn sync workers, 1 django-q2 cluster ({args.q_workers} workers) delivering "
+          f"each decision's notification to a loopback webhook; {os.cpu_count()} CPUs\n")
 
     rows, results = [], []
     env = {"CONN_MAX_AGE": str(args.conn_max_age)} if args.conn_max_age is not None else {}
-    with common.Platform(web_workers=args.web_workers, clusters=1, naive=args.naive, env=env) as platform:
+    with common.Platform(web_workers=args.web_workers, clusters=1, q_workers=args.q_workers, naive=args.naive,
+                         env=env) as platform:
         platform.sample_rss()
         for level_no, concurrency in enumerate(levels):
             mine = reviews[level_no * new_per_level:(level_no + 1) * new_per_level]
@@ -99,13 +105,16 @@ def main() -> None:
             lat = result.latencies_ms
             rows.append([concurrency, len(lat), result.rate, common.percentile(lat, 50), common.percentile(lat, 95),
                          common.percentile(lat, 99), _other_statuses(result)])
-        time.sleep(1)
+        delivered_by = time.monotonic() + 120  # let the cluster finish the notifications (bounded)
+        while sink.received < _applied() and time.monotonic() < delivered_by:
+            time.sleep(0.5)
         rss = dict(platform.peak_rss)
+    sink.stop()
 
-    applied = common.sql("SELECT count(*) FROM callbacks_providercallback WHERE provider = 'webhook' AND outcome = 'applied'")[0][0]
+    applied = _applied()
     duplicates = common.sql("SELECT coalesce(sum(duplicate_count), 0) FROM callbacks_providercallback WHERE provider = 'webhook'")[0][0]
     finalized = common.sql("SELECT count(*) FROM moderation_contentreview r JOIN moderation_content c ON c.id = r.content_id "
-                           "WHERE c.external_id LIKE 'ingest-%%' AND r.status <> 'processing'")[0][0]
+                           "WHERE c.external_id LIKE 'ingest-%' AND r.status <> 'processing'")[0][0]
 
     pgbench = _pgbench(url, levels, args.pgbench_seconds, len(pgbench_reviews), args.duplicates)
 
@@ -113,14 +122,19 @@ def main() -> None:
     print(f"Callback ingestion, {variant}: {int(args.duplicates * 100)}% duplicate deliveries, closed loop on loopback")
     print(common.table(["conc.", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "non-200"], rows))
     print(f"\nstored and applied: {applied} callbacks; duplicate deliveries counted: {duplicates}; "
-          f"reviews finalized: {finalized}")
+          f"reviews finalized: {finalized}; notifications delivered: {sink.received}")
     print("\npgbench, the equivalent SQL (same duplicate share), same server, -M prepared")
     print(common.table(["clients", "tps", "avg ms"], [[c, tps, lat] for c, tps, lat in pgbench]))
     best = max(results, key=lambda r: r.rate)
     limit = max(tps for _, tps, _ in pgbench)
     print(f"\nbest: {best.rate:.0f} req/s at concurrency {best.concurrency}, p99 {common.percentile(best.latencies_ms, 99):.1f} ms; "
           f"pgbench best {limit:.0f} tps; ratio {best.rate / limit:.2f} (target >= 0.30, p99 < 100 ms)")
-    print("peak RSS: " + ", ".join(f"{kind} {value / 2**20:.0f} MiB" for kind, value in sorted(rss.items())))
+    print("peak RSS during the run: " + ", ".join(f"{kind} {value / 2**20:.0f} MiB" for kind, value in sorted(rss.items()))
+          + " (q2: the largest process of the cluster)")
+
+
+def _applied() -> int:
+    return common.sql("SELECT count(*) FROM callbacks_providercallback WHERE provider = 'webhook' AND outcome = 'applied'")[0][0]
 
 
 def _requests(reviews, count: int, duplicate_share: float, rng: random.Random, tag: str) -> list[bytes]:
@@ -141,7 +155,7 @@ def _requests(reviews, count: int, duplicate_share: float, rng: random.Random, t
 
 
 def _other_statuses(result: common.LoadResult) -> str:
-    other = {status: n for status, n in result.statuses.items() if status != 200}
+    other = {str(status): n for status, n in result.statuses.items() if status != 200}
     return ", ".join(f"{n}x{status}" for status, n in sorted(other.items())) or "0"
 
 

@@ -2,9 +2,11 @@
 with gunicorn, a django-q2 cluster and the provider simulator (202 + signed callback, the local
 model), on the ORM broker and on Redis, as shipped and with the guards removed (bench/naive.py).
 
-    python -m bench.pipeline [--reviews 600] [--brokers orm,redis] [--variants safe,naive] [--rounds 2]
+    python -m bench.pipeline [--reviews 600] [--brokers orm,redis] [--variants safe,naive] [--rounds 3]
 
-Runs alternate (safe, naive, safe, naive...) so drift on a noisy machine hits both alike.
+Runs alternate ABBA (safe, naive, naive, safe...) so drift on a noisy machine hits both alike.
+Setting REDIS_URL moves the cache (rate-limit counters) to Redis as well as the broker, as in
+production: the two columns compare deployments, not brokers alone.
 Throughput is reviews finalized per second from the first submission to the last decision;
 latency is each review's submit -> final (its created_at -> completed_at). Every run ends with
 the invariant checker on its reviews.
@@ -32,7 +34,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=8, help="submitting connections")
     parser.add_argument("--brokers", default="orm,redis")
     parser.add_argument("--variants", default="safe,naive")
-    parser.add_argument("--rounds", type=int, default=2, help="runs of each broker and variant")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of each broker and variant")
     parser.add_argument("--web-workers", type=int, default=3)
     parser.add_argument("--q-workers", type=int, default=2)
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/15")
@@ -48,15 +50,18 @@ def main() -> None:
     simulator = ProviderSimulator(secret=common.WEBHOOK_SECRET, api_key="bench-key", faults=Faults(delay_ms=0)).start()
     runs, paced = [], []
     try:
+        variants = args.variants.split(",")
         for broker in args.brokers.split(","):
             for round_no in range(args.rounds):
-                for variant in args.variants.split(","):
+                # ABBA: safe, naive / naive, safe / ...: neither always runs first.
+                for variant in variants if round_no % 2 == 0 else variants[::-1]:
                     runs.append(_run(args, broker, variant, simulator, seed=round_no))
                     r = runs[-1]
                     print(f"  {broker:5} {variant:5} round {round_no + 1}: {r['rate']:.1f} reviews/s, "
                           f"p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms, {r['unfinished']} unfinished, "
                           f"{r['violations']} violations", flush=True)
-        for broker in args.brokers.split(",") if args.paced_rate else []:
+        latency_brokers = args.brokers.split(",") if args.paced_rate else []
+        for broker in latency_brokers:
             paced.append(_run(args, broker, "safe", simulator, seed=99, rate=args.paced_rate))
             r = paced[-1]
             print(f"  {broker:5} paced at {args.paced_rate:g}/s: p50 {r['p50']:.0f} ms, p99 {r['p99']:.0f} ms", flush=True)
@@ -85,11 +90,12 @@ def _print_saturation(args, runs: list[dict]) -> None:
     for broker in args.brokers.split(","):
         for variant in args.variants.split(","):
             mine = [r for r in runs if r["broker"] == broker and r["variant"] == variant]
-            rows.append([broker, variant, len(mine), statistics.median(r["rate"] for r in mine),
+            rates = [r["rate"] for r in mine]
+            rows.append([broker, variant, len(mine), statistics.median(rates), f"{min(rates):.1f}-{max(rates):.1f}",
                          statistics.median(r["p50"] for r in mine), statistics.median(r["p95"] for r in mine),
                          statistics.median(r["p99"] for r in mine), sum(r["violations"] for r in mine),
                          sum(r["unfinished"] for r in mine)])
-    print(common.table(["broker", "variant", "runs", "reviews/s", "p50 ms", "p95 ms", "p99 ms", "violations",
+    print(common.table(["broker", "variant", "runs", "reviews/s", "range", "p50 ms", "p95 ms", "p99 ms", "violations",
                         "unfinished"], rows))
     if "safe" in args.variants and "naive" in args.variants:
         for broker in args.brokers.split(","):
@@ -112,7 +118,7 @@ def _run(args, broker: str, variant: str, simulator, *, seed: int, rate: float =
         redis.Redis.from_url(args.redis_url).flushdb()
     client_id, token = common.bench_client(f"pipeline-{broker}-{variant}")
     rng = random.Random(seed)
-    reviews = args.paced_reviews if rate else args.reviews
+    count = args.paced_reviews if rate else args.reviews
     with common.Platform(web_workers=args.web_workers, clusters=1, q_workers=args.q_workers,
                          naive=variant == "naive", env=env) as platform:
         platform.sample_rss()
@@ -145,16 +151,17 @@ def _run(args, broker: str, variant: str, simulator, *, seed: int, rate: float =
 
         # Warm-up (not measured): every web and q2 worker has loaded the code and connected.
         submit_all(f"warm-{broker}-{variant}-{seed}", 4 * (args.web_workers + args.q_workers))
-        review_ids = submit_all(f"{broker}-{variant}-{seed}-{rate}", reviews, rate)
+        review_ids = submit_all(f"{broker}-{variant}-{seed}-{rate}", count, rate)
         rss = dict(platform.peak_rss)
     reviews = ContentReview.objects.filter(pk__in=review_ids)
     done = reviews.filter(status__in=FINAL_STATUSES)
     latencies = [d.total_seconds() * 1000 for d in done.annotate(
         took=F("completed_at") - F("created_at")).values_list("took", flat=True)]
     first = min(reviews.values_list("created_at", flat=True))
-    last = max(done.values_list("completed_at", flat=True))
+    last = max(done.values_list("completed_at", flat=True), default=first)
     return {
-        "broker": broker, "variant": variant, "rate": len(latencies) / (last - first).total_seconds(),
+        "broker": broker, "variant": variant,
+        "rate": len(latencies) / (last - first).total_seconds() if latencies else 0.0,
         "p50": common.percentile(latencies, 50), "p95": common.percentile(latencies, 95),
         "p99": common.percentile(latencies, 99), "unfinished": len(review_ids) - len(latencies),
         "reviews": len(review_ids),
