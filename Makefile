@@ -40,12 +40,14 @@ check: setup
 test: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
 	$(PY) manage.py check --fail-level WARNING
+	$(PY) manage.py makemigrations --check --dry-run
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The benchmarks (bench/, README "Benchmarks"): figures printed, nothing asserted. They use a
 # database of their own (moderation_bench) on the DATABASE_URL server, the embedded one if unset.
 bench: $(VENV)/.dev-installed
 	$(PY) -m bench.ingest
+	$(PY) -m bench.ingest --notify
 	$(PY) -m bench.pipeline
 	$(PY) -m bench.growth
 

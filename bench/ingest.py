@@ -1,12 +1,13 @@
 """Callback ingestion: signed provider callbacks (30% duplicate deliveries) posted to gunicorn at
 increasing concurrency, against pgbench running the equivalent SQL on the same server.
 
-    python -m bench.ingest [--levels 1,2,4,8,16,32] [--requests 3000] [--seconds 20]
+    python -m bench.ingest [--levels 1,2,4,8,16,32] [--requests 3000] [--seconds 20] [--notify]
 
 Each new callback finalizes a review in `processing` (the full path: verify, store in the inbox,
-lock the review, classify, decide under the policy, outbox row, transition, history), and the
-django-q2 cluster delivers each decision's notification to a webhook on loopback meanwhile; each
-duplicate is answered from the inbox. The pgbench transaction is what that path must write at the
+lock the review, classify, decide under the policy, outbox row, transition, history); each
+duplicate is answered from the inbox. With --notify the client has a webhook on loopback, and the
+django-q2 cluster delivers every decision's notification meanwhile (a mixed load; the q2 worker's
+RSS is then that of a working one). The pgbench transaction is what that path must write at the
 least: the inbox upsert, a conditional review update and a transition row (duplicates: the upsert
 alone). Figures are printed; nothing here asserts a time.
 """
@@ -67,7 +68,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="seconds per level at most")
     parser.add_argument("--duplicates", type=float, default=0.3, help="share of duplicate deliveries")
     parser.add_argument("--web-workers", type=int, default=4, help="gunicorn sync workers")
-    parser.add_argument("--q-workers", type=int, default=2, help="django-q2 workers delivering notifications")
+    parser.add_argument("--q-workers", type=int, default=2, help="django-q2 workers")
+    parser.add_argument("--notify", action="store_true",
+                        help="give the client a loopback webhook: the cluster delivers every decision meanwhile")
     parser.add_argument("--pgbench-seconds", type=int, default=10)
     parser.add_argument("--conn-max-age", type=int, default=None,
                         help="CONN_MAX_AGE for the platform (default: the settings' own default)")
@@ -78,9 +81,9 @@ def main() -> None:
     rng = random.Random(args.seed)
 
     url = common.setup()
-    # Decisions notify the client, so the cluster's workers deliver them during the run.
-    sink = common.WebhookSink()
-    client_id, _ = common.bench_client(webhook_url=sink.url)
+    # --notify: decisions notify the client, so the cluster's workers deliver them during the run.
+    sink = common.WebhookSink() if args.notify else None
+    client_id, _ = common.bench_client(webhook_url=sink.url if sink else "")
     new_per_level = int(args.requests * (1 - args.duplicates) * 1.2) + 10
     reviews = common.seed_processing(client_id, new_per_level * len(levels), "ingest-")
     pgbench_reviews = common.seed_processing(client_id, 20_000, "pgbench-")
@@ -89,8 +92,9 @@ def main() -> None:
                [[str(r) for r, _ in pgbench_reviews]])
     common.analyze()
     print(f"database {url.rsplit('/', 1)[-1]}: {len(reviews) + len(pgbench_reviews)} reviews in processing; "
-          f"{args.web_workers} gunicorn sync workers, 1 django-q2 cluster ({args.q_workers} workers) delivering "
-          f"each decision's notification to a loopback webhook; {os.cpu_count()} CPUs\n")
+          f"{args.web_workers} gunicorn sync workers, 1 django-q2 cluster ({args.q_workers} workers"
+          + (", delivering each decision's notification to a loopback webhook" if sink else "")
+          + f"); {os.cpu_count()} CPUs\n")
 
     rows, results = [], []
     env = {"CONN_MAX_AGE": str(args.conn_max_age)} if args.conn_max_age is not None else {}
@@ -106,10 +110,11 @@ def main() -> None:
             rows.append([concurrency, len(lat), result.rate, common.percentile(lat, 50), common.percentile(lat, 95),
                          common.percentile(lat, 99), _other_statuses(result)])
         delivered_by = time.monotonic() + 120  # let the cluster finish the notifications (bounded)
-        while sink.received < _applied() and time.monotonic() < delivered_by:
+        while sink and sink.received < _applied() and time.monotonic() < delivered_by:
             time.sleep(0.5)
         rss = dict(platform.peak_rss)
-    sink.stop()
+    if sink:
+        sink.stop()
 
     applied = _applied()
     duplicates = common.sql("SELECT coalesce(sum(duplicate_count), 0) FROM callbacks_providercallback WHERE provider = 'webhook'")[0][0]
@@ -122,7 +127,7 @@ def main() -> None:
     print(f"Callback ingestion, {variant}: {int(args.duplicates * 100)}% duplicate deliveries, closed loop on loopback")
     print(common.table(["conc.", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "non-200"], rows))
     print(f"\nstored and applied: {applied} callbacks; duplicate deliveries counted: {duplicates}; "
-          f"reviews finalized: {finalized}; notifications delivered: {sink.received}")
+          f"reviews finalized: {finalized}" + (f"; notifications delivered: {sink.received}" if sink else ""))
     print("\npgbench, the equivalent SQL (same duplicate share), same server, -M prepared")
     print(common.table(["clients", "tps", "avg ms"], [[c, tps, lat] for c, tps, lat in pgbench]))
     best = max(results, key=lambda r: r.rate)

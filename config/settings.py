@@ -102,8 +102,8 @@ DATABASES = {"default": env.db_url("DATABASE_URL")}
 if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL (postgres://...)")
 # Persistent connections in production: opening one per request nearly halved callback
-# throughput (bench/ingest.py). Off under DEBUG, where runserver's thread per request would
-# only accumulate them.
+# throughput (bench/ingest.py). Development (DEBUG) keeps Django's default, a connection per
+# request; set CONN_MAX_AGE to choose either way.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0 if DEBUG else 60))
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A database that stops answering must not hang a request (or a probe) for minutes.

@@ -34,12 +34,12 @@ class Migration(migrations.Migration):
             ],
             database_operations=[
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "audit_pipelineevent_review_id_e292ffd4"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "audit_pipelineevent_review_id_e292ffd4" ON "audit_pipelineevent" ("review_id")',
+                    'DROP INDEX CONCURRENTLY "audit_pipelineevent_review_id_e292ffd4"',
+                    'CREATE INDEX CONCURRENTLY "audit_pipelineevent_review_id_e292ffd4" ON "audit_pipelineevent" ("review_id")',
                 ),
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "audit_reviewtransition_review_id_bbe3f81c"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "audit_reviewtransition_review_id_bbe3f81c" ON "audit_reviewtransition" ("review_id")',
+                    'DROP INDEX CONCURRENTLY "audit_reviewtransition_review_id_bbe3f81c"',
+                    'CREATE INDEX CONCURRENTLY "audit_reviewtransition_review_id_bbe3f81c" ON "audit_reviewtransition" ("review_id")',
                 ),
             ],
         ),

@@ -53,28 +53,28 @@ class Migration(migrations.Migration):
             ],
             database_operations=[
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "moderation_content_client_id_713f6b58"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "moderation_content_client_id_713f6b58" ON "moderation_content" ("client_id")',
+                    'DROP INDEX CONCURRENTLY "moderation_content_client_id_713f6b58"',
+                    'CREATE INDEX CONCURRENTLY "moderation_content_client_id_713f6b58" ON "moderation_content" ("client_id")',
                 ),
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "moderation_contentreview_client_id_c8f3f0b9"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "moderation_contentreview_client_id_c8f3f0b9" ON "moderation_contentreview" ("client_id")',
+                    'DROP INDEX CONCURRENTLY "moderation_contentreview_client_id_c8f3f0b9"',
+                    'CREATE INDEX CONCURRENTLY "moderation_contentreview_client_id_c8f3f0b9" ON "moderation_contentreview" ("client_id")',
                 ),
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "moderation_idempotencyrecord_client_id_df4b6c4a"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "moderation_idempotencyrecord_client_id_df4b6c4a" ON "moderation_idempotencyrecord" ("client_id")',
+                    'DROP INDEX CONCURRENTLY "moderation_idempotencyrecord_client_id_df4b6c4a"',
+                    'CREATE INDEX CONCURRENTLY "moderation_idempotencyrecord_client_id_df4b6c4a" ON "moderation_idempotencyrecord" ("client_id")',
                 ),
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "moderation_moderationrequest_review_id_86bd7919"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "moderation_moderationrequest_review_id_86bd7919" ON "moderation_moderationrequest" ("review_id")',
+                    'DROP INDEX CONCURRENTLY "moderation_moderationrequest_review_id_86bd7919"',
+                    'CREATE INDEX CONCURRENTLY "moderation_moderationrequest_review_id_86bd7919" ON "moderation_moderationrequest" ("review_id")',
                 ),
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "moderation_notificationattempt_notification_id_06b2abc2"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "moderation_notificationattempt_notification_id_06b2abc2" ON "moderation_notificationattempt" ("notification_id")',
+                    'DROP INDEX CONCURRENTLY "moderation_notificationattempt_notification_id_06b2abc2"',
+                    'CREATE INDEX CONCURRENTLY "moderation_notificationattempt_notification_id_06b2abc2" ON "moderation_notificationattempt" ("notification_id")',
                 ),
                 migrations.RunSQL(
-                    'DROP INDEX CONCURRENTLY IF EXISTS "moderation_providerattempt_request_id_522e4a10"',
-                    'CREATE INDEX CONCURRENTLY IF NOT EXISTS "moderation_providerattempt_request_id_522e4a10" ON "moderation_providerattempt" ("request_id")',
+                    'DROP INDEX CONCURRENTLY "moderation_providerattempt_request_id_522e4a10"',
+                    'CREATE INDEX CONCURRENTLY "moderation_providerattempt_request_id_522e4a10" ON "moderation_providerattempt" ("request_id")',
                 ),
             ],
         ),
