@@ -14,6 +14,7 @@ import itertools
 import json
 import logging
 import random
+import sys
 import threading
 import time
 import uuid
@@ -29,6 +30,18 @@ from moderation.providers import ModerationInput, UnsupportedContent
 from moderation.providers.local import LocalProvider
 
 logger = logging.getLogger(__name__)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away (a worker stopped with a pooled connection open) is not an
+        error worth a traceback; anything else is logged."""
+        if isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            logger.debug("client %s went away", client_address)
+            return
+        logger.exception("error answering %s", client_address)
 
 
 @dataclass
@@ -79,8 +92,7 @@ class ProviderSimulator:
         self._senders = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sim-callback")
         self._http = httpx.Client(timeout=10)
         self._stopping = False
-        self.server = ThreadingHTTPServer((host, port), self._handler_class())
-        self.server.daemon_threads = True
+        self.server = _Server((host, port), self._handler_class())
         self._threads = [
             threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, name="sim-http", daemon=True),
             threading.Thread(target=self._deliver_loop, name="sim-scheduler", daemon=True),
