@@ -16,6 +16,7 @@ class ReviewTransitionAdmin(ReadOnlyAdmin):
 @admin.register(PipelineEvent)
 class PipelineEventAdmin(ReadOnlyAdmin):
     list_display = ["created_at", "kind", "review", "idempotency_key", "worker_id", "job_id"]
+    list_select_related = ["review"]  # nullable: Django would not join it itself
     list_filter = ["kind"]
     search_fields = ["=review__id", "=idempotency_key", "job_id"]
     show_full_result_count = False

@@ -25,7 +25,7 @@ from prometheus_client.core import (
 
 from audit.admin_base import is_operator
 from audit.models import EventKind, PipelineEvent
-from moderation.services.reconcile import silent_operations
+from moderation.services.reconcile import silent_requests
 from callbacks.models import ProviderCallback
 from moderation.models import (
     Cause,
@@ -142,7 +142,7 @@ class PipelineCollector:
         yield by_status
         yield GaugeMetricFamily(
             "moderation_reviews_stuck", "Reviews whose live operation has not moved for MODERATION_STUCK_AFTER_S.",
-            value=len(silent_operations(timezone.now(), limit=1_000_000)),
+            value=silent_requests(timezone.now()).count(),
         )
         circuits = GaugeMetricFamily("moderation_provider_circuit", "1 for each provider's current circuit state.", labels=["provider", "state"])
         for provider, state in ProviderCircuit.objects.values_list("provider", "state"):

@@ -21,6 +21,7 @@ _RANK = {
     "submitted": 0, "job_enqueued": 1, "event": 2, "operation": 3, "attempt_started": 4, "attempt_finished": 5,
     "callback": 6, "decision": 7, "transition": 8, "history": 9,
 }
+KINDS = tuple(_RANK)
 
 
 @dataclass

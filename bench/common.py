@@ -13,7 +13,6 @@ import json
 import math
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -349,7 +348,7 @@ class Platform:
         from moderation.race_lab import free_port
 
         self.port = free_port()
-        self.web_workers, self.clusters, self.q_workers, self.naive = web_workers, clusters, q_workers, naive
+        self.web_workers, self.clusters, self.naive = web_workers, clusters, naive
         self.env = {
             **os.environ, "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}", "LOG_LEVEL": "WARNING",
             "Q_CLUSTER_NAME": f"bench-{uuid.uuid4().hex[:8]}", "Q_WORKERS": str(q_workers),
@@ -361,53 +360,43 @@ class Platform:
         self._sampling = False
 
     def __enter__(self) -> Platform:
-        prefix = ["-m", "bench.naive"] if self.naive else []
-        self._spawn("web", *prefix, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{self.port}",
-                    "--workers", str(self.web_workers), "--backlog", "2048")
-        for i in range(self.clusters):
-            self._spawn(f"cluster-{i}", *prefix, "manage.py", "qcluster")
-        from moderation.race_lab import wait_until_serving
+        from moderation.race_lab import start_platform
 
-        wait_until_serving(self.port)
+        self.processes = start_platform(
+            self.env, self.port, web_workers=self.web_workers, clusters=self.clusters,
+            # `-m bench.naive` runs the rest of the command line unguarded (see bench/naive.py).
+            prefix=("-m", "bench.naive") if self.naive else (), gunicorn_args=("--backlog", "2048"),
+        )
         return self
 
     def __exit__(self, *exc) -> None:
-        self._sampling = False
-        for process in self.processes.values():
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+        from moderation.race_lab import stop
 
-    def _spawn(self, name: str, *args: str) -> None:
-        # `-m bench.naive` runs the rest of the command line (see bench/naive.py).
-        self.processes[name] = subprocess.Popen(
-            [sys.executable, *args], cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        self._sampling = False
+        stop(self.processes.values())
 
     def sample_rss(self, interval: float = 0.1) -> None:
         """Record, until exit, the peak RSS of one web worker and of one q2 worker (the
         largest of each kind), in a background thread."""
         import psutil
 
+        from moderation.race_lab import cluster_workers
+
         self._sampling = True
 
         def loop():
             while self._sampling:
                 for name, process in self.processes.items():
-                    try:
-                        children = psutil.Process(process.pid).children(recursive=True)
-                    except psutil.NoSuchProcess:
-                        continue
-                    kind = "web worker" if name == "web" else "q2 worker"
+                    if name == "web":
+                        kind = "web worker"
+                        try:
+                            children = psutil.Process(process.pid).children()
+                        except psutil.NoSuchProcess:
+                            continue
+                    else:
+                        kind, children = "q2 worker", cluster_workers(process)
                     for child in children:
                         try:
-                            if kind == "q2 worker" and child.ppid() == process.pid:
-                                continue  # the cluster's sentinel; its children are pusher, monitor, workers
                             rss = child.memory_info().rss
                         except psutil.NoSuchProcess:
                             continue

@@ -25,9 +25,6 @@ import httpx
 
 from bench import common
 
-TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
-         "great photo of the lake", "what a stupid take", "happy birthday!", "this is damn annoying"]
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -114,6 +111,7 @@ def _run(args, broker: str, variant: str, simulator, *, seed: int, rate: float =
     from django.db.models import F
 
     from moderation.invariants import violations
+    from moderation.race_lab import TEXTS
     from callbacks.models import ProviderCallback
     from moderation.models import FINAL_STATUSES, ContentReview, ModerationRequest
 

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from audit import context
 from callbacks.models import CallbackOutcome, ProviderCallback
 from callbacks.payload import COMPLETED, CallbackEvent, parse
-from moderation.models import Cause
+from moderation.models import Cause, ModerationRequest
 from moderation.services.pipeline import request_fail_reported, review_finalize, review_id_for_key
 
 logger = logging.getLogger(__name__)
@@ -105,7 +105,7 @@ def callback_process(*, callback_id: int) -> str | None:
         with context.bind(
             provider_event_id=callback.provider_event_id,
             idempotency_key=callback.idempotency_key,
-            # The endpoint has bound the review already (fast path); the sweeper has not.
+            # The endpoint, the sweeper and replay have bound the review already.
             review_id=context.current().get("review_id")
             or (review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None),
         ):
@@ -129,13 +129,12 @@ def _apply(callback: ProviderCallback, event: CallbackEvent) -> str:
 
 
 def callback_process_safely(*, callback_id: int) -> str | None:
-    """The fast path after storing: a failure here is logged, and the sweeper finishes the job."""
+    """Process, and on failure log it (with the ids the caller bound) and count it: the sweeper
+    tries again, up to MAX_PROCESS_FAILURES times."""
     try:
         return callback_process(callback_id=callback_id)
     except Exception as exc:
-        key = ProviderCallback.objects.filter(pk=callback_id).values_list("idempotency_key", flat=True).first()
-        with context.bind(idempotency_key=key, review_id=review_id_for_key(key) if key else None):
-            logger.exception("processing callback %s failed; the sweeper will retry it", callback_id)
+        logger.exception("processing callback %s failed; the sweeper will retry it", callback_id)
         ProviderCallback.objects.filter(pk=callback_id).update(
             process_failures=F("process_failures") + 1, process_error=f"{type(exc).__name__}: {exc}"[:2000]
         )
@@ -149,10 +148,17 @@ def callbacks_sweep(*, now: datetime | None = None, limit: int = 500) -> list[in
         ProviderCallback.objects.filter(
             processed_at__isnull=True, received_at__lt=now - SWEEP_GRACE, process_failures__lt=MAX_PROCESS_FAILURES
         )
+        .annotate(review_id=Subquery(
+            ModerationRequest.objects.filter(idempotency_key=OuterRef("idempotency_key")).values("review_id")[:1]
+        ))
         .order_by("received_at")
-        .values_list("pk", flat=True)[:limit]
+        .values_list("pk", "idempotency_key", "review_id")[:limit]
     )
-    done = [pk for pk in waiting if callback_process_safely(callback_id=pk) is not None]
+    done = []
+    for pk, key, review_id in waiting:
+        with context.bind(idempotency_key=key, review_id=review_id):
+            if callback_process_safely(callback_id=pk) is not None:
+                done.append(pk)
     if done:
         logger.info("sweep: processed %d waiting callbacks", len(done))
     return done
@@ -164,14 +170,14 @@ def callback_replay(*, callback_id: int) -> str:
     callback = ProviderCallback.objects.get(pk=callback_id)
     if callback.outcome == CallbackOutcome.INVALID:
         return CallbackOutcome.INVALID
-    if callback.processed_at is None:
-        outcome = callback_process(callback_id=callback_id)
-        if outcome is not None:
-            return outcome
-        # None: processed meanwhile by someone else; replaying that below is harmless.
     with context.bind(
         provider_event_id=callback.provider_event_id,
         idempotency_key=callback.idempotency_key,
         review_id=review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None,
     ):
+        if callback.processed_at is None:
+            outcome = callback_process(callback_id=callback_id)
+            if outcome is not None:
+                return outcome
+            # None: processed meanwhile by someone else; replaying that below is harmless.
         return _apply(callback, parse(callback.payload_json))

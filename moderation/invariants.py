@@ -11,6 +11,7 @@ from audit.models import ReviewTransition
 from callbacks.models import ProviderCallback
 from moderation.models import (
     FINAL_STATUSES,
+    OPEN_REQUEST_STATUSES,
     Cause,
     ContentReview,
     Decision,
@@ -60,7 +61,7 @@ def review_violations(review_ids: Iterable) -> list[str]:
             problems.append(f"{review.pk}: {review.status} without a matching decision")
         if review.status == S.PROCESSING:
             live = ModerationRequest.objects.filter(idempotency_key=review.active_idempotency_key).first()
-            if live is None or live.review_id != review.pk or live.status not in (RequestStatus.CREATED, RequestStatus.SENT):
+            if live is None or live.review_id != review.pk or live.status not in OPEN_REQUEST_STATUSES:
                 problems.append(f"{review.pk}: processing without an open live operation")
     return problems
 

@@ -77,6 +77,51 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def spawn(env: dict, *args: str) -> subprocess.Popen:
+    """`python <args>` in the project directory, in a session of its own (stopped as a group)."""
+    return subprocess.Popen(
+        [sys.executable, *args], cwd=settings.BASE_DIR, env=env,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+
+
+def stop(processes) -> None:
+    """SIGTERM each process group, then SIGKILL what has not exited 20 s later."""
+    processes = list(processes)
+    for process in processes:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, prefix: tuple = (),
+                   gunicorn_args: tuple = ()) -> dict[str, subprocess.Popen]:
+    """gunicorn on `port` and `clusters` django-q2 clusters, each `python [prefix] ...`; returns
+    once the web server answers."""
+    processes = {"web": spawn(env, *prefix, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
+                              "--workers", str(web_workers), *gunicorn_args)}
+    for i in range(clusters):
+        processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster")
+    wait_until_serving(port)
+    return processes
+
+
+def cluster_workers(cluster: subprocess.Popen) -> list:
+    """A cluster's working processes (psutil): the sentinel's children, i.e. the pusher, the
+    monitor and the workers, which django-q2 reincarnates. Empty once the cluster is gone."""
+    import psutil
+
+    try:
+        descendants = psutil.Process(cluster.pid).children(recursive=True)
+        return [p for p in descendants if p.ppid() != cluster.pid]
+    except psutil.NoSuchProcess:
+        return []
+
+
 def wait_until_serving(port: int, timeout_s: float = 60) -> None:
     """Wait for the web server on `port` to answer /healthz."""
     deadline = time.monotonic() + timeout_s
@@ -91,8 +136,8 @@ def wait_until_serving(port: int, timeout_s: float = 60) -> None:
 
 
 class RaceLab:
-    def __init__(self, config: LabConfig, out=print):
-        self.config, self.out = config, out
+    def __init__(self, config: LabConfig):
+        self.config = config
         self.rng = random.Random(config.seed)
         self.processes: dict[str, subprocess.Popen] = {}
         self.kills = 0
@@ -118,29 +163,19 @@ class RaceLab:
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
         }
         try:
-            self._start(env, port)
-            client, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
+            self.processes = start_platform(env, port, web_workers=2, clusters=c.clusters)
+            _, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
             review_ids = self._submit(port, token)
             killer = threading.Thread(target=self._kill_workers, daemon=True)
             killer.start()
             unfinished = self._quiesce(review_ids)
             killer.join(timeout=1)
         finally:
-            self._stop()
+            stop(self.processes.values())
             simulator.stop()
         report = LabReport(violations=violations(review_ids), unfinished=unfinished)
-        report.figures = self._figures(review_ids, time.monotonic() - started, simulator)
+        report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report.violations)
         return report
-
-    def _start(self, env: dict, port: int) -> None:
-        spawn = lambda *args: subprocess.Popen(  # noqa: E731
-            [sys.executable, *args], cwd=settings.BASE_DIR, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-        )
-        self.processes["web"] = spawn("-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2")
-        for i in range(self.config.clusters):
-            self.processes[f"cluster-{i}"] = spawn("manage.py", "qcluster")
-        wait_until_serving(port)
 
     def _submit(self, port: int, token: str) -> list:
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
@@ -153,17 +188,10 @@ class RaceLab:
             return list(pool.map(one, range(self.config.reviews)))
 
     def _kill_workers(self) -> None:
-        import psutil
-
         for _ in range(self.config.kill_workers):
             time.sleep(self.rng.uniform(0.5, 5.0))
             name = self.rng.choice([n for n in self.processes if n.startswith("cluster")])
-            try:
-                descendants = psutil.Process(self.processes[name].pid).children(recursive=True)
-            except psutil.NoSuchProcess:
-                continue
-            # The sentinel's children: pusher, monitor and workers; django-q2 reincarnates them.
-            victims = [p for p in descendants if p.ppid() != self.processes[name].pid]
+            victims = cluster_workers(self.processes[name])
             if victims:
                 os.kill(self.rng.choice(victims).pid, signal.SIGKILL)
                 self.kills += 1
@@ -181,17 +209,7 @@ class RaceLab:
         return [str(pk) for pk in ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES)
                 .values_list("pk", flat=True)]
 
-    def _stop(self) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-
-    def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator) -> dict:
+    def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator, report_violations: list) -> dict:
         callbacks = ProviderCallback.objects.filter(idempotency_key__in=ProviderAttempt.objects.filter(
             request__review_id__in=review_ids).values("request__idempotency_key"))
         events = PipelineEvent.objects.filter(review_id__in=review_ids)
@@ -207,6 +225,6 @@ class RaceLab:
             "lost claims": events.filter(kind=EventKind.CLAIM_LOST).count(),
             "worker kills": self.kills,
             "simulator 5xx / held": f"{simulator.stats['errors_5xx']} / {simulator.stats['held']}",
-            "violations": 0,  # filled in by the caller
+            "violations": len(report_violations),
             "seconds": round(elapsed, 1),
         }

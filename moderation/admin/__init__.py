@@ -51,6 +51,7 @@ class ProviderAttemptAdmin(ReadOnlyAdmin):
 @admin.register(Decision)
 class DecisionAdmin(ReadOnlyAdmin):
     list_display = ["review", "label", "source", "score", "policy", "moderator", "created_at"]
+    list_select_related = ["review", "policy", "moderator"]  # nullable: Django would not join them itself
     list_filter = ["label", "source"]
     search_fields = ["=review__id"]
     show_full_result_count = False

@@ -111,8 +111,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
 
     @admin.display(description="timeline")
     def timeline_link(self, review):
-        url = reverse("admin:moderation_contentreview_timeline", args=[review.pk])
-        return format_html('<a class="button" href="{}">Open the timeline</a>', url)
+        return format_html('<a class="button" href="{}">Open the timeline</a>', self._timeline_url(review.pk))
 
     def get_search_results(self, request, queryset, search_term):
         if not search_term.strip():
@@ -154,7 +153,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             ContentReview.objects.select_related("content", "client", "decision__policy", "claimed_by"), pk=object_id
         )
         can = {action: request.user.has_perm(perm) for action, perm in PERMISSIONS.items()}
-        is_final = review.status in (ReviewStatus.APPROVED, ReviewStatus.REJECTED, ReviewStatus.MANUAL_REVIEW)
+        is_final = review.is_final
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,

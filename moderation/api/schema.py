@@ -7,6 +7,8 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
+from moderation.api.serializers import TEXT_MAX_CHARS
+
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
     target_class = "moderation.api.authentication.BearerTokenAuthentication"
@@ -72,7 +74,7 @@ def _submission(name: str, kinds: list[str], **fields) -> type[serializers.Seria
 
 TEXT_SUBMISSION = _submission(
     "TextSubmission", ["text"],
-    text=serializers.CharField(max_length=100_000, help_text="Not blank."),
+    text=serializers.CharField(max_length=TEXT_MAX_CHARS, help_text="Not blank."),
     metadata=serializers.DictField(required=False),
 )
 MEDIA_SUBMISSION = _submission(

@@ -4,6 +4,7 @@ import json
 
 from rest_framework import serializers
 
+from audit import timeline
 from moderation.models import ContentKind, ContentReview, Decision, ReviewStatus
 
 TEXT_MAX_CHARS = 100_000
@@ -136,8 +137,7 @@ class ReviewListQuerySerializer(serializers.Serializer):
 
 class TimelineEntrySerializer(serializers.Serializer):
     at = serializers.DateTimeField()
-    kind = serializers.ChoiceField(choices=["submitted", "job_enqueued", "event", "operation", "attempt_started",
-                                            "attempt_finished", "callback", "decision", "transition", "history"])
+    kind = serializers.ChoiceField(choices=timeline.KINDS)
     title = serializers.CharField()
     detail = serializers.DictField()
     ids = serializers.DictField(child=serializers.CharField(), help_text="Correlation ids.")

@@ -52,9 +52,10 @@ def _may_start(circuit: ProviderCircuit, now: datetime) -> bool:
     return circuit.probe_started_at is None or circuit.probe_started_at < now - _trial_lease()
 
 
-def breaker_may_claim(*, provider: str, now: datetime | None = None) -> bool:
-    """Should new work be started for this provider? (A look: it takes nothing.)"""
-    return _may_start(circuit_get(provider), now or timezone.now())
+def breaker_may_claim(*, provider: str, now: datetime | None = None, circuit: ProviderCircuit | None = None) -> bool:
+    """Should new work be started for this provider? (A look: it takes nothing.) `circuit`: its
+    row, when the caller has just read it."""
+    return _may_start(circuit or circuit_get(provider), now or timezone.now())
 
 
 def breaker_admit(*, provider: str, now: datetime | None = None) -> str | None:

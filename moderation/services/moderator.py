@@ -18,7 +18,16 @@ from django.utils import timezone
 from audit import context
 from audit.models import Actor
 from moderation.errors import ClaimedByOther, ReasonRequired, StaleVersion
-from moderation.models import Cause, ContentReview, Decision, DecisionSource, ModerationRequest, RequestStatus, ReviewStatus
+from moderation.models import (
+    OPEN_REQUEST_STATUSES,
+    Cause,
+    ContentReview,
+    Decision,
+    DecisionSource,
+    ModerationRequest,
+    RequestStatus,
+    ReviewStatus,
+)
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions, transition_review
 from moderation.services.decisions import decision_record
@@ -71,10 +80,9 @@ def review_take_next(*, moderator, now: datetime | None = None) -> ContentReview
         )
         if review is None:
             return None
-        ContentReview.objects.filter(pk=review.pk).update(
-            claimed_by=moderator, claim_expires_at=now + timedelta(seconds=settings.MODERATOR_LEASE_S)
-        )
-        review.claimed_by, review.claim_expires_at = moderator, now + timedelta(seconds=settings.MODERATOR_LEASE_S)
+        expires = now + timedelta(seconds=settings.MODERATOR_LEASE_S)
+        ContentReview.objects.filter(pk=review.pk).update(claimed_by=moderator, claim_expires_at=expires)
+        review.claimed_by, review.claim_expires_at = moderator, expires
     return review
 
 
@@ -134,7 +142,7 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
             review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.active_idempotency_key and review.status == ReviewStatus.PROCESSING:
             ModerationRequest.objects.filter(
-                idempotency_key=review.active_idempotency_key, status__in=[RequestStatus.CREATED, RequestStatus.SENT]
+                idempotency_key=review.active_idempotency_key, status__in=OPEN_REQUEST_STATUSES
             ).update(status=RequestStatus.FAILED, next_attempt_at=None, last_error=f"escalated by {moderator}: {reason}")
         review.decision = decision_record(
             review, label=ReviewStatus.MANUAL_REVIEW, source=DecisionSource.MODERATOR, moderator=moderator,

@@ -117,24 +117,25 @@ def notifications_due(now: datetime):
     )
 
 
+def notifications_resendable(*, ids=None, failed: bool = False):
+    """What `notifications_resend` would send again: the given ids, or else (`failed`) every
+    notification that gave up; never a delivered one, nor one whose client has no webhook URL."""
+    rows = DecisionNotification.objects.exclude(status=NotificationStatus.DELIVERED).exclude(client__webhook_url="")
+    if ids:
+        return rows.filter(pk__in=ids)
+    return rows.filter(status=NotificationStatus.FAILED) if failed else rows.none()
+
+
 def notifications_resend(*, ids=None, failed: bool = False, now: datetime | None = None) -> list[int]:
     """Send failed (or never-sendable) notifications again, to the client's current webhook URL,
     with their original webhook-id and bytes. Returns the ids queued."""
     from moderation.queue import enqueue_on_commit
 
     now = now or timezone.now()
-    rows = DecisionNotification.objects.select_related("client")
-    if ids:
-        rows = rows.filter(pk__in=ids)
-    elif failed:
-        rows = rows.filter(status=NotificationStatus.FAILED)
-    else:
-        return []
     queued = []
     with transaction.atomic():
-        for notification in rows.select_for_update(of=("self",)).exclude(status=NotificationStatus.DELIVERED):
-            if not notification.client.webhook_url:
-                continue
+        rows = notifications_resendable(ids=ids, failed=failed).select_related("client")
+        for notification in rows.select_for_update(of=("self",)):
             DecisionNotification.objects.filter(pk=notification.pk).update(
                 status=NotificationStatus.PENDING, url=notification.client.webhook_url, attempts=0,
                 next_attempt_at=now, locked_until=None, last_enqueued_at=now,

@@ -97,17 +97,16 @@ def review_claim_locked(review: ContentReview, *, worker_id: str, job_id: str, a
     review.provider_request_id = ""
     review.processing_started_at = timezone.now()
     review.completed_at = None
-    with context.bind(idempotency_key=request.idempotency_key):
-        transition_review(
-            review,
-            Cause.JOB_STARTED,
-            actor=actor,
-            actor_id=worker_id,
-            idempotency_key=request.idempotency_key,
-            job_id=job_id,
-            update_fields=["active_idempotency_key", "worker_id", "provider_request_id", "processing_started_at",
-                           "completed_at"],
-        )
+    transition_review(
+        review,
+        Cause.JOB_STARTED,
+        actor=actor,
+        actor_id=worker_id,
+        idempotency_key=request.idempotency_key,
+        job_id=job_id,
+        update_fields=["active_idempotency_key", "worker_id", "provider_request_id", "processing_started_at",
+                       "completed_at"],
+    )
     return request
 
 
@@ -227,14 +226,13 @@ def review_finalize(
             # look once more; the result is then classified against the winner's state.
             outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no)
         if outcome is not FinalizeOutcome.APPLIED:
-            with context.bind(review_id=review_id):
-                record_event(
-                    _OUTCOME_EVENTS[outcome],
-                    review_id=review_id,
-                    idempotency_key=idempotency_key,
-                    cause=cause,
-                    callback_id=callback_id,
-                )
+            record_event(
+                _OUTCOME_EVENTS[outcome],
+                review_id=review_id,
+                idempotency_key=idempotency_key,
+                cause=cause,
+                callback_id=callback_id,
+            )
         return outcome
 
 
@@ -262,8 +260,7 @@ def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no) -> t
             return FinalizeOutcome.ORPHAN, None
         outcome = _classify(review, request)
         if outcome is FinalizeOutcome.APPLIED:
-            with context.bind(review_id=review.pk):
-                _apply_result_locked(review, request, result, cause, callback_id, attempt_no)
+            _apply_result_locked(review, request, result, cause, callback_id, attempt_no)
         return outcome, review.pk
 
 

@@ -63,7 +63,7 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     else:
         if settings.BREAKER_MAX_WAIT_S > 0:
             report.escalated += _give_up_waiting(now, limit)
-        if breaker_may_claim(provider=circuit.provider, now=now):
+        if breaker_may_claim(provider=circuit.provider, now=now, circuit=circuit):
             # Past the cooldown: one waiting review to carry the trial call, not the backlog.
             report.pending_requeued = _requeue_lost_jobs(now, 1)
     for review_id in silent_operations(now, limit):
@@ -104,7 +104,7 @@ def _enqueue_batch(rows, *, order_by: str, enqueued_before: datetime, now: datet
     `task` for each after commit. SKIP LOCKED hands an overlapping sweep the other rows."""
     with transaction.atomic():
         taken = list(
-            rows.select_for_update(skip_locked=True)
+            rows.select_for_update(skip_locked=True, of=("self",))  # not the rows review_field joins
             .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=enqueued_before))
             .order_by(order_by)
             .values_list("pk", review_field)[:limit]
@@ -130,21 +130,27 @@ def _give_up_waiting(now: datetime, limit: int) -> list:
     ]
 
 
-def silent_operations(now: datetime, limit: int, stuck_after: float | None = None) -> list:
-    """Processing reviews whose live request has not moved for `stuck_after` seconds
-    (default MODERATION_STUCK_AFTER_S)."""
-    cutoff = now - timedelta(seconds=stuck_after if stuck_after is not None else settings.MODERATION_STUCK_AFTER_S)
-    return list(
-        ModerationRequest.objects.filter(
-            status__in=OPEN_REQUEST_STATUSES,
-            next_attempt_at__isnull=True,
-            updated_at__lt=cutoff,
-            review__status=ReviewStatus.PROCESSING,
-            review__active_idempotency_key=F("idempotency_key"),
-        )
-        .order_by("updated_at")
-        .values_list("review_id", flat=True)[:limit]
+def _stuck_cutoff(now: datetime, stuck_after: float | None) -> datetime:
+    """An operation untouched since before this went silent (`stuck_after`: seconds, default
+    MODERATION_STUCK_AFTER_S)."""
+    return now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S if stuck_after is None else stuck_after)
+
+
+def silent_requests(now: datetime, stuck_after: float | None = None):
+    """The live requests of processing reviews that have not moved for `stuck_after` seconds
+    (default MODERATION_STUCK_AFTER_S), as a queryset (the metrics count it)."""
+    return ModerationRequest.objects.filter(
+        status__in=OPEN_REQUEST_STATUSES,
+        next_attempt_at__isnull=True,
+        updated_at__lt=_stuck_cutoff(now, stuck_after),
+        review__status=ReviewStatus.PROCESSING,
+        review__active_idempotency_key=F("idempotency_key"),
     )
+
+
+def silent_operations(now: datetime, limit: int, stuck_after: float | None = None) -> list:
+    """The ids of up to `limit` reviews with a silent request, the longest silent first."""
+    return list(silent_requests(now, stuck_after).order_by("updated_at").values_list("review_id", flat=True)[:limit])
 
 
 @records_illegal_transitions
@@ -157,7 +163,7 @@ def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: flo
       ended): the same operation again, with the same key, which the provider de-duplicates.
     """
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=stuck_after if stuck_after is not None else settings.MODERATION_STUCK_AFTER_S)
+    cutoff = _stuck_cutoff(now, stuck_after)
     with context.bind(review_id=review_id), transaction.atomic():
         review = ContentReview.objects.select_for_update(skip_locked=True).filter(pk=review_id).first()
         if review is None or review.status != ReviewStatus.PROCESSING:

@@ -28,10 +28,9 @@ class Command(BaseCommand):
             kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
         )
         try:
-            report = RaceLab(config, out=self.stdout.write).run()
+            report = RaceLab(config).run()
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        report.figures["violations"] = len(report.violations)
         width = max(len(k) for k in report.figures)
         for name, value in report.figures.items():
             self.stdout.write(f"{name:<{width}}  {value}")

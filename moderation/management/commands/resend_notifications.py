@@ -2,8 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
-from moderation.models import DecisionNotification, NotificationStatus
-from moderation.services import notifications_resend
+from moderation.services import notifications_resend, notifications_resendable
 
 
 class Command(BaseCommand):
@@ -17,8 +16,7 @@ class Command(BaseCommand):
     def handle(self, *args, failed, ids, for_real, **options):
         if not failed and not ids:
             raise CommandError("say which: --failed or --id ID [ID ...]")
-        rows = DecisionNotification.objects.exclude(status=NotificationStatus.DELIVERED)
-        rows = rows.filter(pk__in=ids) if ids else rows.filter(status=NotificationStatus.FAILED)
+        rows = notifications_resendable(ids=ids, failed=failed)
         if not for_real:
             for pk, event_id, status in rows.values_list("pk", "event_id", "status"):
                 self.stdout.write(f"would resend #{pk} {event_id} ({status})")
