@@ -16,7 +16,6 @@ from django.core.management.base import CommandError
 from rest_framework.test import APIClient
 
 from moderation.models import Content
-from tests.helpers import submit
 
 URL = "/api/v1/reviews/"
 
@@ -38,11 +37,6 @@ def test_a_revoked_token_is_401_at_once(http, api_client):
     assert response.status_code == 401 and response.json()["error"] == "authentication_failed"
     with pytest.raises(CommandError, match="no API client"):
         call_command("revoke_api_client", "nobody")
-
-
-@pytest.mark.django_db
-def test_another_clients_review_is_404(http, other_client):
-    assert http.get(f"{URL}{submit(other_client).pk}/").status_code == 404
 
 
 @pytest.mark.django_db

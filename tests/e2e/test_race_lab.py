@@ -1,5 +1,7 @@
 """The race lab in `make test`: real processes, every fault on, a worker killed, then every
-invariant checked; and the lab can fail: it reports a violation when a guard is removed."""
+invariant checked. (That its checker reports a violation when a guard is removed is shown by
+test_guards_matter.py and the property test, which can monkeypatch the guards: the lab's
+processes cannot be.)"""
 
 from __future__ import annotations
 

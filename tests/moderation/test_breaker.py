@@ -61,18 +61,20 @@ def test_client_errors_say_nothing_about_the_providers_health(api_client, script
 def test_while_open_new_reviews_wait_in_pending_and_nothing_is_sent(api_client, scripted, breaker):
     trip(api_client, scripted)
     calls = len(scripted.calls)
-    review = submit(api_client)
+    waiting = [submit(api_client) for _ in range(3)]
 
-    assert tasks.moderate_review(review.pk) == "waiting: provider circuit open"
+    for review in waiting:
+        assert tasks.moderate_review(review.pk) == "waiting: provider circuit open"
 
-    review = ContentReview.objects.get(pk=review.pk)
-    assert review.status == ReviewStatus.PENDING and review.last_enqueued_at is None
+    for review in ContentReview.objects.filter(pk__in=[r.pk for r in waiting]):
+        assert review.status == ReviewStatus.PENDING and review.last_enqueued_at is None
     assert len(scripted.calls) == calls
     # The sweeper leaves waiting reviews alone while the circuit is open...
     assert services.reviews_sweep().pending_requeued == []
-    # ...and once the cooldown is over enqueues one of them, to carry the trial call.
+    # ...and once the cooldown is over enqueues one of the three, to carry the trial call.
     after_cooldown = timezone.now() + timedelta(seconds=31)
-    assert services.reviews_sweep(now=after_cooldown).pending_requeued == [review.pk]
+    requeued = services.reviews_sweep(now=after_cooldown).pending_requeued
+    assert len(requeued) == 1 and requeued[0] in {r.pk for r in waiting}
 
 
 def test_a_retry_due_while_open_is_postponed_without_spending_an_attempt(api_client, scripted, breaker):

@@ -1,5 +1,6 @@
 """The invariant checker catches what each concurrency guard prevents: with the guard taken out
-(monkeypatched), real threads colliding produce a violation it reports. (The finalize guards are
+(monkeypatched), real threads colliding produce a violation it reports; with the guard in
+place, the same collisions leave nothing to report. (The finalize guards are
 shown by the property test: test_invariants_stateful.py.)"""
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_without_the_claims_lock_and_conditional_update_a_double_claim_is_reported(api_client, monkeypatch):
     from moderation.services import pipeline
 
+    # Control: with the guards, the same collisions leave nothing for the checker to report.
+    guarded = [submit(api_client) for _ in range(5)]
+    for review in guarded:
+        results = collide(6, lambda i, review=review: services.review_claim(review_id=review.pk, worker_id=f"w{i}"))
+        assert sum(r is not None for r in results) == 1, results
+    assert violations([r.pk for r in guarded]) == []
+
     real_lock = ContentReview.objects.select_for_update
     monkeypatch.setattr(ContentReview, "_do_update", models.Model._do_update)  # no conditional update
     monkeypatch.setattr(pipeline.ContentReview.objects, "select_for_update", lambda *a, **k: ContentReview.objects.all())
@@ -39,10 +47,10 @@ def test_without_the_claims_lock_and_conditional_update_a_double_claim_is_report
     assert any("not a chain" in v or "version/history" in v or "illegal transition" in v for v in found), found
 
 
-def test_without_the_inbox_uniqueness_a_callback_stored_twice_is_reported(api_client, monkeypatch):
+def test_without_the_inbox_uniqueness_a_callback_stored_twice_is_reported(api_client):
     review, request = claimed(api_client)
     body = json.dumps(completed(request.idempotency_key))
-    slots = threading.BoundedSemaphore(40)
+    slots = threading.BoundedSemaphore(40)  # this PostgreSQL allows 100 connections
 
     def naive_store(*, provider, event_id, body, headers, event, invalid_reason=""):
         existing = ProviderCallback.objects.filter(provider=provider, provider_event_id=event_id).first()
@@ -52,20 +60,27 @@ def test_without_the_inbox_uniqueness_a_callback_stored_twice_is_reported(api_cl
                                               idempotency_key=event.idempotency_key)
         return inbox.Stored(id=row.pk, created=True, outcome="")
 
-    with connection.cursor() as cursor:
-        cursor.execute("ALTER TABLE callbacks_providercallback DROP CONSTRAINT callback_provider_event_uniq")
-    try:
-        monkeypatch.setattr(inbox, "callback_store", naive_store)
-
+    def deliver_with(store, event_id):
         def deliver(i):
             with slots:
                 try:
-                    return inbox.callback_store(provider="webhook", event_id="evt_race", body=body, headers={},
-                                                event=parse(body))
+                    return store(provider="webhook", event_id=event_id, body=body, headers={}, event=parse(body))
                 finally:
                     connection.close()
+        return deliver
 
-        collide(60, deliver)
+    # Control: the real store (INSERT ... ON CONFLICT) under the same collision: one row, the
+    # others counted as duplicates, nothing for the checker to report.
+    results = collide(60, deliver_with(inbox.callback_store, "evt_guarded"))
+    assert sum(r.created for r in results) == 1, results
+    assert ProviderCallback.objects.get(provider_event_id="evt_guarded").duplicate_count == 59
+    assert violations([review.pk]) == []
+    ProviderCallback.objects.all().delete()
+
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE callbacks_providercallback DROP CONSTRAINT callback_provider_event_uniq")
+    try:
+        collide(60, deliver_with(naive_store, "evt_race"))
         found = violations([review.pk])
         assert any("stored" in v and "times" in v for v in found), found
     finally:

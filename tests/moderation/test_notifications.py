@@ -179,6 +179,7 @@ def test_a_decision_rolled_back_leaves_no_notification(api_client):
     with pytest.raises(RuntimeError), transaction.atomic():
         locked = type(review).objects.select_related("client", "content").select_for_update().get(pk=review.pk)
         decision_record(locked, label="rejected", source="moderator", reason="then the transaction fails")
+        assert DecisionNotification.objects.count() == before + 1  # written in the decision's transaction
         raise RuntimeError("rolled back")
     assert DecisionNotification.objects.count() == before
 
@@ -205,7 +206,15 @@ def test_a_stale_attempt_cannot_undo_a_later_delivery(api_client, receiver, sett
     later = now + timedelta(seconds=settings.Q_TASK_TIMEOUT_S + 31)  # ...past its lease
     fresh = _begin(notification.pk, later)
 
+    # The stale attempt reports while the fresh one still holds the row: the attempt count says
+    # it is not the holder, so the fresh attempt's lease stays and nothing is recorded.
+    assert _finish(*stale, status=None, error="ReadTimeout", latency_ms=90_000) == "superseded by a later attempt"
+    notification.refresh_from_db()
+    assert notification.status == NotificationStatus.PENDING and notification.locked_until is not None
+    assert notification.last_error == ""
+
     assert _finish(*fresh, status=200, error="", latency_ms=5) == "delivered"
+    # Reported again after the delivery: the status says it is settled.
     assert _finish(*stale, status=None, error="ReadTimeout", latency_ms=90_000) == "superseded by a later attempt"
     notification.refresh_from_db()
     assert notification.status == NotificationStatus.DELIVERED and notification.last_error == ""

@@ -296,6 +296,37 @@ class TestRaces:
             assert all(isinstance(r, ContentReview) for r in taken), taken
             assert taken[0].pk != taken[1].pk
 
+    def test_review_next_skips_a_review_another_transaction_holds_instead_of_waiting(self, api_client, django_user_model):
+        import threading
+
+        from django.db import connection, transaction
+
+        oldest, second = decided(api_client, "manual_review"), decided(api_client, "manual_review")
+        locked, release = threading.Event(), threading.Event()
+
+        def hold():  # another moderator's transaction, on its own connection, holding the oldest
+            try:
+                with transaction.atomic():
+                    ContentReview.objects.select_for_update().get(pk=oldest.pk)
+                    locked.set()
+                    release.wait(10)
+            finally:
+                connection.close()
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        try:
+            assert locked.wait(10)
+            with connection.cursor() as cursor:
+                cursor.execute("SET lock_timeout = '500ms'")  # waiting for the lock would fail, not hang
+            taken = services.review_take_next(moderator=django_user_model.objects.create_user("mia"))
+            assert taken.pk == second.pk
+        finally:
+            release.set()
+            holder.join()
+            with connection.cursor() as cursor:
+                cursor.execute("RESET lock_timeout")
+
     def test_an_escalation_racing_a_provider_callback_leaves_one_winner_and_a_consistent_log(self, api_client, django_user_model):
         moderator = django_user_model.objects.create_user("mia")
         for _ in range(6):
@@ -337,13 +368,19 @@ class TestRaces:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_late_duplicate_callback_cannot_undo_an_override(api_client, django_user_model):
+def test_a_late_result_racing_an_override_cannot_undo_it(api_client, scripted, django_user_model):
+    """The result of the operation that failed comes in while a moderator decides: whichever runs
+    first, the result finds the review final (never applied over a human), the override stands."""
+    from moderation.providers.base import ProviderClientError
+
     moderator = django_user_model.objects.create_user("mia")
     for _ in range(5):
-        review = decided(api_client, "manual_review")
-        key = review.decision.request.idempotency_key
+        scripted.script = [ProviderClientError("400 bad request", http_status=400)]
+        review, request = claimed(api_client)
+        assert services.request_dispatch(request_id=request.pk, worker_id="w1").action == "escalated"
+        review.refresh_from_db()
 
-        def race(i, review=review, key=key):
+        def race(i, review=review, key=request.idempotency_key):
             if i == 0:
                 return services.review_override(review_id=review.pk, label="approved", reason="fine",
                                                 moderator=moderator, expected_version=review.version)
@@ -352,8 +389,8 @@ def test_a_late_duplicate_callback_cannot_undo_an_override(api_client, django_us
         decision, outcome = collide(2, race)
 
         review.refresh_from_db()
-        assert outcome == "duplicate" and review.status == "approved" and review.decision == decision
-        assert list(review.transitions.values_list("cause", flat=True)) == ["job_started", "provider_result", "manual_override"]
+        assert outcome == "already_final" and review.status == "approved" and review.decision == decision
+        assert list(review.transitions.values_list("cause", flat=True)) == ["job_started", "provider_failed", "manual_override"]
 
 
 @pytest.mark.django_db
