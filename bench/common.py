@@ -90,37 +90,6 @@ def bench_client(name: str = "bench", webhook_url: str = "") -> tuple[int, str]:
     return client.pk, token
 
 
-class WebhookSink:
-    """A client application's webhook on loopback: answers every notification 204, counts them."""
-
-    def __init__(self):
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        sink = self
-        self.received = 0
-        self._lock = threading.Lock()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                with sink._lock:
-                    sink.received += 1
-                self.send_response(204)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/moderation"
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 _SEED_PROCESSING = """
 WITH g AS (
     SELECT i, gen_random_uuid() AS content_id, gen_random_uuid() AS review_id, gen_random_uuid() AS key

@@ -81,8 +81,10 @@ def main() -> None:
     rng = random.Random(args.seed)
 
     url = common.setup()
+    from moderation.simulator import WebhookReceiver
+
     # --notify: decisions notify the client, so the cluster's workers deliver them during the run.
-    sink = common.WebhookSink() if args.notify else None
+    sink = WebhookReceiver(default_status=204) if args.notify else None
     client_id, _ = common.bench_client(webhook_url=sink.url if sink else "")
     new_per_level = int(args.requests * (1 - args.duplicates) * 1.2) + 10
     reviews = common.seed_processing(client_id, new_per_level * len(levels), "ingest-")
@@ -110,7 +112,7 @@ def main() -> None:
             rows.append([concurrency, len(lat), result.rate, common.percentile(lat, 50), common.percentile(lat, 95),
                          common.percentile(lat, 99), _other_statuses(result)])
         delivered_by = time.monotonic() + 120  # let the cluster finish the notifications (bounded)
-        while sink and sink.received < _applied() and time.monotonic() < delivered_by:
+        while sink and len(sink.received) < _applied() and time.monotonic() < delivered_by:
             time.sleep(0.5)
         rss = dict(platform.peak_rss)
     if sink:
@@ -127,7 +129,7 @@ def main() -> None:
     print(f"Callback ingestion, {variant}: {int(args.duplicates * 100)}% duplicate deliveries, closed loop on loopback")
     print(common.table(["conc.", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "non-200"], rows))
     print(f"\nstored and applied: {applied} callbacks; duplicate deliveries counted: {duplicates}; "
-          f"reviews finalized: {finalized}" + (f"; notifications delivered: {sink.received}" if sink else ""))
+          f"reviews finalized: {finalized}" + (f"; notifications delivered: {len(sink.received)}" if sink else ""))
     print("\npgbench, the equivalent SQL (same duplicate share), same server, -M prepared")
     print(common.table(["clients", "tps", "avg ms"], [[c, tps, lat] for c, tps, lat in pgbench]))
     best = max(results, key=lambda r: r.rate)

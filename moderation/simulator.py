@@ -274,3 +274,33 @@ class ProviderSimulator:
                 logger.debug("simulator: " + format, *args)
 
         return Handler
+
+
+class WebhookReceiver:
+    """A client application's webhook on loopback, for decision notifications: answers from a
+    script of status codes (`statuses`, then `default_status`) and keeps what it received as
+    (lower-cased headers, body)."""
+
+    def __init__(self, statuses=(), default_status: int = 200):
+        self.statuses, self.default_status = list(statuses), default_status
+        self.received: list[tuple[dict, bytes]] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(receiver.statuses.pop(0) if receiver.statuses else receiver.default_status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = _Server(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/moderation"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -4,9 +4,7 @@ stable webhook-id, signed so the standardwebhooks library verifies them."""
 from __future__ import annotations
 
 import json
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
@@ -15,42 +13,20 @@ from standardwebhooks import Webhook
 from callbacks.models import ProviderCallback
 from moderation import services, tasks
 from moderation.models import ApiClient, DecisionNotification, NotificationStatus
+from moderation.simulator import WebhookReceiver
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, decided, queued_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class Receiver:
-    """A client's webhook endpoint answering from a script of status codes (then 200)."""
-
-    def __init__(self, statuses=()):
-        self.statuses, self.received = list(statuses), []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(receiver.statuses.pop(0) if receiver.statuses else 200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/moderation"
-
-
 @pytest.fixture
 def receiver(api_client):
-    server = Receiver()
+    server = WebhookReceiver()
     ApiClient.objects.filter(pk=api_client.pk).update(webhook_url=server.url)
     api_client.refresh_from_db()
     yield server
-    server.server.shutdown()
+    server.stop()
 
 
 def run_delivery_jobs() -> list[str]:
