@@ -2,6 +2,7 @@
 #   make run   -> virtualenv, install, embedded PostgreSQL (unless DATABASE_URL is set), migrate,
 #                 demo credentials, then the web server and the django-q2 cluster in the foreground
 #   make test  -> the same set-up, then the whole test suite
+#   make test-fast -> the same, without the slow end-to-end, browser and chaos tests (the inner loop)
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test setup migrate check clean-db bench
+.PHONY: run test test-fast lint setup migrate check clean-db bench
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -37,13 +38,21 @@ run: migrate
 check: setup
 	$(PY) manage.py check
 
-test: $(VENV)/.dev-installed
+# Static checks: style, Django's system checks, missing migrations, and the import layers
+# (.importlinter: an import that runs upward fails here).
+lint: $(VENV)/.dev-installed
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 	$(PY) manage.py check --fail-level WARNING
 	$(PY) manage.py makemigrations --check --dry-run
+
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The benchmarks (bench/, README "Benchmarks"): figures printed, nothing asserted. They use a
+test-fast: lint
+	$(PY) -m pytest -m "not e2e and not browser and not chaos" $(PYTEST_ARGS)
+
+# The benchmarks (bench/, docs/benchmarks.md): figures printed, nothing asserted. They use a
 # database of their own (moderation_bench) on the DATABASE_URL server, the embedded one if unset.
 bench: $(VENV)/.dev-installed
 	$(PY) -m bench.ingest

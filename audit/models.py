@@ -42,7 +42,7 @@ class ReviewTransition(models.Model):
 
 
 class EventKind(models.TextChoices):
-    """What the pipeline records when it refuses to change anything (invariants 2, 4, 5, 10)."""
+    """What the pipeline records when it refuses to change anything (docs/design.md, invariants 2, 4, 5, 10)."""
 
     CLAIM_LOST = "claim_lost", "Claim lost"
     STALE_RESULT = "stale_result", "Stale result"

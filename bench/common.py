@@ -230,7 +230,7 @@ def callback_body(key, provider_request_id: str, *, score: float = 0.02) -> byte
 
 def signed_request(event_id: str, body: bytes) -> bytes:
     """A whole HTTP/1.1 request for the callback endpoint, signed now (valid for 5 minutes)."""
-    from callbacks.signing import sign
+    from moderation.signing import sign
 
     headers = sign(WEBHOOK_SECRET, event_id=event_id, body=body)
     head = (
@@ -314,7 +314,7 @@ class Platform:
 
     def __init__(self, *, web_workers: int = 4, clusters: int = 0, q_workers: int = 2, naive: bool = False,
                  env: dict[str, str] | None = None):
-        from moderation.race_lab import free_port
+        from lab.race_lab import free_port
 
         self.port = free_port()
         self.web_workers, self.clusters, self.naive = web_workers, clusters, naive
@@ -329,7 +329,7 @@ class Platform:
         self._sampling = False
 
     def __enter__(self) -> Platform:
-        from moderation.race_lab import start_platform
+        from lab.race_lab import start_platform
 
         self.processes = start_platform(
             self.env, self.port, web_workers=self.web_workers, clusters=self.clusters,
@@ -339,7 +339,7 @@ class Platform:
         return self
 
     def __exit__(self, *exc) -> None:
-        from moderation.race_lab import stop
+        from lab.race_lab import stop
 
         self._sampling = False
         stop(self.processes.values())
@@ -349,7 +349,7 @@ class Platform:
         largest of each kind), in a background thread."""
         import psutil
 
-        from moderation.race_lab import cluster_workers
+        from lab.race_lab import cluster_workers
 
         self._sampling = True
 

@@ -132,7 +132,7 @@ def _measure(client_id: int, ops: int, tag: str):
     from django.db import connection
     from django.test import Client
 
-    from callbacks.signing import sign
+    from moderation.signing import sign
     from moderation.models import Cause
     from moderation.providers import ModerationResult
     from moderation.services import review_claim, review_finalize

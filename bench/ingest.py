@@ -81,7 +81,7 @@ def main() -> None:
     rng = random.Random(args.seed)
 
     url = common.setup()
-    from moderation.simulator import WebhookReceiver
+    from lab.simulator import WebhookReceiver
 
     # --notify: decisions notify the client, so the cluster's workers deliver them during the run.
     sink = WebhookReceiver(default_status=204) if args.notify else None

@@ -43,7 +43,7 @@ def main() -> None:
     args = parser.parse_args()
 
     common.setup()
-    from moderation.simulator import Faults, ProviderSimulator
+    from lab.simulator import Faults, ProviderSimulator
 
     simulator = ProviderSimulator(secret=common.WEBHOOK_SECRET, api_key="bench-key", faults=Faults(delay_ms=0)).start()
     runs, paced = [], []
@@ -111,7 +111,7 @@ def _run(args, broker: str, variant: str, simulator, *, seed: int, rate: float =
     from django.db.models import F
 
     from moderation.invariants import violations
-    from moderation.race_lab import TEXTS
+    from lab.race_lab import TEXTS
     from callbacks.models import ProviderCallback
     from moderation.models import FINAL_STATUSES, ContentReview, ModerationRequest
 

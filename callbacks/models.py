@@ -5,18 +5,11 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-
-class CallbackOutcome(models.TextChoices):
-    APPLIED = "applied", "Applied"
-    STALE = "stale", "Stale (superseded key)"
-    DUPLICATE = "duplicate", "Duplicate result"
-    ALREADY_FINAL = "already_final", "Review already final"
-    ORPHAN = "orphan", "Unknown idempotency key"
-    INVALID = "invalid", "Invalid body"
+from moderation.models import ResultOutcome
 
 
 class ProviderCallback(models.Model):
-    """One callback event, unique per (provider, provider_event_id) (invariant 5).
+    """One callback event, unique per (provider, provider_event_id) (docs/design.md, invariant 5).
 
     `payload_json` is the body exactly as received; a re-delivery of the same event increments
     `duplicate_count` and changes nothing else. Rows are kept well past the provider's
@@ -32,7 +25,7 @@ class ProviderCallback(models.Model):
     headers = models.JSONField(default=dict, blank=True)
     received_at = models.DateTimeField(auto_now_add=True)
     processed_at = models.DateTimeField(null=True, blank=True)
-    outcome = models.CharField(max_length=16, choices=CallbackOutcome.choices, blank=True)
+    outcome = models.CharField(max_length=16, choices=ResultOutcome.choices, blank=True)
     outcome_detail = models.TextField(blank=True)
     duplicate_count = models.PositiveIntegerField(default=0)
     # Processing that failed (an exception, not an outcome): counted, so the sweeper parks a

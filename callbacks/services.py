@@ -12,7 +12,8 @@ from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from audit import context
-from callbacks.models import CallbackOutcome, ProviderCallback
+from callbacks.models import ProviderCallback
+from moderation.models import ResultOutcome
 from callbacks.payload import COMPLETED, CallbackEvent, parse
 from moderation.models import Cause, ModerationRequest
 from moderation.services.pipeline import request_fail_reported, review_finalize, review_id_for_key
@@ -57,7 +58,7 @@ def callback_store(
     event: CallbackEvent | None,
     invalid_reason: str = "",
 ) -> Stored:
-    """Store a callback before anything acts on it (invariant 5), in one statement.
+    """Store a callback before anything acts on it (docs/design.md, invariant 5), in one statement.
 
     `INSERT ... ON CONFLICT DO UPDATE` makes concurrent deliveries of one event queue up on the
     unique index: one inserts the row, every other only increments its duplicate_count.
@@ -74,7 +75,7 @@ def callback_store(
         json.dumps(headers),
         now,
         None if event else now,
-        "" if event else CallbackOutcome.INVALID,
+        "" if event else ResultOutcome.INVALID,
         invalid_reason,
     ]
     with connection.cursor() as cursor:
@@ -168,8 +169,8 @@ def callback_replay(*, callback_id: int) -> str:
     """Run a stored callback again. An unprocessed one is processed; a processed one is applied
     again (harmless: it comes back duplicate, stale...) and keeps its first outcome."""
     callback = ProviderCallback.objects.get(pk=callback_id)
-    if callback.outcome == CallbackOutcome.INVALID:
-        return CallbackOutcome.INVALID
+    if callback.outcome == ResultOutcome.INVALID:
+        return ResultOutcome.INVALID
     with context.bind(
         provider_event_id=callback.provider_event_id,
         idempotency_key=callback.idempotency_key,

@@ -1,4 +1,4 @@
-"""`POST /api/v1/callbacks/<provider>/`: verify, store, then process (DESIGN "Callback").
+"""`POST /api/v1/callbacks/<provider>/`: verify, store, then process (docs/design.md, "Signed callback").
 
 Answers: 2xx once stored, also for duplicates and for stale or already-final results (the
 provider must stop re-delivering); 401 for a bad or missing signature, nothing stored; 400 for
@@ -20,10 +20,14 @@ from rest_framework.views import APIView
 from audit import context
 from callbacks import services
 from callbacks.payload import InvalidCallback, parse
-from callbacks.signing import InvalidSignature, verify
+from moderation.models import ResultOutcome
+from moderation.signing import InvalidSignature, verify
+from moderation.api.errors import error_body
 from moderation.api.schema import ErrorSerializer as ERROR_BODY
 from moderation.api.throttles import CallbackRateThrottle
 
+# The answer's outcome for a delivery stored earlier and not processed yet (the sweeper will).
+ACCEPTED = "accepted"
 KEPT_HEADERS = ("webhook-id", "webhook-timestamp", "webhook-signature", "content-type", "user-agent")
 
 _result = inline_serializer("ModerationResultItem", {
@@ -64,9 +68,7 @@ _CALLBACK_SCHEMA = extend_schema(
         200: inline_serializer("ProviderCallbackAck", {
             "id": serializers.IntegerField(help_text="The inbox row."),
             "duplicate": serializers.BooleanField(),
-            "outcome": serializers.ChoiceField(
-                choices=["applied", "stale", "duplicate", "already_final", "orphan", "accepted"]
-            ),
+            "outcome": serializers.ChoiceField(choices=[*ResultOutcome.values, ACCEPTED]),
         }),
         400: ERROR_BODY,
         401: ERROR_BODY,
@@ -126,7 +128,7 @@ class ProviderCallbackView(APIView):
                 with context.bind(review_id=stored.review_id):
                     outcome = services.callback_process_safely(callback_id=stored.id) or ""
         return Response(
-            {"id": stored.id, "duplicate": not stored.created, "outcome": outcome or "accepted"},
+            {"id": stored.id, "duplicate": not stored.created, "outcome": outcome or ACCEPTED},
             status=status.HTTP_200_OK,
         )
 
@@ -149,4 +151,4 @@ def _read_body(request) -> bytes | None:
 
 
 def _error(http_status: int, code: str, detail: str, **extra) -> Response:
-    return Response({"error": code, "detail": detail, **extra}, status=http_status)
+    return Response(error_body(code, detail, **extra), status=http_status)

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "audit",
     "moderation",
     "callbacks",
+    "lab",  # tools: the race lab and the provider simulator (their commands)
 ]
 
 MIDDLEWARE = [

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from audit import health, metrics
+from moderation.observability import health, metrics
 from moderation.api.throttles import AddressRateThrottle
 
 public = {"authentication_classes": [], "permission_classes": [], "throttle_classes": [AddressRateThrottle]}

@@ -1,4 +1,4 @@
-"""DESIGN's invariants, checked against the database: by the property-based test after every
+"""The invariants of docs/design.md, checked against the database: by the property-based test after every
 step, and by `manage.py race_lab` after a run. Each check returns violations, never raises."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from moderation.models import (
 )
 
 S = ReviewStatus
-# DESIGN's state machine plus issue 4's escalation: (from, to, cause).
+# docs/design.md's state machine: (from, to, cause).
 LEGAL = {
     (S.PENDING, S.PROCESSING, Cause.JOB_STARTED),
     (S.PROCESSING, S.PROCESSING, Cause.RETRY_RECONCILE),
@@ -32,6 +32,8 @@ LEGAL = {
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.MANUAL_ESCALATION),
     *((src, to, Cause.MANUAL_OVERRIDE) for src in FINAL_STATUSES for to in (S.APPROVED, S.REJECTED)),
     *((src, S.PENDING, Cause.REPROCESS) for src in FINAL_STATUSES),
+    (S.APPROVED, S.MANUAL_REVIEW, Cause.USER_REPORTS),
+    (S.REJECTED, S.MANUAL_REVIEW, Cause.APPEAL),
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from moderation.models import ModerationPolicy, ReviewStatus
+from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
 from moderation.providers import ModerationResult
 
 # Worst first: the strictest verdict over all categories wins.
@@ -47,6 +47,23 @@ def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
     top = max(result.category_scores.values(), default=None)
     explanation = f"{policy}: " + ("; ".join(reasons) if reasons else "every category below its thresholds")
     return Verdict(label=label, score=top, explanation=explanation)
+
+
+def validate_policy(fields: dict) -> list[str]:
+    """Every error in a policy version's fields (empty when it may be published).
+
+    The one policy validator: `policy_publish` and the admin's policy form both call it, so a
+    version that one of them accepts the other accepts too.
+    """
+    errors = validate_category_thresholds(fields.get("category_thresholds") or {})
+    review, reject = fields.get("review_threshold"), fields.get("reject_threshold")
+    if not all(isinstance(n, int | float) and not isinstance(n, bool) for n in (review, reject)):
+        errors.append("review and reject thresholds must be numbers")
+    elif not 0 <= review <= reject <= 1:
+        errors.append("thresholds must satisfy 0 <= review <= reject <= 1")
+    if fields.get("flagged_label", ReviewStatus.MANUAL_REVIEW) not in DECISION_LABELS:
+        errors.append(f"flagged_label must be one of {', '.join(DECISION_LABELS)}")
+    return errors
 
 
 def validate_category_thresholds(value: object) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from audit import context
+from callbacks.services import callbacks_sweep
 from moderation import services
 from moderation.queue import new_job_id, worker_id
 
@@ -47,8 +48,6 @@ def deliver_notification(notification_id: int, job_id: str = "", web_request_id:
 
 def sweep(job_id: str = "", web_request_id: str = "") -> str:
     """The scheduled sweeper: unprocessed callbacks first (they may finish reviews), then reviews."""
-    from callbacks.services import callbacks_sweep
-
     with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
         callbacks = callbacks_sweep()
         expired = services.idempotency_records_expire()

@@ -14,7 +14,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin.reviews import ReviewAdmin
 from moderation import services
-from moderation.policy import validate_category_thresholds
+from moderation.policy import validate_policy
 from moderation.models import (
     ApiClient,
     ContentReview,
@@ -64,10 +64,9 @@ class PolicyForm(forms.ModelForm):
 
     def clean(self):
         data = super().clean()
-        errors = validate_category_thresholds(data.get("category_thresholds") or {})
-        review, reject = data.get("review_threshold"), data.get("reject_threshold")
-        if review is not None and reject is not None and not 0 <= review <= reject <= 1:
-            errors.append("Thresholds must satisfy 0 <= review <= reject <= 1.")
+        if self.errors:  # a field already failed; the policy's rules need every field
+            return data
+        errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
         return data

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import Exists, OuterRef
-from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
-from moderation.models import ModerationRequest, ReviewStatus
+from moderation.models import ModerationRequest
+from moderation.selectors import stuck_requests
 
 
 class DecisionSourceFilter(admin.SimpleListFilter):
@@ -56,10 +54,9 @@ class StuckFilter(admin.SimpleListFilter):
     parameter_name = "stuck"
 
     def lookups(self, request, model_admin):
-        return [("processing", f"In processing for over {settings.MODERATION_STUCK_AFTER_S:g}s")]
+        return [("processing", f"Operation silent for over {settings.MODERATION_STUCK_AFTER_S:g}s")]
 
     def queryset(self, request, queryset):
         if self.value() == "processing":
-            cutoff = timezone.now() - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
-            return queryset.filter(status=ReviewStatus.PROCESSING, updated_at__lt=cutoff)
+            return queryset.filter(pk__in=stuck_requests().values("review_id"))
         return queryset

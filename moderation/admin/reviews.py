@@ -22,13 +22,13 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyHistoryMixin, ReadOnlyPermissionsMixin
 from audit.models import Actor
-from audit.timeline import review_timeline
+from moderation.observability.timeline import review_timeline
 from moderation import services
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, OverrideForm, ReasonForm
 from moderation.errors import ModerationError
 from moderation.models import ContentReview, ModerationRequest, ReviewStatus
-from moderation.selectors import review_ids_matching
+from moderation.observability.search import review_ids_matching
 
 PERMISSIONS = {
     "override": "moderation.override_review",

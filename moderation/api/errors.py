@@ -1,6 +1,7 @@
 """Domain errors to HTTP, in one place, with one JSON error body for every API failure.
 
-Body: {"error": "<code>", "detail": "<message>", "fields": {...}} (fields only for 400s).
+Body: {"error": "<code>", "detail": "<message>", "fields": {...}} (fields only for 400s). Every
+error answer of the API, the callback endpoint and the API middleware is built by `error_body`.
 """
 
 from __future__ import annotations
@@ -23,10 +24,15 @@ _DOMAIN = {
 }
 
 
+def error_body(code: str, detail: str, **extra) -> dict:
+    """The API's one error body: a stable code, a message for people, and any extra fields."""
+    return {"error": code, "detail": detail, **extra}
+
+
 def exception_handler(exc, context):
     for error_class, (http_status, code) in _DOMAIN.items():
         if isinstance(exc, error_class):
-            return Response({"error": code, "detail": str(exc)}, status=http_status)
+            return Response(error_body(code, str(exc)), status=http_status)
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(exc.messages)
     elif isinstance(exc, Http404):
@@ -38,8 +44,8 @@ def exception_handler(exc, context):
         return None
     if isinstance(exc, exceptions.ValidationError):
         fields = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
-        response.data = {"error": "invalid", "detail": "The request is not valid.", "fields": fields}
+        response.data = error_body("invalid", "The request is not valid.", fields=fields)
     else:
         code = exc.get_codes()
-        response.data = {"error": code if isinstance(code, str) else "error", "detail": str(exc.detail)}
+        response.data = error_body(code if isinstance(code, str) else "error", str(exc.detail))
     return response

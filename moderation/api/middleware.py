@@ -13,6 +13,8 @@ from http import HTTPStatus
 from django.conf import settings
 from django.http import JsonResponse
 
+from moderation.api.errors import error_body
+
 logger = logging.getLogger(__name__)
 
 CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404: "not_found",
@@ -20,9 +22,7 @@ CODES = {400: "invalid", 401: "not_authenticated", 403: "permission_denied", 404
 
 
 def _error(status: int, detail: str = "") -> JsonResponse:
-    return JsonResponse(
-        {"error": CODES.get(status, "error"), "detail": detail or HTTPStatus(status).phrase}, status=status
-    )
+    return JsonResponse(error_body(CODES.get(status, "error"), detail or HTTPStatus(status).phrase), status=status)
 
 
 class ApiErrorMiddleware:

@@ -4,7 +4,7 @@ import json
 
 from rest_framework import serializers
 
-from audit import timeline
+from moderation.observability import timeline
 from moderation.models import ContentKind, ContentReview, Decision, ReviewStatus
 
 TEXT_MAX_CHARS = 100_000

@@ -8,7 +8,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 
 from moderation import services
-from audit.timeline import review_timeline
+from moderation.observability.timeline import review_timeline
 from moderation.api.authentication import BearerTokenAuthentication
 from moderation.api.pagination import NewestFirstPagination
 from moderation.api.schema import (

@@ -80,6 +80,18 @@ class Content(models.Model):
         return f"{self.client_id}:{self.external_id}"
 
 
+class ResultOutcome(models.TextChoices):
+    """What became of a provider result: the one list used by finalize, the callback inbox, the
+    callback endpoint's schema and the metrics (docs/design.md, invariants 4 and 5)."""
+
+    APPLIED = "applied", "Applied"
+    STALE = "stale", "Stale (superseded key)"
+    DUPLICATE = "duplicate", "Duplicate result"
+    ALREADY_FINAL = "already_final", "Review already final"
+    ORPHAN = "orphan", "Unknown idempotency key"
+    INVALID = "invalid", "Invalid body"
+
+
 class ReviewStatus(models.TextChoices):
     PENDING = "pending", "Pending"
     PROCESSING = "processing", "Processing"
@@ -101,6 +113,12 @@ class Cause(models.TextChoices):
     MANUAL_ESCALATION = "manual_escalation"
     MANUAL_OVERRIDE = "manual_override"
     REPROCESS = "reprocess"
+    USER_REPORTS = "user_reports"
+    APPEAL = "appeal"
+
+
+# Causes whose transition lands on the decision's label (the others have one fixed target).
+LABELLED_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE)
 
 
 class ContentReview(ConcurrentTransitionMixin, models.Model):
@@ -211,6 +229,14 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     def reprocess(self) -> None:
         pass
 
+    @transition(field=status, source=ReviewStatus.APPROVED, target=ReviewStatus.MANUAL_REVIEW)
+    def report_escalate(self) -> None:
+        """Enough distinct users reported an approved content: a human looks (docs/design.md, 12)."""
+
+    @transition(field=status, source=ReviewStatus.REJECTED, target=ReviewStatus.MANUAL_REVIEW)
+    def appeal(self) -> None:
+        """The rejected content's owner appealed: a human decides again (docs/design.md, 13)."""
+
 
 # Which transition method each cause runs. The legal (from, to) pairs follow from the decorators.
 TRANSITION_FOR_CAUSE = {
@@ -222,6 +248,8 @@ TRANSITION_FOR_CAUSE = {
     Cause.MANUAL_ESCALATION: "escalate",
     Cause.MANUAL_OVERRIDE: "override",
     Cause.REPROCESS: "reprocess",
+    Cause.USER_REPORTS: "report_escalate",
+    Cause.APPEAL: "appeal",
 }
 
 
@@ -376,7 +404,7 @@ class DecisionSource(models.TextChoices):
 
 
 class Decision(models.Model):
-    """An immutable decision with everything needed to explain it (invariant 9)."""
+    """An immutable decision with everything needed to explain it (docs/design.md, invariant 9)."""
 
     review = models.ForeignKey(ContentReview, on_delete=models.PROTECT, related_name="decisions")
     label = models.CharField(max_length=16, choices=[(s.value, s.label) for s in DECISION_LABELS])
@@ -398,6 +426,9 @@ class Decision(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     reason = models.TextField(blank=True)
+    # A moderator's violation category (one of the policy's categories); blank for an approval
+    # and for decisions computed from category scores, which carry their own.
+    category = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -466,4 +497,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "ApiClient", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ModerationPolicy", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ModerationPolicy", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

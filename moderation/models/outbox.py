@@ -1,4 +1,4 @@
-"""The transactional outbox of decision notifications (invariant 7).
+"""The transactional outbox of decision notifications (docs/design.md, invariant 7).
 
 A notification row is written in the same transaction as the decision it announces, so a
 decision never goes unannounced and a rolled-back one is never announced. Delivery happens

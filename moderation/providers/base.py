@@ -22,7 +22,7 @@ class ModerationInput:
 
 @dataclass(frozen=True)
 class ModerationResult:
-    """A result in the OpenAI moderation shape (`results[0]` of DESIGN's callback body)."""
+    """A result in the OpenAI moderation shape (`results[0]` of the callback body, docs/design.md)."""
 
     model: str
     flagged: bool

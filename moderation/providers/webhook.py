@@ -1,4 +1,4 @@
-"""The generic asynchronous provider (DESIGN "The webhook provider protocol").
+"""The generic asynchronous provider (docs/design.md, "Providers and the `webhook` protocol").
 
 `POST {PROVIDER_URL}/v1/moderations` with `Idempotency-Key` and a bearer key. The provider
 answers 202 `{"id", "status": "queued"}` and calls back later, or 200 with a result.

@@ -22,7 +22,7 @@ from moderation.services.moderator import (
     review_take_next,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
-from moderation.services.pipeline import FinalizeOutcome, request_fail_reported, review_claim, review_finalize
+from moderation.services.pipeline import request_fail_reported, review_claim, review_finalize
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
 from moderation.services.policy import policy_active, policy_publish
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
@@ -30,7 +30,6 @@ from moderation.services.submission import review_submit
 
 __all__ = [
     "DispatchReport",
-    "FinalizeOutcome",
     "api_client_authenticate",
     "TRIAL",
     "breaker_admit",

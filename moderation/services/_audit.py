@@ -37,7 +37,7 @@ def transition_review(
     """Run the state machine transition for `cause`, save the review and write its audit row.
 
     Call inside `transaction.atomic()` while holding the review's row lock: the status change and
-    its transition row commit together or not at all (invariant 1). Raises IllegalTransition
+    its transition row commit together or not at all (docs/design.md, invariant 1). Raises IllegalTransition
     when the state machine refuses; the caller's transaction then rolls back whatever it wrote.
     """
     from_status = review.status

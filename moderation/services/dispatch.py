@@ -1,7 +1,7 @@
 """Dispatch: one provider attempt of an operation, with its stored key, and what followed.
 
 The review's row lock is taken first whenever the review or its requests are written (see
-pipeline.py); the provider itself is called with no transaction open (invariant 6).
+pipeline.py); the provider itself is called with no transaction open (docs/design.md, invariant 6).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: da
 
 def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload: ModerationInput) -> DispatchReport:
     # The provider may take PROVIDER_TIMEOUT_S to answer. Holding the review's row lock that
-    # long would stall the callback that may arrive meanwhile, and every other worker (6).
+    # long would stall the callback that may arrive meanwhile, and every other worker (docs/design.md, invariant 6).
     if connection.in_atomic_block:
         raise RuntimeError("a provider must never be called inside a database transaction")
     provider = get_provider(request.provider)

@@ -1,7 +1,7 @@
 """Human work: the moderation queue, overrides, escalations, reprocessing.
 
 A human decision is sticky: a provider result for any earlier operation finds the review no
-longer `processing` and changes nothing (invariant 10). Two moderators never hold one review:
+longer `processing` and changes nothing (docs/design.md, invariant 10). Two moderators never hold one review:
 "Review next" leases a review to one of them (SKIP LOCKED), and an override by anyone else
 while the lease runs is refused.
 """
@@ -30,7 +30,7 @@ from moderation.models import (
 )
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions, transition_review
-from moderation.services.decisions import decision_record
+from moderation.services.decide import decide_locked
 from moderation.services.pipeline import review_claim_locked
 
 
@@ -100,6 +100,7 @@ def review_override(
     moderator,
     expected_version: int | None = None,
     actor: str = Actor.ADMIN,
+    category: str = "",
 ) -> Decision:
     """A moderator's decision (manual_review|approved|rejected -> approved|rejected).
 
@@ -109,21 +110,20 @@ def review_override(
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
-        decision = decision_record(
-            review, label=label, source=DecisionSource.MODERATOR, moderator=moderator, reason=reason
-        )
-        review.decision = decision
-        review.completed_at = timezone.now()
         review.claimed_by, review.claim_expires_at = None, None
-        transition_review(
+        decision = decide_locked(
             review,
-            Cause.MANUAL_OVERRIDE,
+            cause=Cause.MANUAL_OVERRIDE,
             label=label,
+            source=DecisionSource.MODERATOR,
+            moderator=moderator,
+            reason=reason,
+            category=category,
             actor=actor,
             actor_id=str(moderator) if moderator else "",
-            reason=reason,
+            transition_reason=reason,
             history_user=moderator,
-            update_fields=["decision", "completed_at", "claimed_by", "claim_expires_at"],
+            update_fields=("claimed_by", "claim_expires_at"),
         )
     return decision
 
@@ -144,14 +144,17 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
             ModerationRequest.objects.filter(
                 idempotency_key=review.active_idempotency_key, status__in=OPEN_REQUEST_STATUSES
             ).update(status=RequestStatus.FAILED, next_attempt_at=None, last_error=f"escalated by {moderator}: {reason}")
-        review.decision = decision_record(
-            review, label=ReviewStatus.MANUAL_REVIEW, source=DecisionSource.MODERATOR, moderator=moderator,
+        decide_locked(
+            review,
+            cause=Cause.MANUAL_ESCALATION,
+            label=ReviewStatus.MANUAL_REVIEW,
+            source=DecisionSource.MODERATOR,
+            moderator=moderator,
             reason=reason,
-        )
-        review.completed_at = timezone.now()
-        transition_review(
-            review, Cause.MANUAL_ESCALATION, actor=Actor.ADMIN, actor_id=str(moderator), reason=reason,
-            history_user=moderator, update_fields=["decision", "completed_at"],
+            actor=Actor.ADMIN,
+            actor_id=str(moderator),
+            transition_reason=reason,
+            history_user=moderator,
         )
     return review
 

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from audit import context
-from callbacks.signing import sign
+from moderation.signing import sign
 from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
 
 logger = logging.getLogger(__name__)

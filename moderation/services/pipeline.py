@@ -8,7 +8,6 @@ same order and never deadlock.
 
 from __future__ import annotations
 
-import enum
 import logging
 
 from django.conf import settings
@@ -19,6 +18,7 @@ from django_fsm import ConcurrentTransition
 from audit import context
 from audit.models import Actor, EventKind
 from moderation.models import (
+    ResultOutcome,
     Cause,
     ContentReview,
     DecisionSource,
@@ -30,27 +30,17 @@ from moderation.policy import evaluate
 from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
-from moderation.services.decisions import decision_record
+from moderation.services.decide import decide_locked
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
 
 
-class FinalizeOutcome(enum.StrEnum):
-    """What became of a result; the values are the callback inbox's outcomes."""
-
-    APPLIED = "applied"
-    STALE = "stale"
-    DUPLICATE = "duplicate"
-    ALREADY_FINAL = "already_final"
-    ORPHAN = "orphan"
-
-
 _OUTCOME_EVENTS = {
-    FinalizeOutcome.STALE: EventKind.STALE_RESULT,
-    FinalizeOutcome.DUPLICATE: EventKind.DUPLICATE_RESULT,
-    FinalizeOutcome.ALREADY_FINAL: EventKind.ALREADY_FINAL,
-    FinalizeOutcome.ORPHAN: EventKind.ORPHAN_RESULT,
+    ResultOutcome.STALE: EventKind.STALE_RESULT,
+    ResultOutcome.DUPLICATE: EventKind.DUPLICATE_RESULT,
+    ResultOutcome.ALREADY_FINAL: EventKind.ALREADY_FINAL,
+    ResultOutcome.ORPHAN: EventKind.ORPHAN_RESULT,
 }
 
 
@@ -63,8 +53,8 @@ def review_claim(*, review_id, worker_id: str, job_id: str = "") -> ModerationRe
 
     Of several workers claiming at once exactly one wins: the row lock makes the others wait,
     and they then read a status other than pending. A loser returns None having changed nothing
-    and without calling the provider (invariant 2). The key is stored here, in the claim's
-    transaction, before any request can leave (invariant 3).
+    and without calling the provider (docs/design.md, invariant 2). The key is stored here, in the claim's
+    transaction, before any request can leave (docs/design.md, invariant 3).
     """
     with context.bind(review_id=review_id, worker_id=worker_id, job_id=job_id):
         try:
@@ -145,32 +135,26 @@ def request_give_up_locked(review: ContentReview, request: ModerationRequest, re
     )
     if review.status != ReviewStatus.PROCESSING or review.active_idempotency_key != request.idempotency_key:
         return  # superseded or decided meanwhile: the failure of an old operation changes nothing
-    decision = decision_record(
+    decide_locked(
         review,
+        cause=Cause.PROVIDER_FAILED,
         label=ReviewStatus.MANUAL_REVIEW,
         source=DecisionSource.SYSTEM,
         request=request,
         reason=f"provider failed: {reason}",
-    )
-    review.decision = decision
-    review.completed_at = timezone.now()
-    transition_review(
-        review,
-        Cause.PROVIDER_FAILED,
         actor=Actor.SYSTEM,
         actor_id=context.current().get("worker_id", ""),
         idempotency_key=request.idempotency_key,
         job_id=context.current().get("job_id", ""),
         attempt_no=request.attempt_no,
-        reason=reason,
-        update_fields=["decision", "completed_at"],
+        transition_reason=reason,
     )
 
 
 def request_supersede_locked(review: ContentReview, old: ModerationRequest, *, reason: str) -> ModerationRequest:
     """Replace the review's live operation with a new one (new key); call holding the row lock.
 
-    From here on a result for the old key is stale (invariant 4): the provider may still answer
+    From here on a result for the old key is stale (docs/design.md, invariant 4): the provider may still answer
     it, but nothing it says can change the review.
     """
     ModerationRequest.objects.filter(pk=old.pk).update(
@@ -211,11 +195,11 @@ def review_finalize(
     cause: Cause,
     callback_id: int | None = None,
     attempt_no: int | None = None,
-) -> FinalizeOutcome:
+) -> ResultOutcome:
     """Apply a provider result, if and only if it belongs to the review's live operation.
 
     The result applies only while the review is `processing` and its active key is the
-    result's key (invariant 4); otherwise the outcome is recorded and nothing changes. The row
+    result's key (docs/design.md, invariant 4); otherwise the outcome is recorded and nothing changes. The row
     lock makes two deliveries of one result queue up: the second finds the first's decision.
     """
     with context.bind(idempotency_key=idempotency_key):
@@ -225,7 +209,7 @@ def review_finalize(
             # The row changed between our read and our write (only possible without the lock):
             # look once more; the result is then classified against the winner's state.
             outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no)
-        if outcome is not FinalizeOutcome.APPLIED:
+        if outcome is not ResultOutcome.APPLIED:
             record_event(
                 _OUTCOME_EVENTS[outcome],
                 review_id=review_id,
@@ -253,33 +237,38 @@ def _lock_by_key(idempotency_key) -> tuple[ContentReview | None, ModerationReque
     return review, ModerationRequest.objects.get(idempotency_key=idempotency_key)
 
 
-def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no) -> tuple[FinalizeOutcome, object]:
+def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no) -> tuple[ResultOutcome, object]:
     with transaction.atomic():
         review, request = _lock_by_key(idempotency_key)
         if review is None:
-            return FinalizeOutcome.ORPHAN, None
+            return ResultOutcome.ORPHAN, None
         outcome = _classify(review, request)
-        if outcome is FinalizeOutcome.APPLIED:
+        if outcome is ResultOutcome.APPLIED:
             _apply_result_locked(review, request, result, cause, callback_id, attempt_no)
         return outcome, review.pk
 
 
-def _classify(review: ContentReview, request: ModerationRequest) -> FinalizeOutcome:
+def _classify(review: ContentReview, request: ModerationRequest) -> ResultOutcome:
     if request.status == RequestStatus.COMPLETED:
-        return FinalizeOutcome.DUPLICATE
+        return ResultOutcome.DUPLICATE
     if request.status == RequestStatus.SUPERSEDED or review.active_idempotency_key != request.idempotency_key:
-        return FinalizeOutcome.STALE
+        return ResultOutcome.STALE
     if review.status != ReviewStatus.PROCESSING:
-        return FinalizeOutcome.ALREADY_FINAL
-    return FinalizeOutcome.APPLIED
+        return ResultOutcome.ALREADY_FINAL
+    return ResultOutcome.APPLIED
 
 
 def _apply_result_locked(review, request, result: ModerationResult, cause, callback_id, attempt_no) -> None:
     policy = policy_active()
     verdict = evaluate(policy, result)
     now = timezone.now()
-    decision = decision_record(
+    fields = ()
+    if result.provider_request_id and not review.provider_request_id:
+        review.provider_request_id = result.provider_request_id
+        fields = ("provider_request_id",)
+    decide_locked(
         review,
+        cause=cause,
         label=verdict.label,
         source=DecisionSource.PROVIDER,
         score=verdict.score,
@@ -291,23 +280,12 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
         explanation=verdict.explanation,
         request=request,
         callback_id=callback_id,
-    )
-    review.decision = decision
-    review.completed_at = now
-    fields = ["decision", "completed_at"]
-    if result.provider_request_id and not review.provider_request_id:
-        review.provider_request_id = result.provider_request_id
-        fields.append("provider_request_id")
-    transition_review(
-        review,
-        cause,
-        label=verdict.label,
         actor=Actor.WORKER,
         actor_id=context.current().get("worker_id", ""),
         idempotency_key=request.idempotency_key,
         job_id=context.current().get("job_id", ""),
         attempt_no=attempt_no if attempt_no is not None else request.attempt_no,
-        reason=verdict.explanation,
+        transition_reason=verdict.explanation,
         update_fields=fields,
     )
     ModerationRequest.objects.filter(pk=request.pk).update(
@@ -316,7 +294,7 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
 
 
 @records_illegal_transitions
-def request_fail_reported(*, idempotency_key, error: str) -> FinalizeOutcome:
+def request_fail_reported(*, idempotency_key, error: str) -> ResultOutcome:
     """The provider reports it could not moderate an operation (a `moderation.failed` callback).
 
     An idempotent provider would give the same key the same answer, so the live operation is
@@ -326,15 +304,15 @@ def request_fail_reported(*, idempotency_key, error: str) -> FinalizeOutcome:
     with context.bind(idempotency_key=idempotency_key):
         with transaction.atomic():
             review, request = _lock_by_key(idempotency_key)
-            outcome = _classify(review, request) if review else FinalizeOutcome.ORPHAN
-            if outcome is FinalizeOutcome.APPLIED:
+            outcome = _classify(review, request) if review else ResultOutcome.ORPHAN
+            if outcome is ResultOutcome.APPLIED:
                 reason = f"provider reported failure: {error}"[:2000]
                 ModerationRequest.objects.filter(pk=request.pk).update(last_error=reason)
                 if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
                     request_give_up_locked(review, request, reason)
                 else:
                     request_supersede_locked(review, request, reason=reason)
-        if outcome is not FinalizeOutcome.APPLIED:
+        if outcome is not ResultOutcome.APPLIED:
             record_event(
                 _OUTCOME_EVENTS[outcome], review_id=review.pk if review else None,
                 idempotency_key=idempotency_key, cause="provider_failed_callback",

@@ -6,8 +6,8 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Max
 
-from moderation.models import DECISION_LABELS, ModerationPolicy
-from moderation.policy import validate_category_thresholds
+from moderation.models import ModerationPolicy
+from moderation.policy import validate_policy
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 
@@ -43,11 +43,14 @@ def policy_publish(
 ) -> ModerationPolicy:
     """Publish a new policy version; past versions stay as they were (decisions point at them)."""
     category_thresholds = category_thresholds or {}
-    errors = validate_category_thresholds(category_thresholds)
-    if not 0 <= review_threshold <= reject_threshold <= 1:
-        errors.append("thresholds must satisfy 0 <= review <= reject <= 1")
-    if flagged_label not in DECISION_LABELS:
-        errors.append(f"flagged_label must be one of {', '.join(DECISION_LABELS)}")
+    errors = validate_policy(
+        {
+            "reject_threshold": reject_threshold,
+            "review_threshold": review_threshold,
+            "category_thresholds": category_thresholds,
+            "flagged_label": flagged_label,
+        }
+    )
     if errors:
         raise ValidationError(errors)
     # Two publishers at once would both read the same max(version); the advisory lock makes

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from audit import context
@@ -31,6 +31,7 @@ from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions
 from moderation.services.breaker import breaker_may_claim, circuit_get
 from moderation.services.notifications import notifications_due
+from moderation.selectors import stuck_cutoff, stuck_review_ids
 from moderation.services.pipeline import request_give_up_locked, request_supersede_locked, review_give_up_waiting
 
 logger = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
         if breaker_may_claim(provider=circuit.provider, now=now, circuit=circuit):
             # Past the cooldown: one waiting review to carry the trial call, not the backlog.
             report.pending_requeued = _requeue_lost_jobs(now, 1)
-    for review_id in silent_operations(now, limit):
+    for review_id in stuck_review_ids(now=now, limit=limit):
         action = review_reconcile(review_id=review_id, now=now)
         if action:
             getattr(report, action).append(review_id)
@@ -130,29 +131,6 @@ def _give_up_waiting(now: datetime, limit: int) -> list:
     ]
 
 
-def _stuck_cutoff(now: datetime, stuck_after: float | None) -> datetime:
-    """An operation untouched since before this went silent (`stuck_after`: seconds, default
-    MODERATION_STUCK_AFTER_S)."""
-    return now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S if stuck_after is None else stuck_after)
-
-
-def silent_requests(now: datetime, stuck_after: float | None = None):
-    """The live requests of processing reviews that have not moved for `stuck_after` seconds
-    (default MODERATION_STUCK_AFTER_S), as a queryset (the metrics count it)."""
-    return ModerationRequest.objects.filter(
-        status__in=OPEN_REQUEST_STATUSES,
-        next_attempt_at__isnull=True,
-        updated_at__lt=_stuck_cutoff(now, stuck_after),
-        review__status=ReviewStatus.PROCESSING,
-        review__active_idempotency_key=F("idempotency_key"),
-    )
-
-
-def silent_operations(now: datetime, limit: int, stuck_after: float | None = None) -> list:
-    """The ids of up to `limit` reviews with a silent request, the longest silent first."""
-    return list(silent_requests(now, stuck_after).order_by("updated_at").values_list("review_id", flat=True)[:limit])
-
-
 @records_illegal_transitions
 def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: float | None = None) -> str | None:
     """Take over one processing review whose operation went silent. Returns what it did.
@@ -163,7 +141,7 @@ def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: flo
       ended): the same operation again, with the same key, which the provider de-duplicates.
     """
     now = now or timezone.now()
-    cutoff = _stuck_cutoff(now, stuck_after)
+    cutoff = stuck_cutoff(now=now, stuck_after=stuck_after)
     with context.bind(review_id=review_id), transaction.atomic():
         review = ContentReview.objects.select_for_update(skip_locked=True).filter(pk=review_id).first()
         if review is None or review.status != ReviewStatus.PROCESSING:

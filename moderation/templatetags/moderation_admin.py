@@ -1,6 +1,6 @@
 from django import template
 
-from moderation.selectors import dashboard_figures
+from moderation.observability.dashboard import dashboard_figures
 
 register = template.Library()
 

@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth.models import Group
 from rest_framework.test import APIClient
 
-from audit.timeline import review_timeline
+from moderation.observability.timeline import review_timeline
 from tests.helpers import decided
 
 

@@ -11,7 +11,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from moderation.race_lab import free_port
+from lab.race_lab import free_port
 
 
 def test_healthz_answers_without_the_database(client):

@@ -6,7 +6,7 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
-from callbacks.signing import sign
+from moderation.signing import sign
 
 SECRET = "whsec_" + "c2VjcmV0LWZvci10ZXN0cy0xMjM0NTY3ODkwMTIzNDU2"  # base64 of a test secret
 OLD_SECRET = "whsec_" + "b2xkLXNlY3JldC1iZWluZy1yb3RhdGVkLW91dC0xMjM0"

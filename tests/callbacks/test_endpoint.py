@@ -66,7 +66,7 @@ def test_a_duplicate_delivery_counts_and_changes_nothing_else(api_client):
     ],
 )
 def test_a_bad_or_missing_signature_is_401_and_nothing_is_stored(api_client, mutate, reason):
-    from callbacks.signing import sign
+    from moderation.signing import sign
 
     _, request = claimed(api_client)
     raw = json.dumps(completed(request.idempotency_key)).encode()
@@ -96,7 +96,7 @@ def test_a_timestamp_outside_the_configured_tolerance_is_401(api_client, setting
 
 
 def test_a_captured_delivery_replayed_verbatim_after_the_tolerance_is_401(api_client):
-    from callbacks.signing import sign
+    from moderation.signing import sign
 
     _, request = claimed(api_client)
     raw = json.dumps(completed(request.idempotency_key)).encode()
@@ -113,7 +113,7 @@ def test_a_captured_delivery_replayed_verbatim_after_the_tolerance_is_401(api_cl
 def test_a_replayed_body_under_a_new_id_with_its_old_timestamp_is_401(api_client):
     _, request = claimed(api_client)
     raw = json.dumps(completed(request.idempotency_key)).encode()
-    from callbacks.signing import sign
+    from moderation.signing import sign
 
     captured = sign(SECRET, event_id="evt_orig", body=raw, at=time.time() - 600)  # seen long ago
     forged = {**captured, "webhook-id": "evt_new"}  # an attacker cannot re-sign, only re-label

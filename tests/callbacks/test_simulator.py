@@ -12,7 +12,7 @@ from django.utils import timezone
 from callbacks.models import ProviderCallback
 from moderation import providers, services, tasks
 from moderation.models import AttemptOutcome, Decision, ModerationRequest, ReviewStatus
-from moderation.simulator import Faults, ProviderSimulator
+from lab.simulator import Faults, ProviderSimulator
 from tests.callbacks.conftest import SECRET
 from tests.helpers import submit
 

@@ -15,7 +15,7 @@ import pytest
 from django.conf import settings
 
 from moderation import services
-from moderation.race_lab import database_url, free_port
+from lab.race_lab import database_url, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from moderation.race_lab import LabConfig, RaceLab
+from lab.race_lab import LabConfig, RaceLab
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.e2e, pytest.mark.chaos, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_small_race_lab_finds_every_invariant_holding():

@@ -139,18 +139,18 @@ def test_random_interleavings_keep_every_invariant(api_client, scripted, django_
 # The property test can fail: with one guard of finalize taken out, it reports a violation.
 
 def _classify_without(guard: str):
-    from moderation.services.pipeline import FinalizeOutcome
+    from moderation.models import ResultOutcome
 
     def classify(review, request):
         if request.status == RequestStatus.COMPLETED:
-            return FinalizeOutcome.DUPLICATE
+            return ResultOutcome.DUPLICATE
         if guard != "active key" and (
             request.status == RequestStatus.SUPERSEDED or review.active_idempotency_key != request.idempotency_key
         ):
-            return FinalizeOutcome.STALE
+            return ResultOutcome.STALE
         if guard != "still processing" and review.status != ReviewStatus.PROCESSING:
-            return FinalizeOutcome.ALREADY_FINAL
-        return FinalizeOutcome.APPLIED
+            return ResultOutcome.ALREADY_FINAL
+        return ResultOutcome.APPLIED
 
     return classify
 

@@ -13,7 +13,7 @@ from standardwebhooks import Webhook
 from callbacks.models import ProviderCallback
 from moderation import services, tasks
 from moderation.models import ApiClient, DecisionNotification, NotificationStatus
-from moderation.simulator import WebhookReceiver
+from lab.simulator import WebhookReceiver
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, decided, queued_tasks
 
@@ -148,7 +148,7 @@ def test_every_kind_of_decision_writes_exactly_one_notification_with_it(api_clie
 def test_a_decision_rolled_back_leaves_no_notification(api_client):
     from django.db import transaction
 
-    from moderation.services.decisions import decision_record
+    from moderation.services.decide import decision_record
 
     review = decided(api_client, "approved")
     before = DecisionNotification.objects.count()

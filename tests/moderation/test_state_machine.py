@@ -1,4 +1,4 @@
-"""The review state machine, checked against DESIGN's table over every (from, cause, to)."""
+"""The review state machine, checked against docs/design.md's table over every (from, cause, to)."""
 
 from __future__ import annotations
 
@@ -17,17 +17,18 @@ from tests.helpers import claimed, decided, submit
 S = ReviewStatus
 FINAL = (S.APPROVED, S.REJECTED, S.MANUAL_REVIEW)
 
-# DESIGN.md "State machine" (plus issue 4's escalation), transcribed independently of the
-# model's decorators.
+# docs/design.md "State machine", transcribed independently of the model's decorators.
 LEGAL = {
     (S.PENDING, S.PROCESSING, Cause.JOB_STARTED),
     (S.PROCESSING, S.PROCESSING, Cause.RETRY_RECONCILE),
     *((S.PROCESSING, to, cause) for to in FINAL for cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK)),
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.PROVIDER_FAILED),
-    # Issue 4 adds a moderator's escalation of a review still in the provider's hands.
+    # A moderator's escalation of a review still in the provider's hands.
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.MANUAL_ESCALATION),
     *((src, to, Cause.MANUAL_OVERRIDE) for src in FINAL for to in (S.APPROVED, S.REJECTED)),
     *((src, S.PENDING, Cause.REPROCESS) for src in FINAL),
+    (S.APPROVED, S.MANUAL_REVIEW, Cause.USER_REPORTS),
+    (S.REJECTED, S.MANUAL_REVIEW, Cause.APPEAL),
 }
 LABELLED = {Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE}
 FIXED_TARGET = {
@@ -36,6 +37,8 @@ FIXED_TARGET = {
     Cause.PROVIDER_FAILED: S.MANUAL_REVIEW,
     Cause.MANUAL_ESCALATION: S.MANUAL_REVIEW,
     Cause.REPROCESS: S.PENDING,
+    Cause.USER_REPORTS: S.MANUAL_REVIEW,
+    Cause.APPEAL: S.MANUAL_REVIEW,
 }
 
 
@@ -67,14 +70,14 @@ CASES = [
 ]
 
 
-def test_the_table_covers_every_legal_transition_of_design():
+def test_the_table_covers_every_legal_transition_of_the_design():
     assert LEGAL <= set(CASES)
     assert len(CASES) == 5 * 5 * len(LABELLED) + 5 * len(FIXED_TARGET)
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(("src", "to", "cause"), CASES)
-def test_transition_is_allowed_exactly_when_design_allows_it(api_client, src, to, cause):
+def test_transition_is_allowed_exactly_when_the_design_allows_it(api_client, src, to, cause):
     review = review_in(src, api_client)
     before = ContentReview.objects.get(pk=review.pk)
     log_before = list(ReviewTransition.objects.filter(review=review).values_list("id", flat=True))

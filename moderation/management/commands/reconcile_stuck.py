@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from moderation import services
-from moderation.services.reconcile import silent_operations
+from moderation.selectors import stuck_review_ids
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         if stuck_after < 0:
             raise CommandError("--older-than must not be negative")
         now = timezone.now()
-        stuck = silent_operations(now, limit=100_000, stuck_after=stuck_after)
+        stuck = stuck_review_ids(now=now, limit=100_000, stuck_after=stuck_after)
         if not for_real:
             for pk in stuck:
                 self.stdout.write(f"would reconcile {pk}")

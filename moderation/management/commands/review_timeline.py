@@ -7,7 +7,7 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError
 
-from audit.timeline import review_timeline
+from moderation.observability.timeline import review_timeline
 from moderation.models import ContentReview
 
 

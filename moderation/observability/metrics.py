@@ -14,7 +14,6 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Count, DurationField, ExpressionWrapper, F, FloatField, Func, OuterRef, Q, Subquery, Sum
 from django.http import HttpResponse
-from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -25,8 +24,8 @@ from prometheus_client.core import (
 
 from audit.admin_base import is_operator
 from audit.models import EventKind, PipelineEvent
-from moderation.services.reconcile import silent_requests
 from callbacks.models import ProviderCallback
+from moderation.selectors import stuck_requests
 from moderation.models import (
     Cause,
     CircuitState,
@@ -142,7 +141,7 @@ class PipelineCollector:
         yield by_status
         yield GaugeMetricFamily(
             "moderation_reviews_stuck", "Reviews whose live operation has not moved for MODERATION_STUCK_AFTER_S.",
-            value=silent_requests(timezone.now()).count(),
+            value=stuck_requests().count(),
         )
         circuits = GaugeMetricFamily("moderation_provider_circuit", "1 for each provider's current circuit state.", labels=["provider", "state"])
         for provider, state in ProviderCircuit.objects.values_list("provider", "state"):

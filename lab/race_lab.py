@@ -28,10 +28,11 @@ from django.db import connection
 from django.db.models import Count, Sum
 
 from audit.models import EventKind, PipelineEvent
-from callbacks.models import CallbackOutcome, ProviderCallback
+from callbacks.models import ProviderCallback
+from moderation.models import ResultOutcome
 from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, ContentReview, ProviderAttempt
-from moderation.simulator import Faults, ProviderSimulator
+from lab.simulator import Faults, ProviderSimulator
 
 TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
          "great photo of the lake", "what a stupid take", "happy birthday!", "this is damn annoying"]
@@ -221,7 +222,7 @@ class RaceLab:
             "provider attempts": ProviderAttempt.objects.filter(request__review_id__in=review_ids).count(),
             "callbacks stored": callbacks.count(),
             "duplicate deliveries": callbacks.aggregate(n=Sum("duplicate_count"))["n"] or 0,
-            "stale results": callbacks.filter(outcome=CallbackOutcome.STALE).count(),
+            "stale results": callbacks.filter(outcome=ResultOutcome.STALE).count(),
             "lost claims": events.filter(kind=EventKind.CLAIM_LOST).count(),
             "worker kills": self.kills,
             "simulator 5xx / held": f"{simulator.stats['errors_5xx']} / {simulator.stats['held']}",

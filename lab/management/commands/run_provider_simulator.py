@@ -9,7 +9,7 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from moderation.simulator import Faults, ProviderSimulator
+from lab.simulator import Faults, ProviderSimulator
 
 
 class Command(BaseCommand):

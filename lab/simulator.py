@@ -1,4 +1,4 @@
-"""A provider simulator: a real HTTP server speaking the `webhook` protocol (DESIGN), moderating
+"""A provider simulator: a real HTTP server speaking the `webhook` protocol (docs/design.md), moderating
 with the local model and calling back with Standard Webhooks signatures, with the faults that
 break ordinary pipelines: latency, answers held past the client's timeout (work still done),
 5xx, duplicate, late and reordered callbacks.
@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 
-from callbacks.signing import sign
+from moderation.signing import sign
 from moderation.providers import ModerationInput, UnsupportedContent
 from moderation.providers.local import LocalProvider
 

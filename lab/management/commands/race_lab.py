@@ -1,8 +1,8 @@
-"""Run the real system under faults and kills, then check every invariant (moderation/race_lab.py)."""
+"""Run the real system under faults and kills, then check every invariant (lab/race_lab.py)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
-from moderation.race_lab import LabConfig, RaceLab
+from lab.race_lab import LabConfig, RaceLab
 
 
 class Command(BaseCommand):
