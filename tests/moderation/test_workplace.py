@@ -342,7 +342,7 @@ class TestRaces:
                 return services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1),
                                                 cause=Cause.PROVIDER_CALLBACK)
 
-            escalated, outcome = collide(2, race)
+            escalated, outcome = collide(2, race, expect=StaleVersion)
             review.refresh_from_db()
             out_of_processing = list(review.transitions.filter(from_status="processing").values_list("cause", flat=True))
             if outcome == "applied":
@@ -361,7 +361,7 @@ class TestRaces:
             review = decided(api_client, "manual_review")
             decided_by = collide(2, lambda i, review=review: services.review_override(
                 review_id=review.pk, label=("approved", "rejected")[i], reason="mine", moderator=(mia, sam)[i],
-                expected_version=review.version))
+                expected_version=review.version), expect=StaleVersion)
             winners = [d for d in decided_by if not isinstance(d, Exception)]
             losers = [d for d in decided_by if isinstance(d, Exception)]
             assert len(winners) == 1 and len(losers) == 1 and isinstance(losers[0], StaleVersion), decided_by
