@@ -394,19 +394,3 @@ def test_a_late_result_racing_an_override_cannot_undo_it(api_client, scripted, d
         review.refresh_from_db()
         assert outcome == "already_final" and review.status == "approved" and review.decision == decision
         assert list(review.transitions.values_list("cause", flat=True)) == ["job_started", "provider_failed", "manual_override"]
-
-
-@pytest.mark.django_db
-def test_setup_roles_is_idempotent_and_gives_each_role_its_permissions():
-    from io import StringIO
-
-    from django.core.management import call_command
-
-    for _ in range(2):
-        out = StringIO()
-        call_command("setup_roles", stdout=out)
-    perms = {g.name: {p.codename for p in g.permissions.all()} for g in Group.objects.all()}
-    assert "override_review" in perms["moderator"] and "reprocess_review" not in perms["moderator"]
-    assert {"reprocess_review", "add_moderationpolicy"} <= perms["supervisor"]
-    assert all(p.startswith("view_") for p in perms["auditor"])
-    assert "moderator:" in out.getvalue()
