@@ -30,6 +30,16 @@ def http(api_client):
 
 
 @pytest.fixture
+def fresh_throttles():
+    """Rate-limit counts start from zero and are not left behind for the next test."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
 def scripted(settings):
     """Route moderation to a ScriptedProvider for the test."""
     provider = ScriptedProvider()

@@ -6,8 +6,10 @@ import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from django.db import connection
+from django.utils import timezone
 
 from moderation import services
 from moderation.models import ContentReview, ModerationRequest
@@ -54,21 +56,26 @@ def decided(client, label: str) -> ContentReview:
     return review
 
 
-def collide(count: int, target: Callable[[int], object], *, timeout: float = 30) -> list:
+def collide(count: int, target: Callable[[int], object], *, expect: type | tuple = (), timeout: float = 30) -> list:
     """Run target(i) in `count` threads released together by a barrier; return results in order.
 
     Each thread uses (and closes) its own database connection, so row locks really collide.
-    An exception in a thread is returned in its slot, for the test to assert on.
+    A thread that raises one of the `expect` exception types (a loser told so by a named domain
+    error) has that exception returned in its slot, for the test to assert on; any other
+    exception in any thread fails the test, re-raised here with the thread it came from.
     """
     barrier = threading.Barrier(count)
     results: list = [None] * count
+    unexpected: list[tuple[int, BaseException]] = []
 
     def run(i: int) -> None:
         try:
             barrier.wait(timeout=timeout)
             results[i] = target(i)
-        except BaseException as exc:  # noqa: BLE001 - surfaced to the test
+        except expect as exc:
             results[i] = exc
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the test's thread below
+            unexpected.append((i, exc))
         finally:
             connection.close()
 
@@ -78,7 +85,16 @@ def collide(count: int, target: Callable[[int], object], *, timeout: float = 30)
     for thread in threads:
         thread.join(timeout)
     assert not any(t.is_alive() for t in threads), "a thread is still running: deadlock?"
+    if unexpected:
+        i, exc = sorted(unexpected, key=lambda pair: pair[0])[0]
+        exc.add_note(f"raised in thread {i} of {count} by collide() ({len(unexpected)} threads raised unexpectedly)")
+        raise exc
     return results
+
+
+def silent_for(operation: ModerationRequest, seconds: float) -> None:
+    """Make an operation look untouched for `seconds`, as if the clock had moved on since then."""
+    ModerationRequest.objects.filter(pk=operation.pk).update(updated_at=timezone.now() - timedelta(seconds=seconds))
 
 
 @dataclass

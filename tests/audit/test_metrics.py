@@ -1,4 +1,4 @@
-"""/metrics after a scripted scenario: exact counter values, read from the database."""
+"""/metrics after a scripted run of the pipeline: exact counter values, read from the database."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def scrape(client, token="scrape-me") -> dict:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_the_counters_after_a_scenario_are_exact(client, api_client, settings):
+def test_the_counters_after_a_lost_claim_duplicate_callbacks_and_a_late_result_are_exact(client, api_client, settings):
     settings.METRICS_TOKEN = "scrape-me"
     settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
     # One review: a second worker loses the claim, then its callback is delivered three times.

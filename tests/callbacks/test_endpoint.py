@@ -248,3 +248,19 @@ def test_the_fast_path_finds_the_review_of_a_callback_in_its_upsert(api_client):
     lookups = [q["sql"] for q in queries.captured_queries
                if q["sql"].startswith('SELECT "moderation_moderationrequest"."review_id" AS "review_id" FROM')]
     assert lookups == []  # the upsert returns it; the log correlation tests check it is bound
+
+
+def test_the_callback_endpoint_is_rate_limited(settings, fresh_throttles):
+    settings.THROTTLE_CALLBACK_RATE = "2/min"
+    client = APIClient()
+    answers = [client.post(URL, {}, format="json").status_code for _ in range(3)]
+    assert answers[-1] == 429
+
+
+def test_a_spoofed_forwarded_for_does_not_escape_the_callback_limit(settings, fresh_throttles):
+    settings.THROTTLE_CALLBACK_RATE = "2/min"
+    client = APIClient()
+    answers = [
+        client.post(URL, {}, format="json", HTTP_X_FORWARDED_FOR=f"10.0.0.{i}").status_code for i in range(4)
+    ]
+    assert answers[2:] == [429, 429]

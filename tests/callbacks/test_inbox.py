@@ -39,7 +39,6 @@ def test_two_hundred_concurrent_deliveries_of_one_callback_make_one_row_and_one_
 
     answers = collide(200, post)
 
-    assert not [a for a in answers if isinstance(a, BaseException)], answers[:3]
     assert {status for status, _ in answers} == {200}
     assert sorted(duplicate for _, duplicate in answers) == [False] + [True] * 199
     stored = ProviderCallback.objects.get()

@@ -1,4 +1,4 @@
-"""The acceptance scenarios over real HTTP: our webhook adapter -> the provider simulator ->
+"""The pipeline over real HTTP: our webhook adapter -> the provider simulator ->
 signed callbacks -> our callback endpoint (a live server) -> the pipeline."""
 
 from __future__ import annotations

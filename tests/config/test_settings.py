@@ -46,6 +46,24 @@ def test_production_settings_start_when_configured():
     assert process.returncode == 0, process.stderr
 
 
+def check_deploy(**env) -> subprocess.CompletedProcess:
+    environ = {**os.environ, "DEBUG": "0", "SECRET_KEY": "s3cr3t-" * 10, "ALLOWED_HOSTS": "moderation.example.com",
+               "DATABASE_URL": os.environ.get("DATABASE_URL", "postgres://x@127.0.0.1/x"), **env}
+    return subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                          env=environ, cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=120)
+
+
+def test_production_settings_pass_check_deploy_with_no_warnings():
+    run = check_deploy(REDIS_URL="redis://127.0.0.1:6379/0")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "no issues" in run.stdout
+
+
+def test_production_without_redis_is_warned_about():
+    run = check_deploy(REDIS_URL="")
+    assert run.returncode != 0 and "moderation.W002" in run.stderr + run.stdout
+
+
 @pytest.mark.parametrize(("redis_url", "broker"), [("", "orm"), ("redis://127.0.0.1:6379/3", "redis")])
 def test_the_broker_is_the_database_unless_redis_url_is_set(redis_url, broker):
     process = subprocess.run(

@@ -1,11 +1,17 @@
+"""The client API: /api/v1/reviews/ (submit, with an Idempotency-Key too; list; read; a review's
+timeline), its authentication, limits and error bodies."""
+
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
 from rest_framework.test import APIClient
 
 from moderation import services
-from moderation.models import Content, ContentReview
-from tests.helpers import assert_max_queries, decided, submit
+from moderation.models import Content, ContentReview, IdempotencyRecord
+from moderation.observability.timeline import review_timeline
+from tests.helpers import assert_max_queries, collide, decided, submit
 
 URL = "/api/v1/reviews/"
 
@@ -116,6 +122,12 @@ class TestSubmit:
         assert response.status_code == 400
         assert response.json()["error"] == "parse_error"
 
+    def test_an_oversized_body_is_413_without_being_read(self, http, settings):
+        settings.API_MAX_BODY_BYTES = 10_000
+        response = http.post(URL, body(text="x" * 20_000), format="json")
+        assert response.status_code == 413 and response.json()["error"] == "too_large"
+        assert not Content.objects.exists()
+
     def test_unicode_is_kept_as_sent(self, http):
         text = "Grüße 👋 — ﷺ  \u202e"
         response = http.post(URL, body(text=text), format="json")
@@ -175,3 +187,125 @@ class TestRead:
             decided(api_client, label)
         with assert_max_queries(2):  # auth + one page with its decisions and policies
             assert len(http.get(URL).json()["results"]) == 3
+
+
+def post_with_key(client, data, key="key-1"):
+    return client.post(URL, data, format="json", HTTP_IDEMPOTENCY_KEY=key)
+
+
+@pytest.mark.django_db
+class TestIdempotencyKey:
+    """POST /api/v1/reviews/ with an Idempotency-Key, the way Stripe does it."""
+
+    def test_the_same_key_and_body_replays_the_first_response(self, http):
+        first = post_with_key(http, body())
+        again = post_with_key(http, {"text": "hello world", "content_type": "text", "external_id": "post-1"})  # reordered
+
+        assert first.status_code == again.status_code == 201
+        assert again.json() == first.json()
+        assert again["Idempotent-Replayed"] == "true" and "Idempotent-Replayed" not in first
+        assert ContentReview.objects.count() == 1
+
+    def test_the_same_key_with_another_body_is_422_and_changes_nothing(self, http):
+        post_with_key(http, body())
+        response = post_with_key(http, body(external_id="post-2"))
+
+        assert response.status_code == 422
+        assert response.json()["error"] == "idempotency_key_reused"
+        assert ContentReview.objects.count() == 1
+
+    def test_a_rejected_request_does_not_use_up_its_key(self, http):
+        assert post_with_key(http, body(text="")).status_code == 400
+        assert not IdempotencyRecord.objects.exists()
+        assert post_with_key(http, body()).status_code == 201
+
+    def test_keys_belong_to_one_client(self, http, other_client):
+        theirs = APIClient()
+        theirs.credentials(HTTP_AUTHORIZATION=f"Bearer {other_client.token}")
+        assert post_with_key(http, body()).status_code == 201
+        assert post_with_key(theirs, body(external_id="other")).status_code == 201
+
+    @pytest.mark.parametrize("key", ["", "k" * 256, "tab\there"])
+    def test_a_malformed_key_is_400(self, http, key):
+        response = post_with_key(http, body(), key=key)
+        assert response.status_code == 400 and "Idempotency-Key" in response.json()["fields"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_requests_with_one_key_make_one_review_and_the_same_answer(api_client):
+    for round_no in range(5):
+        def send(i, round_no=round_no):
+            client = APIClient()
+            client.credentials(HTTP_AUTHORIZATION=f"Bearer {api_client.token}")
+            try:
+                response = post_with_key(client, body(external_id=f"race-{round_no}"), key=f"race-key-{round_no}")
+                return response.status_code, response.json()["id"], response.get("Idempotent-Replayed")
+            finally:
+                connection.close()
+
+        answers = collide(3, send)
+
+        assert {status for status, _, _ in answers} == {201}, answers
+        assert len({review_id for _, review_id, _ in answers}) == 1
+        assert sorted(str(r) for _, _, r in answers) == ["None", "true", "true"]
+    assert ContentReview.objects.count() == 5
+
+
+def timeline_url(review) -> str:
+    return f"{URL}{review.pk}/timeline/"
+
+
+@pytest.mark.django_db
+class TestTimeline:
+    def test_the_owning_client_gets_the_same_timeline_as_the_admin_page(self, http, api_client):
+        review = decided(api_client, "rejected")
+
+        entries = http.get(timeline_url(review)).json()
+
+        assert [(e["kind"], e["source"]) for e in entries] == [(e.kind, e.source) for e in review_timeline(review)]
+        # A client does not see who at the platform handled it.
+        assert not any("worker_id" in e["ids"] or "actor" in e["detail"] or e["payload"] for e in entries)
+        assert entries[0]["kind"] == "submitted" and entries[0]["ids"]["review_id"] == str(review.pk)
+        assert any(e["kind"] == "transition" and e["ids"].get("idempotency_key") for e in entries)
+
+    def test_another_client_and_anonymous_callers_get_nothing(self, http, other_client):
+        theirs = decided(other_client, "approved")
+        assert http.get(timeline_url(theirs)).status_code == 404
+        assert APIClient().get(timeline_url(theirs)).status_code == 401
+
+    def test_staff_with_view_permission_may_read_any_timeline(self, api_client, django_user_model):
+        review = decided(api_client, "approved")
+        moderator = django_user_model.objects.create_user("mia", is_staff=True)
+        moderator.groups.add(Group.objects.get(name="moderator"))
+        plain = django_user_model.objects.create_user("joe", is_staff=True)
+        session = APIClient()
+
+        session.force_login(moderator)
+        assert session.get(timeline_url(review)).status_code == 200
+        session.force_login(plain)
+        assert session.get(timeline_url(review)).status_code == 404
+
+
+@pytest.mark.django_db
+class TestLimitsAndErrors:
+    def test_a_client_over_its_rate_is_429_with_retry_after(self, http, other_client, settings, fresh_throttles):
+        settings.THROTTLE_CLIENT_RATE = "3/min"
+        answers = [http.get(URL).status_code for _ in range(4)]
+        theirs = APIClient()
+        theirs.credentials(HTTP_AUTHORIZATION=f"Bearer {other_client.token}")
+        assert answers == [200, 200, 200, 429]
+        throttled = http.get(URL)
+        assert throttled.json()["error"] == "throttled" and int(throttled["Retry-After"]) > 0
+        assert theirs.get(URL).status_code == 200  # per client
+
+    def test_unknown_api_urls_and_crashes_answer_json_not_html(self, http, monkeypatch):
+        missing = http.get("/api/v1/nothing-here/")
+        assert missing.status_code == 404 and missing.json() == {"error": "not_found", "detail": "Not Found"}
+        from moderation.api import views
+
+        monkeypatch.setattr(views.ReviewListCreateView, "get", lambda *a, **k: 1 / 0)
+        crash = APIClient(raise_request_exception=False)
+        crash.credentials(HTTP_AUTHORIZATION=http._credentials["HTTP_AUTHORIZATION"])
+        response = crash.get(URL)
+        assert response.status_code == 500 and response.json()["error"] == "server_error"
+        assert "ZeroDivisionError" not in response.content.decode()

@@ -1,6 +1,6 @@
 """Property-based: random interleavings of claims, results (live, old and duplicate), timeouts,
 acceptances, provider-reported failures, supersedes, overrides, escalations and reprocesses,
-with DESIGN's invariants checked after every step (hypothesis, stateful)."""
+with the invariants of docs/design.md checked after every step (hypothesis, stateful)."""
 
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ stable webhook-id, signed so the standardwebhooks library verifies them."""
 from __future__ import annotations
 
 import json
+import threading
 from datetime import timedelta
 
 import pytest
@@ -15,7 +16,7 @@ from moderation import services, tasks
 from moderation.models import ApiClient, DecisionNotification, NotificationStatus
 from lab.simulator import WebhookReceiver
 from tests.callbacks.conftest import SECRET, completed, deliver
-from tests.helpers import claimed, decided, queued_tasks
+from tests.helpers import claimed, collide, decided, queued_tasks
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -160,11 +161,25 @@ def test_a_decision_rolled_back_leaves_no_notification(api_client):
     assert DecisionNotification.objects.count() == before
 
 
-def test_two_delivery_jobs_at_once_post_once(api_client, receiver):
-    from tests.helpers import collide
-
+def test_two_delivery_jobs_at_once_post_once(api_client, receiver, monkeypatch):
     decided(api_client, "approved")
     notification = DecisionNotification.objects.get()
+    # The window widened: a job that has read the notification row waits (up to 1 s) until the
+    # other jobs have read it too, so without the row lock every job reads it before any
+    # records its attempt. With the lock the others skip the row and never read it: the wait
+    # times out and the one job carries on.
+    all_read = threading.Barrier(3)
+    real_from_db = DecisionNotification.from_db.__func__
+
+    def from_db(cls, *args, **kwargs):
+        row = real_from_db(cls, *args, **kwargs)
+        try:
+            all_read.wait(timeout=1)
+        except threading.BrokenBarrierError:
+            pass
+        return row
+
+    monkeypatch.setattr(DecisionNotification, "from_db", classmethod(from_db))
 
     outcomes = collide(3, lambda i: services.notification_deliver(notification_id=notification.pk))
 

@@ -11,7 +11,7 @@ from moderation import services
 from moderation.models import Cause, ModerationRequest, RequestStatus, ReviewStatus
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError
-from tests.helpers import claimed, collide, queued_tasks, result, submit
+from tests.helpers import claimed, collide, queued_tasks, result, silent_for, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -167,10 +167,27 @@ def test_an_operation_with_recent_progress_is_not_touched(api_client, scripted):
 
 
 def test_overlapping_reconciles_of_one_review_supersede_it_once(api_client, scripted, settings):
-    review, _ = accepted_request(api_client, scripted)
-    when = stuck_time(settings)
+    # The operation really went silent (last touched longer ago than the stuck threshold), and
+    # each reconcile reads the real clock, as the sweeper does: a reconcile that starts after
+    # another has committed the supersede finds a replacement operation seconds old, not silent.
+    # (A fixed future `now` would have judged that fresh replacement silent too.)
+    review, request = accepted_request(api_client, scripted)
+    silent_for(request, settings.MODERATION_STUCK_AFTER_S + 1)
 
-    actions = collide(4, lambda i: services.review_reconcile(review_id=review.pk, now=when))
+    actions = collide(4, lambda i: services.review_reconcile(review_id=review.pk))
 
     assert sorted(actions, key=str) == [None, None, None, "superseded"], actions
     assert ModerationRequest.objects.filter(review=review).count() == 2
+    assert len(queued_tasks(DISPATCH)) == 1
+
+
+def test_a_reconcile_right_after_a_supersede_leaves_the_fresh_operation_alone(api_client, scripted, settings):
+    review, request = accepted_request(api_client, scripted)
+    silent_for(request, settings.MODERATION_STUCK_AFTER_S + 1)
+
+    first = services.review_reconcile(review_id=review.pk)
+    again = services.review_reconcile(review_id=review.pk)
+
+    assert (first, again) == ("superseded", None)
+    replacement = ModerationRequest.objects.get(supersedes=request)
+    assert [t["kwargs"]["request_id"] for t in queued_tasks(DISPATCH)] == [replacement.pk]

@@ -1,7 +1,11 @@
-"""The seed's regression scenarios, with real concurrency (PostgreSQL, threads, a barrier)."""
+"""The pipeline's classic races end to end, with real concurrency (PostgreSQL, threads, a barrier):
+duplicate results, claim collisions, late results, timeouts, duplicate submissions
+(docs/design.md, invariants 2-4)."""
 
 from __future__ import annotations
 
+import random
+import time
 import uuid
 from datetime import timedelta
 
@@ -27,7 +31,7 @@ def final_transitions(review) -> list:
     )
 
 
-def test_a_the_same_callback_result_applied_twice_makes_one_transition_and_one_decision(api_client):
+def test_the_same_callback_result_applied_eight_times_at_once_makes_one_transition_and_one_decision(api_client):
     review, request = claimed(api_client)
 
     outcomes = collide(
@@ -45,7 +49,7 @@ def test_a_the_same_callback_result_applied_twice_makes_one_transition_and_one_d
     assert PipelineEvent.objects.filter(kind=EventKind.DUPLICATE_RESULT, review=review).count() == 7
 
 
-def test_b_of_workers_claiming_one_review_at_once_exactly_one_wins_and_only_it_calls_the_provider(api_client, scripted):
+def test_of_workers_claiming_one_review_at_once_exactly_one_wins_and_only_it_calls_the_provider(api_client, scripted):
     scripted.default = result(0.1)
     reviews = [submit(api_client) for _ in range(5)]
 
@@ -66,7 +70,7 @@ def test_b_of_workers_claiming_one_review_at_once_exactly_one_wins_and_only_it_c
     assert len(scripted.calls) == 5
 
 
-def test_c_a_late_result_from_a_superseded_attempt_is_stale_and_the_newer_result_stands(api_client):
+def test_a_late_result_from_a_superseded_attempt_is_stale_and_the_newer_result_stands(api_client):
     review, old = claimed(api_client)
     new = services.review_supersede(review_id=review.pk, reason="no callback")
 
@@ -80,17 +84,24 @@ def test_c_a_late_result_from_a_superseded_attempt_is_stale_and_the_newer_result
     assert PipelineEvent.objects.filter(kind=EventKind.STALE_RESULT, idempotency_key=old.idempotency_key).count() == 1
 
 
-def test_c_a_supersede_racing_the_old_operations_result_leaves_exactly_one_winner(api_client):
-    outcomes_seen = set()
-    for _ in range(8):
+def test_a_supersede_racing_the_old_operations_result_leaves_exactly_one_winner(api_client):
+    # Which side wins a round is up to the scheduler (a jitter of up to 2 ms keeps a scheduler
+    # that favours one thread from always picking the same side): rounds run until each side
+    # has won at least once, so both outcomes below have really been checked.
+    jitter = random.Random(12)
+    outcomes_seen: list = []
+    while len(outcomes_seen) < 8 or set(outcomes_seen) != {"applied", "stale"}:
+        assert len(outcomes_seen) < 40, f"one side never won in 40 rounds: {outcomes_seen}"
         review, old = claimed(api_client)
+        delays = [jitter.uniform(0, 0.002) for _ in range(2)]
 
         def act(i):
+            time.sleep(delays[i])
             if i == 0:
                 return services.review_supersede(review_id=review.pk, reason="silent")
             return services.review_finalize(idempotency_key=old.idempotency_key, result=result(0.95), cause=Cause.PROVIDER_CALLBACK)
 
-        superseded, outcome = collide(2, act)
+        superseded, outcome = collide(2, act, expect=IllegalTransition)
         review.refresh_from_db()
         if outcome == "applied":
             # The result won: the review is decided by the old operation, and the supersede
@@ -102,12 +113,11 @@ def test_c_a_supersede_racing_the_old_operations_result_leaves_exactly_one_winne
             assert outcome == "stale" and isinstance(superseded, ModerationRequest)
             assert review.status == ReviewStatus.PROCESSING and review.decision is None
             assert review.active_idempotency_key == superseded.idempotency_key
-        outcomes_seen.add(outcome)
-    assert outcomes_seen  # (which side wins each round is up to the scheduler)
+        outcomes_seen.append(outcome)
 
 
 @pytest.mark.parametrize("callback_first", [True, False])
-def test_d_a_timeout_while_the_provider_succeeded_then_a_retry_reuses_the_key_and_applies_once(
+def test_a_timeout_while_the_provider_succeeded_then_a_retry_reuses_the_key_and_applies_once(
     api_client, scripted, callback_first
 ):
     # The provider really moderated the first request but the worker gave up waiting; the
@@ -141,7 +151,7 @@ def test_d_a_timeout_while_the_provider_succeeded_then_a_retry_reuses_the_key_an
     assert len(scripted.calls) == (1 if callback_first else 2)
 
 
-def test_e_fifty_concurrent_duplicate_submissions_make_one_review(api_client):
+def test_fifty_concurrent_duplicate_submissions_make_one_review(api_client):
     body = {"external_id": f"post-{uuid.uuid4()}", "content_type": "text", "text": "hello there"}
 
     def post(i: int):
@@ -152,7 +162,6 @@ def test_e_fifty_concurrent_duplicate_submissions_make_one_review(api_client):
 
     answers = collide(50, post)
 
-    assert not [a for a in answers if isinstance(a, BaseException)], answers
     statuses = sorted(status for status, _ in answers)
     assert statuses == [200] * 49 + [201]
     assert len({review_id for _, review_id in answers}) == 1

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 
 from tests.helpers import decided
 
@@ -33,6 +34,13 @@ def test_the_docs_are_served_from_the_installed_package(client):
     assert page.status_code == 200
     assert "drf_spectacular_sidecar" in page.content.decode()
     assert client.get("/api/schema/").status_code == 200
+
+
+@pytest.mark.django_db
+def test_the_schema_and_docs_are_rate_limited_per_address(settings, fresh_throttles):
+    settings.THROTTLE_ADDRESS_RATE = "2/min"
+    answers = [Client().get("/api/schema/").status_code for _ in range(3)]
+    assert answers == [200, 200, 429]
 
 
 @pytest.mark.django_db(transaction=True)
