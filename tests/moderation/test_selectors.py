@@ -14,20 +14,16 @@ from prometheus_client import generate_latest
 
 from moderation.observability.metrics import _registry
 from moderation.selectors import stuck_review_ids, stuck_reviews
-from tests.helpers import claimed
+from tests.helpers import claimed, silent_for
 
 pytestmark = pytest.mark.django_db
 
 
-def _age(operation: ModerationRequest, hours: float) -> None:
-    ModerationRequest.objects.filter(pk=operation.pk).update(updated_at=timezone.now() - timedelta(hours=hours))
-
-
 def test_the_dashboard_the_gauge_the_filter_and_reconcile_stuck_agree(api_client, capsys):
     silent, operation = claimed(api_client)
-    _age(operation, 1)
+    silent_for(operation, 3600)
     in_backoff, retrying = claimed(api_client)
-    _age(retrying, 1)
+    silent_for(retrying, 3600)
     ModerationRequest.objects.filter(pk=retrying.pk).update(next_attempt_at=timezone.now() + timedelta(minutes=5))
     claimed(api_client)  # moving: not stuck
 
@@ -41,6 +37,6 @@ def test_the_dashboard_the_gauge_the_filter_and_reconcile_stuck_agree(api_client
 
 def test_a_superseded_operation_does_not_make_its_review_stuck(api_client):
     review, operation = claimed(api_client)
-    _age(operation, 1)
+    silent_for(operation, 3600)
     ModerationRequest.objects.filter(pk=operation.pk).update(status="superseded")
     assert not stuck_reviews().exists()
