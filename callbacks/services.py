@@ -14,7 +14,7 @@ from django.utils import timezone
 from audit import context
 from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
-from callbacks.payload import COMPLETED, CallbackEvent, parse
+from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
 from moderation.models import Cause, ModerationRequest
 from moderation.services.pipeline import request_fail_reported, review_finalize, review_id_for_key
 
@@ -113,9 +113,21 @@ def callback_process(*, callback_id: int) -> str | None:
             outcome = _apply(callback, parse(callback.payload_json))
             callback.outcome = outcome
             callback.processed_at = timezone.now()
-            callback.save(update_fields=["outcome", "processed_at"])
+            fields = ["outcome", "processed_at"]
+            if outcome != ResultOutcome.APPLIED and _content_erased(callback.idempotency_key):
+                # A late callback for erased content (an erased review is never processing, so
+                # it cannot apply): it must not bring back what the provider quoted of it (16).
+                callback.payload_json = redacted(callback.payload_json)
+                fields.append("payload_json")
+            callback.save(update_fields=fields)
             logger.info("callback %s: %s", callback.provider_event_id, outcome)
     return outcome
+
+
+def _content_erased(idempotency_key) -> bool:
+    return ModerationRequest.objects.filter(
+        idempotency_key=idempotency_key, review__content__erased_at__isnull=False
+    ).exists()
 
 
 def _apply(callback: ProviderCallback, event: CallbackEvent) -> str:

@@ -137,6 +137,8 @@ def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: da
         return f"request is no longer the review's live operation (review {review.status})"
     if request.next_attempt_at and request.next_attempt_at > now:
         return f"next attempt not due before {request.next_attempt_at.isoformat()}"
+    if review.content.erased_at is not None:  # (erasure also ends the review: belt and braces, invariant 16)
+        return "the content was erased"
     return ""
 
 
