@@ -11,7 +11,7 @@ from django.db import connection, transaction
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
-from audit import context
+from audit import context, tracing
 from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
@@ -109,6 +109,10 @@ def callback_process(*, callback_id: int) -> str | None:
             # The endpoint, the sweeper and replay have bound the review already.
             review_id=context.current().get("review_id")
             or (review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None),
+        ), tracing.continued(
+            # The trace of the operation the callback answers (stored with it when it started).
+            _trace_parent(callback.idempotency_key), "callback.process",
+            provider_event_id=callback.provider_event_id,
         ):
             outcome = _apply(callback, parse(callback.payload_json))
             callback.outcome = outcome
@@ -122,6 +126,13 @@ def callback_process(*, callback_id: int) -> str | None:
             callback.save(update_fields=fields)
             logger.info("callback %s: %s", callback.provider_event_id, outcome)
     return outcome
+
+
+def _trace_parent(idempotency_key) -> str:
+    if not tracing.enabled():
+        return ""  # tracing off: not one more query
+    found = ModerationRequest.objects.filter(idempotency_key=idempotency_key).values_list("trace_parent", flat=True)
+    return next(iter(found), "")
 
 
 def _content_erased(idempotency_key) -> bool:
