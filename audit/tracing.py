@@ -27,9 +27,12 @@ _propagator = TraceContextTextMapPropagator()
 tracer = trace.get_tracer("moderation")
 
 
+_enabled = False
+
+
 def enabled() -> bool:
-    """Whether spans are recorded in this process (an SDK tracer provider is installed)."""
-    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider | trace.NoOpTracerProvider)
+    """Whether this process records spans (`configure` installed the SDK)."""
+    return _enabled
 
 
 def carrier() -> str:
@@ -62,8 +65,9 @@ def configure(settings) -> bool:
     Called from AuditConfig.ready() in every process (web workers, cluster workers, commands).
     Returns whether tracing is on.
     """
-    if not settings.OTEL_TRACING or enabled():
-        return bool(settings.OTEL_TRACING)
+    global _enabled, tracer
+    if not settings.OTEL_TRACING or _enabled:
+        return _enabled
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -73,20 +77,26 @@ def configure(settings) -> bool:
     # Batches leave on a thread of their own; the SDK re-creates it in forked workers.
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
-    instrument()
+    instrument(provider)
+    tracer, _enabled = provider.get_tracer("moderation"), True
     return True
 
 
-def instrument() -> None:
+def instrumentors() -> list:
     """The Django (incoming requests), psycopg (statements) and httpx (provider calls, client
-    notifications) instrumentations, each once per process."""
+    notifications) instrumentations."""
     from opentelemetry.instrumentation.django import DjangoInstrumentor
     from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
     from opentelemetry.instrumentation.psycopg import PsycopgInstrumentor
 
-    for instrumentor in (DjangoInstrumentor(), PsycopgInstrumentor(), HTTPXClientInstrumentor()):
+    return [DjangoInstrumentor(), PsycopgInstrumentor(), HTTPXClientInstrumentor()]
+
+
+def instrument(provider) -> None:
+    """Each instrumentation once per process, recording into `provider`."""
+    for instrumentor in instrumentors():
         if not instrumentor.is_instrumented_by_opentelemetry:
-            instrumentor.instrument()
+            instrumentor.instrument(tracer_provider=provider)
 
 
 SpanKind = trace.SpanKind
