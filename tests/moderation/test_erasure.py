@@ -4,6 +4,7 @@ column of the database, the review, its decisions, transitions and ids stay, wit
 from __future__ import annotations
 
 import json
+
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
@@ -30,6 +31,7 @@ from moderation.models import (
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError
 from moderation.signing import sign
+from lab.race_lab import where_found
 from tests.callbacks.conftest import SECRET, completed
 from tests.helpers import collide, result
 
@@ -50,25 +52,8 @@ def deliver(body: dict, *, event_id: str):
 
 
 def needles() -> list[str]:
-    """The erased words as they may sit in a column: as written, JSON-escaped, cut short."""
-    return [form for words in (TEXT, TEXT[:30], AUTHOR) for form in (words, json.dumps(words)[1:-1])]
-
-
-def where_found(words: list[str]) -> set[str]:
-    """Every text, varchar and JSON column of the database that holds one of `words`."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' "
-            "AND data_type IN ('text', 'character varying', 'json', 'jsonb')"
-        )
-        columns = cursor.fetchall()
-        found = set()
-        for table, column in columns:
-            for word in words:
-                cursor.execute(f'SELECT 1 FROM "{table}" WHERE strpos("{column}"::text, %s) > 0 LIMIT 1', [word])
-                if cursor.fetchone():
-                    found.add(f"{table}.{column}")
-    return found
+    """The erased words, and a quote cut short (where_found also looks for them JSON-escaped)."""
+    return [TEXT, TEXT[:30], AUTHOR]
 
 
 def moderated_with_quotes(api_client, scripted, django_user_model) -> ContentReview:
