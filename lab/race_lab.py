@@ -34,7 +34,7 @@ from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from moderation.invariants import violations
-from moderation.models import FINAL_STATUSES, Content, ContentErasure, ContentReview, ProviderAttempt
+from moderation.models import FINAL_STATUSES, ContentErasure, ContentReview, ProviderAttempt
 from moderation.retention import prune
 from lab.pgbouncer import PgBouncer
 from lab.simulator import Faults, ProviderSimulator
@@ -199,10 +199,9 @@ class RaceLab:
         try:
             self.processes = start_platform(env, port, web_workers=c.web_workers, clusters=c.clusters)
             _, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
-            review_ids = self._submit(port, token)
+            review_ids, erased = self._submit(port, token)
             killer = threading.Thread(target=self._kill_workers, daemon=True)
             killer.start()
-            erased = self._erase(port, token, review_ids)
             unfinished = self._quiesce(review_ids, bouncer)
             killer.join(timeout=1)
         finally:
@@ -217,16 +216,28 @@ class RaceLab:
         report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer)
         return report
 
-    def _submit(self, port: int, token: str) -> list:
+    def _submit(self, port: int, token: str) -> tuple[list, list[str]]:
+        """Submit the reviews, 8 at a time; the client erases `erase` of them right after
+        submitting each (so mostly mid-moderation). Returns the review ids and the erased texts,
+        to be looked for in every column afterwards."""
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        run = uuid.uuid4().hex[:6]  # texts unique to this run: an erased one is looked for across the database
+        texts = [f"{self.rng.choice(TEXTS)} (lab {run}-{i})" for i in range(self.config.reviews)]
+        erase = set(self.rng.sample(range(self.config.reviews), min(self.config.erase, self.config.reviews)))
 
         def one(i: int):
-            # Numbered, so an erased one can be looked for afterwards across the database.
-            body = {"external_id": f"lab-{i}", "content_type": "text", "text": f"{self.rng.choice(TEXTS)} (lab {i})"}
-            return http.post("/api/v1/reviews/", json=body).json()["id"]
+            body = {"external_id": f"lab-{run}-{i}", "content_type": "text", "text": texts[i]}
+            review_id = http.post("/api/v1/reviews/", json=body).json()["id"]
+            if i in erase:
+                response = http.request("DELETE", f"/api/v1/reviews/{review_id}/content", json={"reason": "race lab"})
+                if response.status_code != 200:
+                    raise RuntimeError(f"erasing {review_id} failed: {response.status_code} {response.text[:200]}")
+            return review_id
 
         with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(one, range(self.config.reviews)))
+            review_ids = list(pool.map(one, range(self.config.reviews)))
+        self.stopped = ContentErasure.objects.filter(review_id__in=review_ids, stopped_moderation=True).count()
+        return review_ids, [texts[i] for i in sorted(erase)]
 
     def _kill_workers(self) -> None:
         for _ in range(self.config.kill_workers):
@@ -236,19 +247,6 @@ class RaceLab:
             if victims:
                 os.kill(self.rng.choice(victims).pid, signal.SIGKILL)
                 self.kills += 1
-
-    def _erase(self, port: int, token: str, review_ids: list) -> list[str]:
-        """The client erases some contents right after submitting them, mostly mid-moderation;
-        returns their texts, to be looked for in every column afterwards."""
-        chosen = self.rng.sample(review_ids, min(self.config.erase, len(review_ids)))
-        texts = list(Content.objects.filter(review__pk__in=chosen).values_list("text", flat=True))
-        http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
-        for review_id in chosen:
-            response = http.delete(f"/api/v1/reviews/{review_id}/content", json={"reason": "race lab"})
-            if response.status_code != 200:
-                raise RuntimeError(f"erasing {review_id} failed: {response.status_code} {response.text[:200]}")
-        self.stopped = ContentErasure.objects.filter(review_id__in=chosen, stopped_moderation=True).count()
-        return texts
 
     def _quiesce(self, review_ids: list, bouncer=None) -> list:
         deadline = time.monotonic() + self.config.quiesce_timeout_s
