@@ -300,7 +300,7 @@ class ModerationRequest(models.Model):
     last_error = models.TextField(blank=True)
     # The W3C traceparent of the work that started this operation (audit/tracing.py): a callback
     # names the operation by its key, and continues that trace. Empty when tracing is off.
-    trace_parent = models.CharField(max_length=64, blank=True)
+    trace_parent = models.CharField(max_length=64, blank=True, db_default="")  # (raw inserts, e.g. bench seeding)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
