@@ -42,6 +42,7 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
+from moderation.providers.local import metadata_strings
 from moderation.services.decide import decide_locked
 
 # Free text quoting a content usually quotes its beginning (an error body cut at N characters):
@@ -242,23 +243,13 @@ def _quotes(content) -> list[str]:
     """What to look for in other columns: the text, the media URL and the metadata's values,
     longest first (so a longer quote is replaced whole before a shorter one inside it)."""
     found = {content.text, content.media_url}
-    found.update(s for s in _strings(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
+    found.update(s for s in metadata_strings(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
     forms = set()
     for s in found:
         if s and s.strip():
             # As written, and as it appears inside JSON (escaped, with and without \\u escapes).
             forms.update({s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]})
     return sorted(forms, key=len, reverse=True)
-
-
-def _strings(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return []
 
 
 def scrub(value, quotes: list[str]):
