@@ -11,6 +11,7 @@ class Actor(models.TextChoices):
     ADMIN = "admin", "Moderator"
     COMMAND = "command", "Management command"
     API = "api", "API client"
+    WEBHOOK = "webhook", "Provider callback"
 
 
 class ReviewTransition(models.Model):
@@ -88,3 +89,18 @@ class PipelineEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} review={self.review_id}"
+
+
+class PrunedTally(models.Model):
+    """How many rows behind a counter `prune` has deleted, per counter and labels.
+
+    /metrics counts pipeline events and inbox rows; deleting old ones would make those counters
+    fall, which Prometheus reads as a restart (and `increase()` as a burst). The metrics add
+    these tallies back, so a counter only ever grows. Written in the transaction that deletes.
+    """
+
+    key = models.CharField(max_length=200, unique=True, help_text='e.g. "event:claim_lost", "callback:webhook:stale".')
+    count = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.count}"

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from moderation.providers import MalformedAnswer, ModerationResult
 
 COMPLETED = "moderation.completed"
+ERASED = "[erased]"
 FAILED = "moderation.failed"
 
 
@@ -56,3 +58,42 @@ def parse(body: str) -> CallbackEvent:
     except MalformedAnswer as exc:
         raise InvalidCallback(str(exc)) from exc
     return CallbackEvent(kind, provider_id, key, result)
+
+
+def redacted(body: str, scrub: Callable[[str], str] | None = None) -> str:
+    """The body of a callback whose content was erased: what de-duplication, replay and the
+    decision's explanation need (type, ids, model, flags and scores), nothing a provider may
+    have quoted of the input. `scrub` removes quotes from what is kept (an `error`, a category
+    name); without it (the erased words are gone by then) an `error` is dropped whole. A body
+    that is not a JSON object keeps nothing.
+
+    What is kept still parses: a stored callback that was not processed yet is processed
+    after the erasure like any other (its review is final, so it changes nothing).
+    """
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return ""
+    if not isinstance(document, dict):
+        return ""
+    data = document.get("data") if isinstance(document.get("data"), dict) else {}
+    kept: dict = {k: data[k] for k in ("id", "idempotency_key", "model") if isinstance(data.get(k), str)}
+    if isinstance(data.get("results"), list):
+        kept["results"] = [
+            {k: item[k] for k in ("flagged", "categories", "category_scores") if k in item}
+            for item in data["results"]
+            if isinstance(item, dict)
+        ]
+    if "error" in data:
+        error = data["error"] if isinstance(data["error"], str) else json.dumps(data["error"])
+        kept["error"] = error if scrub else ERASED
+    kind = document.get("type") if isinstance(document.get("type"), str) else ""
+    text = json.dumps({"type": kind, "data": kept, "erased": True}, sort_keys=True)
+    if scrub is None:
+        return text
+    text = scrub(text)
+    try:
+        json.loads(text)
+    except ValueError:  # a quote that spanned the JSON's own syntax: keep nothing rather than guess
+        return ""
+    return text

@@ -11,10 +11,10 @@ from django.db import connection, transaction
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
-from audit import context
+from audit import context, tracing
 from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
-from callbacks.payload import COMPLETED, CallbackEvent, parse
+from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
 from moderation.models import Cause, ModerationRequest
 from moderation.services.pipeline import request_fail_reported, review_finalize, review_id_for_key
 
@@ -109,13 +109,36 @@ def callback_process(*, callback_id: int) -> str | None:
             # The endpoint, the sweeper and replay have bound the review already.
             review_id=context.current().get("review_id")
             or (review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None),
+        ), tracing.continued(
+            # The trace of the operation the callback answers (stored with it when it started).
+            _trace_parent(callback.idempotency_key), "callback.process",
+            provider_event_id=callback.provider_event_id,
         ):
             outcome = _apply(callback, parse(callback.payload_json))
             callback.outcome = outcome
             callback.processed_at = timezone.now()
-            callback.save(update_fields=["outcome", "processed_at"])
+            fields = ["outcome", "processed_at"]
+            if outcome != ResultOutcome.APPLIED and _content_erased(callback.idempotency_key):
+                # A late callback for erased content (an erased review is never processing, so
+                # it cannot apply): it must not bring back what the provider quoted of it (16).
+                callback.payload_json = redacted(callback.payload_json)
+                fields.append("payload_json")
+            callback.save(update_fields=fields)
             logger.info("callback %s: %s", callback.provider_event_id, outcome)
     return outcome
+
+
+def _trace_parent(idempotency_key) -> str:
+    if not tracing.enabled():
+        return ""  # tracing off: not one more query
+    found = ModerationRequest.objects.filter(idempotency_key=idempotency_key).values_list("trace_parent", flat=True)
+    return next(iter(found), "")
+
+
+def _content_erased(idempotency_key) -> bool:
+    return ModerationRequest.objects.filter(
+        idempotency_key=idempotency_key, review__content__erased_at__isnull=False
+    ).exists()
 
 
 def _apply(callback: ProviderCallback, event: CallbackEvent) -> str:

@@ -109,6 +109,19 @@ DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # A database that stops answering must not hang a request (or a probe) for minutes.
 DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env.int("DB_CONNECT_TIMEOUT_S", default=5))
+# Behind PgBouncer in transaction pooling (docs/operations.md, "PgBouncer"), consecutive
+# transactions of one connection may run on different server connections. What must hold:
+# no server-side cursors (a WITH HOLD cursor outlives its transaction), no prepared statements
+# (Django's psycopg backend already leaves `prepare_threshold` unset: keep it so), and no
+# session state (the code sets timeouts with SET LOCAL and takes advisory locks per
+# transaction only).
+DB_POOL_MODE = env.str("DB_POOL_MODE", default="")
+if DB_POOL_MODE not in ("", "transaction"):
+    raise ImproperlyConfigured(f"DB_POOL_MODE must be empty (direct) or 'transaction' (PgBouncer), got {DB_POOL_MODE!r}")
+if DB_POOL_MODE == "transaction":
+    DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    if DATABASES["default"]["OPTIONS"].get("prepare_threshold") is not None:
+        raise ImproperlyConfigured("prepare_threshold must stay unset behind PgBouncer in transaction pooling")
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -209,9 +222,23 @@ for _secret in CALLBACK_SECRETS["webhook"]:
 CALLBACK_MAX_BYTES = int(_env_number("CALLBACK_MAX_BYTES", 256 * 1024, int))
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
-# Processed callbacks older than this may be archived; keep it well past the provider's
-# re-delivery horizon, or a late duplicate would be taken for a new event.
+# Retention (`manage.py prune`, and the daily scheduled prune; docs/operations.md, "Retention").
+# Processed inbox rows are kept past the provider's re-delivery horizon, or a late duplicate
+# would be taken for a new event: never less than a week. Callbacks never processed, and those a
+# decision cites, are never pruned; neither are transitions nor decisions.
 CALLBACK_RETENTION_DAYS = int(_env_number("CALLBACK_RETENTION_DAYS", 30, int))
+if CALLBACK_RETENTION_DAYS < 7:
+    raise ImproperlyConfigured("CALLBACK_RETENTION_DAYS must be at least 7: providers re-deliver callbacks for days")
+Q_RESULT_RETENTION_DAYS = _env_number("Q_RESULT_RETENTION_DAYS", 7.0)  # django-q2's task results
+NOTIFICATION_ATTEMPT_RETENTION_DAYS = _env_number("NOTIFICATION_ATTEMPT_RETENTION_DAYS", 30.0)  # of delivered ones
+PIPELINE_EVENT_RETENTION_DAYS = _env_number("PIPELINE_EVENT_RETENTION_DAYS", 90.0)
+# (Expired idempotency records: IDEMPOTENCY_TTL_H, above.)
+PRUNE_BATCH = int(_env_number("PRUNE_BATCH", 5000, int))  # rows per delete (each its own short transaction)
+
+# Traces (audit/tracing.py): off unless an OTLP endpoint is given (or OTEL_TRACING=1 with the
+# SDK's own OTEL_* variables). OTEL_SERVICE_NAME names this process in the traces.
+OTEL_TRACING = env.bool("OTEL_TRACING", default=bool(env.str("OTEL_EXPORTER_OTLP_ENDPOINT", default="")))
+OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", default="moderation")
 
 # Provider attempts of one logical operation (one idempotency key), with exponential backoff.
 MODERATION_MAX_ATTEMPTS = int(_env_number("MODERATION_MAX_ATTEMPTS", 3, int))

@@ -9,6 +9,7 @@ are killed with SIGKILL at random moments. All of them share the configured Post
 from __future__ import annotations
 
 import base64
+import json
 import os
 import random
 import secrets
@@ -21,17 +22,21 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import httpx
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Sum
+from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from moderation.invariants import violations
-from moderation.models import FINAL_STATUSES, ContentReview, ProviderAttempt
+from moderation.models import FINAL_STATUSES, ContentErasure, ContentReview, ProviderAttempt
+from moderation.retention import prune
+from lab.pgbouncer import PgBouncer
 from lab.simulator import Faults, ProviderSimulator
 
 TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
@@ -49,6 +54,10 @@ class LabConfig:
     kill_workers: int = 1
     seed: int = 1
     quiesce_timeout_s: float = 600.0
+    web_workers: int = 2
+    pgbouncer: bool = False  # every process of the platform through a real PgBouncer (transaction pooling)
+    erase: int = 0  # reviews whose content the client erases while they are being moderated
+    prune: bool = False  # at the end, prune as if a year had passed (then the invariants are checked)
 
 
 @dataclass
@@ -56,10 +65,11 @@ class LabReport:
     figures: dict = field(default_factory=dict)
     violations: list = field(default_factory=list)
     unfinished: list = field(default_factory=list)
+    erased_found: set = field(default_factory=set)  # columns still holding an erased content
 
     @property
     def ok(self) -> bool:
-        return not self.violations and not self.unfinished
+        return not self.violations and not self.unfinished and not self.erased_found
 
 
 def database_url() -> str:
@@ -70,6 +80,25 @@ def database_url() -> str:
     if host.startswith("/"):
         return f"postgresql://{credentials}@/{db['NAME']}?host={host}"
     return f"postgresql://{credentials}@{host or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def where_found(words) -> set[str]:
+    """Every text, varchar and JSON column of the database holding one of `words`, as written or
+    JSON-escaped: after an erasure, there must be none (docs/design.md, invariant 16)."""
+    forms = {form for word in words if word for form in (word, json.dumps(word)[1:-1])}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public' "
+            "AND data_type IN ('text', 'character varying', 'json', 'jsonb')"
+        )
+        found = set()
+        for table, column in cursor.fetchall():
+            for form in forms:
+                cursor.execute(f'SELECT 1 FROM "{table}" WHERE strpos("{column}"::text, %s) > 0 LIMIT 1', [form])
+                if cursor.fetchone():
+                    found.add(f"{table}.{column}")
+                    break
+    return found
 
 
 def free_port() -> int:
@@ -141,7 +170,8 @@ class RaceLab:
         self.config = config
         self.rng = random.Random(config.seed)
         self.processes: dict[str, subprocess.Popen] = {}
-        self.kills = 0
+        self.kills = self.stopped = 0
+        self.pruned: dict[str, int] = {}
 
     def run(self) -> LabReport:
         from moderation.services import api_client_create
@@ -154,8 +184,11 @@ class RaceLab:
             duplicate_rate=c.duplicate_rate, late_rate=c.late_rate, late_ms=3000, reorder=True, seed=c.seed,
         )).start()
         port = free_port()
+        bouncer = PgBouncer.for_database(connection.settings_dict).start() if c.pgbouncer else None
         env = {
-            **os.environ, "DATABASE_URL": database_url(), "MODERATION_PROVIDER": "webhook",
+            **os.environ, "MODERATION_PROVIDER": "webhook",
+            "DATABASE_URL": bouncer.url(connection.settings_dict["NAME"]) if bouncer else database_url(),
+            "DB_POOL_MODE": "transaction" if bouncer else "",
             "PROVIDER_URL": simulator.url, "PROVIDER_API_KEY": "lab-key", "PROVIDER_WEBHOOK_SECRET": secret,
             "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", "Q_CLUSTER_NAME": f"lab-{uuid.uuid4().hex[:8]}",
             "Q_WORKERS": "2", "Q_TASK_TIMEOUT_S": "15", "PROVIDER_TIMEOUT_S": "2", "PROVIDER_CONNECT_TIMEOUT_S": "1",
@@ -164,29 +197,47 @@ class RaceLab:
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
         }
         try:
-            self.processes = start_platform(env, port, web_workers=2, clusters=c.clusters)
+            self.processes = start_platform(env, port, web_workers=c.web_workers, clusters=c.clusters)
             _, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
-            review_ids = self._submit(port, token)
+            review_ids, erased = self._submit(port, token)
             killer = threading.Thread(target=self._kill_workers, daemon=True)
             killer.start()
-            unfinished = self._quiesce(review_ids)
+            unfinished = self._quiesce(review_ids, bouncer)
             killer.join(timeout=1)
         finally:
             stop(self.processes.values())
             simulator.stop()
-        report = LabReport(violations=violations(review_ids), unfinished=unfinished)
-        report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report.violations)
+            if bouncer:
+                bouncer.stop()
+        if c.prune:
+            self.pruned = prune(for_real=True, now=timezone.now() + timedelta(days=400))
+        report = LabReport(violations=violations(review_ids), unfinished=unfinished,
+                           erased_found=where_found(erased) if erased else set())
+        report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer)
         return report
 
-    def _submit(self, port: int, token: str) -> list:
+    def _submit(self, port: int, token: str) -> tuple[list, list[str]]:
+        """Submit the reviews, 8 at a time; the client erases `erase` of them right after
+        submitting each (so mostly mid-moderation). Returns the review ids and the erased texts,
+        to be looked for in every column afterwards."""
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
+        run = uuid.uuid4().hex[:6]  # texts unique to this run: an erased one is looked for across the database
+        texts = [f"{self.rng.choice(TEXTS)} (lab {run}-{i})" for i in range(self.config.reviews)]
+        erase = set(self.rng.sample(range(self.config.reviews), min(self.config.erase, self.config.reviews)))
 
         def one(i: int):
-            body = {"external_id": f"lab-{i}", "content_type": "text", "text": self.rng.choice(TEXTS)}
-            return http.post("/api/v1/reviews/", json=body).json()["id"]
+            body = {"external_id": f"lab-{run}-{i}", "content_type": "text", "text": texts[i]}
+            review_id = http.post("/api/v1/reviews/", json=body).json()["id"]
+            if i in erase:
+                response = http.request("DELETE", f"/api/v1/reviews/{review_id}/content", json={"reason": "race lab"})
+                if response.status_code != 200:
+                    raise RuntimeError(f"erasing {review_id} failed: {response.status_code} {response.text[:200]}")
+            return review_id
 
         with ThreadPoolExecutor(max_workers=8) as pool:
-            return list(pool.map(one, range(self.config.reviews)))
+            review_ids = list(pool.map(one, range(self.config.reviews)))
+        self.stopped = ContentErasure.objects.filter(review_id__in=review_ids, stopped_moderation=True).count()
+        return review_ids, [texts[i] for i in sorted(erase)]
 
     def _kill_workers(self) -> None:
         for _ in range(self.config.kill_workers):
@@ -197,9 +248,11 @@ class RaceLab:
                 os.kill(self.rng.choice(victims).pid, signal.SIGKILL)
                 self.kills += 1
 
-    def _quiesce(self, review_ids: list) -> list:
+    def _quiesce(self, review_ids: list, bouncer=None) -> list:
         deadline = time.monotonic() + self.config.quiesce_timeout_s
         while time.monotonic() < deadline:
+            if bouncer:
+                bouncer.sample(connection.settings_dict["NAME"])
             open_reviews = ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES).count()
             waiting = ProviderCallback.objects.filter(processed_at__isnull=True).count()
             if not open_reviews and not waiting:
@@ -210,7 +263,7 @@ class RaceLab:
         return [str(pk) for pk in ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES)
                 .values_list("pk", flat=True)]
 
-    def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator, report_violations: list) -> dict:
+    def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator, report: LabReport, bouncer) -> dict:
         callbacks = ProviderCallback.objects.filter(idempotency_key__in=ProviderAttempt.objects.filter(
             request__review_id__in=review_ids).values("request__idempotency_key"))
         events = PipelineEvent.objects.filter(review_id__in=review_ids)
@@ -226,6 +279,12 @@ class RaceLab:
             "lost claims": events.filter(kind=EventKind.CLAIM_LOST).count(),
             "worker kills": self.kills,
             "simulator 5xx / held": f"{simulator.stats['errors_5xx']} / {simulator.stats['held']}",
-            "violations": len(report_violations),
+            **({"erased (of which mid-moderation)": f"{self.config.erase} ({self.stopped})",
+                "columns still holding an erased text": len(report.erased_found)} if self.config.erase else {}),
+            **({"pruned (a year on)": ", ".join(f"{n} {name}" for name, n in self.pruned.items())}
+               if self.config.prune else {}),
+            **({"pgbouncer peak clients / server conns / waiting":
+                " / ".join(str(bouncer.peaks[k]) for k in ("cl_active", "sv_active", "cl_waiting"))} if bouncer else {}),
+            "violations": len(report.violations),
             "seconds": round(elapsed, 1),
         }

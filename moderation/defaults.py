@@ -7,11 +7,15 @@ a data migration would not.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 SWEEP = "moderation.sweep"
+PRUNE = "moderation.prune"
 
 
 def ensure_defaults(**kwargs) -> None:
     from django.conf import settings
+    from django.utils import timezone
     from django_q.models import Schedule
 
     from moderation.roles import ensure_roles
@@ -27,4 +31,10 @@ def ensure_defaults(**kwargs) -> None:
             "minutes": settings.MODERATION_SWEEP_EVERY_MIN,
             "repeats": -1,
         },
+    )
+    # Retention (moderation/retention.py): daily, first run an hour after the first migrate.
+    Schedule.objects.get_or_create(
+        name=PRUNE,
+        defaults={"func": "moderation.tasks.prune", "schedule_type": Schedule.DAILY, "repeats": -1,
+                  "next_run": timezone.now() + timedelta(hours=1)},
     )

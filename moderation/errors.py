@@ -40,3 +40,7 @@ class ClaimedByOther(ModerationError):
 
 class IdempotencyKeyReused(ModerationError):
     """The Idempotency-Key was already used with a different request body."""
+
+
+class ContentErased(ModerationError):
+    """The content was erased: there is nothing left to send to a provider."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db.models import Count
+from django.db.models import Count, F
 
 from audit.models import ReviewTransition
 from callbacks.models import ProviderCallback
@@ -17,7 +17,9 @@ from moderation.models import (
     Decision,
     DecisionNotification,
     DecisionSource,
+    ContentErasure,
     ModerationRequest,
+    ProviderAttempt,
     RequestStatus,
     ReviewStatus,
 )
@@ -34,6 +36,8 @@ LEGAL = {
     *((src, S.PENDING, Cause.REPROCESS) for src in FINAL_STATUSES),
     (S.APPROVED, S.MANUAL_REVIEW, Cause.USER_REPORTS),
     (S.REJECTED, S.MANUAL_REVIEW, Cause.APPEAL),
+    (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
+    (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
 }
 
 
@@ -93,6 +97,24 @@ def pipeline_violations(review_ids: Iterable) -> list[str]:
     return problems
 
 
+def erasure_violations(review_ids: Iterable) -> list[str]:
+    """Invariant 16 for the erased ones among the reviews: a tombstone, nothing left of the
+    content, the review out of moderation, and no provider attempt started after the erasure."""
+    problems = []
+    for erasure in ContentErasure.objects.filter(review_id__in=review_ids).select_related("content", "review"):
+        content = erasure.content
+        if content.erased_at is None or content.text or content.media_url or content.metadata:
+            problems.append(f"{erasure.review_id}: erased, but its content is not blank")
+        if erasure.review.status not in FINAL_STATUSES:
+            problems.append(f"{erasure.review_id}: erased, but still {erasure.review.status}")
+    late = ProviderAttempt.objects.filter(
+        request__review__erasure__isnull=False, request__review_id__in=review_ids,
+        started_at__gt=F("request__review__erasure__erased_at"),
+    )
+    problems += [f"{a.request.review_id}: provider attempt {a.pk} started after the erasure" for a in late.select_related("request")]
+    return problems
+
+
 def violations(review_ids: Iterable) -> list[str]:
     review_ids = list(review_ids)
-    return review_violations(review_ids) + pipeline_violations(review_ids)
+    return review_violations(review_ids) + pipeline_violations(review_ids) + erasure_violations(review_ids)

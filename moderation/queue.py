@@ -47,11 +47,14 @@ def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
     (also its django-q2 task name).
     """
     job_id = new_job_id()
-    from audit import context
+    from audit import context, tracing
 
     request_id = context.current().get("request_id")
     if request_id:  # the web request that caused the job: its id follows the work into the job
         kwargs["web_request_id"] = request_id
+    trace_parent = tracing.carrier()
+    if trace_parent:  # and so does the trace (audit/tracing.py), when tracing is on
+        kwargs["trace_parent"] = trace_parent
     if for_review is not None:
         from audit.models import EventKind, PipelineEvent
 

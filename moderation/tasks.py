@@ -3,21 +3,25 @@
 The broker delivers at least once, so each task is safe to run twice: a second claim loses,
 a second dispatch finds the attempt in flight or the request closed, a second sweep finds
 nothing due.
+
+Each task continues the trace of the work that enqueued it (`trace_parent`, audit/tracing.py),
+as it continues its correlation ids (`web_request_id`).
 """
 
 from __future__ import annotations
 
 from django.conf import settings
 
-from audit import context
+from audit import context, tracing
 from callbacks.services import callbacks_sweep
-from moderation import services
+from moderation import retention, services
 from moderation.queue import new_job_id, worker_id
 
 
-def moderate_review(review_id, job_id: str = "", web_request_id: str = "") -> str:
+def moderate_review(review_id, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
     job_id = job_id or new_job_id()
-    with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None):
+    with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None), \
+            _job_span(trace_parent, "moderate_review", review_id=review_id):
         # Work is started only while the provider's circuit lets it through: a review waits in
         # pending otherwise. Past the cooldown, one caller alone takes the trial call.
         admission = services.breaker_admit(provider=settings.MODERATION_PROVIDER)
@@ -33,24 +37,38 @@ def moderate_review(review_id, job_id: str = "", web_request_id: str = "") -> st
         return f"{report.action} {report.detail}".strip()
 
 
-def dispatch_request(request_id: int, job_id: str = "", web_request_id: str = "") -> str:
+def dispatch_request(request_id: int, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
     # (`request_id` is the moderation request's id; `web_request_id` the web request that caused it.)
     job_id = job_id or new_job_id()
-    with context.bind(job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None):
+    with context.bind(job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None), \
+            _job_span(trace_parent, "dispatch_request", moderation_request_id=request_id):
         report = services.request_dispatch(request_id=request_id, worker_id=worker_id(), job_id=job_id)
         return f"{report.action} {report.detail}".strip()
 
 
-def deliver_notification(notification_id: int, job_id: str = "", web_request_id: str = "") -> str:
-    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id(), request_id=web_request_id or None):
+def deliver_notification(notification_id: int, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id(), request_id=web_request_id or None), \
+            _job_span(trace_parent, "deliver_notification", notification_id=notification_id):
         return services.notification_deliver(notification_id=notification_id)
 
 
-def sweep(job_id: str = "", web_request_id: str = "") -> str:
+def sweep(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
     """The scheduled sweeper: unprocessed callbacks first (they may finish reviews), then reviews."""
-    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), _job_span(trace_parent, "sweep"):
         callbacks = callbacks_sweep()
         expired = services.idempotency_records_expire()
         return f"{len(callbacks)} callbacks processed, {expired} idempotency records expired, " + (
             services.reviews_sweep().summary()
         )
+
+
+def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """The daily retention run (moderation/retention.py): safe to overlap, each batch SKIP LOCKED."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
+        counts = retention.prune(for_real=True)
+        return ", ".join(f"{n} {name}" for name, n in counts.items()) + " deleted"
+
+
+def _job_span(trace_parent: str, name: str, **attributes):
+    return tracing.continued(trace_parent, f"job {name}", kind=tracing.SpanKind.CONSUMER,
+                             job_id=context.current().get("job_id"), **attributes)

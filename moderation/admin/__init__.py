@@ -12,6 +12,7 @@ from django.core.exceptions import ValidationError
 from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
+from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin.reviews import ReviewAdmin
 from moderation import services
 from moderation.policy import validate_policy

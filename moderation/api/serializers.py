@@ -112,6 +112,9 @@ class ReviewSerializer(serializers.ModelSerializer):
     external_id = serializers.CharField(source="content.external_id")
     content_type = serializers.CharField(source="content.kind")
     decision = DecisionSerializer(allow_null=True)
+    content_erased_at = serializers.DateTimeField(
+        source="content.erased_at", allow_null=True, help_text="When the content was erased (null: it was not)."
+    )
 
     class Meta:
         model = ContentReview
@@ -127,6 +130,7 @@ class ReviewSerializer(serializers.ModelSerializer):
             "updated_at",
             "processing_started_at",
             "completed_at",
+            "content_erased_at",
         ]
         read_only_fields = fields
 

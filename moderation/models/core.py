@@ -68,6 +68,9 @@ class Content(models.Model):
     media_url = models.URLField(max_length=2048, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Set by erasure (moderation/erasure.py; its tombstone says who and why): read with the
+    # content, so dispatch refuses erased content without one more query.
+    erased_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -115,6 +118,7 @@ class Cause(models.TextChoices):
     REPROCESS = "reprocess"
     USER_REPORTS = "user_reports"
     APPEAL = "appeal"
+    CONTENT_ERASED = "content_erased"
 
 
 # Causes whose transition lands on the decision's label (the others have one fixed target).
@@ -237,6 +241,10 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     def appeal(self) -> None:
         """The rejected content's owner appealed: a human decides again (docs/design.md, 13)."""
 
+    @transition(field=status, source=[ReviewStatus.PENDING, ReviewStatus.PROCESSING], target=ReviewStatus.MANUAL_REVIEW)
+    def stop_for_erasure(self) -> None:
+        """The content was erased before a decision: nothing is left to moderate (docs/design.md, 16)."""
+
 
 # Which transition method each cause runs. The legal (from, to) pairs follow from the decorators.
 TRANSITION_FOR_CAUSE = {
@@ -250,6 +258,7 @@ TRANSITION_FOR_CAUSE = {
     Cause.REPROCESS: "reprocess",
     Cause.USER_REPORTS: "report_escalate",
     Cause.APPEAL: "appeal",
+    Cause.CONTENT_ERASED: "stop_for_erasure",
 }
 
 
@@ -289,6 +298,9 @@ class ModerationRequest(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_enqueued_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    # The W3C traceparent of the work that started this operation (audit/tracing.py): a callback
+    # names the operation by its key, and continues that trace. Empty when tracing is off.
+    trace_parent = models.CharField(max_length=64, blank=True, db_default="")  # (raw inserts, e.g. bench seeding)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)

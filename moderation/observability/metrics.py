@@ -12,8 +12,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, DurationField, ExpressionWrapper, F, FloatField, Func, OuterRef, Q, Subquery, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, FloatField, Func, Min, OuterRef, Q, Subquery, Sum
 from django.http import HttpResponse
+from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -23,7 +24,7 @@ from prometheus_client.core import (
 )
 
 from audit.admin_base import is_operator
-from audit.models import EventKind, PipelineEvent
+from audit.models import EventKind, PipelineEvent, PrunedTally
 from callbacks.models import ProviderCallback
 from moderation.selectors import stuck_requests
 from moderation.models import (
@@ -31,10 +32,12 @@ from moderation.models import (
     CircuitState,
     ContentReview,
     Decision,
+    DecisionNotification,
     DecisionSource,
     AttemptOutcome,
     ModerationRequest,
     ProviderAttempt,
+    NotificationStatus,
     ProviderCircuit,
     ReviewStatus,
 )
@@ -48,6 +51,12 @@ def _seconds(later: str, earlier) -> Func:
     """Seconds between two timestamps, with their fractions (EXTRACT gives a numeric)."""
     interval = ExpressionWrapper(F(later) - earlier, output_field=DurationField())
     return Func(interval, template="EXTRACT(EPOCH FROM %(expressions)s)", output_field=FloatField())
+
+
+def _pruned() -> dict[str, int]:
+    """What prune deleted behind the counters below (moderation/retention.py): added back, so a
+    counter never falls (Prometheus would read a fall as a restart, and `increase()` as a burst)."""
+    return dict(PrunedTally.objects.values_list("key", "count"))
 
 
 def _histogram(family: HistogramMetricFamily, stage: str, rows) -> None:
@@ -65,6 +74,7 @@ class PipelineCollector:
         yield from self._events()
         yield from self._attempts()
         yield from self._gauges()
+        yield from self._backlogs()
         yield self._latency()
 
     def _callbacks(self):
@@ -72,13 +82,19 @@ class PipelineCollector:
         by_outcome = CounterMetricFamily("moderation_callbacks", "Callbacks stored, by outcome.", labels=["provider", "outcome"])
         waiting = GaugeMetricFamily("moderation_callbacks_unprocessed", "Callbacks stored, not yet processed.", labels=["provider"])
         rows = ProviderCallback.objects.values_list("provider", "outcome").annotate(n=Count("id"), dup=Sum("duplicate_count")).order_by()
-        dup_by_provider: dict[str, int] = {}
+        pruned = _pruned()
+        outcomes: dict[tuple[str, str], int] = {
+            tuple(key.split(":")[1:]): n for key, n in pruned.items() if key.startswith("callback:")
+        }
+        dup_by_provider = {key.split(":")[1]: n for key, n in pruned.items() if key.startswith("duplicates:")}
         for provider, outcome, n, dup in rows:
             if outcome:  # a counter counts outcomes, which never change once set
-                by_outcome.add_metric([provider, outcome], n)
+                outcomes[(provider, outcome)] = outcomes.get((provider, outcome), 0) + n
             else:
                 waiting.add_metric([provider], n)
             dup_by_provider[provider] = dup_by_provider.get(provider, 0) + (dup or 0)
+        for (provider, outcome), n in outcomes.items():
+            by_outcome.add_metric([provider, outcome], n)
         for provider, n in dup_by_provider.items():
             duplicates.add_metric([provider], n)
         yield duplicates
@@ -87,6 +103,9 @@ class PipelineCollector:
 
     def _events(self):
         counts = dict(PipelineEvent.objects.values_list("kind").annotate(n=Count("id")).order_by())
+        for key, n in _pruned().items():  # events deleted by prune still count
+            if key.startswith("event:"):
+                counts[key[len("event:"):]] = counts.get(key[len("event:"):], 0) + n
         lost = CounterMetricFamily(
             "moderation_lost_updates", "Conditional updates that lost: a claim, or a result for an operation that is not live.",
             labels=["kind"],
@@ -148,6 +167,32 @@ class PipelineCollector:
             for candidate in CircuitState.values:
                 circuits.add_metric([provider, candidate], 1 if candidate == state else 0)
         yield circuits
+
+    def _backlogs(self):
+        """How long the oldest item of each queue has waited (0 when empty): the SLA alerts."""
+        now = timezone.now()
+        oldest = GaugeMetricFamily(
+            "moderation_oldest_waiting_seconds",
+            "Age of the oldest waiting item: pending reviews (for a worker), unclaimed manual reviews (for a human).",
+            labels=["queue"],
+        )
+        pending = ContentReview.objects.filter(status=ReviewStatus.PENDING).aggregate(t=Min("last_enqueued_at"))["t"]
+        human = ContentReview.objects.filter(
+            Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now),
+            status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True,
+        ).aggregate(t=Min("completed_at"))["t"]
+        for queue, since in (("pending", pending), ("manual_review", human)):
+            oldest.add_metric([queue], (now - since).total_seconds() if since else 0.0)
+        yield oldest
+        notifications = DecisionNotification.objects.filter(status=NotificationStatus.PENDING).aggregate(
+            n=Count("id"), t=Min("created_at")
+        )
+        yield GaugeMetricFamily("moderation_notifications_pending", "Decision notifications not delivered yet.",
+                                value=notifications["n"])
+        yield GaugeMetricFamily(
+            "moderation_notification_oldest_pending_seconds", "Age of the oldest undelivered decision notification.",
+            value=(now - notifications["t"]).total_seconds() if notifications["t"] else 0.0,
+        )
 
     def _latency(self):
         family = HistogramMetricFamily("moderation_latency_seconds", "Time between the pipeline's steps.", labels=["stage"])

@@ -33,13 +33,14 @@ def _model():
     return _predict_prob
 
 
-def _strings(value: Any) -> list[str]:
+def metadata_strings(value: Any) -> list[str]:
+    """Every string value in JSON-like metadata (what the model judges; what erasure looks for)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
+        return [s for v in value.values() for s in metadata_strings(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in metadata_strings(v)]
     return []
 
 
@@ -55,7 +56,7 @@ class LocalProvider:
         if request.content_type == "text":
             texts = [request.text]
         elif request.content_type == "metadata":
-            texts = _strings(request.metadata)
+            texts = metadata_strings(request.metadata)
         else:
             raise UnsupportedContent(f"the local model cannot judge {request.content_type} content")
         texts = [t for t in texts if t.strip()]

@@ -11,6 +11,7 @@ import json
 
 from django.utils import timezone
 
+from audit import tracing
 from moderation.errors import IllegalTransition
 from moderation.models import LABELLED_CAUSES, Cause, ContentReview, Decision, DecisionNotification, NotificationStatus
 from moderation.queue import enqueue_on_commit
@@ -40,26 +41,30 @@ def decide_locked(
     moderator, reason, category, ...). The transition must land on `label`: a cause whose
     transition goes elsewhere raises IllegalTransition and the caller's transaction rolls back.
     """
-    from_status = review.status
-    decision = decision_record(review, label=label, source=source, **decision_fields)
-    review.decision = decision
-    review.completed_at = timezone.now()
-    transition_review(
-        review,
-        cause,
-        label=label if cause in LABELLED_CAUSES else None,
-        actor=actor,
-        actor_id=actor_id,
-        idempotency_key=idempotency_key,
-        job_id=job_id,
-        attempt_no=attempt_no,
-        reason=transition_reason,
-        history_user=history_user,
-        update_fields=["decision", "completed_at", *update_fields],
-    )
-    if review.status != label:
-        raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause)
-    return decision
+    with tracing.tracer.start_as_current_span(  # the notification's job continues this span
+        "review.decide", attributes={"moderation.review_id": str(review.pk), "moderation.cause": str(cause),
+                                     "moderation.label": str(label)},
+    ):
+        from_status = review.status
+        decision = decision_record(review, label=label, source=source, **decision_fields)
+        review.decision = decision
+        review.completed_at = timezone.now()
+        transition_review(
+            review,
+            cause,
+            label=label if cause in LABELLED_CAUSES else None,
+            actor=actor,
+            actor_id=actor_id,
+            idempotency_key=idempotency_key,
+            job_id=job_id,
+            attempt_no=attempt_no,
+            reason=transition_reason,
+            history_user=history_user,
+            update_fields=["decision", "completed_at", *update_fields],
+        )
+        if review.status != label:
+            raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause)
+        return decision
 
 
 def decision_record(review: ContentReview, **fields) -> Decision:

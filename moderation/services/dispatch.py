@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from audit import context
+from audit import context, tracing
 from audit.models import EventKind
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
@@ -137,6 +137,8 @@ def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: da
         return f"request is no longer the review's live operation (review {review.status})"
     if request.next_attempt_at and request.next_attempt_at > now:
         return f"next attempt not due before {request.next_attempt_at.isoformat()}"
+    if review.content.erased_at is not None:  # (erasure also ends the review: belt and braces, invariant 16)
+        return "the content was erased"
     return ""
 
 
@@ -149,7 +151,11 @@ def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload:
     clock = time.monotonic()
     try:
         try:
-            reply = provider.moderate(payload)
+            with tracing.tracer.start_as_current_span(
+                "provider.moderate", kind=tracing.SpanKind.CLIENT,
+                attributes={"moderation.provider": request.provider, "moderation.attempt_no": attempt.attempt_no},
+            ):
+                reply = provider.moderate(payload)
         except ProviderError:
             raise
         except Exception as exc:

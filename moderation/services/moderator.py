@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
-from moderation.errors import ClaimedByOther, ReasonRequired, StaleVersion
+from moderation.errors import ClaimedByOther, ContentErased, ReasonRequired, StaleVersion
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
     Cause,
@@ -71,8 +71,8 @@ def review_take_next(*, moderator, now: datetime | None = None) -> ContentReview
     now = now or timezone.now()
     with transaction.atomic():
         review = (
-            ContentReview.objects.select_for_update(skip_locked=True)
-            .filter(status=ReviewStatus.MANUAL_REVIEW)
+            ContentReview.objects.select_for_update(skip_locked=True, of=("self",))
+            .filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)  # nothing to judge
             .filter(Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now) | Q(claimed_by=moderator))
             # The moderator's own review first (one review at a time), then the oldest.
             .order_by(Case(When(claimed_by=moderator, then=0), default=1), "completed_at", "id")
@@ -172,6 +172,8 @@ def review_reprocess(
     """Send a decided review through the provider again (-> pending; a new operation, new key)."""
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, user)
+        if review.content.erased_at is not None:
+            raise ContentErased(f"review {review_id}: its content was erased; nothing is left to reprocess")
         review.last_enqueued_at = timezone.now()
         review.claimed_by, review.claim_expires_at = None, None
         transition_review(

@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 from django_fsm import ConcurrentTransition
 
-from audit import context
+from audit import context, tracing
 from audit.models import Actor, EventKind
 from moderation.models import (
     ResultOutcome,
@@ -81,6 +81,7 @@ def review_claim_locked(review: ContentReview, *, worker_id: str, job_id: str, a
         # supersedes the one which decided it.
         cause=Cause.REPROCESS if previous_key else Cause.JOB_STARTED,
         supersedes=ModerationRequest.objects.get(idempotency_key=previous_key) if previous_key else None,
+        trace_parent=tracing.carrier(),  # a callback for this operation continues this trace
     )
     review.active_idempotency_key = request.idempotency_key
     review.worker_id = worker_id
@@ -125,10 +126,13 @@ def review_give_up_waiting(*, review_id, reason: str) -> bool:
         return True
 
 
-def request_give_up_locked(review: ContentReview, request: ModerationRequest, reason: str) -> None:
+def request_give_up_locked(
+    review: ContentReview, request: ModerationRequest, reason: str, *, actor: str = Actor.SYSTEM
+) -> None:
     """The operation failed for good: a human decides (processing -> manual_review).
 
-    Call while holding the review's row lock.
+    Call while holding the review's row lock. `actor`: `webhook` when a provider's callback
+    reported the failure.
     """
     ModerationRequest.objects.filter(pk=request.pk).update(
         status=RequestStatus.FAILED, next_attempt_at=None, completed_at=timezone.now()
@@ -142,8 +146,8 @@ def request_give_up_locked(review: ContentReview, request: ModerationRequest, re
         source=DecisionSource.SYSTEM,
         request=request,
         reason=f"provider failed: {reason}",
-        actor=Actor.SYSTEM,
-        actor_id=context.current().get("worker_id", ""),
+        actor=actor,
+        actor_id=_actor_id(actor),
         idempotency_key=request.idempotency_key,
         job_id=context.current().get("job_id", ""),
         attempt_no=request.attempt_no,
@@ -151,7 +155,9 @@ def request_give_up_locked(review: ContentReview, request: ModerationRequest, re
     )
 
 
-def request_supersede_locked(review: ContentReview, old: ModerationRequest, *, reason: str) -> ModerationRequest:
+def request_supersede_locked(
+    review: ContentReview, old: ModerationRequest, *, reason: str, actor: str = Actor.SYSTEM
+) -> ModerationRequest:
     """Replace the review's live operation with a new one (new key); call holding the row lock.
 
     From here on a result for the old key is stale (docs/design.md, invariant 4): the provider may still answer
@@ -167,14 +173,15 @@ def request_supersede_locked(review: ContentReview, old: ModerationRequest, *, r
         cause=Cause.RETRY_RECONCILE,
         supersedes=old,
         generation=old.generation + 1,
+        trace_parent=tracing.carrier(),
     )
     review.active_idempotency_key = new.idempotency_key
     review.provider_request_id = ""
     transition_review(
         review,
         Cause.RETRY_RECONCILE,
-        actor=Actor.SYSTEM,
-        actor_id="reconcile",
+        actor=actor,
+        actor_id="reconcile" if actor == Actor.SYSTEM else _actor_id(actor),
         idempotency_key=new.idempotency_key,
         job_id=context.current().get("job_id", ""),
         reason=reason,
@@ -280,8 +287,10 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
         explanation=verdict.explanation,
         request=request,
         callback_id=callback_id,
-        actor=Actor.WORKER,
-        actor_id=context.current().get("worker_id", ""),
+        # A callback's result is applied by the web process that received it (or the sweeper):
+        # the actor is the callback, named by its event id.
+        actor=Actor.WEBHOOK if cause == Cause.PROVIDER_CALLBACK else Actor.WORKER,
+        actor_id=_actor_id(Actor.WEBHOOK if cause == Cause.PROVIDER_CALLBACK else Actor.WORKER),
         idempotency_key=request.idempotency_key,
         job_id=context.current().get("job_id", ""),
         attempt_no=attempt_no if attempt_no is not None else request.attempt_no,
@@ -309,15 +318,23 @@ def request_fail_reported(*, idempotency_key, error: str) -> ResultOutcome:
                 reason = f"provider reported failure: {error}"[:2000]
                 ModerationRequest.objects.filter(pk=request.pk).update(last_error=reason)
                 if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
-                    request_give_up_locked(review, request, reason)
+                    request_give_up_locked(review, request, reason, actor=Actor.WEBHOOK)
                 else:
-                    request_supersede_locked(review, request, reason=reason)
+                    request_supersede_locked(review, request, reason=reason, actor=Actor.WEBHOOK)
         if outcome is not ResultOutcome.APPLIED:
             record_event(
                 _OUTCOME_EVENTS[outcome], review_id=review.pk if review else None,
                 idempotency_key=idempotency_key, cause="provider_failed_callback",
             )
         return outcome
+
+
+def _actor_id(actor: str) -> str:
+    """Who acted, from the bound context: a callback's event id, else the worker's id."""
+    ids = context.current()
+    if actor == Actor.WEBHOOK:
+        return ids.get("provider_event_id", "")
+    return ids.get("worker_id", "")
 
 
 def review_id_for_key(idempotency_key):

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from moderation import services
+from audit.models import Actor, ReviewTransition
+from moderation import services, tasks
+from moderation.models import ModerationRequest
+from moderation.providers import Accepted
 from tests.callbacks.conftest import SECRET, completed, deliver
-from tests.helpers import claimed
+from tests.helpers import claimed, submit
 
 
 @pytest.fixture(autouse=True)
@@ -148,3 +151,26 @@ def test_the_stuck_gauge_counts_silent_operations_not_retries_in_backoff(client,
     ModerationRequest.objects.update(updated_at=long_ago)
 
     assert scrape(client)[("moderation_reviews_stuck", ())] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_latency_stage_is_measured_from_submission_to_decision(client, api_client, scripted, settings):
+    settings.METRICS_TOKEN = "scrape-me"
+    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    scripted.default = Accepted("prov-1")
+    review = submit(api_client)
+    waiting = scrape(client)
+    tasks.moderate_review(review.pk)  # the provider accepts: the result comes by callback
+    key = ModerationRequest.objects.get(review=review).idempotency_key
+    deliver(completed(key, score=0.95), event_id="evt-stages")
+
+    m = scrape(client)
+
+    for stage in ("enqueue_to_provider_request", "provider_request_to_callback", "callback_to_final", "submit_to_final"):
+        assert m[("moderation_latency_seconds_count", (("stage", stage),))] == 1, stage
+        assert 0 <= m[("moderation_latency_seconds_sum", (("stage", stage),))] < 30, stage
+    assert waiting[("moderation_oldest_waiting_seconds", (("queue", "pending"),))] > 0
+    assert m[("moderation_oldest_waiting_seconds", (("queue", "pending"),))] == 0
+    # The callback, not a worker, applied the result.
+    applied = ReviewTransition.objects.filter(review=review).last()
+    assert (applied.cause, applied.actor, applied.actor_id) == ("provider_callback", Actor.WEBHOOK, "evt-stages")

@@ -33,6 +33,8 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"DEBUG": "0", "SECRET_KEY": "x" * 60, "ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must be set"),
         ({"DATABASE_URL": "sqlite:///db.sqlite3"}, "DATABASE_URL must point at PostgreSQL"),
         ({"PUBLIC_BASE_URL": "example.com"}, "PUBLIC_BASE_URL must be an http(s) URL"),
+        ({"CALLBACK_RETENTION_DAYS": "3"}, "CALLBACK_RETENTION_DAYS must be at least 7"),
+        ({"DB_POOL_MODE": "session"}, "DB_POOL_MODE must be empty"),
     ],
 )
 def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):

@@ -22,3 +22,14 @@ def test_a_small_race_lab_finds_every_invariant_holding():
     figures = report.figures
     assert figures["reviews"] == 200 and figures["worker kills"] == 1
     assert figures["duplicate deliveries"] > 0 and figures["provider attempts"] >= 200
+
+
+def test_the_race_lab_through_pgbouncer_with_erasures_and_a_prune_finds_every_invariant_holding():
+    config = LabConfig(reviews=60, clusters=2, web_workers=2, pgbouncer=True, erase=10, prune=True,
+                       kill_workers=1, seed=11, quiesce_timeout_s=480)
+
+    report = RaceLab(config).run()
+
+    assert report.violations == [] and report.unfinished == [] and report.erased_found == set(), report
+    assert report.figures["erased (of which mid-moderation)"].startswith("10 ")
+    assert report.figures["pgbouncer peak clients / server conns / waiting"]

@@ -29,6 +29,9 @@ LEGAL = {
     *((src, S.PENDING, Cause.REPROCESS) for src in FINAL),
     (S.APPROVED, S.MANUAL_REVIEW, Cause.USER_REPORTS),
     (S.REJECTED, S.MANUAL_REVIEW, Cause.APPEAL),
+    # The content was erased before a decision: nothing is left to moderate.
+    (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
+    (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
 }
 LABELLED = {Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE}
 FIXED_TARGET = {
@@ -39,6 +42,7 @@ FIXED_TARGET = {
     Cause.REPROCESS: S.PENDING,
     Cause.USER_REPORTS: S.MANUAL_REVIEW,
     Cause.APPEAL: S.MANUAL_REVIEW,
+    Cause.CONTENT_ERASED: S.MANUAL_REVIEW,
 }
 
 

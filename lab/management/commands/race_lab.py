@@ -18,24 +18,32 @@ class Command(BaseCommand):
         parser.add_argument("--kill-workers", type=int, default=1)
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--quiesce-timeout", type=float, default=600.0, help="seconds to wait for every review to finish")
+        parser.add_argument("--web-workers", type=int, default=2)
+        parser.add_argument("--pgbouncer", action="store_true",
+                            help="run every process through a real PgBouncer in transaction pooling (lab/pgbouncer.py)")
+        parser.add_argument("--erase", type=int, default=0, help="reviews whose content the client erases mid-run")
+        parser.add_argument("--prune", action="store_true", help="at the end, prune as if a year had passed")
 
     def handle(self, *args, **o):
-        if o["reviews"] < 1 or o["clusters"] < 1 or o["kill_workers"] < 0:
+        if o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0:
             raise CommandError("--reviews and --clusters must be at least 1, --kill-workers not negative")
         config = LabConfig(
             reviews=o["reviews"], clusters=o["clusters"], duplicate_rate=o["duplicate_rate"],
             timeout_rate=o["timeout_rate"], late_rate=o["late_rate"], error_rate=o["error_rate"],
             kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
+            web_workers=o["web_workers"], pgbouncer=o["pgbouncer"], erase=o["erase"], prune=o["prune"],
         )
         try:
             report = RaceLab(config).run()
-        except ValueError as exc:
+        except (ValueError, RuntimeError) as exc:
             raise CommandError(str(exc)) from exc
         width = max(len(k) for k in report.figures)
         for name, value in report.figures.items():
             self.stdout.write(f"{name:<{width}}  {value}")
         for problem in report.violations:
             self.stdout.write(self.style.ERROR(f"VIOLATION {problem}"))
+        for column in sorted(report.erased_found):
+            self.stdout.write(self.style.ERROR(f"ERASED CONTENT FOUND in {column}"))
         if report.unfinished:
             self.stdout.write(self.style.ERROR(f"{len(report.unfinished)} reviews not final within the timeout"))
         if not report.ok:

@@ -1,0 +1,279 @@
+"""Erasure that keeps the audit chain (docs/design.md, invariant 16; GDPR Art. 17 with DSA
+record-keeping).
+
+A client (`DELETE /api/v1/reviews/{id}/content`) or an operator (`manage.py erase_content`)
+erases a content. Every column that holds it, or may quote it, is redacted; the review, its
+transitions, decisions, operations, inbox keys and every id stay, and a tombstone
+(`ContentErasure`) says who erased it, when and why. A review still being moderated is stopped
+first, under its row lock, so no provider is called with erased content after the erasure
+commits (dispatch also refuses erased content, whatever the review's state).
+
+`REDACTED` is the one list of the columns that hold content. A new column that can hold a
+user's words (a report's detail, an appeal's statement, a notification's payload...) is one
+line here; the test that erases a content then searches every text column of the database for
+what it erased, so a column missing here fails it. Copies kept by django-simple-history of a
+listed model are redacted with it.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.apps import apps
+from django.db import connection, models, transaction
+from django.utils import timezone
+from simple_history.exceptions import NotHistoricalModelError
+from simple_history.utils import get_history_model_for_model
+
+from audit import context
+from callbacks.payload import ERASED
+from callbacks.payload import redacted as redacted_callback
+from moderation.models import (
+    OPEN_REQUEST_STATUSES,
+    Cause,
+    ContentErasure,
+    ContentReview,
+    DecisionSource,
+    ModerationRequest,
+    RequestStatus,
+    ReviewStatus,
+)
+from moderation.providers.local import metadata_strings
+from moderation.services.decide import decide_locked
+
+# Free text quoting a content usually quotes its beginning (an error body cut at N characters):
+# a quote is found by its first characters and extended for as long as it matches.
+QUOTE_PROBE = 24
+# Metadata values shorter than this are not looked for inside other text (a "en" or a "1" would
+# match everywhere); the metadata itself is cleared whatever its size.
+METADATA_MIN_QUOTE = 4
+REASON_MAX_CHARS = 2000
+
+
+class How(enum.StrEnum):
+    CLEAR = "clear"  # the column is the content: emptied ("" or {})
+    QUOTES = "quotes"  # free text that may quote it (errors, reasons, payloads): each quote replaced
+    CALLBACK = "callback"  # a provider's raw callback body: cut to the protocol's ids and scores
+
+
+@dataclass(frozen=True)
+class Redact:
+    """One column to redact: `model` ("app.Model") and `field`, and how its rows are found,
+    either `review` (the ORM path from the model to the review) or `key` (a column holding the
+    idempotency key of one of the review's operations)."""
+
+    model: str
+    field: str
+    how: How = How.QUOTES
+    review: str = ""
+    key: str = ""
+
+
+REDACTED: tuple[Redact, ...] = (
+    Redact("moderation.Content", "text", How.CLEAR, review="review"),
+    Redact("moderation.Content", "media_url", How.CLEAR, review="review"),
+    Redact("moderation.Content", "metadata", How.CLEAR, review="review"),
+    Redact("moderation.ModerationRequest", "last_error", review="review"),
+    Redact("moderation.ProviderAttempt", "error", review="request__review"),
+    Redact("moderation.Decision", "reason", review="review"),
+    Redact("moderation.Decision", "explanation", review="review"),
+    Redact("moderation.DecisionNotification", "payload", review="decision__review"),
+    Redact("moderation.DecisionNotification", "last_error", review="decision__review"),
+    Redact("moderation.NotificationAttempt", "error", review="notification__decision__review"),
+    Redact("audit.ReviewTransition", "reason", review="review"),
+    Redact("audit.PipelineEvent", "detail", review="review"),
+    Redact("callbacks.ProviderCallback", "payload_json", How.CALLBACK, key="idempotency_key"),
+    Redact("callbacks.ProviderCallback", "outcome_detail", key="idempotency_key"),
+    Redact("callbacks.ProviderCallback", "process_error", key="idempotency_key"),
+)
+
+
+class NotFound(LookupError):
+    """No review or content has this id."""
+
+
+class _DryRun(Exception):
+    """Rolls a dry run back after it did everything a real erasure would."""
+
+
+@dataclass
+class ErasureReport:
+    review_id: Any
+    content_id: Any
+    erased_at: datetime | None
+    reason: str
+    already_erased: bool = False
+    stopped_moderation: bool = False
+    redacted: dict[str, int] = field(default_factory=dict)
+    for_real: bool = True
+
+
+def review_for(identifier) -> ContentReview:
+    """The review a review id or a content id names (raises NotFound)."""
+    review = ContentReview.objects.filter(pk=identifier).first() or ContentReview.objects.filter(
+        content_id=identifier
+    ).first()
+    if review is None:
+        raise NotFound(f"no review or content with id {identifier}")
+    return review
+
+
+def content_erase(*, review_id, actor: str, actor_id: str, reason: str, for_real: bool = True) -> ErasureReport:
+    """Erase a review's content (see the module docstring), in one transaction.
+
+    Without `for_real`, everything is done and then rolled back: the report says exactly what
+    a real erasure would change. Erasing an erased content again changes nothing and reports
+    the first erasure.
+    """
+    reason = reason.strip()
+    if not reason or len(reason) > REASON_MAX_CHARS:
+        raise ValueError(f"a reason is required (at most {REASON_MAX_CHARS} characters)")
+    with context.bind(review_id=review_id):
+        try:
+            with transaction.atomic():
+                report = _erase_locked(review_id, actor=actor, actor_id=actor_id, reason=reason)
+                if not for_real and not report.already_erased:
+                    raise _DryRun(report)
+        except _DryRun as dry:
+            report = dry.args[0]
+            report.for_real, report.erased_at = False, None
+    return report
+
+
+def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> ErasureReport:
+    review = (
+        ContentReview.objects.select_for_update(of=("self",))
+        .select_related("content", "client")
+        .filter(pk=review_id)
+        .first()
+    )
+    if review is None:
+        raise NotFound(f"no review with id {review_id}")
+    content = review.content
+    if content.erased_at is not None:
+        tombstone = content.erasure
+        return ErasureReport(review.pk, content.pk, tombstone.erased_at, tombstone.reason, already_erased=True,
+                             stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted)
+    quotes = _quotes(content)
+    stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)
+    counts = _redact(review, quotes)
+    now = timezone.now()
+    type(content).objects.filter(pk=content.pk).update(erased_at=now)
+    tombstone = ContentErasure.objects.create(
+        content=content, review=review, actor=actor, actor_id=actor_id, reason=reason, erased_at=now,
+        stopped_moderation=stopped, redacted=counts,
+    )
+    return ErasureReport(review.pk, content.pk, tombstone.erased_at, reason, stopped_moderation=stopped, redacted=counts)
+
+
+def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:
+    """A review still being moderated ends in manual_review (cause content_erased), its live
+    operation closed: a result that still arrives for it is then `already_final`, and a job
+    still queued for it finds nothing to do. Call holding the review's row lock."""
+    if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
+        return False
+    now = timezone.now()
+    if review.active_idempotency_key:
+        ModerationRequest.objects.filter(
+            idempotency_key=review.active_idempotency_key, status__in=OPEN_REQUEST_STATUSES
+        ).update(status=RequestStatus.FAILED, next_attempt_at=None, completed_at=now, updated_at=now,
+                 last_error="cancelled: the content was erased")
+    review.provider_wait_since = None
+    why = "content erased before a decision: nothing is left to moderate"
+    decide_locked(
+        review, cause=Cause.CONTENT_ERASED, label=ReviewStatus.MANUAL_REVIEW, source=DecisionSource.SYSTEM,
+        actor=actor, actor_id=actor_id, transition_reason=why, idempotency_key=review.active_idempotency_key,
+        job_id=context.current().get("job_id", ""), update_fields=("provider_wait_since",), reason=why,
+    )
+    return True
+
+
+def _redact(review: ContentReview, quotes: list[str]) -> dict[str, int]:
+    keys = list(ModerationRequest.objects.filter(review=review).values_list("idempotency_key", flat=True))
+    counts: dict[str, int] = {}
+    with connection.cursor() as cursor:
+        # The transition log's one sanctioned change (audit migration 0004): a quote in `reason`.
+        cursor.execute("SET LOCAL moderation.erasure = 'on'")
+        try:
+            for entry in REDACTED:
+                model = apps.get_model(entry.model)
+                lookup = {f"{entry.key}__in": keys} if entry.key else {entry.review: review.pk}
+                rows = model.objects.filter(**lookup)
+                changed = _redact_rows(rows, entry, quotes)
+                try:
+                    history = get_history_model_for_model(model)
+                except NotHistoricalModelError:
+                    history = None
+                if history is not None:
+                    pks = rows.values_list("pk", flat=True)
+                    changed += _redact_rows(history.objects.filter(**{f"{model._meta.pk.attname}__in": pks}), entry, quotes)
+                if changed:
+                    counts[f"{entry.model}.{entry.field}"] = changed
+        finally:
+            cursor.execute("SET LOCAL moderation.erasure = 'off'")
+    return counts
+
+
+def _redact_rows(rows, entry: Redact, quotes: list[str]) -> int:
+    model_field = rows.model._meta.get_field(entry.field)
+    changed = 0
+    for pk, value in rows.values_list("pk", entry.field):
+        new = _redacted_value(value, entry.how, model_field, quotes)
+        if new != value:
+            rows.model.objects.filter(pk=pk).update(**{entry.field: new})
+            changed += 1
+    return changed
+
+
+def _redacted_value(value, how: How, model_field, quotes: list[str]):
+    if value in (None, "", {}, []):
+        return value
+    if how is How.CLEAR:
+        return {} if isinstance(model_field, models.JSONField) else ""
+    if how is How.CALLBACK:
+        return redacted_callback(value, lambda text: scrub(text, quotes))
+    return scrub(value, quotes)
+
+
+def _quotes(content) -> list[str]:
+    """What to look for in other columns: the text, the media URL and the metadata's values,
+    longest first (so a longer quote is replaced whole before a shorter one inside it)."""
+    found = {content.text, content.media_url}
+    found.update(s for s in metadata_strings(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
+    forms = set()
+    for s in found:
+        if s and s.strip():
+            # As written, and as it appears inside JSON (escaped, with and without \\u escapes).
+            forms.update({s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]})
+    return sorted(forms, key=len, reverse=True)
+
+
+def scrub(value, quotes: list[str]):
+    """`value` (text, or JSON-like data) with every quote of `quotes` replaced by ERASED."""
+    if isinstance(value, str):
+        for quote in quotes:
+            value = _replace_quotes(value, quote)
+        return value
+    if isinstance(value, list):
+        return [scrub(item, quotes) for item in value]
+    if isinstance(value, dict):
+        return {scrub(k, quotes): scrub(v, quotes) for k, v in value.items()}
+    return value
+
+
+def _replace_quotes(text: str, quote: str) -> str:
+    probe = quote[:QUOTE_PROBE]
+    parts, start = [], 0
+    while (found := text.find(probe, start)) != -1:
+        end = found + len(probe)
+        while end - found < len(quote) and end < len(text) and text[end] == quote[end - found]:
+            end += 1
+        parts += [text[start:found], ERASED]
+        start = end
+    if not parts:
+        return text
+    return "".join([*parts, text[start:]])

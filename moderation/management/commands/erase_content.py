@@ -1,0 +1,58 @@
+"""Erase contents, keeping their audit chain (moderation/erasure.py). Dry run unless --for-real."""
+
+from __future__ import annotations
+
+import getpass
+import signal
+import uuid
+
+from django.core.management.base import BaseCommand, CommandError
+
+from audit.models import Actor
+from moderation.erasure import REASON_MAX_CHARS, NotFound, content_erase, review_for
+
+
+class Command(BaseCommand):
+    help = (
+        "Erase the content of reviews, given review or content ids: text, media URL, metadata and every copy or "
+        "quote of them, keeping the review, its transitions, decisions and ids with a tombstone (who, when, why). "
+        "A review still being moderated is stopped. Dry run unless --for-real."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("ids", nargs="+", help="review ids or content ids")
+        parser.add_argument("--reason", required=True, help="why (e.g. the erasure request's reference); kept on the tombstone")
+        parser.add_argument("--by", default="", help="who asks (default: the operating system user)")
+        parser.add_argument("--for-real", action="store_true")
+
+    def handle(self, *args, ids, reason, by, for_real, **options):
+        if not reason.strip() or len(reason) > REASON_MAX_CHARS:
+            raise CommandError(f"--reason must say why, in at most {REASON_MAX_CHARS} characters")
+        # Every id is resolved before anything is erased: a typo stops the run with nothing done.
+        try:
+            reviews = [review_for(uuid.UUID(i)) for i in ids]
+        except ValueError:
+            raise CommandError("ids are UUIDs (a review's or a content's)") from None
+        except NotFound as exc:
+            raise CommandError(str(exc)) from None
+        stop = []
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(True))  # finish the current one, then stop
+        actor_id = by or getpass.getuser()
+        for review in dict.fromkeys(reviews):
+            if stop:
+                self.stdout.write("stopped by SIGTERM")
+                break
+            report = content_erase(
+                review_id=review.pk, actor=Actor.COMMAND, actor_id=actor_id, reason=reason, for_real=for_real
+            )
+            self.stdout.write(self._line(report))
+        if not for_real:
+            self.stdout.write("dry run: nothing was erased; add --for-real to erase")
+
+    def _line(self, report) -> str:
+        if report.already_erased:
+            return f"review {report.review_id}: already erased at {report.erased_at:%Y-%m-%d %H:%M:%S} ({report.reason})"
+        verb = "erased" if report.for_real else "would erase"
+        columns = ", ".join(f"{name} x{n}" for name, n in report.redacted.items()) or "nothing stored"
+        stopped = "; moderation stopped (-> manual_review)" if report.stopped_moderation else ""
+        return f"review {report.review_id} (content {report.content_id}): {verb} {columns}{stopped}"

@@ -1,0 +1,124 @@
+"""Retention (moderation/retention.py): `prune` deletes what outlived its setting, never the
+audit chain, never a callback still to process, and keeps every /metrics counter from falling."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from django_q.models import Task
+from prometheus_client.parser import text_string_to_metric_families
+
+from audit.models import EventKind, PipelineEvent, PrunedTally, ReviewTransition
+from callbacks.models import ProviderCallback
+from lab.simulator import WebhookReceiver
+from moderation import retention, services
+from moderation.invariants import violations
+from moderation.models import Decision, DecisionNotification, IdempotencyRecord, NotificationAttempt
+from moderation.services._audit import record_event
+from tests.callbacks.conftest import SECRET, completed, deliver
+from tests.helpers import claimed, collide
+
+OLD = timezone.now() - timedelta(days=400)
+
+
+@pytest.fixture(autouse=True)
+def callback_secret(settings):
+    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+
+
+@pytest.fixture
+def receiver():
+    receiver = WebhookReceiver()
+    yield receiver
+    receiver.stop()
+
+
+def counters(client) -> dict:
+    response = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-me")
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for s in family.samples
+        if s.name.endswith("_total")
+    }
+
+
+def an_old_history(api_client, receiver):
+    """A year-old review with all that prune looks at: a decision's callback (delivered twice), a
+    duplicate result's, a callback never processed, events, a delivered notification's attempts, an
+    idempotency record and a job result."""
+    api_client.webhook_url = receiver.url
+    api_client.save(update_fields=["webhook_url"])
+    review, request = claimed(api_client)
+    assert services.review_claim(review_id=review.pk, worker_id="late") is None  # a claim_lost event
+    deliver(completed(request.idempotency_key, score=0.95), event_id="evt-applied")
+    deliver(completed(request.idempotency_key, score=0.95), event_id="evt-applied")  # a duplicate delivery
+    deliver(completed(request.idempotency_key, score=0.1), event_id="evt-late")  # a duplicate result
+    stored = ProviderCallback.objects.create(provider="webhook", provider_event_id="evt-never", payload_json="{}")
+    notification = DecisionNotification.objects.get(decision__review=review)
+    assert services.notification_deliver(notification_id=notification.pk) == "delivered"
+    IdempotencyRecord.objects.create(client=api_client, key="k1", fingerprint="f" * 64)
+    Task.objects.create(id=uuid.uuid4().hex, name="old", func="moderation.tasks.sweep", started=OLD, stopped=OLD, success=True)
+    # A year passes.
+    ProviderCallback.objects.update(received_at=OLD)
+    PipelineEvent.objects.update(created_at=OLD)
+    DecisionNotification.objects.update(delivered_at=OLD)
+    IdempotencyRecord.objects.update(created_at=OLD)
+    return review, stored
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prune_deletes_what_outlived_its_setting_and_never_the_audit_chain(client, api_client, receiver, settings, capsys):
+    settings.METRICS_TOKEN, settings.METRICS_CACHE_S = "scrape-me", 0
+    review, never_processed = an_old_history(api_client, receiver)
+    transitions, decisions = ReviewTransition.objects.count(), Decision.objects.count()
+    before = counters(client)
+
+    call_command("prune")
+    assert "would delete         1  processed callbacks" in capsys.readouterr().out
+    assert ProviderCallback.objects.count() == 3  # a dry run deletes nothing
+    call_command("prune", "--for-real")
+
+    assert set(ProviderCallback.objects.values_list("provider_event_id", flat=True)) == {"evt-applied", "evt-never"}
+    assert ProviderCallback.objects.get(pk=never_processed.pk).payload_json == "{}"  # its payload kept
+    assert not PipelineEvent.objects.exists() and not NotificationAttempt.objects.exists()
+    assert not IdempotencyRecord.objects.exists() and not Task.objects.filter(name="old").exists()
+    assert (ReviewTransition.objects.count(), Decision.objects.count()) == (transitions, decisions)
+    assert DecisionNotification.objects.filter(decision__review=review).count() == 1
+    assert violations([review.pk]) == []
+    # Every counter reads as before: what prune deleted is tallied, not forgotten.
+    assert counters(client) == before
+    assert before[("moderation_lost_updates_total", (("kind", "claim_lost"),))] == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_prunes_at_once_delete_each_row_once_and_tally_it_once(api_client):
+    review, _ = claimed(api_client)
+    for _ in range(40):
+        record_event(EventKind.CLAIM_LOST, review_id=review.pk)
+    PipelineEvent.objects.update(created_at=OLD)
+
+    results = collide(2, lambda i: retention.prune(for_real=True, batch=3)["pipeline events"])
+
+    assert not any(isinstance(r, BaseException) for r in results), results
+    assert sum(results) == 40 + 1  # (and the claim's job_enqueued event)
+    assert not PipelineEvent.objects.exists()
+    tallied = dict(PrunedTally.objects.values_list("key", "count"))
+    assert tallied == {"event:claim_lost": 40, "event:job_enqueued": 1}
+
+
+@pytest.mark.django_db
+def test_nothing_younger_than_its_setting_is_pruned(api_client):
+    review, request = claimed(api_client)
+    deliver(completed(request.idempotency_key), event_id="evt-1")
+    deliver(completed(request.idempotency_key, score=0.9), event_id="evt-2")  # a duplicate result, processed
+    ProviderCallback.objects.update(received_at=timezone.now() - timedelta(days=6))
+
+    counts = retention.prune(for_real=True)
+
+    assert set(counts.values()) == {0}
+    assert ProviderCallback.objects.count() == 2
