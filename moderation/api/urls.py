@@ -8,4 +8,6 @@ urlpatterns = [
     path("reviews/", views.ReviewListCreateView.as_view(), name="review-list"),
     path("reviews/<uuid:pk>/", views.ReviewDetailView.as_view(), name="review-detail"),
     path("reviews/<uuid:pk>/timeline/", views.ReviewTimelineView.as_view(), name="review-timeline"),
+    path("reviews/<uuid:pk>/reports/", views.ReviewReportsView.as_view(), name="review-reports"),
+    path("reviews/<uuid:pk>/appeals/", views.ReviewAppealsView.as_view(), name="review-appeals"),
 ]
