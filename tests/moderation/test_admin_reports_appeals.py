@@ -7,9 +7,14 @@ import pytest
 
 from moderation import services
 from tests.helpers import decided
-from tests.moderation.test_workplace import LIST, act, messages_of, moderator, person, timeline  # noqa: F401
+from tests.moderation.test_workplace import LIST, act, messages_of, person, timeline
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def moderator(django_user_model):
+    return person(django_user_model, "mia", "moderator")
 
 
 def test_the_review_page_shows_the_reports_and_the_appeal(moderator, api_client):
