@@ -182,6 +182,12 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # One named enum per choice set, shared by every field and parameter that uses it.
+    "ENUM_NAME_OVERRIDES": {
+        "ReviewStatusEnum": "moderation.models.ReviewStatus",
+        "AppealStatusEnum": "moderation.models.AppealStatus",
+        "DecisionSourceEnum": "moderation.models.DecisionSource",
+    },
     # Served from the installed package: no CDN needed.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
@@ -189,6 +195,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "moderation.api.schema.tighten_submission_components",
+        "moderation.api.schema.complete_operations",
     ],
 }
 

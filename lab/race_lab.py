@@ -37,6 +37,7 @@ from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, ContentErasure, ContentReview, ProviderAttempt
 from moderation.retention import prune
 from lab.pgbouncer import PgBouncer
+from lab.user_traffic import UserTraffic
 from lab.simulator import Faults, ProviderSimulator
 
 TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
@@ -52,6 +53,8 @@ class LabConfig:
     late_rate: float = 0.05
     error_rate: float = 0.05
     kill_workers: int = 1
+    report_rate: float = 0.1  # share of decided reviews reported by more users than the threshold
+    appeal_rate: float = 0.2  # share of rejected reviews appealed (several requests at once)
     seed: int = 1
     quiesce_timeout_s: float = 600.0
     web_workers: int = 2
@@ -202,7 +205,12 @@ class RaceLab:
             review_ids, erased = self._submit(port, token)
             killer = threading.Thread(target=self._kill_workers, daemon=True)
             killer.start()
+            users = UserTraffic(f"http://127.0.0.1:{port}", token, review_ids, c.report_rate, c.appeal_rate, c.seed)
+            contesting = threading.Thread(target=users.run, daemon=True)
+            contesting.start()
             unfinished = self._quiesce(review_ids, bouncer)
+            users.done.set()
+            contesting.join(timeout=120)
             killer.join(timeout=1)
         finally:
             stop(self.processes.values())
@@ -211,9 +219,10 @@ class RaceLab:
                 bouncer.stop()
         if c.prune:
             self.pruned = prune(for_real=True, now=timezone.now() + timedelta(days=400))
-        report = LabReport(violations=violations(review_ids), unfinished=unfinished,
+        report = LabReport(violations=violations(review_ids) + users.unexpected, unfinished=unfinished,
                            erased_found=where_found(erased) if erased else set())
         report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer)
+        report.figures = {**report.figures, **users.figures()}
         return report
 
     def _submit(self, port: int, token: str) -> tuple[list, list[str]]:

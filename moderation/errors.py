@@ -44,3 +44,20 @@ class IdempotencyKeyReused(ModerationError):
 
 class ContentErased(ModerationError):
     """The content was erased: there is nothing left to send to a provider."""
+
+
+class AppealExists(ModerationError):
+    """The decision was appealed already (at most one appeal per decision), or it is the outcome
+    of an appeal."""
+
+
+class NotAppealable(ModerationError):
+    """Only a rejection can be appealed."""
+
+
+class FourEyesRequired(ModerationError):
+    """The moderator who made an appealed decision may not decide its appeal."""
+
+
+class AppealOpen(ModerationError):
+    """A review under appeal is decided by a moderator, not sent through the provider again."""

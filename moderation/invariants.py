@@ -11,6 +11,10 @@ from audit.models import ReviewTransition
 from callbacks.models import ProviderCallback
 from moderation.models import (
     FINAL_STATUSES,
+    Appeal,
+    AppealStatus,
+    ReportEscalation,
+    appeal_outcome,
     OPEN_REQUEST_STATUSES,
     Cause,
     ContentReview,
@@ -39,12 +43,25 @@ LEGAL = {
     (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
 }
+# Transitions that send a decided review to a human without a decision of their own: the
+# decision they contest (its label) stays the review's until a moderator decides.
+CONTESTING = {Cause.USER_REPORTS: S.APPROVED, Cause.APPEAL: S.REJECTED}
+
+
+def _decision_matches(review: ContentReview, log: list) -> bool:
+    if review.decision is None:
+        return False
+    if review.decision.label == review.status:
+        return True
+    contested = CONTESTING.get(log[-1].cause) if log else None
+    return review.status == S.MANUAL_REVIEW and review.decision.label == contested
 
 
 def review_violations(review_ids: Iterable) -> list[str]:
     """Invariants 1, 4 and 9 for each review: legal, chained, logged transitions that agree
-    with the row and its history; a decided review says what decided it; a processing review's
-    live key is an open operation of its own."""
+    with the row and its history; a decided review says what decided it (a review that reports
+    or an appeal sent to a human, the decision contested); a processing review's live key is an
+    open operation of its own."""
     problems = []
     logs: dict = {}
     for t in ReviewTransition.objects.filter(review_id__in=review_ids).order_by("id"):
@@ -63,7 +80,7 @@ def review_violations(review_ids: Iterable) -> list[str]:
             problems.append(f"{review.pk}: status {review.status} disagrees with its transition log")
         if review.version != 1 + len(log) or history.get(review.pk, 0) != 1 + len(log):
             problems.append(f"{review.pk}: version/history ({review.version}/{history.get(review.pk)}) vs {len(log)} transitions")
-        if review.status in FINAL_STATUSES and (review.decision is None or review.decision.label != review.status):
+        if review.status in FINAL_STATUSES and not _decision_matches(review, log):
             problems.append(f"{review.pk}: {review.status} without a matching decision")
         if review.status == S.PROCESSING:
             live = ModerationRequest.objects.filter(idempotency_key=review.active_idempotency_key).first()
@@ -90,6 +107,9 @@ def pipeline_violations(review_ids: Iterable) -> list[str]:
     decisions = Decision.objects.filter(review_id__in=review_ids)
     if DecisionNotification.objects.filter(decision__in=decisions).count() != decisions.count():
         problems.append("decisions and notifications do not pair one to one")
+    crossings = ReportEscalation.objects.filter(review_id__in=review_ids)
+    if DecisionNotification.objects.filter(escalation__in=crossings).count() != crossings.count():
+        problems.append("report-threshold crossings and notifications do not pair one to one")
     keys = ModerationRequest.objects.filter(review_id__in=review_ids).values("idempotency_key")
     twice = ProviderCallback.objects.filter(idempotency_key__in=keys).values("provider", "provider_event_id").annotate(
         n=Count("id")).filter(n__gt=1)
@@ -115,6 +135,65 @@ def erasure_violations(review_ids: Iterable) -> list[str]:
     return problems
 
 
+def report_violations(review_ids: Iterable) -> list[str]:
+    """Invariant 12: a decision crosses the report threshold at most once, and every
+    `user_reports` transition is such a crossing, recorded against the decision it contested."""
+    problems = []
+    transitions = dict(ReviewTransition.objects.filter(review_id__in=review_ids, cause=Cause.USER_REPORTS)
+                       .values_list("review_id").annotate(n=Count("id")).order_by())
+    crossings = ReportEscalation.objects.filter(review_id__in=review_ids).select_related("decision", "transition")
+    recorded = dict(crossings.values_list("review_id").annotate(n=Count("id")).order_by())
+    for review_id in transitions.keys() | recorded.keys():
+        if transitions.get(review_id, 0) != recorded.get(review_id, 0):
+            problems.append(f"{review_id}: {transitions.get(review_id, 0)} user_reports transitions, "
+                            f"{recorded.get(review_id, 0)} threshold crossings recorded")
+    per_decision = crossings.values("decision").annotate(n=Count("id")).filter(n__gt=1)
+    problems += [f"decision {row['decision']}: crossed the report threshold {row['n']} times" for row in per_decision]
+    for crossing in crossings:
+        if crossing.transition.cause != Cause.USER_REPORTS or crossing.decision.label != S.APPROVED:
+            problems.append(f"{crossing.review_id}: threshold crossing {crossing.pk} is not a user_reports "
+                            "transition of an approval")
+    return problems
+
+
+def appeal_violations(review_ids: Iterable) -> list[str]:
+    """Invariant 13: one appeal per rejection, logged once; open only while the review waits for
+    a human with the appealed decision; resolved by another moderator's decision that matches
+    its outcome."""
+    problems = []
+    appeals = list(Appeal.objects.filter(review_id__in=review_ids).select_related("review", "decision", "resolution"))
+    transitions = dict(ReviewTransition.objects.filter(review_id__in=review_ids, cause=Cause.APPEAL)
+                       .values_list("review_id").annotate(n=Count("id")).order_by())
+    per_review: dict = {}
+    for appeal in appeals:
+        per_review[appeal.review_id] = per_review.get(appeal.review_id, 0) + 1
+        problems += [f"{appeal.review_id}: appeal {appeal.pk} {problem}" for problem in _appeal_problems(appeal)]
+    for review_id in transitions.keys() | per_review.keys():
+        if transitions.get(review_id, 0) != per_review.get(review_id, 0):
+            problems.append(f"{review_id}: {per_review.get(review_id, 0)} appeals, "
+                            f"{transitions.get(review_id, 0)} appeal transitions")
+    twice = Appeal.objects.filter(review_id__in=review_ids).values("decision").annotate(n=Count("id")).filter(n__gt=1)
+    problems += [f"decision {row['decision']}: appealed {row['n']} times" for row in twice]
+    return problems
+
+
+def _appeal_problems(appeal: Appeal) -> list[str]:
+    review, appealed, resolution = appeal.review, appeal.decision, appeal.resolution
+    problems = [] if appealed.label == S.REJECTED and appealed.review_id == review.pk else ["contests no rejection"]
+    if appeal.status == AppealStatus.OPEN:
+        if review.status != S.MANUAL_REVIEW or review.decision_id != appealed.pk:
+            problems.append(f"open while the review is {review.status} with decision {review.decision_id}")
+        return problems
+    if resolution.review_id != review.pk or resolution.source != DecisionSource.MODERATOR or resolution.pk < appealed.pk:
+        problems.append("resolved by something other than a later moderator decision")
+    if appeal_outcome(resolution.label) != appeal.status:
+        problems.append(f"{appeal.status} by a decision to {resolution.label}")
+    if appealed.moderator_id is not None and resolution.moderator_id == appealed.moderator_id:
+        problems.append("decided by the moderator who made the appealed decision")
+    return problems
+
+
 def violations(review_ids: Iterable) -> list[str]:
     review_ids = list(review_ids)
-    return review_violations(review_ids) + pipeline_violations(review_ids) + erasure_violations(review_ids)
+    return (review_violations(review_ids) + pipeline_violations(review_ids) + report_violations(review_ids)
+            + appeal_violations(review_ids) + erasure_violations(review_ids))

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
 from moderation.providers import ModerationResult
 
+REPORT_THRESHOLD_DEFAULT = 3
+REPORT_THRESHOLD_MAX = 10_000
+
 # Worst first: the strictest verdict over all categories wins.
 _SEVERITY = {ReviewStatus.REJECTED: 2, ReviewStatus.MANUAL_REVIEW: 1, ReviewStatus.APPROVED: 0}
 
@@ -16,6 +19,20 @@ class Verdict:
     label: str
     score: float | None
     explanation: str
+
+
+# The categories every policy knows: those the providers score (the bundled model's and the
+# OpenAI moderation taxonomy's). A policy adds any it names in its per-category thresholds.
+BASE_CATEGORIES = (
+    "harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent", "profanity",
+    "self-harm", "self-harm/instructions", "self-harm/intent", "sexual", "sexual/minors", "violence",
+    "violence/graphic",
+)
+
+
+def policy_categories(policy: ModerationPolicy) -> list[str]:
+    """The violation categories of a policy version (what reports and moderators may name)."""
+    return sorted({*BASE_CATEGORIES, *policy.category_thresholds})
 
 
 def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
@@ -63,6 +80,9 @@ def validate_policy(fields: dict) -> list[str]:
         errors.append("thresholds must satisfy 0 <= review <= reject <= 1")
     if fields.get("flagged_label", ReviewStatus.MANUAL_REVIEW) not in DECISION_LABELS:
         errors.append(f"flagged_label must be one of {', '.join(DECISION_LABELS)}")
+    threshold = fields.get("report_threshold", REPORT_THRESHOLD_DEFAULT)
+    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= REPORT_THRESHOLD_MAX:
+        errors.append(f"report_threshold must be a whole number from 1 to {REPORT_THRESHOLD_MAX}")
     return errors
 
 

@@ -18,6 +18,8 @@ VIEW_ALL = [
     "moderation.view_providerattempt",
     "moderation.view_moderationpolicy",
     "moderation.view_providercircuit",
+    "moderation.view_report",
+    "moderation.view_appeal",
     "audit.view_reviewtransition",
     "audit.view_pipelineevent",
     "callbacks.view_providercallback",

@@ -61,7 +61,7 @@ class DecisionAdmin(ReadOnlyAdmin):
 class PolicyForm(forms.ModelForm):
     class Meta:
         model = ModerationPolicy
-        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "notes"]
+        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold", "notes"]
 
     def clean(self):
         data = super().clean()
@@ -79,8 +79,9 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     form = PolicyForm
 
-    list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "created_by", "created_at"]
-    fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "notes"]
+    list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "report_threshold", "created_by",
+                    "created_at"]
+    fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold", "notes"]
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()
@@ -98,6 +99,7 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
             review_threshold=obj.review_threshold,
             category_thresholds=obj.category_thresholds,
             flagged_label=obj.flagged_label,
+            report_threshold=obj.report_threshold,
             notes=obj.notes,
             created_by=request.user,
         )

@@ -24,6 +24,7 @@ from audit.admin_base import ReadOnlyHistoryMixin, ReadOnlyPermissionsMixin
 from audit.models import Actor
 from moderation.observability.timeline import review_timeline
 from moderation import services
+from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, OverrideForm, ReasonForm
 from moderation.errors import ModerationError
@@ -70,6 +71,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     list_select_related = ["content", "client", "decision", "claimed_by"]
     readonly_fields = ["timeline_link", *[f.name for f in ContentReview._meta.fields]]
     actions = ["override_selected", "escalate_selected", "reprocess_selected"]
+    inlines = [AppealInline, ReportInline]
     change_list_template = "admin/moderation/contentreview/change_list.html"
     show_full_result_count = False
     list_per_page = 50
@@ -166,6 +168,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             "reprocess_form": ReasonForm(initial={"version": review.version}) if can["reprocess"] and is_final else None,
             "claimed_by_me": review.claimed_by_id == request.user.pk
             and review.claim_expires_at and review.claim_expires_at > timezone.now(),
+            "reports": list(review.reports.order_by("created_at")[:50]),
+            "report_count": review.reports.count(),
+            "appeal": review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
         }
         return TemplateResponse(request, "admin/moderation/contentreview/timeline.html", context)
 

@@ -13,7 +13,17 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from moderation.errors import ClaimedByOther, IdempotencyKeyReused, IllegalTransition, ReasonRequired, StaleVersion
+from moderation.errors import (
+    AppealExists,
+    AppealOpen,
+    ClaimedByOther,
+    FourEyesRequired,
+    IdempotencyKeyReused,
+    IllegalTransition,
+    NotAppealable,
+    ReasonRequired,
+    StaleVersion,
+)
 
 _DOMAIN = {
     IllegalTransition: (status.HTTP_409_CONFLICT, "illegal_transition"),
@@ -21,6 +31,10 @@ _DOMAIN = {
     ClaimedByOther: (status.HTTP_409_CONFLICT, "claimed_by_other"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     ReasonRequired: (status.HTTP_400_BAD_REQUEST, "reason_required"),
+    AppealExists: (status.HTTP_409_CONFLICT, "appeal_exists"),
+    NotAppealable: (status.HTTP_409_CONFLICT, "not_appealable"),
+    FourEyesRequired: (status.HTTP_409_CONFLICT, "four_eyes_required"),
+    AppealOpen: (status.HTTP_409_CONFLICT, "appeal_open"),
 }
 
 

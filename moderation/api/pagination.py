@@ -15,3 +15,9 @@ class NewestFirstPagination(CursorPagination):
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
+
+    def get_paginated_response_schema(self, schema):
+        """`next` and `previous` are always present (null at either end): say so."""
+        paginated = super().get_paginated_response_schema(schema)
+        paginated["required"] = ["next", "previous", "results"]
+        return paginated

@@ -109,3 +109,30 @@ def tighten_submission_components(result, generator, request, public):
         if name in components:
             _not_blank(components[name])
     return result
+
+
+DEFAULT_ERROR = {
+    "description": "Any other error, as the one error body (e.g. 405, 500).",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+}
+
+
+def complete_operations(result, generator, request, public):
+    """drf-spectacular postprocessing hook: what a generated client needs to work as is.
+
+    Every operation documents a `default` error response (any code it does not list is still the
+    error body); a request body the view always reads is required; the `status` filter names the
+    review status enum instead of repeating it.
+    """
+    status_enum = {"$ref": "#/components/schemas/ReviewStatusEnum"}
+    for path in result.get("paths", {}).values():
+        for method, operation in path.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            operation["responses"].setdefault("default", DEFAULT_ERROR)
+            if method in ("post", "put", "patch") and "requestBody" in operation:
+                operation["requestBody"]["required"] = True
+            for parameter in operation.get("parameters", []):
+                if parameter["in"] == "query" and parameter["name"] == "status":
+                    parameter["schema"] = status_enum
+    return result

@@ -4,8 +4,25 @@ import json
 
 from rest_framework import serializers
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+
+from moderation.models import (
+    APPEAL_STATEMENT_MAX,
+    DECISION_LABELS,
+    OTHER_REASON,
+    REPORT_DETAIL_MAX,
+    REPORTER_ID_MAX,
+    AppealStatus,
+    ContentKind,
+    ContentReview,
+    Decision,
+    DecisionSource,
+    ReviewStatus,
+)
 from moderation.observability import timeline
-from moderation.models import ContentKind, ContentReview, Decision, ReviewStatus
+from moderation.policy import policy_categories
+from moderation.reasons import statement_of_reasons
 
 TEXT_MAX_CHARS = 100_000
 METADATA_MAX_BYTES = 64 * 1024
@@ -86,35 +103,52 @@ class ReviewSubmitSerializer(serializers.Serializer):
         return attrs
 
 
-class DecisionSerializer(serializers.ModelSerializer):
-    policy_version = serializers.IntegerField(source="policy.version", allow_null=True, default=None)
-    decided_by = serializers.CharField(read_only=True)
+class ReasonSerializer(serializers.Serializer):
+    category = serializers.CharField()
+    score = serializers.FloatField(allow_null=True, help_text="The category's score, when a model scored it.")
 
-    class Meta:
-        model = Decision
-        fields = [
-            "label",
-            "source",
-            "decided_by",
-            "score",
-            "flagged",
-            "categories",
-            "category_scores",
-            "model",
-            "policy_version",
-            "explanation",
-            "reason",
-            "created_at",
-        ]
+
+class DecisionSerializer(serializers.Serializer):
+    """A decision as a statement of reasons: why, under which policy version, decided by which
+    role. It names no person and no internal error."""
+
+    # Rendered by moderation.reasons, the one builder the timeline API and the notifications use
+    # too (docs/design.md, invariant 14); the fields below document it for the schema.
+
+    label = serializers.ChoiceField(choices=[(s.value, s.label) for s in DECISION_LABELS])
+    decided_by = serializers.ChoiceField(choices=DecisionSource.choices, help_text="A role, never a person.")
+    source = serializers.ChoiceField(choices=DecisionSource.choices, help_text="The same as `decided_by`.")
+    automated = serializers.BooleanField(help_text="False when a moderator decided.")
+    reasons = ReasonSerializer(many=True)
+    policy_version = serializers.IntegerField(allow_null=True)
+    explanation = serializers.CharField()
+    score = serializers.FloatField(allow_null=True, help_text="The highest category score, if scored.")
+    flagged = serializers.BooleanField(allow_null=True)
+    categories = serializers.DictField(child=serializers.BooleanField())
+    category_scores = serializers.DictField(child=serializers.FloatField())
+    model = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+    def to_representation(self, instance: Decision) -> dict:
+        return statement_of_reasons(instance)
+
+
+class AppealSummarySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=AppealStatus.choices)
+    created_at = serializers.DateTimeField()
+    resolved_at = serializers.DateTimeField(allow_null=True)
 
 
 class ReviewSerializer(serializers.ModelSerializer):
     external_id = serializers.CharField(source="content.external_id")
-    content_type = serializers.CharField(source="content.kind")
+    content_type = serializers.ChoiceField(source="content.kind", choices=ContentKind.choices)
     decision = DecisionSerializer(allow_null=True)
     content_erased_at = serializers.DateTimeField(
         source="content.erased_at", allow_null=True, help_text="When the content was erased (null: it was not)."
     )
+    report_count = serializers.SerializerMethodField(help_text="Distinct users who reported the review.")
+    appeal = serializers.SerializerMethodField(help_text="The review's latest appeal, if any.")
 
     class Meta:
         model = ContentReview
@@ -125,6 +159,8 @@ class ReviewSerializer(serializers.ModelSerializer):
             "status",
             "version",
             "decision",
+            "report_count",
+            "appeal",
             "provider_request_id",
             "created_at",
             "updated_at",
@@ -133,6 +169,52 @@ class ReviewSerializer(serializers.ModelSerializer):
             "content_erased_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(OpenApiTypes.INT)
+    def get_report_count(self, review: ContentReview) -> int:
+        counted = getattr(review, "report_count", None)  # annotated by the API's queryset
+        return review.reports.count() if counted is None else counted
+
+    @extend_schema_field(AppealSummarySerializer(allow_null=True))
+    def get_appeal(self, review: ContentReview) -> dict | None:
+        latest = getattr(review, "latest_appeals", None)  # prefetched by the API's queryset
+        if latest is None:
+            latest = list(review.appeals.order_by("-created_at")[:1])
+        return AppealSummarySerializer(latest[0]).data if latest else None
+
+
+class ReportCreateSerializer(serializers.Serializer):
+    reporter_id = StrictCharField(max_length=REPORTER_ID_MAX, help_text="Your user who reports.")
+    reason = StrictCharField(max_length=64, help_text='One of the active policy\'s categories, or "other".')
+    detail = StrictCharField(max_length=REPORT_DETAIL_MAX, required=False, allow_blank=True, trim_whitespace=False)
+
+    def validate_reason(self, value: str) -> str:
+        allowed = [*policy_categories(self.context["policy"]), OTHER_REASON]
+        if value not in allowed:
+            raise serializers.ValidationError(f"Not a category of the policy; use one of: {', '.join(allowed)}.")
+        return value
+
+
+class ReportSerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="report.id")
+    review_id = serializers.UUIDField(source="report.review_id")
+    reporter_id = serializers.CharField(source="report.reporter_id")
+    reason = serializers.CharField(source="report.reason")
+    created_at = serializers.DateTimeField(source="report.created_at")
+    report_count = serializers.IntegerField(help_text="Distinct users who reported the review, this one included.")
+
+
+class AppealCreateSerializer(serializers.Serializer):
+    appellant_id = StrictCharField(max_length=REPORTER_ID_MAX, help_text="Your user who appeals.")
+    statement = StrictCharField(max_length=APPEAL_STATEMENT_MAX, trim_whitespace=False,
+                                help_text="Why the decision is wrong, in the user's words.")
+
+
+class AppealSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    review_id = serializers.UUIDField()
+    status = serializers.ChoiceField(choices=AppealStatus.choices)
+    created_at = serializers.DateTimeField()
 
 
 class ReviewListQuerySerializer(serializers.Serializer):

@@ -10,4 +10,6 @@ urlpatterns = [
     path("reviews/<uuid:pk>/timeline/", views.ReviewTimelineView.as_view(), name="review-timeline"),
     path("reviews/<uuid:pk>/content", erasure.ReviewContentView.as_view(), name="review-content"),
     path("reviews/<uuid:pk>/content/", erasure.ReviewContentSlashView.as_view()),
+    path("reviews/<uuid:pk>/reports/", views.ReviewReportsView.as_view(), name="review-reports"),
+    path("reviews/<uuid:pk>/appeals/", views.ReviewAppealsView.as_view(), name="review-appeals"),
 ]

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import generics, status
+from django.db.models import Count, OuterRef, Prefetch, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import NotFound, ValidationError
@@ -26,12 +28,16 @@ from moderation.api.schema import (
 )
 from moderation.services.idempotency import fingerprint
 from moderation.api.serializers import (
+    AppealCreateSerializer,
+    AppealSerializer,
+    ReportCreateSerializer,
+    ReportSerializer,
     ReviewListQuerySerializer,
     ReviewSerializer,
     ReviewSubmitSerializer,
     TimelineEntrySerializer,
 )
-from moderation.models import ApiClient, ContentReview
+from moderation.models import Appeal, ApiClient, ContentReview, Report
 
 
 class ClientReviewsMixin:
@@ -40,7 +46,14 @@ class ClientReviewsMixin:
     serializer_class = ReviewSerializer
 
     def get_queryset(self):
-        return ContentReview.objects.filter(client=self.request.user).select_related("content", "decision__policy")
+        return (
+            ContentReview.objects.filter(client=self.request.user)
+            .select_related("content", "decision__policy")
+            .annotate(report_count=Coalesce(Subquery(
+                Report.objects.filter(review=OuterRef("pk")).order_by().values("review").annotate(n=Count("*")).values("n")
+            ), 0))
+            .prefetch_related(Prefetch("appeals", Appeal.objects.order_by("-created_at"), to_attr="latest_appeals"))
+        )
 
 
 class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
@@ -110,6 +123,8 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             media_url=data.get("media_url", ""),
             metadata=data.get("metadata"),
         )
+        if created:  # nothing to count or look up yet
+            review.report_count, review.latest_appeals = 0, []
         return (status.HTTP_201_CREATED if created else status.HTTP_200_OK), ReviewSerializer(review).data
 
 
@@ -141,21 +156,52 @@ class ReviewTimelineView(generics.GenericAPIView):
         elif not (request.user.is_staff and request.user.has_perm("moderation.view_contentreview")):
             raise NotFound()
         review = get_object_or_404(reviews, pk=pk)
-        entries = [entry.as_json() for entry in review_timeline(review)]
-        if isinstance(request.user, ApiClient):
-            entries = [_for_client(entry) for entry in entries]
-        return Response(entries)
+        client = isinstance(request.user, ApiClient)
+        return Response([entry.as_client_json() if client else entry.as_json() for entry in review_timeline(review)])
 
 
-# What a client application does not get to see of its own review's timeline: who at the
-# platform handled it (moderators, worker hosts), internal error texts, raw provider bodies.
-_INTERNAL_DETAIL = {"actor", "user", "error", "last_error", "detail", "change_reason"}
+@extend_schema(
+    summary="Report a review on behalf of one of your users",
+    description=(
+        "201 with the new report; 200 with the same report when that reporter already reported the "
+        "review (one report per reporter per review). When an `approved` review reaches the active "
+        "policy's `report_threshold` distinct reporters it goes to human review, once."
+    ),
+    request=ReportCreateSerializer,
+    parameters=RESPONSE_HEADERS,
+    responses={201: ReportSerializer, 200: ReportSerializer, 400: INVALID, 401: UNAUTHORIZED, 404: NOT_FOUND,
+               413: TOO_LARGE, 429: THROTTLED},
+)
+class ReviewReportsView(generics.GenericAPIView):
+    serializer_class = ReportSerializer
+
+    def post(self, request, pk):
+        review = get_object_or_404(ContentReview.objects.filter(client=request.user).only("pk"), pk=pk)
+        body = ReportCreateSerializer(data=request.data, context={"policy": services.policy_active()})
+        body.is_valid(raise_exception=True)
+        filed = services.report_file(review_id=review.pk, **body.validated_data)
+        return Response(ReportSerializer(filed).data, status=status.HTTP_201_CREATED if filed.created else status.HTTP_200_OK)
 
 
-def _for_client(entry: dict) -> dict:
-    return {
-        **entry,
-        "detail": {k: v for k, v in entry["detail"].items() if k not in _INTERNAL_DETAIL},
-        "ids": {k: v for k, v in entry["ids"].items() if k != "worker_id"},
-        "payload": None,
-    }
+@extend_schema(
+    summary="Appeal a rejection on behalf of one of your users",
+    description=(
+        "201 with the open appeal, and the review goes back to a human. At most one appeal per "
+        "decision (409 `appeal_exists`); only a `rejected` review can be appealed (409 `not_appealable`)."
+    ),
+    request=AppealCreateSerializer,
+    parameters=RESPONSE_HEADERS,
+    responses={201: AppealSerializer, 400: INVALID, 401: UNAUTHORIZED, 404: NOT_FOUND,
+               409: error("The decision was already appealed (`appeal_exists`), or the review is not rejected "
+                          "(`not_appealable`)."),
+               413: TOO_LARGE, 429: THROTTLED},
+)
+class ReviewAppealsView(generics.GenericAPIView):
+    serializer_class = AppealSerializer
+
+    def post(self, request, pk):
+        review = get_object_or_404(ContentReview.objects.filter(client=request.user).only("pk"), pk=pk)
+        body = AppealCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        appeal = services.appeal_file(review_id=review.pk, **body.validated_data)
+        return Response(AppealSerializer(appeal).data, status=status.HTTP_201_CREATED)

@@ -485,6 +485,10 @@ class ModerationPolicy(models.Model):
         default=ReviewStatus.MANUAL_REVIEW,
         help_text="Decision when the provider flags the content but no threshold is reached.",
     )
+    report_threshold = models.PositiveSmallIntegerField(
+        default=3, db_default=3,
+        help_text="Distinct users reporting an approved decision that send the review to a human.",
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
@@ -503,6 +507,7 @@ class ModerationPolicy(models.Model):
                 & Q(review_threshold__lte=models.F("reject_threshold")),
                 name="policy_thresholds_ordered",
             ),
+            models.CheckConstraint(condition=Q(report_threshold__gte=1), name="policy_report_threshold_positive"),
         ]
 
     def __str__(self) -> str:

@@ -1,7 +1,8 @@
-"""The transactional outbox of decision notifications (docs/design.md, invariant 7).
+"""The transactional outbox of client notifications (docs/design.md, invariant 7).
 
-A notification row is written in the same transaction as the decision it announces, so a
-decision never goes unannounced and a rolled-back one is never announced. Delivery happens
+A notification row is written in the same transaction as what it announces (a decision, or a
+report-threshold crossing, which makes no decision), so nothing goes unannounced and nothing
+rolled back is announced. Delivery happens
 after commit, at least once, each attempt with the same `event_id` (the `webhook-id`), so
 receivers can de-duplicate.
 """
@@ -21,9 +22,26 @@ class NotificationStatus(models.TextChoices):
     NO_ENDPOINT = "no_endpoint", "No webhook URL configured"
 
 
+class NotificationKind(models.TextChoices):
+    """The notification's `type` (docs/design.md, "Notifications")."""
+
+    REVIEW_DECIDED = "review.decided", "Review decided"
+    REVIEW_REPORTED = "review.reported", "Review reported (threshold reached)"
+    APPEAL_RESOLVED = "appeal.resolved", "Appeal resolved"
+
+
 class DecisionNotification(models.Model):
-    # One per decision: the unique constraint, not a check, makes a second one impossible.
-    decision = models.OneToOneField("moderation.Decision", on_delete=models.PROTECT, related_name="notification")
+    review = models.ForeignKey("moderation.ContentReview", on_delete=models.PROTECT, related_name="notifications")
+    kind = models.CharField(max_length=32, choices=NotificationKind.choices, default=NotificationKind.REVIEW_DECIDED)
+    # What it announces, exactly one of: a decision (review.decided, or appeal.resolved for the
+    # decision resolving an appeal) or a report-threshold crossing (review.reported). One per
+    # decision and one per crossing: unique constraints, not checks, make a second impossible.
+    decision = models.OneToOneField(
+        "moderation.Decision", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
+    )
+    escalation = models.OneToOneField(
+        "moderation.ReportEscalation", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
+    )
     client = models.ForeignKey("moderation.ApiClient", on_delete=models.PROTECT, related_name="notifications")
     event_id = models.CharField(max_length=64, unique=True, help_text="The webhook-id: the same on every attempt.")
     url = models.URLField(max_length=2048, blank=True, help_text="The client's webhook URL when the decision was made.")
@@ -41,6 +59,13 @@ class DecisionNotification(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["next_attempt_at"], name="notification_due_idx", condition=Q(status="pending")),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(decision__isnull=False, escalation__isnull=True)
+                | Q(decision__isnull=True, escalation__isnull=False),
+                name="notification_announces_one_thing",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -28,6 +28,10 @@ from audit.models import EventKind, PipelineEvent, PrunedTally
 from callbacks.models import ProviderCallback
 from moderation.selectors import stuck_requests
 from moderation.models import (
+    Appeal,
+    AppealStatus,
+    Report,
+    ReportEscalation,
     Cause,
     CircuitState,
     ContentReview,
@@ -59,12 +63,16 @@ def _pruned() -> dict[str, int]:
     return dict(PrunedTally.objects.values_list("key", "count"))
 
 
-def _histogram(family: HistogramMetricFamily, stage: str, rows) -> None:
+# Appeals wait for people: minutes to days.
+APPEAL_BUCKETS = (60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600)
+
+
+def _histogram(family: HistogramMetricFamily, stage: str, rows, bounds=BUCKETS) -> None:
     figures = rows.aggregate(
-        **{f"le{i}": Count("pk", filter=Q(seconds__lte=bound)) for i, bound in enumerate(BUCKETS)},
+        **{f"le{i}": Count("pk", filter=Q(seconds__lte=bound)) for i, bound in enumerate(bounds)},
         total=Count("pk"), sum=Sum("seconds"),
     )
-    buckets = [(str(bound), figures[f"le{i}"]) for i, bound in enumerate(BUCKETS)] + [("+Inf", figures["total"])]
+    buckets = [(str(bound), figures[f"le{i}"]) for i, bound in enumerate(bounds)] + [("+Inf", figures["total"])]
     family.add_metric([stage], buckets, float(figures["sum"] or 0))
 
 
@@ -76,6 +84,7 @@ class PipelineCollector:
         yield from self._gauges()
         yield from self._backlogs()
         yield self._latency()
+        yield from self._reports_and_appeals()
 
     def _callbacks(self):
         duplicates = CounterMetricFamily("moderation_duplicate_callbacks", "Re-deliveries of callbacks already stored.", labels=["provider"])
@@ -212,6 +221,28 @@ class PipelineCollector:
         _histogram(family, "submit_to_final", Decision.objects.filter(source=DecisionSource.PROVIDER)
                    .annotate(seconds=_seconds("created_at", F("review__content__created_at"))))
         return family
+
+    def _reports_and_appeals(self):
+        """Users' reports and the threshold crossings they caused; appeals filed, resolved by
+        outcome, still open, and how long a resolution took."""
+        yield CounterMetricFamily("moderation_reports", "User reports received (one per reporter and review).",
+                                  value=Report.objects.count())
+        yield CounterMetricFamily("moderation_report_threshold_crossings",
+                                  "Approved reviews sent to a human because enough users reported them.",
+                                  value=ReportEscalation.objects.count())
+        counts = dict(Appeal.objects.values_list("status").annotate(n=Count("id")).order_by())
+        yield CounterMetricFamily("moderation_appeals_filed", "Appeals filed.", value=sum(counts.values()))
+        resolved = CounterMetricFamily("moderation_appeals_resolved", "Appeals decided, by outcome.", labels=["outcome"])
+        durations = HistogramMetricFamily("moderation_appeal_resolution_seconds",
+                                          "From an appeal to the moderator's decision that resolved it.", labels=["outcome"])
+        for outcome in (AppealStatus.UPHELD, AppealStatus.OVERTURNED):
+            resolved.add_metric([outcome], counts.get(outcome, 0))
+            _histogram(durations, outcome, Appeal.objects.filter(status=outcome)
+                       .annotate(seconds=_seconds("resolved_at", F("created_at"))), bounds=APPEAL_BUCKETS)
+        yield resolved
+        yield GaugeMetricFamily("moderation_appeals_open", "Appeals waiting for a moderator.",
+                                value=counts.get(AppealStatus.OPEN, 0))
+        yield durations
 
 
 _registry = CollectorRegistry(auto_describe=False)

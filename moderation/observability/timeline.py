@@ -1,9 +1,11 @@
 """One causal timeline of a review, merged from every record the pipeline keeps.
 
 Submission, enqueued jobs, operations (requests) and each provider attempt, callbacks received,
-transitions, history rows, decisions and the recorded non-events (lost claims, stale results...),
-ordered as the database recorded them, each with the correlation ids it carries. The admin
-timeline page, `manage.py review_timeline` and the timeline API all render this.
+transitions, history rows, decisions, user reports and appeals, and the recorded non-events
+(lost claims, stale results...), ordered as the database recorded them, each with the
+correlation ids it carries. The admin timeline page and `manage.py review_timeline` render all
+of it; the timeline API renders `Entry.as_client_json()`, which leaves out who at the platform
+handled the review and every internal error (docs/design.md, invariant 14).
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from typing import Any
 
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
-from moderation.models import ContentReview, Decision, ProviderAttempt
+from moderation.models import Appeal, ContentReview, Decision, ProviderAttempt, Report
+from moderation.reasons import statement_of_reasons
 
 # Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
 _RANK = {
     "submitted": 0, "job_enqueued": 1, "event": 2, "operation": 3, "attempt_started": 4, "attempt_finished": 5,
-    "callback": 6, "decision": 7, "transition": 8, "history": 9,
+    "callback": 6, "report": 6, "appeal": 6, "decision": 7, "transition": 8, "history": 9,
 }
+# What a client does not see of its own review's timeline: who at the platform handled it
+# (moderators, worker hosts), internal error texts and reasons, raw provider bodies.
+_INTERNAL_DETAIL = {"actor", "user", "error", "last_error", "detail", "change_reason", "reason", "moderator"}
 KINDS = tuple(_RANK)
 
 
@@ -33,10 +39,19 @@ class Entry:
     ids: dict[str, str] = field(default_factory=dict)
     source: str = ""  # "<table>:<id>", to find the row
     payload: str | None = None  # a callback's raw body
+    client_view: dict[str, Any] | None = None  # what a client reads instead of title and detail
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["client_view"]
         data["at"] = self.at.isoformat()
+        return data
+
+    def as_client_json(self) -> dict[str, Any]:
+        data = {**self.as_json(), **(self.client_view or {})}
+        data["detail"] = {k: v for k, v in data["detail"].items() if k not in _INTERNAL_DETAIL}
+        data["ids"] = {k: v for k, v in data["ids"].items() if k != "worker_id"}
+        data["payload"] = None
         return data
 
 
@@ -61,13 +76,8 @@ def review_timeline(review: ContentReview) -> list[Entry]:
                              f"request:{request.pk}"))
     entries += _attempts(review)
     entries += _callbacks(keys)
-    for decision in Decision.objects.filter(review=review).select_related("policy", "moderator", "request"):
-        entries.append(Entry(decision.created_at, "decision", f"decision: {decision.label} by {decision.decided_by}",
-                             {"score": decision.score, "policy_version": decision.policy.version if decision.policy else None,
-                              "explanation": decision.explanation, "reason": decision.reason},
-                             _ids(idempotency_key=decision.request.idempotency_key if decision.request else None,
-                                  callback_id=decision.callback_id),
-                             f"decision:{decision.pk}"))
+    entries += _decisions(review)
+    entries += _reports_and_appeals(review)
     for t in ReviewTransition.objects.filter(review=review):
         entries.append(Entry(t.created_at, "transition", f"{t.from_status} -> {t.to_status} ({t.cause})",
                              {"actor": f"{t.actor}:{t.actor_id}" if t.actor_id else t.actor, "reason": t.reason},
@@ -113,3 +123,36 @@ def _callbacks(keys: list) -> list[Entry]:
               f"callback:{cb.pk}", payload=cb.payload_json)
         for cb in ProviderCallback.objects.filter(idempotency_key__in=keys)
     ]
+
+
+def _decisions(review: ContentReview) -> list[Entry]:
+    entries = []
+    for decision in Decision.objects.filter(review=review).select_related("policy", "moderator", "request"):
+        statement = statement_of_reasons(decision)
+        entries.append(Entry(decision.created_at, "decision", f"decision: {decision.label} by {decision.decided_by}",
+                             {"score": decision.score, "policy_version": statement["policy_version"],
+                              "category": decision.category, "explanation": decision.explanation,
+                              "reason": decision.reason},
+                             _ids(idempotency_key=decision.request.idempotency_key if decision.request else None,
+                                  callback_id=decision.callback_id),
+                             f"decision:{decision.pk}",
+                             client_view={"title": f"decision: {decision.label} by {statement['decided_by']}",
+                                          "detail": statement}))
+    return entries
+
+
+def _reports_and_appeals(review: ContentReview) -> list[Entry]:
+    entries = [
+        Entry(report.created_at, "report", f"reported by {report.reporter_id} as {report.reason}",
+              {"reported_as": report.reason, "text": report.detail}, _ids(report_id=report.pk), f"report:{report.pk}")
+        for report in Report.objects.filter(review=review)
+    ]
+    for appeal in Appeal.objects.filter(review=review):
+        ids = _ids(appeal_id=appeal.pk)
+        entries.append(Entry(appeal.created_at, "appeal", f"appeal filed by {appeal.appellant_id}",
+                             {"statement": appeal.statement, "appealed_decision": appeal.decision_id},
+                             ids, f"appeal:{appeal.pk}"))
+        if appeal.resolved_at:
+            entries.append(Entry(appeal.resolved_at, "appeal", f"appeal {appeal.status}",
+                                 {"resolution": appeal.resolution_id}, ids, f"appeal:{appeal.pk}"))
+    return entries

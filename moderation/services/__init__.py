@@ -27,9 +27,14 @@ from moderation.services.notifications import notification_deliver, notification
 from moderation.services.policy import policy_active, policy_publish
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
 from moderation.services.submission import review_submit
+from moderation.services.reports import ReportFiled, report_file
+from moderation.services.appeals import appeal_file
 
 __all__ = [
     "DispatchReport",
+    "ReportFiled",
+    "appeal_file",
+    "report_file",
     "api_client_authenticate",
     "TRIAL",
     "breaker_admit",

@@ -7,15 +7,14 @@ human, a moderator's override and an escalation.
 
 from __future__ import annotations
 
-import json
-
 from django.utils import timezone
 
 from audit import tracing
 from moderation.errors import IllegalTransition
-from moderation.models import LABELLED_CAUSES, Cause, ContentReview, Decision, DecisionNotification, NotificationStatus
-from moderation.queue import enqueue_on_commit
+from moderation.models import LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, NotificationKind
 from moderation.services._audit import transition_review
+from moderation.services.appeals import appeal_resolve_locked
+from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_write
 
 
 def decide_locked(
@@ -32,6 +31,7 @@ def decide_locked(
     attempt_no: int | None = None,
     history_user=None,
     update_fields: tuple[str, ...] = (),
+    appeal: Appeal | None = None,
     **decision_fields,
 ) -> Decision:
     """Decide `review`: record the decision (and its outbox row), then move the review to `label`.
@@ -40,13 +40,14 @@ def decide_locked(
     decision is the caller's to make. `decision_fields` are the Decision's own (score, policy,
     moderator, reason, category, ...). The transition must land on `label`: a cause whose
     transition goes elsewhere raises IllegalTransition and the caller's transaction rolls back.
+    With `appeal` (open, the review's, checked by the caller), the decision resolves it.
     """
     with tracing.tracer.start_as_current_span(  # the notification's job continues this span
         "review.decide", attributes={"moderation.review_id": str(review.pk), "moderation.cause": str(cause),
                                      "moderation.label": str(label)},
     ):
         from_status = review.status
-        decision = decision_record(review, label=label, source=source, **decision_fields)
+        decision = decision_record(review, appeal=appeal, label=label, source=source, **decision_fields)
         review.decision = decision
         review.completed_at = timezone.now()
         transition_review(
@@ -64,48 +65,23 @@ def decide_locked(
         )
         if review.status != label:
             raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause)
+        if appeal is not None:
+            appeal_resolve_locked(appeal, decision)
         return decision
 
 
-def decision_record(review: ContentReview, **fields) -> Decision:
+def decision_record(review: ContentReview, *, appeal: Appeal | None = None, **fields) -> Decision:
     """Create a decision and its outbox row; call holding the review's row lock, in the
     transaction that changes its status. Returns the decision (not yet set on the review).
 
-    Exactly one notification per decision (a unique constraint); delivery is enqueued after
+    Exactly one notification per decision (a unique constraint): `review.decided`, or
+    `appeal.resolved` for the decision that resolves `appeal`. Delivery is enqueued after
     commit, and the sweeper re-enqueues any whose job was lost.
     """
     decision = Decision.objects.create(review=review, **fields)
-    client = review.client
-    notification = DecisionNotification.objects.create(
-        decision=decision,
-        client=client,
-        event_id=DecisionNotification.new_event_id(),
-        url=client.webhook_url,
-        payload=json.dumps(_body(review, decision), sort_keys=True),
-        status=NotificationStatus.PENDING if client.webhook_url else NotificationStatus.NO_ENDPOINT,
-        next_attempt_at=timezone.now() if client.webhook_url else None,
-        last_enqueued_at=timezone.now() if client.webhook_url else None,  # its job is enqueued below
-    )
-    if client.webhook_url:
-        enqueue_on_commit("moderation.tasks.deliver_notification", notification_id=notification.pk)
+    if appeal is None:
+        outbox_write(review, kind=NotificationKind.REVIEW_DECIDED, body=decided_body(review, decision), decision=decision)
+    else:
+        outbox_write(review, kind=NotificationKind.APPEAL_RESOLVED, body=appeal_resolved_body(review, appeal, decision),
+                     decision=decision)
     return decision
-
-
-def _body(review: ContentReview, decision: Decision) -> dict:
-    return {
-        "type": "review.decided",
-        "data": {
-            "review_id": str(review.pk),
-            "external_id": review.content.external_id,
-            "status": decision.label,
-            "decision": {
-                "label": decision.label,
-                "source": decision.source,
-                "score": decision.score,
-                "category_scores": decision.category_scores,
-                "policy_version": decision.policy.version if decision.policy_id else None,
-                "reason": decision.reason or decision.explanation,
-                "decided_at": decision.created_at.isoformat(),
-            },
-        },
-    }

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
-from moderation.errors import ClaimedByOther, ContentErased, ReasonRequired, StaleVersion
+from moderation.errors import AppealOpen, ClaimedByOther, ContentErased, ReasonRequired, StaleVersion
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
     Cause,
@@ -30,6 +30,7 @@ from moderation.models import (
 )
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions, transition_review
+from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.pipeline import review_claim_locked
 
@@ -105,11 +106,16 @@ def review_override(
     """A moderator's decision (manual_review|approved|rejected -> approved|rejected).
 
     With `expected_version` (what the moderator saw), a review that changed meanwhile is refused
-    with StaleVersion instead of being overwritten blindly.
+    with StaleVersion instead of being overwritten blindly. On a review under appeal the decision
+    resolves the appeal, and the moderator who made the appealed decision is refused
+    (FourEyesRequired): checked under the row lock that also keeps a new appeal out meanwhile.
     """
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
+        appeal = appeal_open_locked(review)
+        if appeal is not None:
+            appeal_check_four_eyes(appeal, moderator)
         review.claimed_by, review.claim_expires_at = None, None
         decision = decide_locked(
             review,
@@ -124,6 +130,7 @@ def review_override(
             transition_reason=reason,
             history_user=moderator,
             update_fields=("claimed_by", "claim_expires_at"),
+            appeal=appeal,
         )
     return decision
 
@@ -169,11 +176,17 @@ def review_reprocess(
     user=None,
     expected_version: int | None = None,
 ) -> ContentReview:
-    """Send a decided review through the provider again (-> pending; a new operation, new key)."""
+    """Send a decided review through the provider again (-> pending; a new operation, new key).
+
+    A review under appeal is refused (AppealOpen): a moderator other than the appealed
+    decision's must decide it, and the provider's new answer would decide it instead.
+    """
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, user)
         if review.content.erased_at is not None:
             raise ContentErased(f"review {review_id}: its content was erased; nothing is left to reprocess")
+        if appeal_open_locked(review) is not None:
+            raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it")
         review.last_enqueued_at = timezone.now()
         review.claimed_by, review.claim_expires_at = None, None
         transition_review(

@@ -7,7 +7,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from moderation.models import ModerationPolicy
-from moderation.policy import validate_policy
+from moderation.policy import REPORT_THRESHOLD_DEFAULT, validate_policy
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 
@@ -38,6 +38,7 @@ def policy_publish(
     review_threshold: float,
     category_thresholds: dict | None = None,
     flagged_label: str = "manual_review",
+    report_threshold: int = REPORT_THRESHOLD_DEFAULT,
     notes: str = "",
     created_by=None,
 ) -> ModerationPolicy:
@@ -49,6 +50,7 @@ def policy_publish(
             "review_threshold": review_threshold,
             "category_thresholds": category_thresholds,
             "flagged_label": flagged_label,
+            "report_threshold": report_threshold,
         }
     )
     if errors:
@@ -64,6 +66,7 @@ def policy_publish(
         review_threshold=review_threshold,
         category_thresholds=category_thresholds,
         flagged_label=flagged_label,
+        report_threshold=report_threshold,
         notes=notes,
         created_by=created_by,
     )

@@ -10,7 +10,7 @@ from moderation import services, tasks
 from moderation.models import ModerationRequest
 from moderation.providers import Accepted
 from tests.callbacks.conftest import SECRET, completed, deliver
-from tests.helpers import claimed, submit
+from tests.helpers import claimed, decided, submit
 
 
 @pytest.fixture(autouse=True)
@@ -174,3 +174,30 @@ def test_every_latency_stage_is_measured_from_submission_to_decision(client, api
     # The callback, not a worker, applied the result.
     applied = ReviewTransition.objects.filter(review=review).last()
     assert (applied.cause, applied.actor, applied.actor_id) == ("provider_callback", Actor.WEBHOOK, "evt-stages")
+
+
+@pytest.mark.django_db
+def test_reports_threshold_crossings_and_appeals_are_counted_with_their_time_to_resolve(
+    client, api_client, settings, django_user_model
+):
+    settings.METRICS_TOKEN = "scrape-me"
+    reported = decided(api_client, "approved")
+    for reporter in ("a", "b", "c", "c", "d"):  # a repeat is one report; the threshold (3) is crossed once
+        services.report_file(review_id=reported.pk, reporter_id=reporter, reason="harassment")
+    moderator = django_user_model.objects.create_user("mia")
+    for label in ("rejected", "approved"):
+        appealed = decided(api_client, "rejected")
+        services.appeal_file(review_id=appealed.pk, appellant_id="owner", statement="wrong")
+        services.review_override(review_id=appealed.pk, label=label, reason="looked again", moderator=moderator)
+    services.appeal_file(review_id=decided(api_client, "rejected").pk, appellant_id="owner", statement="wrong")
+
+    m = scrape(client)
+
+    assert m[("moderation_reports_total", ())] == 4
+    assert m[("moderation_report_threshold_crossings_total", ())] == 1
+    assert m[("moderation_appeals_filed_total", ())] == 3
+    assert m[("moderation_appeals_resolved_total", (("outcome", "upheld"),))] == 1
+    assert m[("moderation_appeals_resolved_total", (("outcome", "overturned"),))] == 1
+    assert m[("moderation_appeals_open", ())] == 1
+    assert m[("moderation_appeal_resolution_seconds_count", (("outcome", "upheld"),))] == 1
+    assert m[("moderation_appeal_resolution_seconds_bucket", (("le", "60"), ("outcome", "overturned")))] == 1

@@ -53,13 +53,13 @@ def test_saving_a_policy_publishes_a_new_version_and_keeps_the_old(staff):
     response = staff.post(
         "/admin/moderation/moderationpolicy/add/",
         {"reject_threshold": 0.8, "review_threshold": 0.3, "category_thresholds": '{"violence": {"reject": 0.5}}',
-         "flagged_label": "manual_review", "notes": "stricter"},
+         "flagged_label": "manual_review", "report_threshold": 5, "notes": "stricter"},
     )
 
     assert response.status_code == 302
     assert list(ModerationPolicy.objects.order_by("version").values_list("version", "reject_threshold")) == [(1, 0.9), (2, 0.8)]
     newest = ModerationPolicy.objects.get(version=2)
-    assert newest.created_by.username == "boss"
+    assert newest.created_by.username == "boss" and newest.report_threshold == 5
     assert newest.history.count() == 1
 
 
@@ -67,7 +67,8 @@ def test_saving_a_policy_publishes_a_new_version_and_keeps_the_old(staff):
 def test_an_invalid_policy_form_is_refused(staff):
     response = staff.post(
         "/admin/moderation/moderationpolicy/add/",
-        {"reject_threshold": 0.3, "review_threshold": 0.6, "category_thresholds": "{}", "flagged_label": "approved"},
+        {"reject_threshold": 0.3, "review_threshold": 0.6, "category_thresholds": "{}", "flagged_label": "approved",
+         "report_threshold": 3},
     )
     assert response.status_code == 200
     assert "review &lt;= reject" in response.content.decode() or "review <= reject" in response.content.decode()

@@ -153,7 +153,7 @@ class TestRead:
         decision = data["decision"]
         assert (decision["label"], decision["source"], decision["policy_version"]) == ("rejected", "provider", 1)
         assert decision["category_scores"] == {"harassment": 0.95}
-        assert decision["decided_by"].startswith("request:")
+        assert decision["decided_by"] == "provider" and decision["automated"] is True
 
     def test_another_clients_review_is_404(self, http, other_client):
         theirs = submit(other_client)
@@ -185,7 +185,7 @@ class TestRead:
     def test_the_list_runs_a_bounded_number_of_queries(self, http, api_client):
         for label in ("approved", "rejected", "manual_review"):
             decided(api_client, label)
-        with assert_max_queries(2):  # auth + one page with its decisions and policies
+        with assert_max_queries(3):  # auth + one page with its decisions, policies and report counts + its appeals
             assert len(http.get(URL).json()["results"]) == 3
 
 

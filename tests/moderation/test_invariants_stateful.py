@@ -1,10 +1,12 @@
 """Property-based: random interleavings of claims, results (live, old and duplicate), timeouts,
-acceptances, provider-reported failures, supersedes, overrides, escalations and reprocesses,
-with the invariants of docs/design.md checked after every step (hypothesis, stateful)."""
+acceptances, provider-reported failures, supersedes, overrides by two moderators, escalations,
+reprocesses, user reports and appeals, with the invariants of docs/design.md checked after every
+step (hypothesis, stateful)."""
 
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth import get_user_model
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -16,10 +18,12 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from audit.models import ReviewTransition
 from moderation.errors import IllegalTransition
 from moderation import services
 from moderation.errors import ModerationError
 from moderation.models import (
+    Appeal,
     Cause,
     ContentReview,
     ModerationRequest,
@@ -28,7 +32,7 @@ from moderation.models import (
 )
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError, ProviderTimeout
-from tests.helpers import result, submit
+from tests.helpers import decided, result, submit
 from moderation.invariants import violations
 
 ANSWERS = st.sampled_from(["approve", "reject", "unsure", "timeout", "5xx", "accepted"])
@@ -91,11 +95,14 @@ class Pipeline(RuleBasedStateMachine):
     def supersede(self, review_id):
         self._tolerating(services.review_supersede, review_id=review_id, reason="silent")
 
-    @rule(review_id=reviews, label=st.sampled_from([ReviewStatus.APPROVED, ReviewStatus.REJECTED]))
-    def override(self, review_id, label):
+    @rule(review_id=reviews, label=st.sampled_from([ReviewStatus.APPROVED, ReviewStatus.REJECTED]),
+          who=st.sampled_from([0, 1]))
+    def override(self, review_id, label, who):
+        """By either of two moderators: on an appeal, the one who made the appealed decision is refused."""
         version = ContentReview.objects.get(pk=review_id).version
         self._tolerating(services.review_override, review_id=review_id, label=label, reason="checked",
-                         moderator=self.moderator, expected_version=version)
+                         category="harassment" if label == ReviewStatus.REJECTED else "",
+                         moderator=(self.moderator, self.second)[who], expected_version=version)
 
     @rule(review_id=reviews)
     def escalate(self, review_id):
@@ -118,11 +125,46 @@ class Pipeline(RuleBasedStateMachine):
         assert violations(self.seen) == []
 
 
-def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: int = 30) -> None:
-    class Machine(Pipeline):
+class PipelineWithReportsAndAppeals(Pipeline):
+    """The same, with clients' users reporting reviews and appealing rejections between steps."""
+
+    reporters = 0
+
+    @precondition(lambda self: len(self.seen) < 4)
+    @rule(target=Pipeline.reviews, label=st.sampled_from([ReviewStatus.APPROVED, ReviewStatus.REJECTED]))
+    def submit_decided(self, label):
+        """A review the provider has decided already: what users report and appeal."""
+        review = decided(self.client, label)
+        self.seen.append(review.pk)
+        return review.pk
+
+    @rule(review_id=Pipeline.reviews, fresh=st.sampled_from([1, 2]), again=st.booleans())
+    def report(self, review_id, fresh, again):
+        """`fresh` new reporters, and perhaps the first reporter again (the same report back)."""
+        reporters = [f"user-{self.reporters + i}" for i in range(fresh)] + (["user-0"] if again else [])
+        self.reporters += fresh
+        for reporter in reporters:
+            services.report_file(review_id=review_id, reporter_id=reporter, reason="harassment")
+
+    @rule(review_id=Pipeline.reviews)
+    def appeal(self, review_id):
+        self._tolerating(services.appeal_file, review_id=review_id, appellant_id="owner", statement="wrong")
+
+    @rule(review_id=Pipeline.reviews, label=st.sampled_from([ReviewStatus.APPROVED, ReviewStatus.REJECTED]),
+          who=st.sampled_from([0, 1]))
+    def appeal_then_decide(self, review_id, label, who):
+        """An appeal, then at once a decision by either moderator (the search rarely lines the
+        two up on one review otherwise)."""
+        self.appeal(review_id)
+        self.override(review_id, label, who)
+
+
+def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: int = 30, base=Pipeline) -> None:
+    class Machine(base):
         def __init__(self):
             super().__init__()
             self.client, self.scripted, self.moderator = client, scripted, moderator
+            self.second = get_user_model().objects.get_or_create(username="second-moderator")[0]
 
     phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
     run_state_machine_as_test(Machine, settings=settings(
@@ -134,6 +176,18 @@ def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: i
 @pytest.mark.django_db(transaction=True)
 def test_random_interleavings_keep_every_invariant(api_client, scripted, django_user_model):
     run_machine(api_client, scripted, django_user_model.objects.create_user("mia"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_random_interleavings_with_reports_and_appeals_keep_every_invariant(api_client, scripted, django_user_model):
+    # Two reporters move an approved review to a human, so report steps often cross the threshold.
+    services.policy_publish(reject_threshold=0.9, review_threshold=0.5, report_threshold=2)
+    run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), base=PipelineWithReportsAndAppeals)
+
+    # The search reached the new transitions and resolved appeals both ways.
+    causes = set(ReviewTransition.objects.values_list("cause", flat=True))
+    assert {Cause.USER_REPORTS, Cause.APPEAL} <= causes
+    assert set(Appeal.objects.values_list("status", flat=True)) >= {"upheld", "overturned"}
 
 
 # The property test can fail: with one guard of finalize taken out, it reports a violation.

@@ -3,6 +3,7 @@ the live schema finding no server errors and no answer that breaks the schema.""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from io import StringIO
@@ -26,6 +27,22 @@ def test_the_schema_validates_without_warnings(tmp_path):
     for path in ("/api/v1/reviews/", "/api/v1/reviews/{id}/", "/api/v1/callbacks/{provider}/"):
         assert path in schema
     assert "bearerAuth" in schema and "ReviewSubmissionRequest" in schema
+
+
+@pytest.mark.django_db
+def test_every_operation_documents_the_error_body_as_its_default_response(tmp_path):
+    call_command("spectacular", "--format", "openapi-json", "--file", str(tmp_path / "schema.json"), stdout=StringIO())
+    schema = json.loads((tmp_path / "schema.json").read_text())
+
+    operations = [(path, method, op) for path, item in schema["paths"].items() for method, op in item.items()]
+
+    assert len(operations) >= 7  # submit, list, get, timeline, report, appeal, callback
+    for path, method, operation in operations:
+        default = operation["responses"].get("default", {})
+        assert default.get("content", {}).get("application/json", {}).get("schema") == {
+            "$ref": "#/components/schemas/Error"}, (path, method)
+    for path in ("/api/v1/reviews/{id}/reports/", "/api/v1/reviews/{id}/appeals/"):
+        assert schema["paths"][path]["post"]["requestBody"]["required"] is True
 
 
 @pytest.mark.django_db

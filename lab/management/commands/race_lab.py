@@ -16,6 +16,10 @@ class Command(BaseCommand):
         parser.add_argument("--late-rate", type=float, default=0.05)
         parser.add_argument("--error-rate", type=float, default=0.05)
         parser.add_argument("--kill-workers", type=int, default=1)
+        parser.add_argument("--report-rate", type=float, default=0.1,
+                            help="share of decided reviews that more users than the threshold report, all at once")
+        parser.add_argument("--appeal-rate", type=float, default=0.2,
+                            help="share of rejected reviews appealed, by several concurrent requests")
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--quiesce-timeout", type=float, default=600.0, help="seconds to wait for every review to finish")
         parser.add_argument("--web-workers", type=int, default=2)
@@ -27,11 +31,14 @@ class Command(BaseCommand):
     def handle(self, *args, **o):
         if o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0:
             raise CommandError("--reviews and --clusters must be at least 1, --kill-workers not negative")
+        if not (0 <= o["report_rate"] <= 1 and 0 <= o["appeal_rate"] <= 1):
+            raise CommandError("--report-rate and --appeal-rate are shares from 0 to 1")
         config = LabConfig(
             reviews=o["reviews"], clusters=o["clusters"], duplicate_rate=o["duplicate_rate"],
             timeout_rate=o["timeout_rate"], late_rate=o["late_rate"], error_rate=o["error_rate"],
             kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
             web_workers=o["web_workers"], pgbouncer=o["pgbouncer"], erase=o["erase"], prune=o["prune"],
+            report_rate=o["report_rate"], appeal_rate=o["appeal_rate"],
         )
         try:
             report = RaceLab(config).run()

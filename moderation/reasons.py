@@ -1,0 +1,92 @@
+"""Statements of reasons: what a client is told about a decision (docs/design.md, "Reports,
+appeals and statements of reasons").
+
+One builder, a pure function of a decision, used by the API, the timeline API and the webhooks,
+so the three never disagree. It names no moderator and quotes no internal error text (a failed
+provider call, a moderator's name): operators read those in the admin and on the command-line
+timeline.
+
+Each reason comes from one source function in REASON_SOURCES; a decision field that records
+why a policy rule decided (its matches) adds its own source there, whose reasons may carry more
+keys (the rule, the matched term) beside `category` and `score`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from moderation.models import Decision, DecisionSource, ReviewStatus
+from moderation.policy import thresholds_for
+
+Reason = dict[str, Any]
+
+# What a client reads instead of an internal error when the provider could not decide.
+SYSTEM_EXPLANATION = "The automated check could not be completed, so a moderator will review this content."
+
+
+def _moderator_reasons(decision: Decision) -> list[Reason]:
+    """A moderator's violation category."""
+    if decision.source != DecisionSource.MODERATOR or not decision.category:
+        return []
+    return [{"category": decision.category, "score": None}]
+
+
+def _score_reasons(decision: Decision) -> list[Reason]:
+    """The categories whose scores the policy acted on (at or above a threshold), worst first;
+    for content the provider flagged below every threshold, the categories it flagged."""
+    if decision.source != DecisionSource.PROVIDER or decision.label == ReviewStatus.APPROVED:
+        return []
+    scores = decision.category_scores or {}
+    if decision.policy_id is not None:
+        acted_on = [c for c, s in scores.items() if s >= thresholds_for(decision.policy, c)[0]]
+    else:
+        acted_on = []
+    if not acted_on:
+        acted_on = [c for c, flagged in (decision.categories or {}).items() if flagged]
+    return sorted(({"category": c, "score": scores.get(c)} for c in acted_on),
+                  key=lambda r: (-(r["score"] or 0), r["category"]))
+
+
+REASON_SOURCES: tuple[Callable[[Decision], list[Reason]], ...] = (_moderator_reasons, _score_reasons)
+
+
+def reasons(decision: Decision) -> list[Reason]:
+    """Each category once, from the first source that names it."""
+    found: dict[str, Reason] = {}
+    for source in REASON_SOURCES:
+        for reason in source(decision):
+            found.setdefault(reason["category"], reason)
+    return list(found.values())
+
+
+def explanation(decision: Decision) -> str:
+    if decision.source == DecisionSource.SYSTEM:
+        return SYSTEM_EXPLANATION
+    if decision.source == DecisionSource.MODERATOR:
+        verb = "sent this content to human review" if decision.label == ReviewStatus.MANUAL_REVIEW else "reviewed this content"
+        return f"A moderator {verb}: {decision.reason}" if decision.reason else f"A moderator {verb}."
+    return decision.explanation
+
+
+def _timestamp(value) -> str:
+    return value.isoformat().replace("+00:00", "Z")  # as DRF renders datetimes
+
+
+def statement_of_reasons(decision: Decision) -> dict[str, Any]:
+    """The decision as a client sees it, in the API, on the timeline and in webhooks."""
+    return {
+        "label": decision.label,
+        "decided_by": decision.source,  # "moderator", "provider" or "system": never who
+        "source": decision.source,
+        "automated": decision.source != DecisionSource.MODERATOR,
+        "reasons": reasons(decision),
+        "policy_version": decision.policy.version if decision.policy_id else None,
+        "explanation": explanation(decision),
+        "score": decision.score,
+        "flagged": decision.flagged,
+        "categories": decision.categories or {},
+        "category_scores": decision.category_scores or {},
+        "model": decision.model,
+        "created_at": _timestamp(decision.created_at),
+    }

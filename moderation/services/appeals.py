@@ -1,0 +1,65 @@
+"""Appeals (docs/design.md, "Reports, appeals and statements of reasons").
+
+The owner of rejected content appeals the decision: at most one appeal per decision, and the
+review goes back to a human (rejected -> manual_review, cause appeal). A moderator resolves it by
+deciding the review (`review_override`): rejected again upholds it, approved overturns it. The
+moderator who made the appealed decision may not decide its appeal (four eyes).
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from audit import context
+from audit.models import Actor
+from moderation.errors import AppealExists, FourEyesRequired, NotAppealable
+from moderation.models import Appeal, AppealStatus, Cause, ContentReview, Decision, ReviewStatus, appeal_outcome
+from moderation.services._audit import records_illegal_transitions, transition_review
+
+
+@records_illegal_transitions
+def appeal_file(*, review_id, appellant_id: str, statement: str) -> Appeal:
+    """File an appeal against the review's current decision, and send the review to a human.
+
+    The review's row lock serialises appeals of one review: of concurrent ones the first
+    creates the appeal and moves the review, the others then find it (AppealExists). The
+    unique constraint on the appealed decision holds even without the lock.
+    """
+    with context.bind(review_id=review_id), transaction.atomic():
+        review = ContentReview.objects.select_for_update(of=("self",)).get(pk=review_id)
+        if review.decision_id and Appeal.objects.filter(
+            Q(decision_id=review.decision_id) | Q(resolution_id=review.decision_id)
+        ).exists():
+            # The decision was appealed already, or it is an appeal's own outcome.
+            raise AppealExists(f"decision {review.decision_id} of review {review.pk} was already appealed")
+        if review.status != ReviewStatus.REJECTED:
+            raise NotAppealable(f"review {review.pk} is {review.status}: only a rejection can be appealed")
+        appeal = Appeal.objects.create(
+            review=review, decision_id=review.decision_id, appellant_id=appellant_id, statement=statement
+        )
+        transition_review(review, Cause.APPEAL, actor=Actor.SYSTEM, actor_id="appeal", reason=f"appeal {appeal.pk} filed")
+    return appeal
+
+
+def appeal_open_locked(review: ContentReview) -> Appeal | None:
+    """The review's open appeal, if any; call holding the review's row lock."""
+    return Appeal.objects.select_related("decision").filter(review=review, status=AppealStatus.OPEN).first()
+
+
+def appeal_check_four_eyes(appeal: Appeal, moderator) -> None:
+    """Refuse the moderator who made the appealed decision."""
+    author = appeal.decision.moderator_id
+    if author is not None and moderator is not None and author == moderator.pk:
+        raise FourEyesRequired(
+            f"{moderator} made the appealed decision: another moderator must decide appeal {appeal.pk}"
+        )
+
+
+def appeal_resolve_locked(appeal: Appeal, decision: Decision) -> None:
+    """Close the appeal with the decision that resolves it; in that decision's transaction."""
+    appeal.status = appeal_outcome(decision.label)
+    appeal.resolution = decision
+    appeal.resolved_at = timezone.now()
+    appeal.save(update_fields=["status", "resolution", "resolved_at"])

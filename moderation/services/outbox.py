@@ -1,0 +1,88 @@
+"""Writing client notifications to the outbox (docs/design.md, invariant 7).
+
+A notification row is written in the transaction of what it announces (a decision, or a
+report-threshold crossing), so nothing goes unannounced and nothing rolled back is announced;
+`notifications.py` delivers it after commit, at least once, with a stable webhook-id. Every body
+that carries a decision carries its statement of reasons (moderation.reasons), never more.
+"""
+
+from __future__ import annotations
+
+import json
+
+from django.utils import timezone
+
+from moderation.models import (
+    Appeal,
+    ContentReview,
+    Decision,
+    DecisionNotification,
+    NotificationKind,
+    NotificationStatus,
+    ReportEscalation,
+    appeal_outcome,
+)
+from moderation.queue import enqueue_on_commit
+from moderation.reasons import statement_of_reasons
+
+
+def outbox_write(
+    review: ContentReview,
+    *,
+    kind: NotificationKind,
+    body: dict,
+    decision: Decision | None = None,
+    escalation: ReportEscalation | None = None,
+) -> DecisionNotification:
+    """Write one notification for `review`'s client; call in the transaction that makes what it
+    announces (one per decision and one per threshold crossing: unique constraints)."""
+    client = review.client
+    now = timezone.now()
+    notification = DecisionNotification.objects.create(
+        review=review,
+        kind=kind,
+        decision=decision,
+        escalation=escalation,
+        client=client,
+        event_id=DecisionNotification.new_event_id(),
+        url=client.webhook_url,
+        payload=json.dumps(body, sort_keys=True),
+        status=NotificationStatus.PENDING if client.webhook_url else NotificationStatus.NO_ENDPOINT,
+        next_attempt_at=now if client.webhook_url else None,
+        last_enqueued_at=now if client.webhook_url else None,  # its job is enqueued below
+    )
+    if client.webhook_url:
+        enqueue_on_commit("moderation.tasks.deliver_notification", notification_id=notification.pk)
+    return notification
+
+
+def decided_body(review: ContentReview, decision: Decision) -> dict:
+    return {
+        "type": NotificationKind.REVIEW_DECIDED,
+        "data": {
+            "review_id": str(review.pk),
+            "external_id": review.content.external_id,
+            "status": decision.label,
+            "decision": statement_of_reasons(decision),
+        },
+    }
+
+
+def appeal_resolved_body(review: ContentReview, appeal: Appeal, decision: Decision) -> dict:
+    return {
+        "type": NotificationKind.APPEAL_RESOLVED,
+        "data": {
+            "review_id": str(review.pk),
+            "external_id": review.content.external_id,
+            "appeal_id": str(appeal.pk),
+            "outcome": appeal_outcome(decision.label),
+            "decision": statement_of_reasons(decision),
+        },
+    }
+
+
+def reported_body(review: ContentReview, report_count: int) -> dict:
+    return {
+        "type": NotificationKind.REVIEW_REPORTED,
+        "data": {"review_id": str(review.pk), "external_id": review.content.external_id, "report_count": report_count},
+    }

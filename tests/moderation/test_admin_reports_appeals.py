@@ -1,0 +1,53 @@
+"""Reports and appeals in the moderator's workplace: shown on the review page and its timeline;
+the moderator who made an appealed decision is told why they may not decide the appeal."""
+
+from __future__ import annotations
+
+import pytest
+
+from moderation import services
+from tests.helpers import decided
+from tests.moderation.test_workplace import LIST, act, messages_of, person, timeline
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def moderator(django_user_model):
+    return person(django_user_model, "mia", "moderator")
+
+
+def test_the_review_page_shows_the_reports_and_the_appeal(moderator, api_client):
+    review = decided(api_client, "approved")
+    for reporter in ("u1", "u2"):
+        services.report_file(review_id=review.pk, reporter_id=reporter, reason="harassment", detail="calls me names")
+    appealed = decided(api_client, "rejected")
+    services.appeal_file(review_id=appealed.pk, appellant_id="owner-7", statement="It is a song lyric.")
+
+    reported_page = moderator.get(timeline(review)).content.decode()
+    appealed_page = moderator.get(timeline(appealed)).content.decode()
+    change_page = moderator.get(f"{LIST}{review.pk}/change/")
+
+    assert "2 reporters" in reported_page and "calls me names" in reported_page
+    assert "reported by u1 as harassment" in reported_page  # on the timeline too
+    assert "Open" in appealed_page and "It is a song lyric." in appealed_page and "appeal filed by owner-7" in appealed_page
+    assert change_page.status_code == 200
+    assert [f.opts.model._meta.model_name for f in change_page.context["inline_admin_formsets"]] == ["appeal", "report"]
+
+
+def test_the_moderator_who_made_the_appealed_decision_is_refused_with_the_reason(moderator, django_user_model, api_client):
+    review = decided(api_client, "manual_review")
+    services.review_override(review_id=review.pk, label="rejected", reason="threat", category="violence",
+                             moderator=moderator.user)
+    services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a film quote")
+    review.refresh_from_db()
+    colleague = person(django_user_model, "max", "moderator")
+
+    own = act(moderator, review, "override", label="approved", reason="on reflection", version=review.version)
+    other = act(colleague, review, "override", label="approved", reason="a film quote", version=review.version)
+
+    assert any("another moderator must decide" in m for m in messages_of(own))
+    assert "may not decide this appeal" in own.content.decode()
+    assert messages_of(other) == ["Review overridden."]
+    review.refresh_from_db()
+    assert review.status == "approved" and review.appeals.get().status == "overturned"
