@@ -1,11 +1,19 @@
-"""Applying a moderation policy to a provider result: a pure function, no database access."""
+"""Applying a moderation policy to a text and a provider result: pure functions, no database access.
+
+`decide` is the one decision function of the pipeline: the policy's watched-term rules
+(moderation.rules) beside its thresholds over the model's scores (`evaluate`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from django.conf import settings
 
-from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
+from moderation.language import Detection
+from moderation.models import DECISION_LABELS, Content, ContentKind, ModerationPolicy, ReviewStatus, RuleAction
 from moderation.providers import ModerationResult
+from moderation.providers.base import text_values
+from moderation.rules import RuleMatch, rule_matches, validate_term_lists
 
 # Worst first: the strictest verdict over all categories wins.
 _SEVERITY = {ReviewStatus.REJECTED: 2, ReviewStatus.MANUAL_REVIEW: 1, ReviewStatus.APPROVED: 0}
@@ -16,6 +24,8 @@ class Verdict:
     label: str
     score: float | None
     explanation: str
+    rule_matches: tuple[RuleMatch, ...] = field(default=())
+    model_used: bool = True
 
 
 def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
@@ -49,6 +59,80 @@ def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
     return Verdict(label=label, score=top, explanation=explanation)
 
 
+# --- rules beside the model -------------------------------------------------------------------
+
+_ACTION_LABEL = {RuleAction.REJECT: ReviewStatus.REJECTED, RuleAction.MANUAL_REVIEW: ReviewStatus.MANUAL_REVIEW}
+
+
+def model_judges(policy: ModerationPolicy, detection: Detection) -> bool:
+    """May the model's score be used for this text? Yes, unless the text surely reads as a
+    language the policy says the model cannot judge (no languages listed: it judges them all).
+    An unsure detection (short texts often are) leaves the judgement to the model."""
+    if not policy.model_languages or not detection.sure:
+        return True
+    return any(code in policy.model_languages for code, _ in detection.candidates)
+
+
+def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, detection: Detection) -> Verdict:
+    """The decision for a text: the policy's rules and its thresholds over the model's result.
+
+    The strictest wins, so a `reject` rule rejects even when the model approves; an `allow`
+    match only cancels the rule matches inside it. In a language the model cannot judge its
+    score is not used: rules decide, else the policy's `unjudged_label`.
+    """
+    matches = tuple(rule_matches(policy, text, detection))
+    label, reasons = ReviewStatus.APPROVED, []
+    for match in matches:
+        if match.action == RuleAction.ALLOW:
+            reasons.append(f'rule {match.rule} allows "{match.matched}" (term "{match.term}")')
+        else:
+            reasons.append(
+                f'rule {match.rule} matched "{match.matched}" (category {match.category}, term "{match.term}")'
+            )
+            label = _stricter(label, _ACTION_LABEL[match.action])
+    used = model_judges(policy, detection)
+    if used:
+        model = evaluate(policy, result)
+        label = _stricter(label, ReviewStatus(model.label))
+        reasons.append(model.explanation.removeprefix(f"{policy}: "))
+    else:
+        reasons.append(
+            f"the model judges only {', '.join(policy.model_languages)} and this text reads as "
+            f"{detection.language}: its score is not used"
+        )
+        if not any(m.action != RuleAction.ALLOW for m in matches):
+            label = ReviewStatus(policy.unjudged_label)
+            reasons.append(f"no rule matched: {label.label.lower()}, the policy's choice for unjudged languages")
+    return Verdict(
+        label=label,
+        score=max(result.category_scores.values(), default=None) if used else None,
+        explanation=f"{policy}: " + "; ".join(reasons),
+        rule_matches=matches,
+        model_used=used,
+    )
+
+
+def _stricter(a: ReviewStatus, b: ReviewStatus) -> ReviewStatus:
+    return a if _SEVERITY[a] >= _SEVERITY[b] else b
+
+
+def rule_text(content: Content) -> str:
+    """The text rules read: a text's own, or the string values of metadata, one per line."""
+    if content.kind == ContentKind.TEXT:
+        return content.text
+    if content.kind == ContentKind.METADATA:
+        return "\n".join(text_values(content.metadata))
+    return ""
+
+
+def policy_categories(policy: ModerationPolicy) -> list[str]:
+    """The categories a policy names: its per-category thresholds' and its rules'."""
+    return sorted(set(policy.category_thresholds) | {r["category"] for r in policy.term_lists})
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
 def validate_policy(fields: dict) -> list[str]:
     """Every error in a policy version's fields (empty when it may be published).
 
@@ -63,6 +147,13 @@ def validate_policy(fields: dict) -> list[str]:
         errors.append("thresholds must satisfy 0 <= review <= reject <= 1")
     if fields.get("flagged_label", ReviewStatus.MANUAL_REVIEW) not in DECISION_LABELS:
         errors.append(f"flagged_label must be one of {', '.join(DECISION_LABELS)}")
+    languages = tuple(settings.MODERATION_LANGUAGES)
+    errors += validate_term_lists(fields.get("term_lists", []), languages=languages)
+    model_languages = fields.get("model_languages", ["en"])
+    if not isinstance(model_languages, list) or not all(isinstance(c, str) and c in languages for c in model_languages):
+        errors.append(f"model languages must be a list of codes the detector knows: {', '.join(languages)}")
+    if fields.get("unjudged_label", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, ReviewStatus.APPROVED):
+        errors.append("unjudged_label must be manual_review or approved")
     return errors
 
 
