@@ -5,7 +5,7 @@ import json
 from rest_framework import serializers
 
 from moderation.observability import timeline
-from moderation.models import ContentKind, ContentReview, Decision, ReviewStatus
+from moderation.models import ContentKind, ContentReview, Decision, ReviewStatus, RuleAction
 
 TEXT_MAX_CHARS = 100_000
 METADATA_MAX_BYTES = 64 * 1024
@@ -86,9 +86,19 @@ class ReviewSubmitSerializer(serializers.Serializer):
         return attrs
 
 
+class RuleMatchSerializer(serializers.Serializer):
+    """A watched-term rule of the policy that matched the content (moderation.rules.RuleMatch)."""
+
+    rule = serializers.CharField(help_text='"category:action" or "category:action:language".')
+    category = serializers.CharField()
+    action = serializers.ChoiceField(choices=RuleAction.choices)
+    term = serializers.CharField(help_text="The term of the policy's list that matched.")
+
+
 class DecisionSerializer(serializers.ModelSerializer):
     policy_version = serializers.IntegerField(source="policy.version", allow_null=True, default=None)
     decided_by = serializers.CharField(read_only=True)
+    rules = RuleMatchSerializer(source="rule_matches", many=True, read_only=True)
 
     class Meta:
         model = Decision
@@ -103,6 +113,8 @@ class DecisionSerializer(serializers.ModelSerializer):
             "model",
             "policy_version",
             "explanation",
+            "rules",
+            "model_used",
             "reason",
             "created_at",
         ]
@@ -111,6 +123,9 @@ class DecisionSerializer(serializers.ModelSerializer):
 class ReviewSerializer(serializers.ModelSerializer):
     external_id = serializers.CharField(source="content.external_id")
     content_type = serializers.CharField(source="content.kind")
+    language = serializers.CharField(
+        source="content.language", help_text="Detected language (ISO 639-1); empty when unsure or not yet decided."
+    )
     decision = DecisionSerializer(allow_null=True)
 
     class Meta:
@@ -119,6 +134,7 @@ class ReviewSerializer(serializers.ModelSerializer):
             "id",
             "external_id",
             "content_type",
+            "language",
             "status",
             "version",
             "decision",
