@@ -9,20 +9,25 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.urls import path
 from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin.reviews import ReviewAdmin
+from moderation.admin.term_lists import term_lists_view
 from moderation import services
 from moderation.policy import validate_policy
+from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
     ContentReview,
     Decision,
     ModerationPolicy,
     ModerationRequest,
+    ReviewStatus,
     ProviderAttempt,
     ProviderCircuit,
+    default_model_languages,
 )
 
 
@@ -60,12 +65,22 @@ class DecisionAdmin(ReadOnlyAdmin):
 class PolicyForm(forms.ModelForm):
     class Meta:
         model = ModerationPolicy
-        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "notes"]
+        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "model_languages",
+                  "unjudged_label", "term_lists", "notes"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["unjudged_label"].required = False
 
     def clean(self):
         data = super().clean()
         if self.errors:  # a field already failed; the policy's rules need every field
             return data
+        # Fields left out of the post keep their defaults (term lists have their own editor).
+        if data.get("model_languages") is None:
+            data["model_languages"] = default_model_languages()
+        data["term_lists"] = data.get("term_lists") or []
+        data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
         errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
@@ -78,8 +93,18 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     form = PolicyForm
 
-    list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "created_by", "created_at"]
-    fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "notes"]
+    list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "rules", "created_by", "created_at"]
+    fields = PolicyForm.Meta.fields
+    change_list_template = "admin/moderation/moderationpolicy/change_list.html"
+
+    @admin.display(description="rules")
+    def rules(self, policy):
+        return ", ".join(f"{rule_name(r)} ({len(r['terms'])})" for r in policy.term_lists) or "—"
+
+    def get_urls(self):
+        own = [path("terms/", self.admin_site.admin_view(lambda request: term_lists_view(self, request)),
+                    name="moderation_moderationpolicy_terms")]
+        return own + super().get_urls()
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()
@@ -92,14 +117,7 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
-        published = services.policy_publish(
-            reject_threshold=obj.reject_threshold,
-            review_threshold=obj.review_threshold,
-            category_thresholds=obj.category_thresholds,
-            flagged_label=obj.flagged_label,
-            notes=obj.notes,
-            created_by=request.user,
-        )
+        published = services.policy_publish(**services.policy_fields(obj), notes=obj.notes, created_by=request.user)
         obj.pk, obj.version = published.pk, published.version
 
 
