@@ -62,6 +62,10 @@ def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
 # --- rules beside the model -------------------------------------------------------------------
 
 _ACTION_LABEL = {RuleAction.REJECT: ReviewStatus.REJECTED, RuleAction.MANUAL_REVIEW: ReviewStatus.MANUAL_REVIEW}
+# A hostile text can match hundreds of times: the explanation names the first few (rule, term)
+# pairs, the decision keeps the first matches for highlighting.
+MAX_REASONS = 10
+MAX_STORED_MATCHES = 100
 
 
 def model_judges(policy: ModerationPolicy, detection: Detection) -> bool:
@@ -81,15 +85,11 @@ def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, det
     score is not used: rules decide, else the policy's `unjudged_label`.
     """
     matches = tuple(rule_matches(policy, text, detection))
-    label, reasons = ReviewStatus.APPROVED, []
+    label = ReviewStatus.APPROVED
     for match in matches:
-        if match.action == RuleAction.ALLOW:
-            reasons.append(f'rule {match.rule} allows "{match.matched}" (term "{match.term}")')
-        else:
-            reasons.append(
-                f'rule {match.rule} matched "{match.matched}" (category {match.category}, term "{match.term}")'
-            )
+        if match.action != RuleAction.ALLOW:
             label = _stricter(label, _ACTION_LABEL[match.action])
+    reasons = _rule_reasons(matches)
     used = model_judges(policy, detection)
     if used:
         model = evaluate(policy, result)
@@ -107,9 +107,26 @@ def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, det
         label=label,
         score=max(result.category_scores.values(), default=None) if used else None,
         explanation=f"{policy}: " + "; ".join(reasons),
-        rule_matches=matches,
+        rule_matches=matches[:MAX_STORED_MATCHES],
         model_used=used,
     )
+
+
+def _rule_reasons(matches: tuple[RuleMatch, ...]) -> list[str]:
+    """One reason per (rule, term), strictest rules first, at most MAX_REASONS of them."""
+    seen: dict[tuple[str, str], list[RuleMatch]] = {}
+    for match in sorted(matches, key=lambda m: -_SEVERITY.get(_ACTION_LABEL.get(m.action), -1)):
+        seen.setdefault((match.rule, match.term), []).append(match)
+    reasons = []
+    for (rule, term), found in list(seen.items())[:MAX_REASONS]:
+        first, times = found[0], f" ({len(found)} times)" if len(found) > 1 else ""
+        if first.action == RuleAction.ALLOW:
+            reasons.append(f'rule {rule} allows "{first.matched}" (term "{term}"){times}')
+        else:
+            reasons.append(f'rule {rule} matched "{first.matched}" (category {first.category}, term "{term}"){times}')
+    if len(seen) > MAX_REASONS:
+        reasons.append(f"{len(seen) - MAX_REASONS} more rule terms matched")
+    return reasons
 
 
 def _stricter(a: ReviewStatus, b: ReviewStatus) -> ReviewStatus:

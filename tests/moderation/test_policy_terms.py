@@ -144,7 +144,7 @@ class TestAdminEditor:
     def test_an_uploaded_file_adds_its_terms(self, staff):
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        upload = SimpleUploadedFile("list.txt", "tolol # idiot\n".encode())
+        upload = SimpleUploadedFile("list.txt", b"tolol # idiot\n")
         page = staff.post(TERMS_URL, {**form(preview="1", terms=""), "upload": upload})
         assert page.context["diff"][0].added == ("tolol",)
 

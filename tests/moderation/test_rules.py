@@ -106,9 +106,11 @@ class TestDetection:
         detection = detect("rapat dipindah ke jam tiga sore")
         assert detection.sure and not detection.leads("en")
 
-    def test_a_single_word_or_emoji_is_unsure(self):
-        assert not detect("hello").sure
-        assert detect("🤬🤬🤬") == Detection("", ())
+    def test_short_english_abuse_reads_as_english_among_the_configured_languages(self):
+        assert detect("shut up you fucking idiot").language == "en"
+
+    def test_text_without_letters_is_unsure(self):
+        assert detect("🤬🤬🤬") == Detection("", ()) == detect("12345")
 
 
 class TestTermLists:
@@ -153,3 +155,13 @@ def test_the_validator_refuses_unknown_model_languages_and_fallbacks():
     errors = validate_policy({"reject_threshold": 0.9, "review_threshold": 0.5, "model_languages": ["klingon"],
                               "unjudged_label": "rejected"})
     assert any("model languages" in e for e in errors) and any("unjudged_label" in e for e in errors)
+
+
+def test_a_text_matching_hundreds_of_times_gets_a_bounded_explanation():
+    many = {"category": "insult", "action": "reject", "language": "", "terms": [f"word{n}x" for n in range(30)]}
+    text = " ".join(f"word{n % 30}x" for n in range(600))
+    verdict = decide(policy([many]), scored(0.1), text=text, detection=SURE_EN)
+    assert verdict.label == "rejected"
+    assert '(category insult, term "word0x") (20 times)' in verdict.explanation
+    assert "20 more rule terms matched" in verdict.explanation and len(verdict.explanation) < 2000
+    assert len(verdict.rule_matches) == 100
