@@ -1,16 +1,18 @@
 """Which language a text is in: lingua's offline detector, loaded once per process.
 
 It tells apart only the configured languages (`MODERATION_LANGUAGES`, default en, id, ms: the
-model's language and those the rules name), in lingua's low-accuracy mode (trigram models, about
-3 MiB per language, loaded on first use). Few candidates keep short texts readable: among 10
-languages "shut up you fucking idiot" read as Dutch (0.89), which would keep English abuse from
-the model; among these three it reads as English (0.84). `MODERATION_LANGUAGE_HIGH_ACCURACY`
-adds lingua's longer n-grams, better on short texts among many languages, at about 25 MiB per
-language. The policy treats an unsure detection as "could be any language".
+model's language and those the rules name), in lingua's high-accuracy mode: about 25 MiB of
+models per language, loaded in the worker on first use. A wrong "not English" would keep
+English abuse from the model, and lingua's low-accuracy mode (trigrams only, 3 MiB per
+language; `MODERATION_LANGUAGE_LOW_ACCURACY`) made that mistake on short texts: "shut up you
+stupid moron" read as Indonesian (0.87) even among these three languages. Texts of fewer than
+MIN_WORDS words are unsure whatever the detector says; the policy treats an unsure detection as
+"could be any language".
 """
 
 from __future__ import annotations
 
+import re
 import threading
 from dataclasses import dataclass
 
@@ -28,6 +30,8 @@ SURE_AT = 0.5          # the leading candidate's confidence from which detection
 LEADING_RATIO = 0.5    # a candidate leads when its confidence is at least this share of the top one
 MAX_CANDIDATES = 3
 SAMPLE_CHARS = 2000    # detection reads the start of a long text: the language rarely changes after it
+MIN_WORDS = 3          # "lol ok" read as Indonesian (0.91): too few words to tell
+_WORD = re.compile(r"[^\W\d_]{2,}")
 
 _lock = threading.Lock()
 _detector = None
@@ -69,7 +73,7 @@ def _build():
     if len(languages) < 2:
         raise ImproperlyConfigured("MODERATION_LANGUAGES needs at least two languages to tell apart")
     builder = LanguageDetectorBuilder.from_languages(*languages)
-    if not settings.MODERATION_LANGUAGE_HIGH_ACCURACY:
+    if settings.MODERATION_LANGUAGE_LOW_ACCURACY:
         builder = builder.with_low_accuracy_mode()
     return builder.build()
 
@@ -94,4 +98,5 @@ def detect(text: str) -> Detection:
         for v in values[:MAX_CANDIDATES]
         if v.value >= top * LEADING_RATIO
     )
-    return Detection(language=leading[0][0] if top >= SURE_AT else "", candidates=leading)
+    sure = top >= SURE_AT and len(_WORD.findall(text, 0, SAMPLE_CHARS)) >= MIN_WORDS
+    return Detection(language=leading[0][0] if sure else "", candidates=leading)

@@ -31,7 +31,7 @@ from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
 from moderation.services.decide import decide_locked
-from moderation.services.policy import content_language_locked, policy_active
+from moderation.services.policy import content_language, policy_active
 
 logger = logging.getLogger(__name__)
 
@@ -260,7 +260,7 @@ def _classify(review: ContentReview, request: ModerationRequest) -> ResultOutcom
 
 def _apply_result_locked(review, request, result: ModerationResult, cause, callback_id, attempt_no) -> None:
     policy = policy_active()
-    detection = content_language_locked(review.content)
+    detection = content_language(review.content)
     verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
     now = timezone.now()
     fields = ()

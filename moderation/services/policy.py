@@ -89,17 +89,18 @@ def policy_publish(
     return ModerationPolicy.objects.create(version=latest + 1, notes=notes, created_by=created_by, **fields)
 
 
-def content_language_locked(content: Content) -> Detection:
-    """The content's language: detected on its first decision and stored, read back after.
+def content_language(content: Content) -> Detection:
+    """The content's language: detected once (dispatch calls this before the provider, with no
+    transaction open), stored on the content, read back after.
 
-    Call holding its review's row lock (the lock guards the content too). Detection reads the
-    start of the text only (moderation.language.SAMPLE_CHARS): about a millisecond.
+    The UPDATE is conditional, so two workers detecting at once store one (identical) answer;
+    finalize calls this again under the review's row lock and finds it stored.
     """
     if content.language_candidates is not None:
         return Detection(content.language, tuple((code, value) for code, value in content.language_candidates))
     detection = detect(rule_text(content))
     content.language, content.language_candidates = detection.language, detection.as_json()
-    Content.objects.filter(pk=content.pk).update(
+    Content.objects.filter(pk=content.pk, language_candidates__isnull=True).update(
         language=content.language, language_candidates=content.language_candidates
     )
     return detection

@@ -3,6 +3,7 @@ and a submission decided through the real pipeline with the local model."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -90,7 +91,8 @@ class TestPipeline:
 
         review = moderate(http, "dasar bodoh kamu")
 
-        assert review["status"] == "rejected" and review["language"] == "id"
+        # Short texts rarely separate Indonesian from Malay: the id rule applies to either.
+        assert review["status"] == "rejected" and review["language"] in ("id", "ms")
         decision = review["decision"]
         assert decision["policy_version"] == 2 and decision["model_used"] is False
         assert 'rule insult:reject:id matched "bodoh" (category insult, term "bodoh")' in decision["explanation"]
@@ -115,7 +117,7 @@ class TestPipeline:
         before = moderate(http, "dasar bodoh kamu")
         run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
         assert http.get(f"{URL}{before['id']}/").json()["decision"]["policy_version"] == 1
-        assert ContentReview.objects.get(pk=before["id"]).content.language == "id"
+        assert ContentReview.objects.get(pk=before["id"]).content.language in ("id", "ms")
 
 
 @pytest.fixture
@@ -186,8 +188,35 @@ class TestAdminEditor:
         page = staff.get(f"/admin/moderation/contentreview/{review['id']}/timeline/").content.decode()
         assert '<mark class="rule-match rule-reject" title="insult:reject:id: bodoh">b0d0h</mark>' in page
         assert "&lt;b&gt;" in page and "<b>b0d0h" not in page  # the text stays escaped
-        assert "<strong>Language:</strong>" in page and "id <small>" in page.replace("\n", " ").replace("  ", " ")
+        shown = re.search(r'id="content-language"><strong>Language:</strong>\s*(\w+) <small>\((.*?)\)', page)
+        assert shown.group(1) == (review["language"] or "unsure") and "id 0." in shown.group(2)
 
     def test_a_moderator_without_the_add_permission_cannot_open_the_editor(self, client, django_user_model):
         client.force_login(django_user_model.objects.create_user("mod", password="pw-12345-long", is_staff=True))
         assert client.get(TERMS_URL).status_code == 403
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_language_is_stored_on_the_content_before_the_provider_is_called(http, scripted):
+    from tests.helpers import result
+
+    seen = []
+    scripted.default = result(0.1)
+    scripted.on_call = lambda request: seen.append(
+        ContentReview.objects.get(pk=request.reference["review_id"]).content.language
+    )
+    review = moderate(http, "rapat dipindah ke jam tiga sore")
+    assert seen == ["id"] and review["language"] == "id"
+
+
+@pytest.mark.django_db
+def test_content_not_yet_detected_is_detected_once_and_stored(api_client):
+    from moderation.services.policy import content_language
+    from tests.helpers import submit
+
+    content = submit(api_client, text="rapat dipindah ke jam tiga sore").content
+    type(content).objects.filter(pk=content.pk).update(language="", language_candidates=None)
+    content.refresh_from_db()
+    assert content_language(content).language == "id"
+    content.refresh_from_db()
+    assert (content.language, content.language_candidates[0][0]) == ("id", "id")
