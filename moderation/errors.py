@@ -40,3 +40,13 @@ class ClaimedByOther(ModerationError):
 
 class IdempotencyKeyReused(ModerationError):
     """The Idempotency-Key was already used with a different request body."""
+
+
+class PolicyChanged(ModerationError):
+    """A new policy version was published since the one a change was based on."""
+
+    def __init__(self, *, expected: int, actual: int) -> None:
+        self.reason = f"policy v{actual} was published since v{expected}, which this change was based on"
+        super().__init__(self.reason)
+        self.expected = expected
+        self.actual = actual

@@ -63,6 +63,10 @@ class DecisionAdmin(ReadOnlyAdmin):
 
 
 class PolicyForm(forms.ModelForm):
+    # The version the form was filled from: publishing refuses if another was published since
+    # (its changes, e.g. imported terms, would otherwise be dropped).
+    based_on = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
     class Meta:
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "model_languages",
@@ -81,6 +85,9 @@ class PolicyForm(forms.ModelForm):
             data["model_languages"] = default_model_languages()
         data["term_lists"] = data.get("term_lists") or []
         data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
+        active = services.policy_active()
+        if data.get("based_on") is not None and data["based_on"] != active.version:
+            raise ValidationError(f"{active} was published since this form was filled: reload it")
         errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
@@ -94,7 +101,7 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     form = PolicyForm
 
     list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "rules", "created_by", "created_at"]
-    fields = PolicyForm.Meta.fields
+    fields = [*PolicyForm.Meta.fields, "based_on"]
     change_list_template = "admin/moderation/moderationpolicy/change_list.html"
 
     @admin.display(description="rules")
@@ -108,7 +115,8 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()
-        return {field: getattr(latest, field) for field in self.fields if field != "notes"}
+        return {**{field: getattr(latest, field) for field in PolicyForm.Meta.fields if field != "notes"},
+                "based_on": latest.version}
 
     def has_change_permission(self, request, obj=None) -> bool:
         return obj is None and super().has_change_permission(request, obj)
@@ -117,7 +125,8 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
-        published = services.policy_publish(**services.policy_fields(obj), notes=obj.notes, created_by=request.user)
+        published = services.policy_publish(**services.policy_fields(obj), notes=obj.notes, created_by=request.user,
+                                             based_on=form.cleaned_data.get("based_on"))
         obj.pk, obj.version = published.pk, published.version
 
 

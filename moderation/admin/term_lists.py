@@ -12,6 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from moderation import services
+from moderation.errors import PolicyChanged
 from moderation.models import RuleAction
 from moderation.observability.dry_run import MAX_REVIEWS, MAX_TEXTS, policy_dry_run
 from moderation.policy import policy_categories, validate_policy
@@ -104,11 +105,15 @@ def term_lists_view(model_admin, request):
     if request.method == "POST" and form.is_valid():
         draft = _draft_or_error(form, active)
         if draft is not None and "publish" in request.POST:
-            published = services.policy_publish(**services.policy_fields(draft), notes=draft.notes,
-                                                created_by=request.user)
-            model_admin.message_user(request, f"Published policy version {published.version}.", messages.SUCCESS)
-            return HttpResponseRedirect(reverse("admin:moderation_moderationpolicy_changelist"))
-        if draft is not None:
+            try:
+                published = services.policy_publish(**services.policy_fields(draft), notes=draft.notes,
+                                                    created_by=request.user, based_on=active.version)
+            except PolicyChanged as exc:  # published between this request's read and its publish
+                form.add_error(None, f"{exc.reason}: check the diff again")
+            else:
+                model_admin.message_user(request, f"Published policy version {published.version}.", messages.SUCCESS)
+                return HttpResponseRedirect(reverse("admin:moderation_moderationpolicy_changelist"))
+        if draft is not None and not form.errors:
             data = form.cleaned_data
             texts = [line for line in data["dry_texts"].splitlines() if line.strip()]
             context |= {

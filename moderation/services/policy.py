@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Max
 
+from moderation.errors import PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
 from moderation.policy import rule_text, validate_policy
@@ -67,8 +68,14 @@ def policy_publish(
     unjudged_label: str = "manual_review",
     notes: str = "",
     created_by=None,
+    based_on: int | None = None,
 ) -> ModerationPolicy:
-    """Publish a new policy version; past versions stay as they were (decisions point at them)."""
+    """Publish a new policy version; past versions stay as they were (decisions point at them).
+
+    `based_on`: the version the caller read and changed. If another was published since,
+    PolicyChanged is raised and nothing is written: publishing would silently drop that
+    version's changes (two term imports at once would each lose the other's terms).
+    """
     fields = {
         "reject_threshold": reject_threshold,
         "review_threshold": review_threshold,
@@ -81,12 +88,32 @@ def policy_publish(
     errors = validate_policy(fields)
     if errors:
         raise ValidationError(errors)
-    # Two publishers at once would both read the same max(version); the advisory lock makes
-    # the second wait for the first to commit, then number after it.
+    _lock_publishing()
+    latest = ModerationPolicy.objects.aggregate(v=Max("version"))["v"] or 0
+    if based_on is not None and based_on != latest:
+        raise PolicyChanged(expected=based_on, actual=latest)
+    return ModerationPolicy.objects.create(version=latest + 1, notes=notes, created_by=created_by, **fields)
+
+
+@transaction.atomic
+def policy_publish_change(change, *, notes: str = "", created_by=None) -> ModerationPolicy:
+    """Publish `change(active)` (a dict of the fields to change) as the next version.
+
+    Read, change and publish happen under the publishing lock, so concurrent changes (two term
+    imports) queue up and each applies to the version the other published.
+    """
+    _lock_publishing()
+    active = policy_active()
+    return policy_publish(**{**policy_fields(active), **change(active)}, notes=notes, created_by=created_by,
+                          based_on=active.version)
+
+
+def _lock_publishing() -> None:
+    # Two publishers at once would both read the same max(version); the advisory lock (held to
+    # the end of the transaction, re-entrant within it) makes the second wait for the first to
+    # commit, then read after it.
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_PUBLISH_LOCK])
-    latest = ModerationPolicy.objects.aggregate(v=Max("version"))["v"] or 0
-    return ModerationPolicy.objects.create(version=latest + 1, notes=notes, created_by=created_by, **fields)
 
 
 def content_language(content: Content) -> Detection:

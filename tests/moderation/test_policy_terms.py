@@ -220,3 +220,42 @@ def test_content_not_yet_detected_is_detected_once_and_stored(api_client):
     assert content_language(content).language == "id"
     content.refresh_from_db()
     assert (content.language, content.language_candidates[0][0]) == ("id", "id")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_imports_each_keep_the_others_terms(tmp_path):
+    """Each import reads the active version, adds its terms and publishes the next one. Without
+    the `based_on` check under the publish lock, imports that read the same version each
+    publish it plus their own terms, and all but the last lose theirs."""
+    from tests.helpers import collide
+
+    services.policy_active()
+    files = []
+    for n in range(4):
+        path = tmp_path / f"list{n}.txt"
+        path.write_text(f"term{n}x\n", encoding="utf-8")
+        files.append(path)
+
+    results = collide(4, lambda n: run("import", str(files[n]), "--category", f"cat{n}", "--action", "reject",
+                                       "--publish"))
+
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    rules = {rule["category"]: rule["terms"] for rule in services.policy_active().term_lists}
+    assert rules == {f"cat{n}": [f"term{n}x"] for n in range(4)}
+    assert services.policy_active().version == 5
+
+
+@pytest.mark.django_db
+def test_the_policy_form_refuses_to_publish_over_a_version_published_since_it_was_filled(staff, id_list):
+    page = staff.get("/admin/moderation/moderationpolicy/add/")
+    filled = {k: v for k, v in page.context["adminform"].form.initial.items()}
+    assert filled["based_on"] == 1
+    run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
+    import json
+
+    response = staff.post("/admin/moderation/moderationpolicy/add/", {
+        **filled, "reject_threshold": 0.8, "category_thresholds": "{}", "model_languages": json.dumps(["en"]),
+        "term_lists": json.dumps(filled["term_lists"]), "notes": "stricter",
+    })
+    assert response.status_code == 200 and "was published since this form was filled" in response.content.decode()
+    assert services.policy_active().term_lists[0]["terms"] == ["bodoh", "goblok"]

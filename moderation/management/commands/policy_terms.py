@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from moderation import services
+from moderation.errors import PolicyChanged
 from moderation.models import RuleAction
 from moderation.policy import validate_policy
 from moderation.rules import parse_terms, rule_name, term_lists_diff, term_lists_with
@@ -51,16 +52,11 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {options['file']}: {exc}") from exc
         if not terms:
             raise CommandError(f"{options['file']} has no terms")
+        rule = {"category": options["category"].strip(), "action": options["action"],
+                "language": options["language"].strip().lower()}
         active = services.policy_active()
-        term_lists = term_lists_with(
-            active.term_lists, category=options["category"].strip(), action=options["action"],
-            language=options["language"].strip().lower(), add=terms,
-        )
-        draft = services.policy_draft(active, term_lists=term_lists)
-        errors = validate_policy(services.policy_fields(draft))
-        if errors:
-            raise CommandError("the new version would be invalid:\n  " + "\n  ".join(errors))
-        diff = term_lists_diff(active.term_lists, term_lists)
+        draft = self._draft(active, rule, terms)
+        diff = term_lists_diff(active.term_lists, draft.term_lists)
         for change in diff:
             self.stdout.write(f"{change.rule}: +{len(change.added)} ({_preview(change.added)})")
         if not diff:
@@ -68,16 +64,28 @@ class Command(BaseCommand):
             return
         if not options["publish"]:
             self.stdout.write(f"\nDry run: {active} is active; the next version would contain:")
-            self._list_rules(term_lists)
+            self._list_rules(draft.term_lists)
             self.stdout.write("Nothing changed (add --publish to publish it).")
             return
         try:
-            published = services.policy_publish(
-                **services.policy_fields(draft), notes=f"policy_terms import {options['file']}"
+            # Based on the version read: a version published meanwhile gets the terms added
+            # again rather than losing its own changes.
+            published = services.policy_publish_change(
+                lambda latest: {"term_lists": self._draft(latest, rule, terms).term_lists},
+                notes=f"policy_terms import {options['file']}",
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
+        except PolicyChanged as exc:
+            raise CommandError(f"{exc.reason}; run the import again") from exc
         self.stdout.write(self.style.SUCCESS(f"published policy version {published.version}"))
+
+    def _draft(self, active, rule: dict, terms: list[str]):
+        draft = services.policy_draft(active, term_lists=term_lists_with(active.term_lists, **rule, add=terms))
+        errors = validate_policy(services.policy_fields(draft))
+        if errors:
+            raise CommandError("the new version would be invalid:\n  " + "\n  ".join(errors))
+        return draft
 
     def _list_rules(self, term_lists) -> None:
         if not term_lists:
