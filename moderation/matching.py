@@ -14,7 +14,7 @@ import re
 import unicodedata
 from bisect import bisect_right
 from functools import lru_cache
-from itertools import accumulate, count, repeat
+from itertools import accumulate, chain, count, pairwise
 from operator import add
 from typing import NamedTuple
 
@@ -33,11 +33,10 @@ _HOMOGLYPHS = str.maketrans({
 _LETTER = r"(?:[^\W_]|[@$])"
 _JOINERS = r".\-_*'’·•|~+/\\!:"
 _WORD = re.compile(rf"({_LETTER}+)")  # one group: split() keeps the words
-# Is any word of the text spelt across separators? Most texts are not: they skip the second pass.
-_SPELT_APART = re.compile(rf"[^\W_][{_JOINERS}]{{1,3}}[^\W_]|(?<![^\W_])[^\W_] [^\W_](?![^\W_])")
+# A word spelt across separators (most texts have none or few).
 _SPELT_WORD = re.compile(
-    rf"((?<![^\W_])[^\W_](?: [^\W_](?![^\W_])){{2,}}"                # single letters: "b o d o h"
-    rf"|{_LETTER}+(?:[{_JOINERS}]{{1,3}}{_LETTER}+)*)"                # "b.o.d.o.h", "bo-doh", "sh!t"
+    rf"(?<![^\W_])[^\W_](?: [^\W_](?![^\W_])){{2,}}"                 # single letters: "b o d o h"
+    rf"|(?<![^\W_@$]){_LETTER}+(?:[{_JOINERS}]{{1,3}}{_LETTER}+)+"     # "b.o.d.o.h", "bo-doh", "sh!t"
 )
 _UNSPACE = str.maketrans({c: None for c in " .-_*'’·•~+/\\:"} | {"!": "i", "|": "l"})
 _REPEATS = re.compile(r"(.)\1+")
@@ -101,39 +100,46 @@ class TermMatcher:
         """Whole-word matches of the terms in `text`, in text order."""
         if self._empty or not text:
             return []
-        hits: set[Hit] = set()
-        self._scan(text, _WORD, hits, spelt=False)
-        if _SPELT_APART.search(text):
-            self._scan(text, _SPELT_WORD, hits, spelt=True)
+        # Pass 1, every word. Per-word work runs in C (split, map, accumulate, bisect): a
+        # 10,000-character text has some 1,600 words, and a Python loop over them would cost
+        # more than the automaton itself.
+        parts = _WORD.split(text)  # separator, word, separator, ..., word, separator
+        words = list(map(fold, parts[1::2]))
+        found = self._match(words, [" "] * (len(words) - 1))
+        hits = set()
+        if found:
+            offsets = list(accumulate(map(len, parts), initial=0))  # word i is offsets[2i+1]:offsets[2i+2]
+            hits.update(Hit(index, offsets[2 * first + 1], offsets[2 * last + 2]) for index, first, last in found)
+        # Pass 2, only the words spelt across separators (few, in most texts), each on its own.
+        spelt = [(m.span(), fold(m.group().translate(_UNSPACE))) for m in _SPELT_WORD.finditer(text)]
+        if spelt:
+            # Neighbours (nothing but separators between them) may form a phrase; others not.
+            gaps = [" " if not _WORD.search(text, a[1], b[0]) else "\n" for (a, _), (b, _) in pairwise(spelt)]
+            found = self._match([word for _, word in spelt], gaps)
+            hits.update(Hit(index, spelt[first][0][0], spelt[last][0][1]) for index, first, last in found)
         return sorted(hits, key=lambda h: (h.start, h.end, h.term))
 
-    def _scan(self, text: str, pattern: re.Pattern, hits: set[Hit], *, spelt: bool) -> None:
-        # Per-word work runs in C (map, accumulate, bisect): a 10,000-character text has some
-        # 1,600 words, and a Python loop over them would cost more than the automaton itself.
-        parts = pattern.split(text)  # separator, word, separator, ..., word, separator
-        raw = parts[1::2]
-        words = list(map(fold, map(str.translate, raw, repeat(_UNSPACE)) if spelt else raw))
+    def _match(self, words: list[str], gaps: list[str]) -> list[tuple[int, int, int]]:
+        """(term index, first word, last word) of each whole-word match in `words`. Word i and
+        i+1 are joined by gaps[i]: a space, or a newline that no phrase may span."""
         squeezed = list(map(_squeeze, words))
-        haystack = " ".join(squeezed)
+        haystack = "".join(chain.from_iterable(zip(squeezed, [*gaps, ""], strict=True)))
         found = list(self._automaton.iter(haystack))
         if not found:
-            return
-        # Word boundaries: a match must begin where a word begins and end where one ends.
+            return []
         word_ends = list(map(add, accumulate(map(len, squeezed)), count()))  # exclusive, in haystack
-        verified: list[tuple[int, int, int]] = []
+        size, matches = len(haystack), []
         for end, (length, entries) in found:
             start = end - length + 1
-            if (start and haystack[start - 1] != " ") or (end + 1 < len(haystack) and haystack[end + 1] != " "):
+            if (start and haystack[start - 1] not in " \n") or (end + 1 < size and haystack[end + 1] not in " \n"):
                 continue  # inside a word: "class" does not contain "ass"
             first, last = bisect_right(word_ends, start), bisect_right(word_ends, end)
             spelled = " ".join(words[first:last + 1])
-            verified += [
+            matches += [
                 (entry.index, first, last) for entry in entries
                 if spelled == entry.canonical or _repeats_at_least(_runs(spelled), entry.runs)
             ]
-        if verified:
-            offsets = list(accumulate(map(len, parts), initial=0))  # word i spans offsets[2i+1:2i+2]
-            hits.update(Hit(index, offsets[2 * first + 1], offsets[2 * last + 2]) for index, first, last in verified)
+        return matches
 
 
 def _repeats_at_least(spelled, wanted) -> bool:

@@ -92,3 +92,8 @@ def test_terms_and_texts_share_one_normalisation():
 def test_an_empty_matcher_matches_nothing():
     assert TermMatcher([]).find("anything") == []
     assert TermMatcher(["🤬"]).find("🤬") == []  # no letters: such terms are RE2 patterns (see rules)
+
+
+def test_a_phrase_spelt_apart_word_by_word_still_matches_but_not_across_other_words():
+    assert ("dasar bodoh", "d.a.s.a.r b.o.d.o.h") in matched("kamu d.a.s.a.r b.o.d.o.h")
+    assert ("dasar bodoh", "d.a.s.a.r sangat b.o.d.o.h") not in matched("d.a.s.a.r sangat b.o.d.o.h")
