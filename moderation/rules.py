@@ -10,8 +10,9 @@ matched case-insensitively against the text as written.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from threading import Lock
+from typing import NamedTuple
 
 import re2
 
@@ -144,8 +145,7 @@ def _term_errors(term: object) -> list[str]:
     return []
 
 
-@dataclass(frozen=True)
-class RuleMatch:
+class RuleMatch(NamedTuple):  # a tuple: a hostile text can match hundreds of times
     rule: str
     category: str
     action: str
@@ -156,7 +156,7 @@ class RuleMatch:
     end: int
 
     def as_json(self) -> dict:
-        return asdict(self)
+        return self._asdict()
 
 
 class CompiledRules:
