@@ -98,7 +98,8 @@ def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, det
     else:
         reasons.append(
             f"the model judges only {', '.join(policy.model_languages)} and this text reads as "
-            f"{detection.language}: its score is not used"
+            f"{detection.language} ({', '.join(f'{c} {v:.2f}' for c, v in detection.candidates)}): "
+            "its score is not used"
         )
         if not any(m.action != RuleAction.ALLOW for m in matches):
             label = ReviewStatus(policy.unjudged_label)

@@ -74,7 +74,7 @@ def test_the_model_is_not_used_for_a_language_it_cannot_judge_and_the_fallback_d
     text = "rapat dipindah ke jam tiga sore"
     to_human = decide(policy(), scored(0.7), text=text, detection=SURE_ID)
     assert to_human.label == "manual_review" and not to_human.model_used and to_human.score is None
-    assert "the model judges only en and this text reads as id: its score is not used" in to_human.explanation
+    assert "the model judges only en and this text reads as id (id 0.91): its score is not used" in to_human.explanation
     assert "no rule matched" in to_human.explanation
     approved = decide(policy(unjudged_label="approved"), scored(0.7), text=text, detection=SURE_ID)
     assert approved.label == "approved"
