@@ -170,3 +170,13 @@ def test_a_text_matching_hundreds_of_times_gets_a_bounded_explanation():
     assert '(category insult, term "word0x") (20 times)' in verdict.explanation
     assert "20 more rule terms matched" in verdict.explanation and len(verdict.explanation) < 2000
     assert len(verdict.rule_matches) == 100
+
+
+def test_rules_read_a_texts_own_text_or_the_string_values_of_metadata():
+    from moderation.models import Content
+    from moderation.policy import rule_text
+
+    assert rule_text(Content(kind="text", text="dasar bodoh")) == "dasar bodoh"
+    metadata = Content(kind="metadata", metadata={"title": "hi", "comments": [{"body": "kamu bodoh"}], "n": 3})
+    assert rule_text(metadata) == "hi\nkamu bodoh"
+    assert rule_text(Content(kind="image", media_url="https://example.com/x.png")) == ""
