@@ -138,6 +138,8 @@ def form(**fields) -> dict:
 @pytest.mark.django_db(transaction=True)
 class TestAdminEditor:
     def test_preview_shows_the_diff_and_changes_nothing(self, staff):
+        assert staff.get(TERMS_URL).status_code == 200
+        assert b"Edit term lists" in staff.get("/admin/moderation/moderationpolicy/").content
         page = staff.post(TERMS_URL, form(preview="1"))
         assert page.status_code == 200
         assert [(d.rule, d.added) for d in page.context["diff"]] == [("insult:reject:id", ("bodoh", "goblok"))]
