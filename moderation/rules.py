@@ -197,17 +197,18 @@ _CACHE_LOCK = Lock()
 
 def compiled(policy) -> CompiledRules:
     """The compiled rules of a policy; published versions never change, so they are cached by
-    id (a draft, unsaved, is compiled each time)."""
+    row and version (a draft, unsaved, is compiled each time)."""
     if policy.pk is None:
         return CompiledRules(policy.term_lists)
+    key = (policy.pk, policy.version, policy.created_at)
     with _CACHE_LOCK:
-        rules = _CACHE.get(policy.pk)
+        rules = _CACHE.get(key)
         if rules is not None:
-            _CACHE.move_to_end(policy.pk)
+            _CACHE.move_to_end(key)
             return rules
     rules = CompiledRules(policy.term_lists)
     with _CACHE_LOCK:
-        _CACHE[policy.pk] = rules
+        _CACHE[key] = rules
         while len(_CACHE) > 4:
             _CACHE.popitem(last=False)
     return rules
