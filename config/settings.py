@@ -214,6 +214,11 @@ PROVIDER_CONNECT_TIMEOUT_S = _env_number("PROVIDER_CONNECT_TIMEOUT_S", 3.0)
 # Re-tries of a failed *connection* only (the request never left): safe without any key.
 PROVIDER_HTTP_RETRIES = int(env.int("PROVIDER_HTTP_RETRIES", default=1))
 PROVIDER_MODEL = env.str("PROVIDER_MODEL", default="omni-moderation-latest")
+# Languages the detector tells apart (ISO 639-1; moderation.language): the model's and those the
+# rules name; a policy may name only these. About 25 MiB each in the worker (3 MiB in
+# low-accuracy mode, which misreads short texts: see moderation/language.py).
+MODERATION_LANGUAGES = env.list("MODERATION_LANGUAGES", default=["en", "id", "ms"])
+MODERATION_LANGUAGE_LOW_ACCURACY = env.bool("MODERATION_LANGUAGE_LOW_ACCURACY", default=False)
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
 if urlsplit(PUBLIC_BASE_URL).scheme not in ("http", "https") or not urlsplit(PUBLIC_BASE_URL).netloc:
     raise ImproperlyConfigured(f"PUBLIC_BASE_URL must be an http(s) URL, got {PUBLIC_BASE_URL!r}")

@@ -61,3 +61,13 @@ class FourEyesRequired(ModerationError):
 
 class AppealOpen(ModerationError):
     """A review under appeal is decided by a moderator, not sent through the provider again."""
+
+
+class PolicyChanged(ModerationError):
+    """A new policy version was published since the one a change was based on."""
+
+    def __init__(self, *, expected: int, actual: int) -> None:
+        self.reason = f"policy v{actual} was published since v{expected}, which this change was based on"
+        super().__init__(self.reason)
+        self.expected = expected
+        self.actual = actual

@@ -1,11 +1,19 @@
-"""Applying a moderation policy to a provider result: a pure function, no database access."""
+"""Applying a moderation policy to a text and a provider result: pure functions, no database access.
+
+`decide` is the one decision function of the pipeline: the policy's watched-term rules
+(moderation.rules) beside its thresholds over the model's scores (`evaluate`).
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from django.conf import settings
 
-from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
+from moderation.language import Detection
+from moderation.models import DECISION_LABELS, Content, ContentKind, ModerationPolicy, ReviewStatus, RuleAction
 from moderation.providers import ModerationResult
+from moderation.providers.base import text_values
+from moderation.rules import RuleMatch, rule_matches, validate_term_lists
 
 REPORT_THRESHOLD_DEFAULT = 3
 REPORT_THRESHOLD_MAX = 10_000
@@ -19,6 +27,8 @@ class Verdict:
     label: str
     score: float | None
     explanation: str
+    rule_matches: tuple[RuleMatch, ...] = field(default=())
+    model_used: bool = True
 
 
 # The categories every policy knows: those the providers score (the bundled model's and the
@@ -31,8 +41,9 @@ BASE_CATEGORIES = (
 
 
 def policy_categories(policy: ModerationPolicy) -> list[str]:
-    """The violation categories of a policy version (what reports and moderators may name)."""
-    return sorted({*BASE_CATEGORIES, *policy.category_thresholds})
+    """The violation categories of a policy version (what reports, rules and moderators may name):
+    the providers' own, those its per-category thresholds name, and its rules' categories."""
+    return sorted({*BASE_CATEGORIES, *policy.category_thresholds, *(r["category"] for r in policy.term_lists)})
 
 
 def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
@@ -66,6 +77,93 @@ def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
     return Verdict(label=label, score=top, explanation=explanation)
 
 
+# --- rules beside the model -------------------------------------------------------------------
+
+_ACTION_LABEL = {RuleAction.REJECT: ReviewStatus.REJECTED, RuleAction.MANUAL_REVIEW: ReviewStatus.MANUAL_REVIEW}
+# A hostile text can match hundreds of times: the explanation names the first few (rule, term)
+# pairs, the decision keeps the first matches for highlighting.
+MAX_REASONS = 10
+MAX_STORED_MATCHES = 100
+
+
+def model_judges(policy: ModerationPolicy, detection: Detection) -> bool:
+    """May the model's score be used for this text? Yes, unless the text surely reads as a
+    language the policy says the model cannot judge (no languages listed: it judges them all).
+    An unsure detection (short texts often are) leaves the judgement to the model."""
+    if not policy.model_languages or not detection.sure:
+        return True
+    return any(code in policy.model_languages for code, _ in detection.candidates)
+
+
+def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, detection: Detection) -> Verdict:
+    """The decision for a text: the policy's rules and its thresholds over the model's result.
+
+    The strictest wins, so a `reject` rule rejects even when the model approves; an `allow`
+    match only cancels the rule matches inside it. In a language the model cannot judge its
+    score is not used: rules decide, else the policy's `unjudged_label`.
+    """
+    matches = tuple(rule_matches(policy, text, detection))
+    label = ReviewStatus.APPROVED
+    for match in matches:
+        if match.action != RuleAction.ALLOW:
+            label = _stricter(label, _ACTION_LABEL[match.action])
+    reasons = _rule_reasons(matches)
+    used = model_judges(policy, detection)
+    if used:
+        model = evaluate(policy, result)
+        label = _stricter(label, ReviewStatus(model.label))
+        reasons.append(model.explanation.removeprefix(f"{policy}: "))
+    else:
+        reasons.append(
+            f"the model judges only {', '.join(policy.model_languages)} and this text reads as "
+            f"{detection.language} ({', '.join(f'{c} {v:.2f}' for c, v in detection.candidates)}): "
+            "its score is not used"
+        )
+        if not any(m.action != RuleAction.ALLOW for m in matches):
+            label = ReviewStatus(policy.unjudged_label)
+            reasons.append(f"no rule matched: {label.label.lower()}, the policy's choice for unjudged languages")
+    return Verdict(
+        label=label,
+        score=max(result.category_scores.values(), default=None) if used else None,
+        explanation=f"{policy}: " + "; ".join(reasons),
+        rule_matches=matches[:MAX_STORED_MATCHES],
+        model_used=used,
+    )
+
+
+def _rule_reasons(matches: tuple[RuleMatch, ...]) -> list[str]:
+    """One reason per (rule, term), strictest rules first, at most MAX_REASONS of them."""
+    seen: dict[tuple[str, str], list[RuleMatch]] = {}
+    for match in sorted(matches, key=lambda m: -_SEVERITY.get(_ACTION_LABEL.get(m.action), -1)):
+        seen.setdefault((match.rule, match.term), []).append(match)
+    reasons = []
+    for (rule, term), found in list(seen.items())[:MAX_REASONS]:
+        first, times = found[0], f" ({len(found)} times)" if len(found) > 1 else ""
+        if first.action == RuleAction.ALLOW:
+            reasons.append(f'rule {rule} allows "{first.matched}" (term "{term}"){times}')
+        else:
+            reasons.append(f'rule {rule} matched "{first.matched}" (category {first.category}, term "{term}"){times}')
+    if len(seen) > MAX_REASONS:
+        reasons.append(f"{len(seen) - MAX_REASONS} more rule terms matched")
+    return reasons
+
+
+def _stricter(a: ReviewStatus, b: ReviewStatus) -> ReviewStatus:
+    return a if _SEVERITY[a] >= _SEVERITY[b] else b
+
+
+def rule_text(content: Content) -> str:
+    """The text rules read: a text's own, or the string values of metadata, one per line."""
+    if content.kind == ContentKind.TEXT:
+        return content.text
+    if content.kind == ContentKind.METADATA:
+        return "\n".join(text_values(content.metadata))
+    return ""
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
 def validate_policy(fields: dict) -> list[str]:
     """Every error in a policy version's fields (empty when it may be published).
 
@@ -83,6 +181,13 @@ def validate_policy(fields: dict) -> list[str]:
     threshold = fields.get("report_threshold", REPORT_THRESHOLD_DEFAULT)
     if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= REPORT_THRESHOLD_MAX:
         errors.append(f"report_threshold must be a whole number from 1 to {REPORT_THRESHOLD_MAX}")
+    languages = tuple(settings.MODERATION_LANGUAGES)
+    errors += validate_term_lists(fields.get("term_lists", []), languages=languages)
+    model_languages = fields.get("model_languages", ["en"])
+    if not isinstance(model_languages, list) or not all(isinstance(c, str) and c in languages for c in model_languages):
+        errors.append(f"model languages must be a list of codes the detector knows: {', '.join(languages)}")
+    if fields.get("unjudged_label", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, ReviewStatus.APPROVED):
+        errors.append("unjudged_label must be manual_review or approved")
     return errors
 
 

@@ -16,13 +16,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from moderation.models import Decision, DecisionSource, ReviewStatus
+from moderation.models import Decision, DecisionSource, ReviewStatus, RuleAction
 from moderation.policy import thresholds_for
 
 Reason = dict[str, Any]
 
 # What a client reads instead of an internal error when the provider could not decide.
 SYSTEM_EXPLANATION = "The automated check could not be completed, so a moderator will review this content."
+
+
+def _rule_reasons(decision: Decision) -> list[Reason]:
+    """The watched-term rules that decided (moderation.rules): each names its rule and the term
+    of the policy's list that matched. An `allow` match is an exception, not a reason."""
+    found = []
+    for match in decision.rule_matches or []:
+        if match["action"] != RuleAction.ALLOW:
+            found.append({"category": match["category"], "score": None, "rule": match["rule"], "term": match["term"]})
+    return found
 
 
 def _moderator_reasons(decision: Decision) -> list[Reason]:
@@ -37,6 +47,8 @@ def _score_reasons(decision: Decision) -> list[Reason]:
     for content the provider flagged below every threshold, the categories it flagged."""
     if decision.source != DecisionSource.PROVIDER or decision.label == ReviewStatus.APPROVED:
         return []
+    if decision.model_used is False:  # a language the model may not judge: its scores decided nothing
+        return []
     scores = decision.category_scores or {}
     if decision.policy_id is not None:
         acted_on = [c for c, s in scores.items() if s >= thresholds_for(decision.policy, c)[0]]
@@ -48,7 +60,7 @@ def _score_reasons(decision: Decision) -> list[Reason]:
                   key=lambda r: (-(r["score"] or 0), r["category"]))
 
 
-REASON_SOURCES: tuple[Callable[[Decision], list[Reason]], ...] = (_moderator_reasons, _score_reasons)
+REASON_SOURCES: tuple[Callable[[Decision], list[Reason]], ...] = (_rule_reasons, _moderator_reasons, _score_reasons)
 
 
 def reasons(decision: Decision) -> list[Reason]:
@@ -88,5 +100,7 @@ def statement_of_reasons(decision: Decision) -> dict[str, Any]:
         "categories": decision.categories or {},
         "category_scores": decision.category_scores or {},
         "model": decision.model,
+        "model_used": decision.model_used,
+        "rules": [{key: m[key] for key in ("rule", "category", "action", "term")} for m in decision.rule_matches or []],
         "created_at": _timestamp(decision.created_at),
     }

@@ -9,21 +9,26 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.urls import path
 from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin.reviews import ReviewAdmin
+from moderation.admin.term_lists import term_lists_view
 from moderation import services
 from moderation.policy import validate_policy
+from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
     ContentReview,
     Decision,
     ModerationPolicy,
     ModerationRequest,
+    ReviewStatus,
     ProviderAttempt,
     ProviderCircuit,
+    default_model_languages,
 )
 
 
@@ -59,14 +64,31 @@ class DecisionAdmin(ReadOnlyAdmin):
 
 
 class PolicyForm(forms.ModelForm):
+    # The version the form was filled from: publishing refuses if another was published since
+    # (its changes, e.g. imported terms, would otherwise be dropped).
+    based_on = forms.IntegerField(required=False, widget=forms.HiddenInput)
+
     class Meta:
         model = ModerationPolicy
-        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold", "notes"]
+        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
+                  "model_languages", "unjudged_label", "term_lists", "notes"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["unjudged_label"].required = False
 
     def clean(self):
         data = super().clean()
         if self.errors:  # a field already failed; the policy's rules need every field
             return data
+        # Fields left out of the post keep their defaults (term lists have their own editor).
+        if data.get("model_languages") is None:
+            data["model_languages"] = default_model_languages()
+        data["term_lists"] = data.get("term_lists") or []
+        data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
+        active = services.policy_active()
+        if data.get("based_on") is not None and data["based_on"] != active.version:
+            raise ValidationError(f"{active} was published since this form was filled: reload it")
         errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
@@ -79,13 +101,23 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     form = PolicyForm
 
-    list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "report_threshold", "created_by",
-                    "created_at"]
-    fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold", "notes"]
+    list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "report_threshold", "rules", "created_by", "created_at"]
+    fields = [*PolicyForm.Meta.fields, "based_on"]
+    change_list_template = "admin/moderation/moderationpolicy/change_list.html"
+
+    @admin.display(description="rules")
+    def rules(self, policy):
+        return ", ".join(f"{rule_name(r)} ({len(r['terms'])})" for r in policy.term_lists) or "—"
+
+    def get_urls(self):
+        own = [path("terms/", self.admin_site.admin_view(lambda request: term_lists_view(self, request)),
+                    name="moderation_moderationpolicy_terms")]
+        return own + super().get_urls()
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()
-        return {field: getattr(latest, field) for field in self.fields if field != "notes"}
+        return {**{field: getattr(latest, field) for field in PolicyForm.Meta.fields if field != "notes"},
+                "based_on": latest.version}
 
     def has_change_permission(self, request, obj=None) -> bool:
         return obj is None and super().has_change_permission(request, obj)
@@ -94,15 +126,8 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
-        published = services.policy_publish(
-            reject_threshold=obj.reject_threshold,
-            review_threshold=obj.review_threshold,
-            category_thresholds=obj.category_thresholds,
-            flagged_label=obj.flagged_label,
-            report_threshold=obj.report_threshold,
-            notes=obj.notes,
-            created_by=request.user,
-        )
+        published = services.policy_publish(**services.policy_fields(obj), notes=obj.notes, created_by=request.user,
+                                             based_on=form.cleaned_data.get("based_on"))
         obj.pk, obj.version = published.pk, published.version
 
 

@@ -19,6 +19,7 @@ from moderation.models import (
     Decision,
     DecisionSource,
     ReviewStatus,
+    RuleAction,
 )
 from moderation.observability import timeline
 from moderation.policy import policy_categories
@@ -106,6 +107,17 @@ class ReviewSubmitSerializer(serializers.Serializer):
 class ReasonSerializer(serializers.Serializer):
     category = serializers.CharField()
     score = serializers.FloatField(allow_null=True, help_text="The category's score, when a model scored it.")
+    rule = serializers.CharField(required=False, help_text="The watched-term rule that decided, if one did.")
+    term = serializers.CharField(required=False, help_text="The term of the rule's list that matched.")
+
+
+class RuleMatchSerializer(serializers.Serializer):
+    """A watched-term rule of the policy that matched the content (moderation.rules.RuleMatch)."""
+
+    rule = serializers.CharField(help_text='"category:action" or "category:action:language".')
+    category = serializers.CharField()
+    action = serializers.ChoiceField(choices=RuleAction.choices)
+    term = serializers.CharField(help_text="The term of the policy's list that matched.")
 
 
 class DecisionSerializer(serializers.Serializer):
@@ -127,6 +139,10 @@ class DecisionSerializer(serializers.Serializer):
     categories = serializers.DictField(child=serializers.BooleanField())
     category_scores = serializers.DictField(child=serializers.FloatField())
     model = serializers.CharField()
+    model_used = serializers.BooleanField(
+        allow_null=True, help_text="Whether the model's scores counted (false: a language the policy says it cannot judge)."
+    )
+    rules = RuleMatchSerializer(many=True, help_text="The policy's watched-term rules that matched.")
     created_at = serializers.DateTimeField()
 
     def to_representation(self, instance: Decision) -> dict:
@@ -143,6 +159,9 @@ class AppealSummarySerializer(serializers.Serializer):
 class ReviewSerializer(serializers.ModelSerializer):
     external_id = serializers.CharField(source="content.external_id")
     content_type = serializers.ChoiceField(source="content.kind", choices=ContentKind.choices)
+    language = serializers.CharField(
+        source="content.language", help_text="Detected language (ISO 639-1); empty when unsure or not yet decided."
+    )
     decision = DecisionSerializer(allow_null=True)
     content_erased_at = serializers.DateTimeField(
         source="content.erased_at", allow_null=True, help_text="When the content was erased (null: it was not)."
@@ -156,6 +175,7 @@ class ReviewSerializer(serializers.ModelSerializer):
             "id",
             "external_id",
             "content_type",
+            "language",
             "status",
             "version",
             "decision",

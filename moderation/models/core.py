@@ -67,6 +67,11 @@ class Content(models.Model):
     text = models.TextField(blank=True)
     media_url = models.URLField(max_length=2048, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # What the language detector read (moderation.language), set when the content is first
+    # decided: the code when it was sure ("" when unsure), and its leading candidates
+    # [[code, confidence], ...]. NULL candidates: not detected yet.
+    language = models.CharField(max_length=8, blank=True, default="", db_default="")
+    language_candidates = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Set by erasure (moderation/erasure.py; its tombstone says who and why): read with the
     # content, so dispatch refuses erased content without one more query.
@@ -441,6 +446,11 @@ class Decision(models.Model):
     # A moderator's violation category (one of the policy's categories); blank for an approval
     # and for decisions computed from category scores, which carry their own.
     category = models.CharField(max_length=64, blank=True, default="", db_default="")
+    # The policy's watched-term rules that matched, each {rule, category, action, language, term,
+    # matched, start, end} (moderation.rules.RuleMatch), and whether the model's score was used
+    # (not for a language the policy says the model cannot judge; NULL: no model involved).
+    rule_matches = models.JSONField(default=list, blank=True, db_default=[])
+    model_used = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -466,6 +476,19 @@ class Decision(models.Model):
         return self.source
 
 
+class RuleAction(models.TextChoices):
+    """What a watched-term rule does when one of its terms matches."""
+
+    REJECT = "reject", "Reject"
+    MANUAL_REVIEW = "manual_review", "Manual review"
+    ALLOW = "allow", "Allow (an exception to the other rules)"
+
+
+def default_model_languages() -> list[str]:
+    """The bundled model (alt-profanity-check) was trained on English only."""
+    return ["en"]
+
+
 class ModerationPolicy(models.Model):
     """A versioned mapping from category scores to a decision. Versions are never edited in place:
     a change publishes a new version, so every past decision still names the rules that made it.
@@ -488,6 +511,26 @@ class ModerationPolicy(models.Model):
     report_threshold = models.PositiveSmallIntegerField(
         default=3, db_default=3,
         help_text="Distinct users reporting an approved decision that send the review to a human.",
+    )
+    # Watched-term rules, one per (category, action, language): see moderation.rules.
+    term_lists = models.JSONField(
+        default=list,
+        blank=True,
+        db_default=[],
+        help_text='Rules: [{"category": "insult", "action": "reject", "language": "id", "terms": ["bodoh"]}].',
+    )
+    model_languages = models.JSONField(
+        default=default_model_languages,
+        blank=True,
+        db_default=["en"],
+        help_text="Languages the model may judge (ISO 639-1 codes); empty: every language.",
+    )
+    unjudged_label = models.CharField(
+        max_length=16,
+        choices=[(ReviewStatus.MANUAL_REVIEW.value, "Manual review"), (ReviewStatus.APPROVED.value, "Approve")],
+        default=ReviewStatus.MANUAL_REVIEW,
+        db_default=ReviewStatus.MANUAL_REVIEW,
+        help_text="Decision for a text in a language the model cannot judge when no rule matched.",
     )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
@@ -514,4 +557,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ModerationPolicy", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ModerationPolicy", "RuleAction", "default_model_languages", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

@@ -20,6 +20,17 @@ class ModerationInput:
     reference: dict[str, str] = field(default_factory=dict)
 
 
+def text_values(value: Any) -> list[str]:
+    """Every string in a JSON value (the text of metadata), depth first."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in text_values(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in text_values(v)]
+    return []
+
+
 @dataclass(frozen=True)
 class ModerationResult:
     """A result in the OpenAI moderation shape (`results[0]` of the callback body, docs/design.md)."""

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import threading
 from importlib.metadata import version
-from typing import Any
 
-from moderation.providers.base import ModerationInput, ModerationResult, UnsupportedContent
+from moderation.providers.base import ModerationInput, ModerationResult, UnsupportedContent, text_values
 
 # One category: the model scores offensive language, nothing else. Reporting scores for
 # categories it never evaluated would be a lie the policy would then act on.
@@ -33,17 +32,6 @@ def _model():
     return _predict_prob
 
 
-def metadata_strings(value: Any) -> list[str]:
-    """Every string value in JSON-like metadata (what the model judges; what erasure looks for)."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in metadata_strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in metadata_strings(v)]
-    return []
-
-
 class LocalProvider:
     name = "local"
     model_name = f"alt-profanity-check-{version('alt-profanity-check')}"
@@ -56,7 +44,7 @@ class LocalProvider:
         if request.content_type == "text":
             texts = [request.text]
         elif request.content_type == "metadata":
-            texts = metadata_strings(request.metadata)
+            texts = text_values(request.metadata)
         else:
             raise UnsupportedContent(f"the local model cannot judge {request.content_type} content")
         texts = [t for t in texts if t.strip()]

@@ -24,7 +24,7 @@ from moderation.services.moderator import (
 from moderation.services.dispatch import DispatchReport, request_dispatch
 from moderation.services.pipeline import request_fail_reported, review_claim, review_finalize
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
-from moderation.services.policy import policy_active, policy_publish
+from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
 from moderation.services.submission import review_submit
 from moderation.services.reports import ReportFiled, report_file
@@ -50,9 +50,13 @@ __all__ = [
     "notification_deliver",
     "notifications_resend",
     "notifications_resendable",
+    "content_language",
     "policy_active",
+    "policy_draft",
+    "policy_fields",
     "request_fail_reported",
     "policy_publish",
+    "policy_publish_change",
     "request_dispatch",
     "review_claim",
     "review_finalize",

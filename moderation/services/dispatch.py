@@ -32,6 +32,7 @@ from moderation.providers import Accepted, ModerationInput, ProviderError, get_p
 from moderation.services._audit import record_event
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at
 from moderation.services.pipeline import request_give_up_locked, review_finalize
+from moderation.services.policy import content_language
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,10 @@ def request_dispatch(
         started = _attempt_begin(request_id=request_id, worker_id=worker_id, job_id=job_id, now=now, trial=trial)
         if isinstance(started, DispatchReport):
             return started
-        request, attempt, payload = started
+        request, attempt, payload, content = started
+        # The rules' language, read once per content before the provider is called, with no
+        # transaction open (detection is CPU only, a few milliseconds).
+        content_language(content)
         with context.bind(
             review_id=request.review_id, idempotency_key=request.idempotency_key, attempt_no=attempt.attempt_no
         ):
@@ -127,7 +131,7 @@ def _attempt_begin_locked(review, request, *, worker_id: str, job_id: str, now: 
         callback_url=f"{settings.PUBLIC_BASE_URL}/api/v1/callbacks/{request.provider}/",
         reference={"review_id": str(review.pk)},
     )
-    return request, attempt, payload
+    return request, attempt, payload, content
 
 
 def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: datetime) -> str:

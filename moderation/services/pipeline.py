@@ -26,12 +26,12 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
-from moderation.policy import evaluate
+from moderation.policy import decide, rule_text
 from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
 from moderation.services.decide import decide_locked
-from moderation.services.policy import policy_active
+from moderation.services.policy import content_language, policy_active
 
 logger = logging.getLogger(__name__)
 
@@ -267,7 +267,8 @@ def _classify(review: ContentReview, request: ModerationRequest) -> ResultOutcom
 
 def _apply_result_locked(review, request, result: ModerationResult, cause, callback_id, attempt_no) -> None:
     policy = policy_active()
-    verdict = evaluate(policy, result)
+    detection = content_language(review.content)
+    verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
     now = timezone.now()
     fields = ()
     if result.provider_request_id and not review.provider_request_id:
@@ -285,6 +286,8 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
         model=result.model,
         policy=policy,
         explanation=verdict.explanation,
+        rule_matches=[match.as_json() for match in verdict.rule_matches],
+        model_used=verdict.model_used,
         request=request,
         callback_id=callback_id,
         # A callback's result is applied by the web process that received it (or the sweeper):

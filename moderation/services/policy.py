@@ -1,4 +1,4 @@
-"""Publishing and reading moderation policy versions."""
+"""Publishing and reading moderation policy versions, and the language a content is read in."""
 
 from __future__ import annotations
 
@@ -6,11 +6,24 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Max
 
-from moderation.models import ModerationPolicy
-from moderation.policy import REPORT_THRESHOLD_DEFAULT, validate_policy
+from moderation.errors import PolicyChanged
+from moderation.language import Detection, detect
+from moderation.models import Content, ModerationPolicy, default_model_languages
+from moderation.policy import REPORT_THRESHOLD_DEFAULT, rule_text, validate_policy
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 
+# The fields that make up a version (what a new one copies from the last and may change).
+POLICY_FIELDS = (
+    "reject_threshold",
+    "review_threshold",
+    "category_thresholds",
+    "flagged_label",
+    "term_lists",
+    "model_languages",
+    "unjudged_label",
+    "report_threshold",
+)
 
 DEFAULT_POLICY = {
     "reject_threshold": 0.9,
@@ -31,6 +44,19 @@ def policy_ensure_default() -> ModerationPolicy:
     return existing or policy_publish(**DEFAULT_POLICY)
 
 
+def policy_draft(base: ModerationPolicy, **changes) -> ModerationPolicy:
+    """An unsaved next version: `base`'s fields with `changes`. Dry runs decide with it; publish
+    it with `policy_publish(**policy_fields(draft))`."""
+    unknown = set(changes) - set(POLICY_FIELDS) - {"notes"}
+    if unknown:
+        raise TypeError(f"not policy fields: {', '.join(sorted(unknown))}")
+    return ModerationPolicy(version=base.version + 1, **{**policy_fields(base), **changes})
+
+
+def policy_fields(policy: ModerationPolicy) -> dict:
+    return {name: getattr(policy, name) for name in POLICY_FIELDS}
+
+
 @transaction.atomic
 def policy_publish(
     *,
@@ -38,35 +64,73 @@ def policy_publish(
     review_threshold: float,
     category_thresholds: dict | None = None,
     flagged_label: str = "manual_review",
+    term_lists: list | None = None,
+    model_languages: list | None = None,
+    unjudged_label: str = "manual_review",
     report_threshold: int = REPORT_THRESHOLD_DEFAULT,
     notes: str = "",
     created_by=None,
+    based_on: int | None = None,
 ) -> ModerationPolicy:
-    """Publish a new policy version; past versions stay as they were (decisions point at them)."""
-    category_thresholds = category_thresholds or {}
-    errors = validate_policy(
-        {
-            "reject_threshold": reject_threshold,
-            "review_threshold": review_threshold,
-            "category_thresholds": category_thresholds,
-            "flagged_label": flagged_label,
-            "report_threshold": report_threshold,
-        }
-    )
+    """Publish a new policy version; past versions stay as they were (decisions point at them).
+
+    `based_on`: the version the caller read and changed. If another was published since,
+    PolicyChanged is raised and nothing is written: publishing would silently drop that
+    version's changes (two term imports at once would each lose the other's terms).
+    """
+    fields = {
+        "reject_threshold": reject_threshold,
+        "review_threshold": review_threshold,
+        "category_thresholds": category_thresholds or {},
+        "flagged_label": flagged_label,
+        "term_lists": term_lists or [],
+        "model_languages": default_model_languages() if model_languages is None else model_languages,
+        "unjudged_label": unjudged_label,
+        "report_threshold": report_threshold,
+    }
+    errors = validate_policy(fields)
     if errors:
         raise ValidationError(errors)
-    # Two publishers at once would both read the same max(version); the advisory lock makes
-    # the second wait for the first to commit, then number after it.
+    _lock_publishing()
+    latest = ModerationPolicy.objects.aggregate(v=Max("version"))["v"] or 0
+    if based_on is not None and based_on != latest:
+        raise PolicyChanged(expected=based_on, actual=latest)
+    return ModerationPolicy.objects.create(version=latest + 1, notes=notes, created_by=created_by, **fields)
+
+
+@transaction.atomic
+def policy_publish_change(change, *, notes: str = "", created_by=None) -> ModerationPolicy:
+    """Publish `change(active)` (a dict of the fields to change) as the next version.
+
+    Read, change and publish happen under the publishing lock, so concurrent changes (two term
+    imports) queue up and each applies to the version the other published.
+    """
+    _lock_publishing()
+    active = policy_active()
+    return policy_publish(**{**policy_fields(active), **change(active)}, notes=notes, created_by=created_by,
+                          based_on=active.version)
+
+
+def _lock_publishing() -> None:
+    # Two publishers at once would both read the same max(version); the advisory lock (held to
+    # the end of the transaction, re-entrant within it) makes the second wait for the first to
+    # commit, then read after it.
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_PUBLISH_LOCK])
-    latest = ModerationPolicy.objects.aggregate(v=Max("version"))["v"] or 0
-    return ModerationPolicy.objects.create(
-        version=latest + 1,
-        reject_threshold=reject_threshold,
-        review_threshold=review_threshold,
-        category_thresholds=category_thresholds,
-        flagged_label=flagged_label,
-        report_threshold=report_threshold,
-        notes=notes,
-        created_by=created_by,
+
+
+def content_language(content: Content) -> Detection:
+    """The content's language: detected once (dispatch calls this before the provider, with no
+    transaction open), stored on the content, read back after.
+
+    The UPDATE is conditional, so two workers detecting at once store one (identical) answer;
+    finalize calls this again under the review's row lock and finds it stored.
+    """
+    if content.language_candidates is not None:
+        return Detection(content.language, tuple((code, value) for code, value in content.language_candidates))
+    detection = detect(rule_text(content))
+    content.language, content.language_candidates = detection.language, detection.as_json()
+    Content.objects.filter(pk=content.pk, language_candidates__isnull=True).update(
+        language=content.language, language_candidates=content.language_candidates
     )
+    return detection

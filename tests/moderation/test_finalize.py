@@ -70,7 +70,8 @@ def test_a_duplicate_of_the_deciding_result_is_recorded_as_duplicate(api_client)
 
 @pytest.mark.django_db
 def test_finalize_runs_a_bounded_number_of_queries(api_client):
-    _, request = claimed(api_client)
+    review, request = claimed(api_client)
+    services.content_language(review.content)  # as dispatch does before calling the provider
     # lock (with client and content), request, policy, decision, its notification (the outbox),
     # review update, history, transition, request update
     with assert_max_queries(9):

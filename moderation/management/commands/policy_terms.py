@@ -1,0 +1,99 @@
+"""Watched-term lists of the moderation policy, for operators' scripts.
+
+    manage.py policy_terms import FILE --category CATEGORY --action reject|manual_review|allow
+                                       [--language CODE] [--publish]
+    manage.py policy_terms list
+
+FILE has one term or phrase per line; `#` starts a comment. Without --publish, import prints
+what the next version would contain and changes nothing.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from moderation import services
+from moderation.errors import PolicyChanged
+from moderation.models import RuleAction
+from moderation.policy import validate_policy
+from moderation.rules import parse_terms, rule_name, term_lists_diff, term_lists_with
+
+
+class Command(BaseCommand):
+    help = "Import a watched-term list into the moderation policy (a new version with --publish), or list the rules."
+
+    def add_arguments(self, parser):
+        sub = parser.add_subparsers(dest="subcommand", required=True)
+        imp = sub.add_parser("import", help="Add the terms of FILE to one rule of the policy.")
+        imp.add_argument("file", metavar="FILE", help="One term or phrase per line; # starts a comment.")
+        imp.add_argument("--category", required=True, help="A policy category; a new name creates it.")
+        imp.add_argument("--action", required=True, choices=[a.value for a in RuleAction])
+        imp.add_argument("--language", default="", help="ISO 639-1 code; the rule applies to that language only.")
+        imp.add_argument("--publish", action="store_true", help="Publish the next policy version.")
+        sub.add_parser("list", help="Show the active version's rules.")
+
+    def handle(self, *args, **options):
+        if options["subcommand"] == "list":
+            self._list(services.policy_active())
+        else:
+            self._import(options)
+
+    def _list(self, policy) -> None:
+        self.stdout.write(f"{policy} (model judges: {', '.join(policy.model_languages) or 'every language'}; "
+                          f"unjudged languages: {policy.unjudged_label})")
+        self._list_rules(policy.term_lists)
+
+    def _import(self, options) -> None:
+        try:
+            with open(options["file"], encoding="utf-8") as handle:
+                terms = parse_terms(handle.read())
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read {options['file']}: {exc}") from exc
+        if not terms:
+            raise CommandError(f"{options['file']} has no terms")
+        rule = {"category": options["category"].strip(), "action": options["action"],
+                "language": options["language"].strip().lower()}
+        active = services.policy_active()
+        draft = self._draft(active, rule, terms)
+        diff = term_lists_diff(active.term_lists, draft.term_lists)
+        for change in diff:
+            self.stdout.write(f"{change.rule}: +{len(change.added)} ({_preview(change.added)})")
+        if not diff:
+            self.stdout.write(f"every term is already in the rule; {active} stays as it is")
+            return
+        if not options["publish"]:
+            self.stdout.write(f"\nDry run: {active} is active; the next version would contain:")
+            self._list_rules(draft.term_lists)
+            self.stdout.write("Nothing changed (add --publish to publish it).")
+            return
+        try:
+            # Based on the version read: a version published meanwhile gets the terms added
+            # again rather than losing its own changes.
+            published = services.policy_publish_change(
+                lambda latest: {"term_lists": self._draft(latest, rule, terms).term_lists},
+                notes=f"policy_terms import {options['file']}",
+            )
+        except ValidationError as exc:
+            raise CommandError("; ".join(exc.messages)) from exc
+        except PolicyChanged as exc:
+            raise CommandError(f"{exc.reason}; run the import again") from exc
+        self.stdout.write(self.style.SUCCESS(f"published policy version {published.version}"))
+
+    def _draft(self, active, rule: dict, terms: list[str]):
+        draft = services.policy_draft(active, term_lists=term_lists_with(active.term_lists, **rule, add=terms))
+        errors = validate_policy(services.policy_fields(draft))
+        if errors:
+            raise CommandError("the new version would be invalid:\n  " + "\n  ".join(errors))
+        return draft
+
+    def _list_rules(self, term_lists) -> None:
+        if not term_lists:
+            self.stdout.write("  no rules")
+        for rule in term_lists:
+            self.stdout.write(f"  {rule_name(rule)}  {len(rule['terms'])} terms: {_preview(rule['terms'])}")
+
+
+def _preview(terms, limit: int = 8) -> str:
+    shown = ", ".join(terms[:limit])
+    return shown + (f", … ({len(terms) - limit} more)" if len(terms) > limit else "")

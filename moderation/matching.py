@@ -1,0 +1,150 @@
+"""Watched-term matching that survives evasion, with word boundaries.
+
+Terms and texts go through one normalisation: case, diacritics, Cyrillic/Greek look-alikes and
+leetspeak are folded away, and a letter repeated in the text ("bodohhh") matches the same letter
+in the term. Words are matched whole, so "class" does not contain "ass" and "Scunthorpe" no
+watched word. A second pass reads words spelt across separators ("b.o.d.o.h", "b o d o h",
+"sh!t"). All terms sit in one Aho-Corasick automaton: a text is scanned once per pass, however
+many terms there are (bench/terms.py measures it).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from bisect import bisect_right
+from functools import lru_cache
+from itertools import accumulate, chain, count, pairwise
+from operator import add
+from typing import NamedTuple
+
+import ahocorasick
+
+# Characters that stand for letters inside a word ("b0d0h", "a$$", "@ss"). A word of digits
+# only stays a number: "455" is not "ass", while a "1488" term still matches "1488".
+_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
+                       "@": "a", "$": "s"})
+# Cyrillic and Greek letters that look Latin ("bоdoh" with a Cyrillic о).
+_HOMOGLYPHS = str.maketrans({
+    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "х": "x", "у": "y", "і": "i", "ј": "j", "ѕ": "s",
+    "к": "k", "м": "m", "т": "t", "в": "b", "н": "h", "ο": "o", "α": "a", "ε": "e", "ι": "i", "κ": "k",
+    "ν": "v", "ρ": "p", "τ": "t",
+})
+_LETTER = r"(?:[^\W_]|[@$])"
+_JOINERS = r".\-_*'’·•|~+/\\!:"
+_WORD = re.compile(rf"({_LETTER}+)")  # one group: split() keeps the words
+# A word spelt across separators (most texts have none or few).
+_SPELT_WORD = re.compile(
+    rf"(?<![^\W_])[^\W_](?: [^\W_](?![^\W_])){{2,}}"                 # single letters: "b o d o h"
+    rf"|(?<![^\W_@$]){_LETTER}+(?:[{_JOINERS}]{{1,3}}{_LETTER}+)+"     # "b.o.d.o.h", "bo-doh", "sh!t"
+)
+_UNSPACE = str.maketrans({c: None for c in " .-_*'’·•~+/\\:"} | {"!": "i", "|": "l"})
+_REPEATS = re.compile(r"(.)\1+")
+_RUNS = re.compile(r"(.)\1*")
+
+
+@lru_cache(maxsize=65536)
+def fold(word: str) -> str:
+    """One word with case, diacritics, look-alikes and leetspeak folded away."""
+    if word.isascii():
+        word = word.lower()
+    else:
+        decomposed = unicodedata.normalize("NFKD", word)
+        word = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold().translate(_HOMOGLYPHS)
+    return word if word.isdigit() else word.translate(_LEET)
+
+
+@lru_cache(maxsize=65536)
+def _squeeze(word: str) -> str:
+    return _REPEATS.sub(r"\1", word)
+
+
+def _runs(word: str) -> tuple[tuple[str, int], ...]:
+    return tuple((m.group(1), len(m.group())) for m in _RUNS.finditer(word))
+
+
+def canonical(term: str) -> str:
+    """A term's words, folded, joined by one space ("" when it has no letter or digit)."""
+    return " ".join(fold(w) for w in _WORD.findall(term))
+
+
+class Hit(NamedTuple):
+    term: int   # index into the terms the matcher was built from
+    start: int  # span in the original text
+    end: int
+
+
+class _Entry(NamedTuple):
+    index: int
+    canonical: str
+    runs: tuple
+
+
+class TermMatcher:
+    """Every term of a policy in one automaton, keyed by its squeezed canonical form."""
+
+    def __init__(self, terms: list[str]):
+        by_key: dict[str, list[_Entry]] = {}
+        for index, term in enumerate(terms):
+            words = canonical(term)
+            if words:
+                by_key.setdefault(_squeeze(words), []).append(_Entry(index, words, _runs(words)))
+        self._automaton = ahocorasick.Automaton()
+        for key, entries in by_key.items():
+            self._automaton.add_word(key, (len(key), tuple(entries)))
+        self._empty = not by_key
+        if not self._empty:
+            self._automaton.make_automaton()
+
+    def find(self, text: str) -> list[Hit]:
+        """Whole-word matches of the terms in `text`, in text order."""
+        if self._empty or not text:
+            return []
+        # Pass 1, every word. Per-word work runs in C (split, map, accumulate, bisect): a
+        # 10,000-character text has some 1,600 words, and a Python loop over them would cost
+        # more than the automaton itself.
+        parts = _WORD.split(text)  # separator, word, separator, ..., word, separator
+        words = list(map(fold, parts[1::2]))
+        found = self._match(words, [" "] * (len(words) - 1))
+        hits = set()
+        if found:
+            offsets = list(accumulate(map(len, parts), initial=0))  # word i is offsets[2i+1]:offsets[2i+2]
+            hits.update(Hit(index, offsets[2 * first + 1], offsets[2 * last + 2]) for index, first, last in found)
+        # Pass 2, only the words spelt across separators (few, in most texts), each on its own.
+        spelt = [(m.span(), fold(m.group().translate(_UNSPACE))) for m in _SPELT_WORD.finditer(text)]
+        if spelt:
+            # Neighbours (nothing but separators between them) may form a phrase; others not.
+            gaps = [" " if not _WORD.search(text, a[1], b[0]) else "\n" for (a, _), (b, _) in pairwise(spelt)]
+            found = self._match([word for _, word in spelt], gaps)
+            hits.update(Hit(index, spelt[first][0][0], spelt[last][0][1]) for index, first, last in found)
+        return sorted(hits, key=lambda h: (h.start, h.end, h.term))
+
+    def _match(self, words: list[str], gaps: list[str]) -> list[tuple[int, int, int]]:
+        """(term index, first word, last word) of each whole-word match in `words`. Word i and
+        i+1 are joined by gaps[i]: a space, or a newline that no phrase may span."""
+        squeezed = list(map(_squeeze, words))
+        haystack = "".join(chain.from_iterable(zip(squeezed, [*gaps, ""], strict=True)))
+        found = list(self._automaton.iter(haystack))
+        if not found:
+            return []
+        word_ends = list(map(add, accumulate(map(len, squeezed)), count()))  # exclusive, in haystack
+        size, matches = len(haystack), []
+        for end, (length, entries) in found:
+            start = end - length + 1
+            if (start and haystack[start - 1] not in " \n") or (end + 1 < size and haystack[end + 1] not in " \n"):
+                continue  # inside a word: "class" does not contain "ass"
+            first, last = bisect_right(word_ends, start), bisect_right(word_ends, end)
+            spelled = " ".join(words[first:last + 1])
+            matches += [
+                (entry.index, first, last) for entry in entries
+                if spelled == entry.canonical or _repeats_at_least(_runs(spelled), entry.runs)
+            ]
+        return matches
+
+
+def _repeats_at_least(spelled, wanted) -> bool:
+    """Each letter repeated at least as often as in the term: "bodohhh" spells "bodoh", but "as"
+    does not spell "ass"."""
+    return len(spelled) == len(wanted) and all(
+        c == w and n >= m for (c, n), (w, m) in zip(spelled, wanted, strict=True)
+    )

@@ -1,0 +1,232 @@
+"""Watched-term rules of a policy version: parsing, merging, diffing and matching term lists.
+
+A policy's `term_lists` is a list of rules, one per (category, action, language):
+`{"category": "insult", "action": "reject", "language": "id", "terms": ["bodoh", ...]}`. A term
+is a word or phrase, matched whole and through evasions (moderation.matching); a term written
+`re:<pattern>` is an RE2 pattern (linear time: no pattern can backtrack catastrophically),
+matched case-insensitively against the text as written.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+from typing import NamedTuple
+
+import re2
+
+from moderation.language import Detection
+from moderation.matching import TermMatcher, canonical
+from moderation.models import RuleAction
+
+PATTERN_PREFIX = "re:"
+MAX_TERM_CHARS = 200
+MAX_PATTERN_CHARS = 500
+MAX_TERMS = 100_000
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.case_sensitive = False
+_RE2_OPTIONS.log_errors = False
+_RE2_OPTIONS.max_mem = 8 << 20
+
+
+def rule_name(rule: dict) -> str:
+    """How a rule is named in explanations and reasons: "insult:reject:id" ("insult:reject" when
+    it applies to every language)."""
+    name = f"{rule['category']}:{rule['action']}"
+    return f"{name}:{rule['language']}" if rule.get("language") else name
+
+
+def parse_terms(text: str) -> list[str]:
+    """One term or phrase per line; `#` at the start of a line or after a space starts a comment."""
+    terms: list[str] = []
+    for line in text.splitlines():
+        cut = line.find("#") if line.lstrip().startswith("#") else line.find(" #")
+        term = (line if cut < 0 else line[:cut]).strip()
+        if term and term not in terms:
+            terms.append(term)
+    return terms
+
+
+def _key(rule: dict) -> tuple[str, str, str]:
+    return rule["category"], rule["action"], rule.get("language", "")
+
+
+def term_lists_with(term_lists: list[dict], *, category: str, action: str, language: str = "",
+                    add: list[str] = (), remove: list[str] = (), replace: bool = False) -> list[dict]:
+    """A copy of `term_lists` with terms added to (or removed from, or replacing) one rule; the
+    rule is created when new and dropped when left empty. Rules come out in a stable order."""
+    wanted = (category, action, language)
+    rules = {_key(r): list(r["terms"]) for r in term_lists}
+    terms = [] if replace else rules.get(wanted, [])
+    terms += [t for t in add if t not in terms]
+    terms = [t for t in terms if t not in set(remove)]
+    rules[wanted] = terms
+    return [
+        {"category": c, "action": a, "language": lang, "terms": ts}
+        for (c, a, lang), ts in sorted(rules.items())
+        if ts
+    ]
+
+
+@dataclass(frozen=True)
+class RuleDiff:
+    rule: str
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+
+
+def term_lists_diff(old: list[dict], new: list[dict]) -> list[RuleDiff]:
+    """What `new` adds to and removes from `old`, per rule (rules without change left out)."""
+    before = {_key(r): r for r in old}
+    after = {_key(r): r for r in new}
+    diffs = []
+    for key in sorted(set(before) | set(after)):
+        was = before.get(key, {}).get("terms", [])
+        now = after.get(key, {}).get("terms", [])
+        added = tuple(t for t in now if t not in was)
+        removed = tuple(t for t in was if t not in now)
+        if added or removed:
+            diffs.append(RuleDiff(rule_name(after.get(key) or before[key]), added, removed))
+    return diffs
+
+
+def validate_term_lists(value: object, *, languages: tuple[str, ...]) -> list[str]:
+    """Errors in a policy's term lists (empty when valid)."""
+    if not isinstance(value, list):
+        return ["term lists must be a list of {category, action, language, terms}"]
+    errors, seen, total = [], set(), 0
+    actions = {a.value for a in RuleAction}
+    for n, rule in enumerate(value, 1):
+        where = f"rule {n}"
+        if not isinstance(rule, dict) or set(rule) != {"category", "action", "language", "terms"}:
+            errors.append(f"{where}: expected exactly category, action, language and terms")
+            continue
+        category, action, language, terms = rule["category"], rule["action"], rule["language"], rule["terms"]
+        if not isinstance(category, str) or not category or len(category) > 64 or category != category.strip():
+            errors.append(f"{where}: category must be a name of 1 to 64 characters")
+            continue
+        where = rule_name(rule) if isinstance(action, str) and isinstance(language, str) else where
+        if action not in actions:
+            errors.append(f"{where}: action must be one of {', '.join(sorted(actions))}")
+        if not isinstance(language, str) or (language and language not in languages):
+            errors.append(f"{where}: language must be empty (every language) or one the detector knows: "
+                          f"{', '.join(languages)}")
+        if (category, action, language) in seen:
+            errors.append(f"{where}: appears twice; merge the two lists")
+        seen.add((category, action, language))
+        if not isinstance(terms, list) or not terms:
+            errors.append(f"{where}: terms must be a non-empty list")
+            continue
+        total += len(terms)
+        errors += [f"{where}: {e}" for t in terms for e in _term_errors(t)]
+    if total > MAX_TERMS:
+        errors.append(f"{total} terms in all; at most {MAX_TERMS}")
+    return errors[:50]
+
+
+def _term_errors(term: object) -> list[str]:
+    if not isinstance(term, str) or not term.strip():
+        return ["every term must be a non-empty string"]
+    if term.startswith(PATTERN_PREFIX):
+        pattern = term[len(PATTERN_PREFIX):]
+        if len(pattern) > MAX_PATTERN_CHARS:
+            return [f"pattern longer than {MAX_PATTERN_CHARS} characters: {term[:40]}…"]
+        try:
+            re2.compile(pattern, _RE2_OPTIONS)
+        except re2.error as exc:
+            detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+            return [f"pattern {pattern!r} is not valid RE2 ({detail})"]
+        return []
+    if len(term) > MAX_TERM_CHARS:
+        return [f"term longer than {MAX_TERM_CHARS} characters: {term[:40]}…"]
+    if not canonical(term):
+        return [f"term {term!r} has no letter or digit to match; write it as a pattern (re:...)"]
+    return []
+
+
+class RuleMatch(NamedTuple):  # a tuple: a hostile text can match hundreds of times
+    rule: str
+    category: str
+    action: str
+    language: str
+    term: str
+    matched: str  # the text as written
+    start: int
+    end: int
+
+    def as_json(self) -> dict:
+        return self._asdict()
+
+
+class CompiledRules:
+    """A policy's term lists ready to match: one automaton for the terms, one RE2 set for the
+    patterns. Built once per policy version and process."""
+
+    def __init__(self, term_lists: list[dict]):
+        self.rules = term_lists
+        self._terms: list[tuple[int, str]] = []
+        self._patterns: list[tuple[int, str, re2._Regexp]] = []
+        for index, rule in enumerate(term_lists):
+            for term in rule["terms"]:
+                if term.startswith(PATTERN_PREFIX):
+                    self._patterns.append((index, term, re2.compile(term[len(PATTERN_PREFIX):], _RE2_OPTIONS)))
+                else:
+                    self._terms.append((index, term))
+        self._matcher = TermMatcher([term for _, term in self._terms])
+        self._set = None
+        if self._patterns:
+            self._set = re2.Set.SearchSet(_RE2_OPTIONS)
+            for _, _, regexp in self._patterns:
+                self._set.Add(regexp.pattern)
+            self._set.Compile()
+
+    def find(self, text: str) -> list[tuple[int, str, int, int]]:
+        """(rule index, term, start, end) of every match in `text`, in text order."""
+        found = [(self._terms[h.term][0], self._terms[h.term][1], h.start, h.end) for h in self._matcher.find(text)]
+        if self._set is not None:
+            for i in self._set.Match(text):
+                index, term, regexp = self._patterns[i]
+                found += [(index, term, *m.span()) for m in regexp.finditer(text) if m.end() > m.start()]
+        return sorted(found, key=lambda f: (f[2], f[3], f[0]))
+
+
+_CACHE: OrderedDict = OrderedDict()
+_CACHE_LOCK = Lock()
+
+
+def compiled(policy) -> CompiledRules:
+    """The compiled rules of a policy; published versions never change, so they are cached by
+    row and version (a draft, unsaved, is compiled each time)."""
+    if policy.pk is None:
+        return CompiledRules(policy.term_lists)
+    key = (policy.pk, policy.version, policy.created_at)
+    with _CACHE_LOCK:
+        rules = _CACHE.get(key)
+        if rules is not None:
+            _CACHE.move_to_end(key)
+            return rules
+    rules = CompiledRules(policy.term_lists)
+    with _CACHE_LOCK:
+        _CACHE[key] = rules
+        while len(_CACHE) > 4:
+            _CACHE.popitem(last=False)
+    return rules
+
+
+def rule_matches(policy, text: str, detection: Detection) -> list[RuleMatch]:
+    """The matches that count: rules in scope for the text's language, minus every match that
+    lies inside an `allow` match (the allow match is kept, to say why). Pure: no database."""
+    rules = compiled(policy)
+    matches = []
+    for index, term, start, end in rules.find(text):
+        rule = rules.rules[index]
+        if rule["language"] and detection.sure and not detection.leads(rule["language"]):
+            continue  # scoped to another language
+        matches.append(RuleMatch(rule_name(rule), rule["category"], rule["action"], rule["language"], term,
+                                 text[start:end], start, end))
+    allowed = [m for m in matches if m.action == RuleAction.ALLOW]
+    kept = [m for m in matches if m.action != RuleAction.ALLOW
+            and not any(a.start <= m.start and m.end <= a.end for a in allowed)]
+    used = [a for a in allowed if any(a.start <= m.start and m.end <= a.end for m in matches if m.action != RuleAction.ALLOW)]
+    return sorted(kept + used, key=lambda m: (m.start, m.end, m.rule))

@@ -1,0 +1,65 @@
+"""Matched watched terms, highlighted in a content's text, for any moderator page.
+
+    {% load moderation_rules %}
+    {% rule_matches review %}                 the whole block: language, highlighted text, rules
+    {{ text|highlight_terms:matches }}         only the highlighted text (matches as stored)
+"""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
+
+from moderation.language import Detection
+from moderation.models import ContentReview
+from moderation.policy import rule_text
+from moderation.rules import rule_matches as policy_rule_matches
+from moderation.services import policy_active
+
+register = template.Library()
+
+
+@register.filter
+def highlight_terms(text: str, matches) -> SafeString:
+    """`text` escaped, with each matched span in a <mark> naming its rules and terms.
+
+    Overlapping matches ("dasar bodoh" and "bodoh") are marked once, over their union.
+    """
+    spans: list[list] = []
+    for m in sorted(matches or [], key=lambda m: (m["start"], -m["end"])):
+        label = f'{m["rule"]}: {m["term"]}'
+        if spans and m["start"] < spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], m["end"])
+            spans[-1][2].append(label)
+            spans[-1][3] |= {m["action"]}
+        else:
+            spans.append([m["start"], m["end"], [label], {m["action"]}])
+    out, pos = [], 0
+    for start, end, labels, actions in spans:
+        action = "allow" if actions == {"allow"} else ("reject" if "reject" in actions else "manual_review")
+        out.append(escape(text[pos:start]))
+        out.append(format_html('<mark class="rule-match rule-{}" title="{}">{}</mark>', action,
+                               "; ".join(dict.fromkeys(labels)), text[start:end]))
+        pos = end
+    out.append(escape(text[pos:]))
+    return mark_safe("".join(out))  # every piece above is escaped
+
+
+@register.inclusion_tag("moderation/includes/rule_matches.html")
+def rule_matches(review: ContentReview) -> dict:
+    """The content's detected language and its text with matched terms highlighted: the matches
+    stored on the review's decision, or (a moderator's decision, none yet) those of the active
+    policy now."""
+    content = review.content
+    text = rule_text(content)
+    decision = review.decision
+    if decision is not None and decision.rule_matches:
+        matches, source = decision.rule_matches, f"matched under {decision.policy}"
+    else:
+        policy = policy_active()
+        detection = Detection(content.language, tuple(tuple(c) for c in content.language_candidates or ()))
+        matches = [m.as_json() for m in policy_rule_matches(policy, text, detection)]
+        source = f"terms of the active {policy}"
+    return {"content": content, "text": text, "matches": matches, "source": source,
+            "candidates": content.language_candidates}
