@@ -42,7 +42,7 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
-from moderation.providers.local import metadata_strings
+from moderation.providers.base import text_values
 from moderation.services.decide import decide_locked
 
 # Free text quoting a content usually quotes its beginning (an error body cut at N characters):
@@ -243,7 +243,7 @@ def _quotes(content) -> list[str]:
     """What to look for in other columns: the text, the media URL and the metadata's values,
     longest first (so a longer quote is replaced whole before a shorter one inside it)."""
     found = {content.text, content.media_url}
-    found.update(s for s in metadata_strings(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
+    found.update(s for s in text_values(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
     forms = set()
     for s in found:
         if s and s.strip():
