@@ -198,12 +198,14 @@ def test_operators_still_see_who_decided_and_the_internal_error_on_the_command_l
     review = decided(api_client, "manual_review")
     services.review_override(review_id=review.pk, label="rejected", reason="targets a person", category="harassment",
                              moderator=django_user_model.objects.create_user("mod1"))
+    services.appeal_file(review_id=review.pk, appellant_id="owner-3", statement="It was irony.")
     out = StringIO()
 
     call_command("review_timeline", str(review.pk), stdout=out)
 
     assert "decision: rejected by moderator:mod1" in out.getvalue()
     assert "targets a person" in out.getvalue()
+    assert "appeal filed by owner-3" in out.getvalue() and "rejected -> manual_review (appeal)" in out.getvalue()
 
 
 def test_the_threshold_counts_the_reporters_of_the_decision_in_force_only(http, api_client, django_user_model):
