@@ -150,9 +150,10 @@ WITH g AS (
     FROM g JOIN q USING (review_id)
     RETURNING id, review_id
 ), n AS (
-    INSERT INTO moderation_decisionnotification (decision_id, client_id, event_id, url, payload, status, attempts,
-        last_error, created_at)
-    SELECT d.id, %(client)s, 'ntf-' || %(tag)s || i, '', '{}', 'no_endpoint', 0, '', at FROM g JOIN d USING (review_id)
+    INSERT INTO moderation_decisionnotification (review_id, kind, decision_id, client_id, event_id, url, payload,
+        status, attempts, last_error, created_at)
+    SELECT review_id, 'review.decided', d.id, %(client)s, 'ntf-' || %(tag)s || i, '', '{}', 'no_endpoint', 0, '', at
+    FROM g JOIN d USING (review_id)
 ), r AS (
     INSERT INTO moderation_contentreview (id, content_id, client_id, status, version, active_idempotency_key,
         worker_id, provider_request_id, decision_id, processing_started_at, completed_at, last_enqueued_at,

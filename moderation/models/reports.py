@@ -30,8 +30,8 @@ class Report(models.Model):
         "moderation.ContentReview", on_delete=models.PROTECT, related_name="reports", db_index=False
     )
     # The decision in force when the report arrived (none before the first): the threshold
-    # counts the reporters of the decision the users saw, so a moderator's confirmation starts
-    # the count again.
+    # counts the reporters of that decision only, so a moderator's confirmation starts the
+    # count again.
     decision = models.ForeignKey(
         "moderation.Decision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )

@@ -12,13 +12,15 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, Q, When
+from django.db.models import Case, Exists, OuterRef, Q, When
 from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
 from moderation.errors import AppealOpen, ClaimedByOther, ContentErased, ReasonRequired, StaleVersion
 from moderation.models import (
+    Appeal,
+    AppealStatus,
     OPEN_REQUEST_STATUSES,
     Cause,
     ContentReview,
@@ -75,6 +77,9 @@ def review_take_next(*, moderator, now: datetime | None = None) -> ContentReview
             ContentReview.objects.select_for_update(skip_locked=True, of=("self",))
             .filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)  # nothing to judge
             .filter(Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now) | Q(claimed_by=moderator))
+            # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
+            .exclude(Exists(Appeal.objects.filter(review=OuterRef("pk"), status=AppealStatus.OPEN,
+                                                  decision__moderator=moderator)))
             # The moderator's own review first (one review at a time), then the oldest.
             .order_by(Case(When(claimed_by=moderator, then=0), default=1), "completed_at", "id")
             .first()

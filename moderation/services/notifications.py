@@ -32,7 +32,7 @@ def notification_deliver(*, notification_id: int, now: datetime | None = None) -
     if isinstance(started, str):
         return started
     notification, attempt = started
-    with context.bind(review_id=notification.decision.review_id):
+    with context.bind(review_id=notification.review_id):
         return _post(notification, attempt)
 
 
@@ -57,7 +57,7 @@ def _begin(notification_id: int, now: datetime):
     with transaction.atomic():
         notification = (
             DecisionNotification.objects.select_for_update(skip_locked=True, of=("self",))
-            .select_related("client", "decision")
+            .select_related("client")
             .filter(pk=notification_id)
             .first()
         )

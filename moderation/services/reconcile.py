@@ -56,7 +56,7 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     report.retries_enqueued = _enqueue_due_retries(now, limit)
     report.notifications_enqueued = _enqueue_batch(
         notifications_due(now), order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
-        task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="decision__review_id",
+        task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="review_id",
     )
     circuit = circuit_get(settings.MODERATION_PROVIDER)
     if circuit.state == CircuitState.CLOSED:

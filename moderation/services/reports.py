@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import Q
 
 from audit import context
 from audit.models import Actor
@@ -65,16 +64,15 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "") -
 def _escalate_if_due(review: ContentReview, report_count: int) -> ReportEscalation | None:
     """Move an approved review whose decision's reporters reach the threshold to a human.
 
-    Call holding the review's row lock. Reports made before the review's first decision count
-    toward it; reports of an earlier decision do not (a moderator who confirms an approval
-    starts the count again).
+    Call holding the review's row lock. Only the reporters of the decision in force count: a
+    moderator who confirms an approval starts the count again, and reports made while no
+    decision was in force (a review still pending) count toward none. The threshold is
+    checked when a report arrives, the only moment the count can reach it.
     """
     if review.status != ReviewStatus.APPROVED:
         return None
     policy = policy_active()
-    reporters = Report.objects.filter(review=review).filter(
-        Q(decision_id=review.decision_id) | Q(decision__isnull=True)
-    ).count()
+    reporters = Report.objects.filter(review=review, decision_id=review.decision_id).count()
     if reporters < policy.report_threshold:
         return None
     transition = transition_review(

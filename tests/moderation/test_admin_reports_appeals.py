@@ -51,3 +51,13 @@ def test_the_moderator_who_made_the_appealed_decision_is_refused_with_the_reason
     assert messages_of(other) == ["Review overridden."]
     review.refresh_from_db()
     assert review.status == "approved" and review.appeals.get().status == "overturned"
+
+
+def test_review_next_never_hands_a_moderator_the_appeal_of_their_own_decision(django_user_model, api_client):
+    mia, max_ = (django_user_model.objects.create_user(name) for name in ("mia", "max"))
+    review = decided(api_client, "manual_review")
+    services.review_override(review_id=review.pk, label="rejected", reason="threat", category="violence", moderator=mia)
+    services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a film quote")
+
+    assert services.review_take_next(moderator=mia) is None
+    assert services.review_take_next(moderator=max_).pk == review.pk

@@ -13,7 +13,7 @@ from standardwebhooks import Webhook
 
 from callbacks.models import ProviderCallback
 from moderation import services, tasks
-from moderation.models import ApiClient, DecisionNotification, NotificationStatus
+from moderation.models import ApiClient, DecisionNotification, NotificationKind, NotificationStatus
 from lab.simulator import WebhookReceiver
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, collide, decided, queued_tasks
@@ -233,3 +233,31 @@ def test_failed_notifications_can_be_resent_to_the_current_url_with_the_same_id(
     notification.refresh_from_db()
     assert notification.status == NotificationStatus.DELIVERED
     assert [h["webhook-id"] for h, _ in receiver.received] == [notification.event_id] * 2
+
+
+def test_a_threshold_crossing_and_an_appeals_resolution_are_delivered_signed_once_each(
+    api_client, receiver, django_user_model
+):
+    reported = decided(api_client, "approved")
+    for reporter in ("a", "b", "c", "d"):
+        services.report_file(review_id=reported.pk, reporter_id=reporter, reason="hate")
+    appealed = decided(api_client, "rejected")
+    appeal = services.appeal_file(review_id=appealed.pk, appellant_id="owner", statement="satire")
+    services.review_override(review_id=appealed.pk, label="approved", reason="satire, not hate",
+                             moderator=django_user_model.objects.create_user("mia"))
+
+    outcomes = run_delivery_jobs() + run_delivery_jobs()  # every job twice: delivered once each
+
+    assert outcomes.count("delivered") == 4  # two review.decided, one review.reported, one appeal.resolved
+    bodies = {}
+    for headers, body in receiver.received:
+        verified = Webhook(api_client.webhook_secret).verify(body, headers)
+        bodies[verified["type"]] = verified["data"]
+    assert bodies["review.reported"] == {"review_id": str(reported.pk), "external_id": reported.content.external_id,
+                                         "report_count": 3}
+    resolved = bodies["appeal.resolved"]
+    assert (resolved["appeal_id"], resolved["outcome"]) == (str(appeal.pk), "overturned")
+    assert resolved["decision"]["decided_by"] == "moderator" and "mia" not in json.dumps(resolved)
+    kinds = sorted(DecisionNotification.objects.values_list("kind", flat=True))
+    assert kinds == sorted([NotificationKind.REVIEW_DECIDED] * 2 + [NotificationKind.REVIEW_REPORTED,
+                                                                     NotificationKind.APPEAL_RESOLVED])

@@ -13,7 +13,7 @@ from audit.models import ReviewTransition
 from moderation import reasons, services
 from moderation.errors import FourEyesRequired
 from moderation.models import Appeal, DecisionNotification, NotificationKind, Report
-from tests.helpers import decided, submit
+from tests.helpers import decided, result, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -198,9 +198,36 @@ def test_operators_still_see_who_decided_and_the_internal_error_on_the_command_l
     review = decided(api_client, "manual_review")
     services.review_override(review_id=review.pk, label="rejected", reason="targets a person", category="harassment",
                              moderator=django_user_model.objects.create_user("mod1"))
+    services.appeal_file(review_id=review.pk, appellant_id="owner-3", statement="It was irony.")
     out = StringIO()
 
     call_command("review_timeline", str(review.pk), stdout=out)
 
     assert "decision: rejected by moderator:mod1" in out.getvalue()
     assert "targets a person" in out.getvalue()
+    assert "appeal filed by owner-3" in out.getvalue() and "rejected -> manual_review (appeal)" in out.getvalue()
+
+
+def test_the_threshold_counts_the_reporters_of_the_decision_in_force_only(http, api_client, django_user_model):
+    pending = submit(api_client)
+    for reporter in ("a", "b", "c"):  # before any decision: stored and counted, toward no threshold
+        report(http, pending, reporter=reporter)
+    request = services.review_claim(review_id=pending.pk, worker_id="w")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1), cause="provider_result")
+    report(http, pending, reporter="d")
+    pending.refresh_from_db()
+    assert pending.status == "approved" and http.get(f"/api/v1/reviews/{pending.pk}/").json()["report_count"] == 4
+
+    confirmed = decided(api_client, "approved")
+    for reporter in ("a", "b", "c"):
+        report(http, confirmed, reporter=reporter)
+    services.review_override(review_id=confirmed.pk, label="approved", reason="fair criticism",
+                             moderator=django_user_model.objects.create_user("mia"))
+    for reporter in ("d", "e"):  # two reporters of the moderator's approval: below the threshold
+        report(http, confirmed, reporter=reporter)
+    confirmed.refresh_from_db()
+    assert confirmed.status == "approved"
+    report(http, confirmed, reporter="f")
+    confirmed.refresh_from_db()
+    assert confirmed.status == "manual_review"
+    assert ReviewTransition.objects.filter(review=confirmed, cause="user_reports").count() == 2
