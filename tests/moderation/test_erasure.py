@@ -4,6 +4,7 @@ column of the database, the review, its decisions, transitions and ids stay, wit
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -82,7 +83,8 @@ def moderated_with_quotes(api_client, scripted, django_user_model) -> ContentRev
 def erase_via_api(client, review_id, reason=None):
     http = APIClient()
     http.credentials(HTTP_AUTHORIZATION=f"Bearer {client.token}")
-    return http.delete(f"/api/v1/reviews/{review_id}/content", {"reason": reason} if reason else None, format="json")
+    query = f"?{urlencode({'reason': reason})}" if reason else ""
+    return http.delete(f"/api/v1/reviews/{review_id}/content{query}")
 
 
 @pytest.mark.django_db(transaction=True)
