@@ -238,7 +238,7 @@ class RaceLab:
             body = {"external_id": f"lab-{run}-{i}", "content_type": "text", "text": texts[i]}
             review_id = http.post("/api/v1/reviews/", json=body).json()["id"]
             if i in erase:
-                response = http.request("DELETE", f"/api/v1/reviews/{review_id}/content", json={"reason": "race lab"})
+                response = http.delete(f"/api/v1/reviews/{review_id}/content", params={"reason": "race lab"})
                 if response.status_code != 200:
                     raise RuntimeError(f"erasing {review_id} failed: {response.status_code} {response.text[:200]}")
             return review_id

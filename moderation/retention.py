@@ -26,7 +26,8 @@ from django_q.models import Task
 
 from audit.models import PipelineEvent
 from callbacks.models import ProviderCallback
-from moderation.models import Decision, IdempotencyRecord, NotificationAttempt, NotificationStatus
+from moderation.models import Decision, NotificationAttempt, NotificationStatus
+from moderation.services.idempotency import idempotency_records_expired
 
 
 @dataclass(frozen=True)
@@ -65,8 +66,7 @@ TARGETS = (
     Target("processed callbacks", "CALLBACK_RETENTION_DAYS", _callbacks, _callback_tally),
     Target("django-q2 task results", "Q_RESULT_RETENTION_DAYS",
            lambda now: Task.objects.filter(stopped__lt=_days("Q_RESULT_RETENTION_DAYS", now))),
-    Target("expired idempotency records", "IDEMPOTENCY_TTL_H",
-           lambda now: IdempotencyRecord.objects.filter(created_at__lt=now - timedelta(hours=settings.IDEMPOTENCY_TTL_H))),
+    Target("expired idempotency records", "IDEMPOTENCY_TTL_H", lambda now: idempotency_records_expired(now=now)),
     Target("delivered notifications' attempts", "NOTIFICATION_ATTEMPT_RETENTION_DAYS",
            lambda now: NotificationAttempt.objects.filter(
                notification__status=NotificationStatus.DELIVERED,

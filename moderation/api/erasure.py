@@ -17,7 +17,8 @@ from moderation.models import ContentReview, ReviewStatus
 DEFAULT_REASON = "erasure requested by the client through the API"
 
 
-class ErasureRequestSerializer(serializers.Serializer):
+class ErasureQuerySerializer(serializers.Serializer):
+    # A query parameter, not a body: many HTTP clients cannot send a body with DELETE.
     reason = StrictCharField(
         required=False, max_length=REASON_MAX_CHARS,
         help_text="Why (kept on the tombstone; do not quote the content). Default: the client asked.",
@@ -46,21 +47,21 @@ class ReviewContentView(generics.GenericAPIView):
             "callbacks and history included), and keeps the review, its decisions, transitions and ids with "
             "a tombstone: who erased it, when and why. A review still being moderated is stopped (it ends in "
             "`manual_review`, and the content is never sent to a provider again). Erasing again answers the "
-            "first erasure. The optional body gives the reason."
+            "first erasure."
         ),
-        request=ErasureRequestSerializer,
-        parameters=RESPONSE_HEADERS,
+        request=None,
+        parameters=[ErasureQuerySerializer, *RESPONSE_HEADERS],
         responses={200: ErasureSerializer, 400: INVALID, 401: UNAUTHORIZED, 404: NOT_FOUND, 413: TOO_LARGE,
                    429: THROTTLED},
     )
     def delete(self, request, pk):
         if not ContentReview.objects.filter(pk=pk, client=request.user).exists():
             raise NotFound()
-        body = ErasureRequestSerializer(data=request.data if isinstance(request.data, dict) else {})
-        body.is_valid(raise_exception=True)
+        query = ErasureQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
         report = content_erase(
             review_id=pk, actor=Actor.API, actor_id=request.user.name,
-            reason=body.validated_data.get("reason", "").strip() or DEFAULT_REASON,
+            reason=query.validated_data.get("reason", "").strip() or DEFAULT_REASON,
         )
         status = ContentReview.objects.values_list("status", flat=True).get(pk=pk)
         return Response(ErasureSerializer({**vars(report), "status": status}).data)

@@ -12,7 +12,20 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Count, DurationField, ExpressionWrapper, F, FloatField, Func, Min, OuterRef, Q, Subquery, Sum
+from django.db.models import (
+    Count,
+    DurationField,
+    Exists,
+    ExpressionWrapper,
+    F,
+    FloatField,
+    Func,
+    Min,
+    OuterRef,
+    Q,
+    Subquery,
+    Sum,
+)
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -214,7 +227,9 @@ class PipelineCollector:
         first_attempt = ProviderAttempt.objects.filter(
             request__idempotency_key=OuterRef("idempotency_key"), attempt_no=1
         ).values("started_at")[:1]
-        _histogram(family, "provider_request_to_callback", ProviderCallback.objects.annotate(sent=Subquery(first_attempt))
+        # The callbacks that decided (a decision cites them): never pruned, so the count never falls.
+        deciding = ProviderCallback.objects.filter(Exists(Decision.objects.filter(callback=OuterRef("pk"))))
+        _histogram(family, "provider_request_to_callback", deciding.annotate(sent=Subquery(first_attempt))
                    .filter(sent__isnull=False).annotate(seconds=_seconds("received_at", F("sent"))))
         _histogram(family, "callback_to_final", Decision.objects.filter(callback__isnull=False)
                    .annotate(seconds=_seconds("created_at", F("callback__received_at"))))

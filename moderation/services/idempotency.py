@@ -50,6 +50,11 @@ def idempotent_call(
         return status, body, False
 
 
-def idempotency_records_expire(*, now: datetime | None = None) -> int:
+def idempotency_records_expired(*, now: datetime | None = None):
+    """Records past IDEMPOTENCY_TTL_H (the sweeper deletes them, and so does `prune`)."""
     cutoff = (now or timezone.now()) - timedelta(hours=settings.IDEMPOTENCY_TTL_H)
-    return IdempotencyRecord.objects.filter(created_at__lt=cutoff).delete()[0]
+    return IdempotencyRecord.objects.filter(created_at__lt=cutoff)
+
+
+def idempotency_records_expire(*, now: datetime | None = None) -> int:
+    return idempotency_records_expired(now=now).delete()[0]

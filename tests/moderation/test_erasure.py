@@ -4,6 +4,7 @@ column of the database, the review, its decisions, transitions and ids stay, wit
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -15,7 +16,8 @@ from audit.models import Actor, ReviewTransition
 from callbacks.models import ProviderCallback
 from callbacks.payload import parse
 from moderation import services, tasks
-from moderation.erasure import content_erase
+from moderation import erasure
+from moderation.erasure import Redact, content_erase
 from moderation.errors import ContentErased
 from moderation.invariants import violations
 from moderation.models import (
@@ -82,7 +84,8 @@ def moderated_with_quotes(api_client, scripted, django_user_model) -> ContentRev
 def erase_via_api(client, review_id, reason=None):
     http = APIClient()
     http.credentials(HTTP_AUTHORIZATION=f"Bearer {client.token}")
-    return http.delete(f"/api/v1/reviews/{review_id}/content", {"reason": reason} if reason else None, format="json")
+    query = f"?{urlencode({'reason': reason})}" if reason else ""
+    return http.delete(f"/api/v1/reviews/{review_id}/content{query}")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -242,3 +245,19 @@ def test_erasure_racing_the_moderation_job_never_lets_erased_content_reach_the_p
     assert all(call.text.startswith(TEXT) for call in scripted.calls), [c.text for c in scripted.calls]
     assert violations([r.pk for r in reviews]) == []
     assert ContentReview.objects.filter(pk__in=[r.pk for r in reviews], content__erased_at__isnull=True).count() == 0
+
+
+@pytest.mark.django_db
+def test_the_history_copies_of_a_registered_column_are_redacted_with_it(api_client, monkeypatch):
+    """A column added to the registry takes django-simple-history's copies of it along (here a
+    review's worker id made to quote the content: every transition saves a history row)."""
+    review, _ = services.review_submit(client=api_client, external_id="p", kind="text", text=TEXT)
+    services.review_claim(review_id=review.pk, worker_id=f"echo {TEXT[:40]}")
+    columns = {"moderation_contentreview.worker_id", "moderation_historicalcontentreview.worker_id"}
+    assert columns <= where_found([TEXT[:40]])
+    monkeypatch.setattr(erasure, "REDACTED", (*erasure.REDACTED, Redact("moderation.ContentReview", "worker_id", review="pk")))
+
+    report = content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
+
+    assert not columns & where_found([TEXT[:40]])
+    assert report.redacted["moderation.ContentReview.worker_id"] == 1 + 2  # the row, and its two history rows

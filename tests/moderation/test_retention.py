@@ -122,3 +122,15 @@ def test_nothing_younger_than_its_setting_is_pruned(api_client):
 
     assert set(counts.values()) == {0}
     assert ProviderCallback.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_prune_runs_daily_on_the_cluster():
+    from django_q.models import Schedule
+
+    from moderation import tasks
+
+    schedule = Schedule.objects.get(name="moderation.prune")
+
+    assert (schedule.func, schedule.schedule_type, schedule.repeats) == ("moderation.tasks.prune", Schedule.DAILY, -1)
+    assert tasks.prune().endswith(" deleted")
