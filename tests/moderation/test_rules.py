@@ -134,7 +134,7 @@ class TestTermLists:
                                remove=INSULT_ID["terms"]) == []
 
     def test_rule_categories_are_policy_categories(self):
-        assert policy_categories(policy([INSULT_ID], category_thresholds={"hate": {"reject": 0.5}})) == ["hate", "insult"]
+        assert {"hate", "insult"} <= set(policy_categories(policy([INSULT_ID], category_thresholds={"hate": {"reject": 0.5}})))
 
 
 @pytest.mark.parametrize(
