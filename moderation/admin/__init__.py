@@ -14,7 +14,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin.reviews import ReviewAdmin
 from moderation import services
-from moderation.policy import validate_policy
+from moderation.policy import PRIORITY_WEIGHTS, validate_policy
 from moderation.models import (
     ApiClient,
     ContentReview,
@@ -60,7 +60,8 @@ class DecisionAdmin(ReadOnlyAdmin):
 class PolicyForm(forms.ModelForm):
     class Meta:
         model = ModerationPolicy
-        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "notes"]
+        fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "categories",
+                  *PRIORITY_WEIGHTS, "notes"]
 
     def clean(self):
         data = super().clean()
@@ -79,7 +80,7 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     form = PolicyForm
 
     list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "created_by", "created_at"]
-    fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "notes"]
+    fields = PolicyForm.Meta.fields
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()
@@ -99,6 +100,8 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
             flagged_label=obj.flagged_label,
             notes=obj.notes,
             created_by=request.user,
+            categories=obj.categories,
+            **{name: getattr(obj, name) for name in PRIORITY_WEIGHTS},
         )
         obj.pk, obj.version = published.pk, published.version
 

@@ -7,8 +7,9 @@ from django.db import connection, transaction
 from django.db.models import Max
 
 from moderation.models import ModerationPolicy
-from moderation.policy import validate_policy
+from moderation.policy import PRIORITY_WEIGHTS, validate_policy
 
+_WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS)
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 
 
@@ -40,8 +41,18 @@ def policy_publish(
     flagged_label: str = "manual_review",
     notes: str = "",
     created_by=None,
+    **workplace,
 ) -> ModerationPolicy:
-    """Publish a new policy version; past versions stay as they were (decisions point at them)."""
+    """Publish a new policy version; past versions stay as they were (decisions point at them).
+
+    `workplace` holds the human-queue fields (`categories` and the priority weights,
+    moderation.policy.PRIORITY_WEIGHTS); each one left out takes the model's default.
+    """
+    unknown = set(workplace) - set(_WORKPLACE_FIELDS)
+    if unknown:
+        raise TypeError(f"policy_publish() got unexpected fields: {', '.join(sorted(unknown))}")
+    workplace = {name: workplace[name] if workplace.get(name) is not None
+                 else ModerationPolicy._meta.get_field(name).get_default() for name in _WORKPLACE_FIELDS}
     category_thresholds = category_thresholds or {}
     errors = validate_policy(
         {
@@ -49,6 +60,7 @@ def policy_publish(
             "review_threshold": review_threshold,
             "category_thresholds": category_thresholds,
             "flagged_label": flagged_label,
+            **workplace,
         }
     )
     if errors:
@@ -66,4 +78,5 @@ def policy_publish(
         flagged_label=flagged_label,
         notes=notes,
         created_by=created_by,
+        **workplace,
     )

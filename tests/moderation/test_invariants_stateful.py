@@ -95,6 +95,7 @@ class Pipeline(RuleBasedStateMachine):
     def override(self, review_id, label):
         version = ContentReview.objects.get(pk=review_id).version
         self._tolerating(services.review_override, review_id=review_id, label=label, reason="checked",
+                         category="harassment" if label == ReviewStatus.REJECTED else "",
                          moderator=self.moderator, expected_version=version)
 
     @rule(review_id=reviews)
