@@ -17,7 +17,7 @@ from moderation import services
 from moderation.admin import paginator
 from moderation.models import Cause, ContentReview, ModeratorNote, ReviewQueue
 from moderation.observability import workplace
-from tests.helpers import claimed, decided, result
+from tests.helpers import decided, result
 from tests.moderation.test_queues import enter, scored
 
 LIST = "/admin/moderation/contentreview/"
