@@ -13,6 +13,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Substr
@@ -34,7 +35,7 @@ from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter
 from moderation.admin.paginator import EstimatedCountPaginator
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, DecideForm, NoteForm, ReasonForm
 from moderation.errors import ModerationError, StaleVersion
-from moderation.models import ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
+from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
 from moderation.observability.search import review_ids_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import queue_figures
@@ -75,6 +76,25 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     return None
 
 
+def with_excerpts(reviews) -> list[ContentReview]:
+    """Set `excerpt` on each review: its text's first characters, cut in the database."""
+    reviews = list(reviews)
+    excerpts = dict(Content.objects.filter(pk__in=[r.content_id for r in reviews])
+                    .values_list("pk", Substr("text", 1, EXCERPT_CHARS + 1)))
+    for review in reviews:
+        review.excerpt = excerpts.get(review.content_id, "")
+    return reviews
+
+
+class ReviewChangeList(ChangeList):
+    """The excerpts are read for the page shown, after it is cut: the count (or its estimate)
+    and the page query stay on the review table and its indexes."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        with_excerpts(self.result_list)  # fills the page queryset's cache; the template reads it
+
+
 class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     list_display = ["short_id", "status", "content_excerpt", "kind", "top_category", "badges", "client", "provider",
                     "age", "decision_summary", "moderator_claim"]
@@ -99,10 +119,12 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
 
     def get_queryset(self, request):
         latest_provider = ModerationRequest.objects.filter(review=OuterRef("pk")).order_by("-id").values("provider")[:1]
-        # The excerpt is cut in the database: a page of 100,000-character texts is not loaded.
+        # A page of 100,000-character texts is not loaded: the list reads excerpts (ReviewChangeList).
         return (super().get_queryset(request).defer("content__text", "content__metadata")
-                .annotate(provider_name=Subquery(latest_provider),
-                          excerpt=Substr("content__text", 1, EXCERPT_CHARS + 1)))
+                .annotate(provider_name=Subquery(latest_provider)))
+
+    def get_changelist(self, request, **kwargs):
+        return ReviewChangeList
 
     @admin.display(description="review", ordering="id")
     def short_id(self, review):
@@ -258,10 +280,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         chosen = request.GET.get("queue", "")
         if chosen not in ReviewQueue.values:
             chosen = next((q.queue for q in figures if q.depth), ReviewQueue.LOW_CONFIDENCE.value)
-        waiting = (
+        waiting = with_excerpts(
             ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen)
             .select_related("content", "decision", "claimed_by").defer("content__text", "content__metadata")
-            .annotate(excerpt=Substr("content__text", 1, EXCERPT_CHARS + 1))
             .order_by("queue_order_at", "id")[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
