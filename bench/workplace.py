@@ -14,8 +14,8 @@ Timed, in-process (Django's test client with a moderator's session, production s
 - list: the review list, newest first (the admin's first page, estimated count);
 - list filtered: the list of `manual_review` reviews;
 - queue page: the queues' depths and oldest ages, and the first 50 of the low-confidence queue;
-- review next: `review_take_next` on the low-confidence queue (its lease is released, untimed,
-  after each call, so every call walks the same queue head).
+- review next: `review_take_next` on the low-confidence queue, each call by another moderator
+  of a team, so each call passes over the reviews the earlier calls leased (a busy shift).
 
 Rounds alternate between the sizes, each in a fresh process, and the figures are medians over
 the rounds. Every SELECT/UPDATE each path ran is EXPLAINed: a sequential scan of a table over
@@ -26,14 +26,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import statistics
-import subprocess
-import sys
 import time
 
-from bench import common
-from bench.growth import BIG_TABLE_ROWS, _explainable, _scans, _short
+from bench import common, growth
 
 PATHS = ("list", "list filtered", "queue page", "review next")
 DB = "moderation_workplace"
@@ -86,42 +81,12 @@ def main() -> None:
             for path, figures in json.loads(_child("--measure", size, "--ops", args.ops)).items():
                 results.setdefault((size, path), []).append(figures)
         print(f"round {round_no + 1} of {args.rounds} done", flush=True)
-    _report(sizes, results, args)
-
-
-def _report(sizes, results, args) -> None:
-    rows, flagged = [], []
-    for size in sizes:
-        for path in PATHS:
-            rounds = results[(size, path)]
-            rows.append([f"{size:,}", path, rounds[0]["statements"], statistics.median(r["p50"] for r in rounds),
-                         statistics.median(r["p95"] for r in rounds)])
-            flagged += [(size, path, sql, scan) for sql, scans in rounds[0]["plans"] for scan in scans
-                        if scan[0] == "Seq Scan" and scan[2] > BIG_TABLE_ROWS]
-    print(f"\nThe moderator's workplace as the tables grow (in-process; ms; medians of {args.rounds} alternating "
-          f"rounds of {args.ops} operations)")
-    print(common.table(["reviews", "path", "statements", "p50 ms", "p95 ms"], rows))
-    print(f"\nPlans at {sizes[-1]:,} reviews (every SELECT/UPDATE each path ran; scans only)")
-    for path in PATHS:
-        print(f"{path}:")
-        for sql, scans in results[(sizes[-1], path)][0]["plans"]:
-            described = "; ".join(f"{kind} on {table}" + (f" using {index}" if index else "")
-                                  for kind, table, _, index in scans) or "no table scan"
-            print(f"  {sql}\n      -> {described}")
-    if flagged:
-        print("\nSEQUENTIAL SCANS of large tables:")
-        for size, path, sql, scan in flagged:
-            print(f"  {size:,} {path}: {scan[0]} on {scan[1]} (~{scan[2]:,} rows): {sql}")
-    else:
-        print(f"\nEvery statement of every path used an index on each table over {BIG_TABLE_ROWS:,} rows, at every size.")
+    growth.report(f"The moderator's workplace as the tables grow (in-process; ms; medians of {args.rounds} "
+                  f"alternating rounds of {args.ops} operations)", sizes, PATHS, results)
 
 
 def _child(*args) -> str:
-    run = subprocess.run([sys.executable, "-m", "bench.workplace", *map(str, args)], cwd=common.ROOT,
-                         capture_output=True, text=True, env=os.environ, timeout=7200)
-    if run.returncode:
-        raise SystemExit(f"bench.workplace {' '.join(map(str, args))} failed:\n{run.stderr}")
-    return run.stdout
+    return growth._child(*args, module="bench.workplace", timeout=7200)
 
 
 def _prepare(size: int) -> None:
@@ -139,14 +104,19 @@ def _prepare(size: int) -> None:
 def _measure(size: int, ops: int) -> None:
     common.setup(name=f"{DB}_{size}", recreate=False)
     from django.contrib.auth.models import Group, User
-    from django.db import connection
     from django.test import Client
 
-    from moderation.models import ReviewQueue
-    from moderation.services import review_release, review_take_next
+    from moderation.models import ContentReview, ReviewQueue
+    from moderation.services import review_take_next
 
+    warmup = 10
+    group = Group.objects.get(name="moderator")
     moderator, _ = User.objects.get_or_create(username="bench-moderator", defaults={"is_staff": True})
-    moderator.groups.add(Group.objects.get(name="moderator"))
+    moderator.groups.add(group)
+    # "Review next" by a team: each call a moderator who holds nothing yet takes the most urgent
+    # unclaimed review, past the ones the earlier calls leased (as on a busy shift).
+    ContentReview.objects.filter(claimed_by__isnull=False).update(claimed_by=None, claim_expires_at=None)
+    team = [User.objects.get_or_create(username=f"bench-moderator-{i}")[0] for i in range(ops + warmup + 1)]
     http = Client()
     http.force_login(moderator)
     base = "/admin/moderation/contentreview/"
@@ -157,39 +127,20 @@ def _measure(size: int, ops: int) -> None:
             assert response.status_code == 200, (url, response.status_code)
         return get
 
-    def take_next(_):
-        review = review_take_next(moderator=moderator, queue=ReviewQueue.LOW_CONFIDENCE)
-        assert review is not None
-        return review
+    def take_next(member):
+        assert review_take_next(moderator=member, queue=ReviewQueue.LOW_CONFIDENCE) is not None
 
-    paths = {"list": page(base), "list filtered": page(base + "?status__exact=manual_review"),
-             "queue page": page(base + "queues/?queue=low_confidence"), "review next": take_next}
+    paths = {"list": (page(base), team), "list filtered": (page(base + "?status__exact=manual_review"), team),
+             "queue page": (page(base + "queues/?queue=low_confidence"), team), "review next": (take_next, team)}
     out = {}
-    for path, func in paths.items():
-        after = (lambda review: review_release(review_id=review.pk, moderator=moderator)) if path == "review next" \
-            else (lambda _: None)
-        for i in range(10):  # warm-up
-            after(func(i))
-        statements = []
-
-        def record(execute, sql, params, many, context):
-            if not sql.startswith(("SAVEPOINT", "RELEASE")):
-                statements.append((sql, params))
-            return execute(sql, params, many, context)
-
-        with connection.execute_wrapper(record):
-            after(func(0))
-        timings = []
-        for i in range(ops):
-            started = time.perf_counter()
-            value = func(i)
-            timings.append((time.perf_counter() - started) * 1000)
-            after(value)
-        timed_statements = [s for s in statements if "moderation_contentreview" in s[0] or "decision" in s[0]]
+    for path, (func, items) in paths.items():
+        timings, statements = growth.time_calls(func, items, warmup=warmup)
+        timed_statements = [s for s in statements if "moderation_contentreview" in s[0]]
         out[path] = {
             "p50": common.percentile(timings, 50), "p95": common.percentile(timings, 95),
             "statements": len(statements),
-            "plans": [(_short(sql), _scans(sql, params)) for sql, params in timed_statements if _explainable(sql)],
+            "plans": [(growth._short(sql), growth._scans(sql, params)) for sql, params in timed_statements
+                      if growth._explainable(sql)],
         }
     print(json.dumps(out))
 
