@@ -102,7 +102,6 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
 
     with chromium() as browser:
         page = log_in(browser, live_server, "mia")
-        page.screenshot(path=str(shots / "admin-index.png"), full_page=True)
         page.goto(f"{live_server.url}/admin/moderation/contentreview/")
         page.wait_for_selector("#result_list")
         listed = page.inner_text("#result_list")
@@ -130,6 +129,9 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
         page.keyboard.press("Control+Enter")  # decide and next
         page.wait_for_url(lambda url: url != first_url and "/timeline/" in url)
         message, second_url = page.inner_text(".messagelist"), page.url
+        page.goto(f"{live_server.url}/admin/")
+        workload = page.inner_text("#workload")
+        page.screenshot(path=str(shots / "admin-index.png"), full_page=True)
 
     assert "Replying to the thread about the parking rules." in listed
     assert "image at cdn.example.org" in listed
@@ -137,7 +139,7 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
     assert str(urgent.pk) in first_url and "?queue=low_confidence" in first_url
     assert "you will regret it." in content and "Parking rules" in content and images == 0
     assert "harassment" in scores and "0.880" in scores and "violence" in scores
-    assert "Review overridden." in message
+    assert "Review overridden." in message and "mia\t1" in workload
     assert str(media.pk) in second_url  # 0.64: next in the queue's order, before the 0.53
     decided_review = ContentReview.objects.get(pk=urgent.pk)
     assert (decided_review.status, decided_review.decision.category) == ("rejected", "harassment")
