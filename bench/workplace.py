@@ -36,7 +36,7 @@ DB = "moderation_workplace"
 # One review in ten waits for a human, spread over the queues as a busy service would see it.
 _SEED_QUEUED = """
 WITH picked AS (
-    SELECT r.id, r.decision_id, r.created_at, abs(hashtext(r.id::text)) AS h,
+    SELECT r.id, r.decision_id, r.created_at, abs(hashtext(r.id::text || 'q')) AS h,
            0.5 + (abs(hashtext(r.id::text || 's')) % 400) / 1000.0 AS score
     FROM moderation_contentreview r WHERE abs(hashtext(r.id::text)) % 10 = 0
 ), placed AS (
