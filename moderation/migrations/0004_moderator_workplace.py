@@ -146,7 +146,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='contentreview',
-            index=models.Index(condition=models.Q(('status', 'manual_review')), fields=['queue', 'queue_order_at', 'id'], name='review_queue_order_idx'),
+            index=models.Index(condition=models.Q(('status', 'manual_review')), fields=['queue', 'queue_order_at', 'id'], include=('queued_at', 'claim_expires_at'), name='review_queue_order_idx'),
         ),
         migrations.AddIndex(
             model_name='contentreview',
