@@ -105,7 +105,9 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
         page.goto(f"{live_server.url}/admin/moderation/contentreview/")
         page.wait_for_selector("#result_list")
         listed = page.inner_text("#result_list")
+        page.set_viewport_size({"width": 1920, "height": 900})  # every column in the picture
         page.screenshot(path=str(shots / "review-list.png"), full_page=True)
+        page.set_viewport_size({"width": 1400, "height": 900})
 
         page.click("#open-queues")
         page.wait_for_selector("#queue-items")
