@@ -103,3 +103,14 @@ class TestNotes:
         assert all(e.kind != "note" for e in review_timeline(review))
         body = http.get(f"/api/v1/reviews/{review.pk}/timeline/").content.decode()
         assert "known troll" not in body and '"note"' not in body
+
+    def test_the_operators_timeline_command_shows_the_notes(self, api_client, mia):
+        from io import StringIO
+
+        from django.core.management import call_command
+
+        review = decided(api_client, "approved")
+        services.review_note_add(review_id=review.pk, author=mia, text="escalated to legal")
+        out = StringIO()
+        call_command("review_timeline", str(review.pk), stdout=out)
+        assert "note by mia" in out.getvalue() and "escalated to legal" in out.getvalue()
