@@ -59,6 +59,7 @@ bench: $(VENV)/.dev-installed
 	$(PY) -m bench.ingest --notify
 	$(PY) -m bench.pipeline
 	$(PY) -m bench.growth
+	$(PY) -m bench.workplace
 
 # Stops the embedded PostgreSQL started for a run without DATABASE_URL (its data stays in ./var).
 clean-db: setup

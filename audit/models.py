@@ -36,7 +36,12 @@ class ReviewTransition(models.Model):
 
     class Meta:
         ordering = ["id"]
-        indexes = [models.Index(fields=["review", "id"], name="transition_review_idx")]
+        indexes = [
+            models.Index(fields=["review", "id"], name="transition_review_idx"),
+            # Time in the human queues: the transitions that take a review out of manual_review.
+            models.Index(fields=["created_at"], name="transition_left_queue_idx",
+                         condition=models.Q(from_status="manual_review")),
+        ]
 
     def __str__(self) -> str:
         return f"{self.review_id}: {self.from_status} -> {self.to_status} ({self.cause})"

@@ -62,19 +62,29 @@ def main() -> None:
                 results.setdefault((size, path), []).append(figures)
         print(f"round {round_no + 1} of {args.rounds} done", flush=True)
 
+    rows = report(f"Hot paths as the tables grow (in-process; ms per operation; medians of {args.rounds} "
+                  f"alternating rounds of {args.ops} operations)", sizes, PATHS, results)
+    for path in PATHS:
+        small = next(r[3] for r in rows if r[0] == f"{sizes[0]:,}" and r[1] == path)
+        large = next(r[3] for r in rows if r[0] == f"{sizes[-1]:,}" and r[1] == path)
+        print(f"{path}: p50 at {sizes[-1]:,} / p50 at {sizes[0]:,} = {large / small:.2f} (target <= 1.25)")
+
+
+def report(title: str, sizes: list[int], paths, results: dict[tuple[int, str], list[dict]]) -> list[list]:
+    """Print the medians per size and path, the plans at the largest size, and any sequential
+    scan of a large table; return the table's rows."""
     rows, flagged = [], []
     for size in sizes:
-        for path in PATHS:
+        for path in paths:
             rounds = results[(size, path)]
             rows.append([f"{size:,}", path, rounds[0]["statements"], statistics.median(r["p50"] for r in rounds),
                          statistics.median(r["p95"] for r in rounds)])
             flagged += [(size, path, sql, scan) for sql, scans in rounds[0]["plans"] for scan in scans
                         if scan[0] == "Seq Scan" and scan[2] > BIG_TABLE_ROWS]
-    print(f"\nHot paths as the tables grow (in-process; ms per operation; medians of {args.rounds} alternating rounds "
-          f"of {args.ops} operations)")
+    print(f"\n{title}")
     print(common.table(["reviews", "path", "statements", "p50 ms", "p95 ms"], rows))
     print(f"\nPlans at {sizes[-1]:,} reviews (every SELECT/UPDATE/DELETE each path ran; scans only)")
-    for path in PATHS:
+    for path in paths:
         print(f"{path}:")
         for sql, scans in results[(sizes[-1], path)][0]["plans"]:
             described = "; ".join(f"{kind} on {table}" + (f" using {index}" if index else "")
@@ -86,17 +96,15 @@ def main() -> None:
             print(f"  {size:,} {path}: {scan[0]} on {scan[1]} (~{scan[2]:,} rows): {sql}")
     else:
         print(f"\nEvery statement of every path used an index on each table over {BIG_TABLE_ROWS:,} rows, at every size.")
-    for path in PATHS:
-        small = next(r[3] for r in rows if r[0] == f"{sizes[0]:,}" and r[1] == path)
-        large = next(r[3] for r in rows if r[0] == f"{sizes[-1]:,}" and r[1] == path)
-        print(f"{path}: p50 at {sizes[-1]:,} / p50 at {sizes[0]:,} = {large / small:.2f} (target <= 1.25)")
+    return rows
 
 
-def _child(*args) -> str:
-    run = subprocess.run([sys.executable, "-m", "bench.growth", *map(str, args)], cwd=common.ROOT,
-                         capture_output=True, text=True, env=os.environ, timeout=3600)
+def _child(*args, module: str = "bench.growth", timeout: float = 3600) -> str:
+    """Run `python -m module args...` (one size's seeding or one round) and return its output."""
+    run = subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=common.ROOT,
+                         capture_output=True, text=True, env=os.environ, timeout=timeout)
     if run.returncode:
-        raise SystemExit(f"bench.growth {' '.join(map(str, args))} failed:\n{run.stderr}")
+        raise SystemExit(f"{module} {' '.join(map(str, args))} failed:\n{run.stderr}")
     return run.stdout
 
 
@@ -129,7 +137,6 @@ def _measure_round(size: int, ops: int, round_no: int) -> None:
 
 
 def _measure(client_id: int, ops: int, tag: str):
-    from django.db import connection
     from django.test import Client
 
     from moderation.signing import sign
@@ -143,23 +150,7 @@ def _measure(client_id: int, ops: int, tag: str):
     common.sql("ANALYZE")
 
     def timed(func, items):
-        for item in items[:warmup]:
-            func(item)
-        statements = []
-
-        def record(execute, sql, params, many, context):
-            if not sql.startswith(("SAVEPOINT", "RELEASE")):
-                statements.append((sql, params))
-            return execute(sql, params, many, context)
-
-        with connection.execute_wrapper(record):
-            func(items[warmup])
-        timings = []
-        for item in items[warmup + 1:]:
-            started = time.perf_counter()
-            func(item)
-            timings.append((time.perf_counter() - started) * 1000)
-        return timings, statements
+        return time_calls(func, items, warmup=warmup)
 
     requests = []
     yield ("claim", *timed(lambda review_id: requests.append(review_claim(review_id=review_id, worker_id="bench")),
@@ -182,6 +173,30 @@ def _measure(client_id: int, ops: int, tag: str):
         assert answer.status_code == 200 and answer.json()["outcome"] == "applied", answer.content
 
     yield ("callback", *timed(callback, processing))
+
+
+def time_calls(func, items: list, *, warmup: int) -> tuple[list[float], list[tuple]]:
+    """Call func on each item: the first `warmup` untimed, the next one with its statements
+    recorded, the rest timed. Returns (milliseconds per call, the recorded (sql, params))."""
+    from django.db import connection
+
+    for item in items[:warmup]:
+        func(item)
+    statements = []
+
+    def record(execute, sql, params, many, context):
+        if not sql.startswith(("SAVEPOINT", "RELEASE")):
+            statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        func(items[warmup])
+    timings = []
+    for item in items[warmup + 1:]:
+        started = time.perf_counter()
+        func(item)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings, statements
 
 
 def _explainable(query: str) -> bool:

@@ -284,6 +284,8 @@ NOTIFY_TIMEOUT_S = _env_number("NOTIFY_TIMEOUT_S", 5.0)
 
 # How long a moderator holds a review taken with "Review next" before it returns to the queue.
 MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
+# How long a review may wait in a human queue before the admin marks it as past its SLA.
+MODERATION_QUEUE_SLA_S = _env_number("MODERATION_QUEUE_SLA_S", 14400.0)
 
 # --- Jobs: django-q2 as an at-least-once trigger (see moderation/checks.py) --------------------
 Q_WORKERS = int(_env_number("Q_WORKERS", 2, int))

@@ -173,8 +173,12 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
 def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:
     """A review still being moderated ends in manual_review (cause content_erased), its live
     operation closed: a result that still arrives for it is then `already_final`, and a job
-    still queued for it finds nothing to do. Call holding the review's row lock."""
+    still queued for it finds nothing to do. A review waiting for a human leaves its queue: there
+    is nothing left to judge. Call holding the review's row lock."""
     if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
+        if review.queue:
+            ContentReview.objects.filter(pk=review.pk).update(queue="", priority=None, queued_at=None,
+                                                              queue_order_at=None)
         return False
     now = timezone.now()
     if review.active_idempotency_key:

@@ -34,6 +34,14 @@ class ReasonRequired(ModerationError):
     """A human decision must say why."""
 
 
+class InvalidCategory(ModerationError):
+    """A rejection names no violation category, or one the active policy does not have."""
+
+
+class NoteTooLong(ModerationError):
+    """A moderator's note is longer than a note may be."""
+
+
 class ClaimedByOther(ModerationError):
     """Another moderator holds this review (its lease has not expired)."""
 

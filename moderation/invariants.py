@@ -61,7 +61,7 @@ def review_violations(review_ids: Iterable) -> list[str]:
     """Invariants 1, 4 and 9 for each review: legal, chained, logged transitions that agree
     with the row and its history; a decided review says what decided it (a review that reports
     or an appeal sent to a human, the decision contested); a processing review's live key is an
-    open operation of its own."""
+    open operation of its own; a review waiting for a human is in one queue."""
     problems = []
     logs: dict = {}
     for t in ReviewTransition.objects.filter(review_id__in=review_ids).order_by("id"):
@@ -69,7 +69,7 @@ def review_violations(review_ids: Iterable) -> list[str]:
     history = dict(
         ContentReview.history.model.objects.filter(id__in=review_ids).values_list("id").annotate(n=Count("history_id"))
     )
-    for review in ContentReview.objects.filter(pk__in=review_ids).select_related("decision"):
+    for review in ContentReview.objects.filter(pk__in=review_ids).select_related("decision", "content"):
         log = logs.get(review.pk, [])
         for t in log:
             if (t.from_status, t.to_status, t.cause) not in LEGAL:
@@ -82,6 +82,11 @@ def review_violations(review_ids: Iterable) -> list[str]:
             problems.append(f"{review.pk}: version/history ({review.version}/{history.get(review.pk)}) vs {len(log)} transitions")
         if review.status in FINAL_STATUSES and not _decision_matches(review, log):
             problems.append(f"{review.pk}: {review.status} without a matching decision")
+        # A review waits in exactly one human queue while, and only while, it is in manual_review
+        # with content left to judge (an erased one waits in none).
+        waits = review.status == S.MANUAL_REVIEW and review.content.erased_at is None
+        if waits != bool(review.queue and review.queue_order_at):
+            problems.append(f"{review.pk}: {review.status} with queue {review.queue or 'none'}")
         if review.status == S.PROCESSING:
             live = ModerationRequest.objects.filter(idempotency_key=review.active_idempotency_key).first()
             if live is None or live.review_id != review.pk or live.status not in OPEN_REQUEST_STATUSES:
@@ -90,7 +95,8 @@ def review_violations(review_ids: Iterable) -> list[str]:
 
 
 def pipeline_violations(review_ids: Iterable) -> list[str]:
-    """Invariants 3, 4, 5 and 7 across the reviews' operations, decisions and callbacks."""
+    """Invariants 3, 4, 5 and 7 across the reviews' operations, decisions and callbacks, and 9 for
+    moderators' rejections (each names its violation category)."""
     problems = []
     provider = Decision.objects.filter(review_id__in=review_ids, source=DecisionSource.PROVIDER).select_related("request")
     for decision in provider:
@@ -105,6 +111,9 @@ def pipeline_violations(review_ids: Iterable) -> list[str]:
     if ModerationRequest.objects.filter(review_id__in=review_ids, idempotency_key__isnull=True).exists():
         problems.append("an operation without a stored key")
     decisions = Decision.objects.filter(review_id__in=review_ids)
+    uncategorised = decisions.filter(source=DecisionSource.MODERATOR, label=S.REJECTED, category="")
+    problems += [f"decision {d}: a moderator's rejection without a violation category"
+                 for d in uncategorised.values_list("pk", flat=True)]
     if DecisionNotification.objects.filter(decision__in=decisions).count() != decisions.count():
         problems.append("decisions and notifications do not pair one to one")
     crossings = ReportEscalation.objects.filter(review_id__in=review_ids)

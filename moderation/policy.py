@@ -1,4 +1,5 @@
-"""Applying a moderation policy to a text and a provider result: pure functions, no database access.
+"""Applying a moderation policy: to a text and a provider result, and to a review entering a human
+queue. Pure functions, no database access.
 
 `decide` is the one decision function of the pipeline: the policy's watched-term rules
 (moderation.rules) beside its thresholds over the model's scores (`evaluate`).
@@ -6,11 +7,23 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
 from django.conf import settings
 
 from moderation.language import Detection
-from moderation.models import DECISION_LABELS, Content, ContentKind, ModerationPolicy, ReviewStatus, RuleAction
+from moderation.models import (
+    DECISION_LABELS,
+    Cause,
+    Content,
+    ContentKind,
+    ModerationPolicy,
+    ReviewQueue,
+    ReviewStatus,
+    RuleAction,
+)
 from moderation.providers import ModerationResult
 from moderation.providers.base import text_values
 from moderation.rules import RuleMatch, rule_matches, validate_term_lists
@@ -31,19 +44,11 @@ class Verdict:
     model_used: bool = True
 
 
-# The categories every policy knows: those the providers score (the bundled model's and the
-# OpenAI moderation taxonomy's). A policy adds any it names in its per-category thresholds.
-BASE_CATEGORIES = (
-    "harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent", "profanity",
-    "self-harm", "self-harm/instructions", "self-harm/intent", "sexual", "sexual/minors", "violence",
-    "violence/graphic",
-)
-
-
 def policy_categories(policy: ModerationPolicy) -> list[str]:
     """The violation categories of a policy version (what reports, rules and moderators may name):
-    the providers' own, those its per-category thresholds name, and its rules' categories."""
-    return sorted({*BASE_CATEGORIES, *policy.category_thresholds, *(r["category"] for r in policy.term_lists)})
+    its list, any category it sets thresholds for, and its rules' categories (importing a term list
+    for a new category creates that category)."""
+    return sorted({*policy.categories, *policy.category_thresholds, *(r["category"] for r in policy.term_lists)})
 
 
 def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
@@ -188,7 +193,94 @@ def validate_policy(fields: dict) -> list[str]:
         errors.append(f"model languages must be a list of codes the detector knows: {', '.join(languages)}")
     if fields.get("unjudged_label", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, ReviewStatus.APPROVED):
         errors.append("unjudged_label must be manual_review or approved")
+    if "categories" in fields:
+        errors += validate_categories(fields["categories"])
+    errors += validate_priority_weights(fields)
     return errors
+
+
+_CATEGORY_NAME = re.compile(r"^[a-z0-9][a-z0-9_/-]{0,63}$")
+
+
+def validate_categories(value: object) -> list[str]:
+    """Errors in a policy's list of violation categories (empty when valid)."""
+    if not isinstance(value, list) or not value:
+        return ["categories must be a non-empty list of names"]
+    errors = [f"category {name!r}: lowercase letters, digits, '_', '-' or '/', at most 64"
+              for name in value if not isinstance(name, str) or not _CATEGORY_NAME.match(name)]
+    if len(set(map(str, value))) != len(value):
+        errors.append("categories must not repeat")
+    return errors
+
+
+PRIORITY_WEIGHTS = ("priority_score_weight", "priority_report_weight", "priority_appeal_weight",
+                    "priority_age_points_per_hour")
+
+
+def validate_priority_weights(fields: dict) -> list[str]:
+    """Weights are finite numbers >= 0; waiting must earn points (> 0), or an old review could
+    wait behind new urgent ones forever."""
+    errors = []
+    for name in PRIORITY_WEIGHTS:
+        if name not in fields:
+            continue
+        value = fields[name]
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1e6:
+            errors.append(f"{name} must be a number between 0 and 1000000")
+    age = fields.get("priority_age_points_per_hour")
+    if isinstance(age, int | float) and not isinstance(age, bool) and age == 0:
+        errors.append("priority_age_points_per_hour must be above 0 (waiting must count)")
+    return errors
+
+
+# --- the human queues ------------------------------------------------------------------------
+
+# Which queue a review waits in, by the cause that sent it to manual_review.
+QUEUE_FOR_CAUSE = {
+    Cause.PROVIDER_RESULT: ReviewQueue.LOW_CONFIDENCE,
+    Cause.PROVIDER_CALLBACK: ReviewQueue.LOW_CONFIDENCE,
+    Cause.PROVIDER_FAILED: ReviewQueue.PROVIDER_FAILURES,
+    Cause.MANUAL_ESCALATION: ReviewQueue.ESCALATIONS,
+    Cause.USER_REPORTS: ReviewQueue.REPORTS,
+    Cause.APPEAL: ReviewQueue.APPEALS,
+}
+
+
+_MAX_HOURS_AHEAD = 24 * 365 * 10
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    queue: str
+    priority: float
+    queued_at: datetime
+    # The order key: the entry time moved earlier by the priority, at the policy's exchange rate
+    # of points per hour waited. Ordering by it serves the most urgent first, and a review that
+    # has waited long enough overtakes newer, more urgent ones (no starvation).
+    order_at: datetime
+
+
+def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: int = 0, appealed: bool = False) -> float:
+    """Priority points of a review entering a human queue: the model's top category score, the
+    distinct users who reported it, and whether its owner appealed, weighted by the policy."""
+    top = max((float(v) for v in (category_scores or {}).values()), default=0.0)
+    return round(
+        policy.priority_score_weight * top
+        + policy.priority_report_weight * max(report_count, 0)
+        + policy.priority_appeal_weight * (1 if appealed else 0),
+        4,
+    )
+
+
+def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: int = 0,
+                now: datetime) -> QueueEntry:
+    """Where and how urgently a review waits when `cause` sends it to manual_review."""
+    queue = QUEUE_FOR_CAUSE.get(cause, ReviewQueue.LOW_CONFIDENCE)
+    points = priority(policy, category_scores=category_scores, report_count=report_count,
+                      appealed=cause == Cause.APPEAL)
+    # Capped at ten years ahead: any priority beyond that is "first", and the date stays valid.
+    ahead = timedelta(hours=min(points / policy.priority_age_points_per_hour, _MAX_HOURS_AHEAD))
+    return QueueEntry(queue=queue, priority=points, queued_at=now, order_at=now - ahead)
 
 
 def validate_category_thresholds(value: object) -> list[str]:

@@ -2,16 +2,49 @@ from __future__ import annotations
 
 from django import forms
 
-from moderation.models import ReviewStatus
+from moderation import services
+from moderation.models import NOTE_MAX_CHARS, ReviewQueue, ReviewStatus
+from moderation.policy import policy_categories
+
+LABELS = [(ReviewStatus.APPROVED, "Approve"), (ReviewStatus.REJECTED, "Reject")]
 
 
-class OverrideForm(forms.Form):
-    label = forms.ChoiceField(
-        choices=[(ReviewStatus.APPROVED, "Approve"), (ReviewStatus.REJECTED, "Reject")], widget=forms.RadioSelect
-    )
+def _category_field() -> forms.ChoiceField:
+    return forms.ChoiceField(required=False, label="Violation category (a rejection needs one)")
+
+
+class CategoryChoicesMixin:
+    """The violation categories of the active policy, read when the form is built."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        categories = policy_categories(services.policy_active())
+        self.fields["category"].choices = [("", "—")] + [(c, c) for c in categories]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("label") == ReviewStatus.REJECTED and not data.get("category"):
+            self.add_error("category", "a rejection needs a violation category")
+        return data
+
+
+class DecideForm(CategoryChoicesMixin, forms.Form):
+    """The decide panel: approve or reject, the violation category, the reason the client's
+    statement of reasons is built from, and an internal note only moderators see."""
+
+    label = forms.ChoiceField(choices=LABELS, widget=forms.RadioSelect)
+    category = _category_field()
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2000)
-    # The version the moderator was looking at: a review that changed since is not overridden blindly.
+    note = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=NOTE_MAX_CHARS, required=False,
+                           label="Internal note (optional, never shown to the client)")
+    # The version the moderator was looking at: a review that changed since is not decided blindly.
     version = forms.IntegerField(widget=forms.HiddenInput)
+    # The queue the moderator works: "decide and next" takes the next review from it.
+    queue = forms.ChoiceField(choices=[("", "")] + ReviewQueue.choices, required=False, widget=forms.HiddenInput)
+
+
+class NoteForm(forms.Form):
+    text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=NOTE_MAX_CHARS, label="Note")
 
 
 class ReasonForm(forms.Form):
@@ -19,8 +52,9 @@ class ReasonForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
 
-class BulkOverrideForm(forms.Form):
-    label = OverrideForm.base_fields["label"]
+class BulkOverrideForm(CategoryChoicesMixin, forms.Form):
+    label = forms.ChoiceField(choices=LABELS, widget=forms.RadioSelect)
+    category = _category_field()
     reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2000)
 
 

@@ -1,4 +1,5 @@
-"""The moderator's workplace: the review list, the timeline page, actions and the queue.
+"""The moderator's workplace: the review list, the queues, the review page (content first, then
+the model's scores, the decide panel, notes and the timeline) and the actions.
 
 Every action goes through the same services as the API, tasks and commands; the admin only
 parses, checks the permission, calls, and says what happened.
@@ -6,30 +7,42 @@ parses, checks the permission, calls, and says what happened.
 
 from __future__ import annotations
 
+import secrets
 from collections import Counter
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
+from django.db.models.functions import Substr
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html
+from django.utils.text import Truncator
 from django.utils.timesince import timesince
 from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyHistoryMixin, ReadOnlyPermissionsMixin
 from audit.models import Actor
-from moderation.observability.timeline import review_timeline
 from moderation import services
+from moderation.admin import review_page
 from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
-from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, OverrideForm, ReasonForm
-from moderation.errors import ModerationError
-from moderation.models import ContentReview, ModerationRequest, ReviewStatus
+from moderation.admin.paginator import EstimatedCountPaginator
+from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, DecideForm, NoteForm, ReasonForm
+from moderation.errors import ModerationError, StaleVersion
+from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
 from moderation.observability.search import review_ids_matching
+from moderation.observability.timeline import review_timeline
+from moderation.observability.workplace import queue_figures
+
+EXCERPT_CHARS = 200
+QUEUE_PAGE_ROWS = 50
 
 PERMISSIONS = {
     "override": "moderation.override_review",
@@ -49,6 +62,7 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
             if review.status == data["label"]:
                 return f"already {review.get_status_display().lower()}"
             services.review_override(review_id=review.pk, label=data["label"], reason=data["reason"],
+                                     category=data.get("category", ""), note=data.get("note", ""),
                                      moderator=request.user, expected_version=version)
         elif action == "escalate":
             services.review_escalate(review_id=review.pk, reason=data["reason"], moderator=request.user,
@@ -56,14 +70,38 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
         else:
             services.review_reprocess(review_id=review.pk, actor=Actor.ADMIN, actor_id=str(request.user),
                                       reason=data.get("reason", ""), user=request.user, expected_version=version)
+    except StaleVersion as exc:  # what changed since the moderator looked, and that nothing was applied
+        return f"{exc.reason}. Nothing was applied: look again at the review as it is now"
     except ModerationError as exc:
         return getattr(exc, "reason", None) or str(exc)
     return None
 
 
+def with_excerpts(reviews) -> list[ContentReview]:
+    """Set `excerpt` on each review: its text's first characters, cut in the database."""
+    reviews = list(reviews)
+    excerpts = dict(Content.objects.filter(pk__in=[r.content_id for r in reviews])
+                    .values_list("pk", Substr("text", 1, EXCERPT_CHARS + 1)))
+    for review in reviews:
+        review.excerpt = excerpts.get(review.content_id, "")
+    return reviews
+
+
+class ReviewChangeList(ChangeList):
+    """The excerpts are read for the page shown, after it is cut: the count (or its estimate)
+    and the page query stay on the review table and its indexes."""
+
+    def get_results(self, request):
+        super().get_results(request)
+        with_excerpts(self.result_list)  # fills the page queryset's cache; the template reads it
+
+
 class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
-    list_display = ["short_id", "status", "kind", "client", "provider", "age", "decision_summary", "moderator_claim"]
-    list_filter = ["status", DecisionSourceFilter, CallbackTroubleFilter, StuckFilter, "content__kind", "client"]
+    list_display = ["short_id", "status", "content_excerpt", "kind", "top_category", "badges", "client", "provider",
+                    "age", "decision_summary", "moderator_claim"]
+    list_display_links = None  # the review id links to the review page, not to a change form
+    list_filter = ["status", "queue", DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
+                   ("content__kind", admin.ChoicesFieldListFilter), "client"]
     search_fields = ["content__external_id"]
     search_help_text = (
         "Review id, content id, external id, idempotency key, provider request id or provider event id."
@@ -73,6 +111,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     actions = ["override_selected", "escalate_selected", "reprocess_selected"]
     inlines = [AppealInline, ReportInline]
     change_list_template = "admin/moderation/contentreview/change_list.html"
+    ordering = ["-created_at"]  # newest first; the queues have their own order (queues_view)
+    # No count(*) of a large table: the planner's estimate (moderation/admin/paginator.py).
+    paginator = EstimatedCountPaginator
     show_full_result_count = False
     list_per_page = 50
 
@@ -80,15 +121,47 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
 
     def get_queryset(self, request):
         latest_provider = ModerationRequest.objects.filter(review=OuterRef("pk")).order_by("-id").values("provider")[:1]
-        return super().get_queryset(request).annotate(provider_name=Subquery(latest_provider))
+        # A page of 100,000-character texts is not loaded: the list reads excerpts (ReviewChangeList).
+        return (super().get_queryset(request).defer("content__text", "content__metadata")
+                .annotate(provider_name=Subquery(latest_provider)))
+
+    def get_changelist(self, request, **kwargs):
+        return ReviewChangeList
 
     @admin.display(description="review", ordering="id")
     def short_id(self, review):
-        return str(review.pk)[:8]
+        return format_html('<a href="{}" class="review-link">{}</a>', self._timeline_url(review.pk), str(review.pk)[:8])
+
+    @admin.display(description="content")
+    def content_excerpt(self, review):
+        if review.excerpt:
+            return format_html('<span class="excerpt">{}</span>', Truncator(review.excerpt).chars(EXCERPT_CHARS))
+        if review.content.media_url:
+            return format_html('<span class="excerpt">{} at <code>{}</code></span>', review.content.kind,
+                               review_page.media_host(review.content.media_url))
+        return "—"
 
     @admin.display(description="content type", ordering="content__kind")
     def kind(self, review):
         return review.content.kind
+
+    @admin.display(description="top category")
+    def top_category(self, review):
+        top = review_page.top_category(review.decision)
+        return f"{top[0]} {top[1]:.2f}" if top else "—"
+
+    @admin.display(description="queue")
+    def badges(self, review):
+        if review.status != ReviewStatus.MANUAL_REVIEW or not review.queue:
+            return ""
+        waited = timezone.now() - review.queued_at if review.queued_at else timedelta(0)
+        late = waited.total_seconds() > settings.MODERATION_QUEUE_SLA_S
+        return format_html(
+            '<span class="badge queue-{}">{}</span> <span class="badge">priority {}</span> '
+            '<span class="badge{}" title="waiting in the queue">{}{}</span>',
+            review.queue, review.get_queue_display(), f"{review.priority or 0:.0f}", " late" if late else "",
+            timesince(review.queued_at, timezone.now()) if review.queued_at else "—", " (past SLA)" if late else "",
+        )
 
     @admin.display(description="provider")
     def provider(self, review):
@@ -103,7 +176,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         if review.decision is None:
             return "—"
         score = f" {review.decision.score:.2f}" if review.decision.score is not None else ""
-        return f"{review.decision.label} ({review.decision.source}{score})"
+        category = f", {review.decision.category}" if review.decision.category else ""
+        return f"{review.decision.label} ({review.decision.source}{score}{category})"
 
     @admin.display(description="moderator")
     def moderator_claim(self, review):
@@ -111,9 +185,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             return str(review.claimed_by)
         return ""
 
-    @admin.display(description="timeline")
+    @admin.display(description="review page")
     def timeline_link(self, review):
-        return format_html('<a class="button" href="{}">Open the timeline</a>', self._timeline_url(review.pk))
+        return format_html('<a class="button" href="{}">Open the review page</a>', self._timeline_url(review.pk))
 
     def get_search_results(self, request, queryset, search_term):
         if not search_term.strip():
@@ -136,49 +210,106 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     def get_urls(self):
         own = [
             path("review-next/", self.admin_site.admin_view(self.review_next_view), name="moderation_contentreview_next"),
+            path("queues/", self.admin_site.admin_view(self.queues_view), name="moderation_contentreview_queues"),
             path("<uuid:object_id>/timeline/", self.admin_site.admin_view(self.timeline_view),
                  name="moderation_contentreview_timeline"),
             path("<uuid:object_id>/act/<str:action>/", self.admin_site.admin_view(self.act_view),
                  name="moderation_contentreview_act"),
+            path("<uuid:object_id>/note/", self.admin_site.admin_view(self.note_view),
+                 name="moderation_contentreview_note"),
             path("<uuid:object_id>/release/", self.admin_site.admin_view(self.release_view),
                  name="moderation_contentreview_release"),
+            path("<uuid:object_id>/skip/", self.admin_site.admin_view(self.skip_view),
+                 name="moderation_contentreview_skip"),
         ]
         return own + super().get_urls()
 
     def _timeline_url(self, review_id) -> str:
         return reverse("admin:moderation_contentreview_timeline", args=[review_id])
 
+    def _queues_url(self, queue: str = "") -> str:
+        return reverse("admin:moderation_contentreview_queues") + (f"?queue={queue}" if queue else "")
+
+    def _page(self, request, template: str, title: str, **context):
+        nonce = secrets.token_urlsafe(16)
+        response = TemplateResponse(request, template, {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "title": title, "csp_nonce": nonce,
+            **context,
+        })
+        response["Content-Security-Policy"] = review_page.CSP.format(nonce=nonce)
+        return response
+
     def timeline_view(self, request, object_id):
+        """The review page: the whole content, the model's scores against the thresholds, the
+        decide panel, the notes, then the timeline."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         review = get_object_or_404(
-            ContentReview.objects.select_related("content", "client", "decision__policy", "claimed_by"), pk=object_id
+            ContentReview.objects.select_related("content", "client", "decision__policy", "decision__moderator",
+                                                 "claimed_by"), pk=object_id
         )
         can = {action: request.user.has_perm(perm) for action, perm in PERMISSIONS.items()}
-        is_final = review.is_final
-        context = {
-            **self.admin_site.each_context(request),
-            "opts": self.model._meta,
-            "title": f"Timeline of review {review.pk}",
-            "review": review,
-            "entries": review_timeline(review),
-            "override_form": OverrideForm(initial={"version": review.version}) if can["override"] and is_final else None,
-            "escalate_form": ReasonForm(initial={"version": review.version})
+        is_final, version = review.is_final, {"version": review.version}
+        policy = services.policy_active()
+        scored = review_page.model_decision(review)
+        queue = request.GET.get("queue") or review.queue
+        return self._page(
+            request, "admin/moderation/contentreview/timeline.html", f"Review {str(review.pk)[:8]}",
+            review=review,
+            entries=review_timeline(review, notes=True),
+            media_host=review_page.media_host(review.content.media_url),
+            metadata=review_page.metadata_rows(review.content.metadata),
+            scored_decision=scored,
+            scores=review_page.score_rows(scored, policy),
+            decide_form=DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""})
+            if can["override"] and is_final else None,
+            escalate_form=ReasonForm(initial=version)
             if can["escalate"] and review.status in (ReviewStatus.PENDING, ReviewStatus.PROCESSING) else None,
-            "reprocess_form": ReasonForm(initial={"version": review.version}) if can["reprocess"] and is_final else None,
-            "claimed_by_me": review.claimed_by_id == request.user.pk
+            reprocess_form=ReasonForm(initial=version) if can["reprocess"] and is_final else None,
+            note_form=NoteForm() if can["override"] or can["escalate"] else None,
+            notes=ModeratorNote.objects.filter(review=review).select_related("author", "decision"),
+            claimed_by_me=review.claimed_by_id == request.user.pk
             and review.claim_expires_at and review.claim_expires_at > timezone.now(),
-            "reports": list(review.reports.order_by("created_at")[:50]),
-            "report_count": review.reports.count(),
-            "appeal": review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
-        }
-        return TemplateResponse(request, "admin/moderation/contentreview/timeline.html", context)
+            queue=queue,
+            reports=list(review.reports.order_by("created_at")[:50]),
+            report_count=review.reports.count(),
+            appeal=review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
+        )
+
+    def queues_view(self, request):
+        """Each named queue's depth and oldest wait, and the chosen queue's first reviews in the
+        order "Review next" hands them out."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        figures = queue_figures()
+        chosen = request.GET.get("queue", "")
+        if chosen not in ReviewQueue.values:
+            chosen = next((q.queue for q in figures if q.depth), ReviewQueue.LOW_CONFIDENCE.value)
+        waiting = with_excerpts(
+            ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen)
+            .select_related("content", "decision", "claimed_by").defer("content__text", "content__metadata")
+            .order_by("queue_order_at", "id")[:QUEUE_PAGE_ROWS]
+        )
+        now = timezone.now()
+        rows = [{
+            "review": review,
+            "excerpt": self.content_excerpt(review),
+            "top": self.top_category(review),
+            "waited": timesince(review.queued_at, now) if review.queued_at else "—",
+            "late": bool(review.queued_at) and (now - review.queued_at).total_seconds() > settings.MODERATION_QUEUE_SLA_S,
+            "holder": self.moderator_claim(review),
+        } for review in waiting]
+        return self._page(
+            request, "admin/moderation/contentreview/queues.html", "Moderation queues",
+            figures=figures, chosen=chosen, chosen_label=ReviewQueue(chosen).label, rows=rows,
+            can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
+        )
 
     def act_view(self, request, object_id, action):
         if request.method != "POST" or action not in PERMISSIONS:
             raise PermissionDenied
         review = get_object_or_404(ContentReview, pk=object_id)
-        form = (OverrideForm if action == "override" else ReasonForm)(request.POST)
+        form = (DecideForm if action == "override" else ReasonForm)(request.POST)
         if action == "reprocess" and not request.POST.get("reason", "").strip():
             form = ReasonForm({**request.POST.dict(), "reason": "reprocessed from the admin"})
         if not form.is_valid():
@@ -188,25 +319,66 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         refused = act(request, action, review, form.cleaned_data)
         if refused:
             self.message_user(request, f"Not {DONE[action]}: {refused}", messages.ERROR)
-        else:
-            self.message_user(request, f"Review {DONE[action]}.", messages.SUCCESS)
+            return HttpResponseRedirect(self._timeline_url(review.pk))
+        self.message_user(request, f"Review {DONE[action]}.", messages.SUCCESS)
+        if action == "override" and "decide_and_next" in request.POST:
+            return self._next(request, form.cleaned_data.get("queue") or None)
         return HttpResponseRedirect(self._timeline_url(review.pk))
+
+    def _next(self, request, queue: str | None, skip=None):
+        """Lease the next review of `queue` (every queue when None) and open it."""
+        review = services.review_take_next(moderator=request.user, queue=queue, skip=skip)
+        if review is None:
+            where = f"The {ReviewQueue(queue).label.lower()} queue" if queue else "Every queue"
+            self.message_user(request, f"{where} is empty.", messages.INFO)
+            return HttpResponseRedirect(self._queues_url(queue or ""))
+        return HttpResponseRedirect(self._timeline_url(review.pk) + (f"?queue={queue}" if queue else ""))
 
     def review_next_view(self, request):
         if request.method != "POST" or not self.has_override_permission(request):
             raise PermissionDenied
-        review = services.review_take_next(moderator=request.user)
-        if review is None:
-            self.message_user(request, "The manual review queue is empty.", messages.INFO)
-            return HttpResponseRedirect(reverse("admin:moderation_contentreview_changelist"))
-        return HttpResponseRedirect(self._timeline_url(review.pk))
+        queue = request.POST.get("queue") or None
+        if queue is not None and queue not in ReviewQueue.values:
+            self.message_user(request, f"There is no queue {queue!r}.", messages.ERROR)
+            return HttpResponseRedirect(self._queues_url())
+        return self._next(request, queue)
+
+    def note_view(self, request, object_id):
+        if request.method != "POST" or not (self.has_override_permission(request)
+                                            or self.has_escalate_permission(request)):
+            raise PermissionDenied
+        form = NoteForm(request.POST)
+        if not form.is_valid():
+            errors = "; ".join(" ".join(e) for e in form.errors.values())
+            self.message_user(request, f"Note not added: {errors}", messages.ERROR)
+        else:
+            try:
+                services.review_note_add(review_id=object_id, author=request.user, text=form.cleaned_data["text"])
+                self.message_user(request, "Note added.", messages.SUCCESS)
+            except ContentReview.DoesNotExist:
+                raise PermissionDenied from None
+            except ModerationError as exc:
+                self.message_user(request, f"Note not added: {exc}", messages.ERROR)
+        return HttpResponseRedirect(self._timeline_url(object_id))
 
     def release_view(self, request, object_id):
         if request.method != "POST":
             raise PermissionDenied
-        services.review_release(review_id=object_id, moderator=request.user)
-        self.message_user(request, "Review returned to the queue.", messages.INFO)
+        if services.review_release(review_id=object_id, moderator=request.user):
+            self.message_user(request, "Review returned to the queue.", messages.INFO)
+        else:
+            self.message_user(request, "You do not hold this review: nothing to return.", messages.WARNING)
         return HttpResponseRedirect(reverse("admin:moderation_contentreview_changelist"))
+
+    def skip_view(self, request, object_id):
+        """Pass over this review: return it to its queue and take the next one there."""
+        if request.method != "POST" or not self.has_override_permission(request):
+            raise PermissionDenied
+        queue = request.POST.get("queue") or None
+        if queue is not None and queue not in ReviewQueue.values:
+            queue = None
+        services.review_release(review_id=object_id, moderator=request.user)
+        return self._next(request, queue, skip=object_id)
 
     # --- bulk actions: each review in its own transaction, each outcome reported ---------------
 

@@ -1,10 +1,12 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
-user reports and appeals (reports.py) and erasure tombstones (erasure.py)."""
+user reports and appeals (reports.py), moderators' notes (notes.py) and erasure tombstones
+(erasure.py)."""
 
 from moderation.models.core import *  # noqa: F403
 from moderation.models.core import __all__ as _core
 from moderation.models.api import IdempotencyRecord
 from moderation.models.erasure import ContentErasure
+from moderation.models.notes import NOTE_MAX_CHARS, ModeratorNote
 from moderation.models.outbox import DecisionNotification, NotificationAttempt, NotificationKind, NotificationStatus
 from moderation.models.reports import (
     APPEAL_STATEMENT_MAX,
@@ -19,7 +21,7 @@ from moderation.models.reports import (
 )
 
 __all__ = [
-    *_core, "ContentErasure", "DecisionNotification", "IdempotencyRecord", "NotificationAttempt", "NotificationKind",
-    "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON", "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal",
-    "AppealStatus", "Report", "ReportEscalation", "appeal_outcome",
+    *_core, "ContentErasure", "DecisionNotification", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
+    "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
+    "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "Report", "ReportEscalation", "appeal_outcome",
 ]

@@ -126,6 +126,16 @@ class Cause(models.TextChoices):
     CONTENT_ERASED = "content_erased"
 
 
+class ReviewQueue(models.TextChoices):
+    """The named queues of `manual_review` reviews, each fed by the cause that sent it there."""
+
+    LOW_CONFIDENCE = "low_confidence", "Low-confidence model results"
+    REPORTS = "reports", "User reports"
+    APPEALS = "appeals", "Appeals"
+    PROVIDER_FAILURES = "provider_failures", "Provider failures"
+    ESCALATIONS = "escalations", "Escalated by a moderator"
+
+
 # Causes whose transition lands on the decision's label (the others have one fixed target).
 LABELLED_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE)
 
@@ -162,11 +172,19 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     claim_expires_at = models.DateTimeField(null=True, blank=True)
     # Since when this review waits for its provider's circuit to let work through.
     provider_wait_since = models.DateTimeField(null=True, blank=True)
+    # Its place among the humans' work, set when it enters manual_review and cleared when it
+    # leaves (`moderation.policy.queue_entry`): the queue, the priority points it entered with,
+    # when it entered, and its order key (the entry time moved earlier by its priority).
+    queue = models.CharField(max_length=24, choices=ReviewQueue.choices, blank=True, default="", db_default="")
+    priority = models.FloatField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    queue_order_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     history = HistoricalRecords(
-        excluded_fields=["last_enqueued_at", "claimed_by", "claim_expires_at", "provider_wait_since"],
+        excluded_fields=["last_enqueued_at", "claimed_by", "claim_expires_at", "provider_wait_since",
+                         "queue", "priority", "queued_at", "queue_order_at"],
         get_user=history_user,
     )
 
@@ -175,6 +193,8 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
             models.Index(fields=["client", "status", "-created_at"], name="review_client_status_idx"),
             models.Index(fields=["client", "-created_at"], name="review_client_created_idx"),
             models.Index(fields=["status", "-created_at"], name="review_status_created_idx"),
+            # The review list's default order (newest first) without a sort of the whole table.
+            models.Index(fields=["created_at", "id"], name="review_created_idx"),
             # The sweeper's scan for lost jobs: pending reviews by when their job was enqueued
             # (submit and reprocess always set it).
             models.Index(
@@ -182,8 +202,16 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
                 name="review_pending_enqueued_idx",
                 condition=Q(status="pending"),
             ),
-            # The moderation queue: manual_review reviews, oldest decision first.
-            models.Index(fields=["completed_at"], name="review_queue_idx", condition=Q(status="manual_review")),
+            # The moderation queues: "review next" and the queue page walk these in order, one
+            # named queue at a time or all of them together. The included columns let the queue
+            # figures (depth, leases, oldest wait) be counted from the index alone.
+            models.Index(
+                fields=["queue", "queue_order_at", "id"], name="review_queue_order_idx",
+                include=["queued_at", "claim_expires_at"], condition=Q(status="manual_review"),
+            ),
+            models.Index(
+                fields=["queue_order_at", "id"], name="review_any_queue_order_idx", condition=Q(status="manual_review")
+            ),
             models.Index(
                 fields=["provider_wait_since"], name="review_waiting_idx", condition=Q(provider_wait_since__isnull=False)
             ),
@@ -461,6 +489,10 @@ class Decision(models.Model):
                 fields=["request"], condition=Q(source="provider"), name="decision_one_per_request"
             ),
         ]
+        # The workload and overturn figures read only moderators' decisions.
+        indexes = [
+            models.Index(fields=["created_at"], name="decision_moderator_idx", condition=Q(source="moderator")),
+        ]
 
     def __str__(self) -> str:
         return f"{self.label} by {self.source}"
@@ -487,6 +519,15 @@ class RuleAction(models.TextChoices):
 def default_model_languages() -> list[str]:
     """The bundled model (alt-profanity-check) was trained on English only."""
     return ["en"]
+
+
+# The violation categories a new installation starts with: the OpenAI moderation names the
+# providers score, the local model's `profanity`, and `spam`, which no model here scores.
+DEFAULT_CATEGORIES = ["harassment", "hate", "illicit", "profanity", "self-harm", "sexual", "spam", "violence"]
+
+
+def default_categories() -> list[str]:
+    return list(DEFAULT_CATEGORIES)
 
 
 class ModerationPolicy(models.Model):
@@ -532,6 +573,20 @@ class ModerationPolicy(models.Model):
         db_default=ReviewStatus.MANUAL_REVIEW,
         help_text="Decision for a text in a language the model cannot judge when no rule matched.",
     )
+    categories = models.JSONField(
+        default=default_categories,
+        blank=True,
+        help_text="The violation categories a moderator chooses from (a rejection names one).",
+    )
+    # How the human queues are ordered (moderation.policy.priority): points for the model's top
+    # category score, for each distinct reporter and for an appeal; waiting earns points too, so
+    # nothing starves behind a stream of urgent work.
+    priority_score_weight = models.FloatField(default=100, help_text="Points for a top category score of 1.0.")
+    priority_report_weight = models.FloatField(default=15, help_text="Points for each user report.")
+    priority_appeal_weight = models.FloatField(default=40, help_text="Points for an appeal.")
+    priority_age_points_per_hour = models.FloatField(
+        default=10, help_text="Points a review earns for each hour it waits (above 0)."
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
@@ -557,4 +612,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ModerationPolicy", "RuleAction", "default_model_languages", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

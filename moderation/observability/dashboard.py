@@ -1,4 +1,5 @@
-"""The admin index's figures: reviews by status, stuck ones, and the last day's non-events."""
+"""The admin index's figures: reviews by status, stuck ones, the last day's non-events, and the
+human work (moderation.observability.workplace)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
+from moderation.observability import workplace
 from moderation.models import ContentReview, ProviderCircuit, ResultOutcome, ReviewStatus
 from moderation.selectors import stuck_reviews
 
@@ -31,4 +33,8 @@ def dashboard_figures(now: datetime | None = None) -> dict:
         "lost_claims_24h": events.get(EventKind.CLAIM_LOST, 0),
         "illegal_24h": events.get(EventKind.ILLEGAL_TRANSITION, 0),
         "circuits": list(ProviderCircuit.objects.order_by("provider")),
+        "queues": workplace.queue_figures(now),
+        "decisions_per_moderator": workplace.decisions_per_moderator(now=now),
+        "overturns": workplace.overturn_rates(),
+        "time_in_queue": workplace.time_in_queue(now=now),
     }

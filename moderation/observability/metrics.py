@@ -39,6 +39,7 @@ from prometheus_client.core import (
 from audit.admin_base import is_operator
 from audit.models import EventKind, PipelineEvent, PrunedTally
 from callbacks.models import ProviderCallback
+from moderation.observability import workplace
 from moderation.selectors import stuck_requests
 from moderation.models import (
     Appeal,
@@ -98,6 +99,44 @@ class PipelineCollector:
         yield from self._backlogs()
         yield self._latency()
         yield from self._reports_and_appeals()
+        yield from self._workplace()
+
+    def _workplace(self):
+        """The human queues and the humans' work (moderation.observability.workplace)."""
+        depth = GaugeMetricFamily("moderation_queue_depth", "Reviews waiting in each human queue.", labels=["queue"])
+        oldest = GaugeMetricFamily("moderation_queue_oldest_age_seconds", "Age of the oldest review in each queue.",
+                                   labels=["queue"])
+        for q in workplace.queue_figures():
+            depth.add_metric([q.queue], q.depth)
+            oldest.add_metric([q.queue], q.oldest_age_s or 0)
+        yield depth
+        yield oldest
+        decisions = CounterMetricFamily("moderation_moderator_decisions", "Approvals and rejections by each moderator "
+                                        "(decisions per day: increase over 1d).", labels=["moderator", "label"])
+        for moderator, label, n in workplace.moderator_decision_totals():
+            decisions.add_metric([moderator or "", label], n)
+        yield decisions
+        labels = ["category", "policy_version"]
+        reviewed = CounterMetricFamily("moderation_model_decisions_reviewed",
+                                       "Model approvals/rejections a moderator then decided.", labels=labels)
+        overturned = CounterMetricFamily("moderation_model_decisions_overturned",
+                                         "Model approvals/rejections a moderator reversed.", labels=labels)
+        rate = GaugeMetricFamily("moderation_overturn_rate", "Overturned / reviewed model decisions.", labels=labels)
+        for o in workplace.overturn_rates():
+            key = [o.category, str(o.policy_version or "")]
+            reviewed.add_metric(key, o.reviewed)
+            overturned.add_metric(key, o.overturned)
+            rate.add_metric(key, o.rate)
+        yield reviewed
+        yield overturned
+        yield rate
+        waited = GaugeMetricFamily("moderation_time_in_queue_seconds",
+                                   "Time in queue of the reviews that left it in the last 7 days.",
+                                   labels=["queue", "quantile"])
+        for t in workplace.time_in_queue():
+            waited.add_metric([t.queue, "0.5"], t.p50_s)
+            waited.add_metric([t.queue, "0.95"], t.p95_s)
+        yield waited
 
     def _callbacks(self):
         duplicates = CounterMetricFamily("moderation_duplicate_callbacks", "Re-deliveries of callbacks already stored.", labels=["provider"])

@@ -16,18 +16,19 @@ from typing import Any
 
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
-from moderation.models import Appeal, ContentReview, Decision, ProviderAttempt, Report
+from moderation.models import Appeal, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report
 from moderation.reasons import statement_of_reasons
 
 # Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
 _RANK = {
     "submitted": 0, "job_enqueued": 1, "event": 2, "operation": 3, "attempt_started": 4, "attempt_finished": 5,
-    "callback": 6, "report": 6, "appeal": 6, "decision": 7, "transition": 8, "history": 9,
+    "callback": 6, "report": 6, "appeal": 6, "decision": 7, "transition": 8, "history": 9, "note": 10,
 }
 # What a client does not see of its own review's timeline: who at the platform handled it
 # (moderators, worker hosts), internal error texts and reasons, raw provider bodies.
 _INTERNAL_DETAIL = {"actor", "user", "error", "last_error", "detail", "change_reason", "reason", "moderator"}
-KINDS = tuple(_RANK)
+# The kinds a client can be shown: moderators' notes are internal, and the API never returns them.
+KINDS = tuple(kind for kind in _RANK if kind != "note")
 
 
 @dataclass
@@ -59,7 +60,9 @@ def _ids(**values) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if v not in (None, "")}
 
 
-def review_timeline(review: ContentReview) -> list[Entry]:
+def review_timeline(review: ContentReview, *, notes: bool = False) -> list[Entry]:
+    """Every entry of the review's timeline; moderators' internal notes only with `notes` (the
+    admin page and the operator command ask for them; the client API never does)."""
     content = review.content
     entries = [Entry(content.created_at, "submitted", f"submitted by {review.client} as {content.kind}",
                      {"external_id": content.external_id}, _ids(review_id=review.pk, content_id=content.pk),
@@ -87,6 +90,9 @@ def review_timeline(review: ContentReview) -> list[Entry]:
         entries.append(Entry(h.history_date, "history", f"history: status {h.status} (version {h.version})",
                              {"change_reason": h.history_change_reason or "", "user": str(h.history_user or "")},
                              _ids(idempotency_key=h.active_idempotency_key), f"history:{h.history_id}"))
+    if notes:
+        entries += [Entry(n.created_at, "note", f"note by {n.author}", {"text": n.text}, {}, f"note:{n.pk}")
+                    for n in ModeratorNote.objects.filter(review=review).select_related("author")]
     return sorted(entries, key=lambda e: (e.at, _RANK[e.kind], e.source))
 
 

@@ -16,6 +16,7 @@ from moderation.services.clients import api_client_authenticate, api_client_crea
 from moderation.services.idempotency import idempotency_records_expire, idempotent_call
 from moderation.services.moderator import (
     review_escalate,
+    review_note_add,
     review_override,
     review_release,
     review_reprocess,
@@ -61,6 +62,7 @@ __all__ = [
     "review_claim",
     "review_finalize",
     "review_escalate",
+    "review_note_add",
     "review_override",
     "review_release",
     "review_take_next",

@@ -7,12 +7,15 @@ from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
+from django.utils import timezone
 from django_fsm import InvalidResultState, TransitionNotAllowed
 
 from audit import context
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
-from moderation.models import TRANSITION_FOR_CAUSE, Cause, ContentReview
+from moderation.models import TRANSITION_FOR_CAUSE, Cause, ContentReview, ReviewStatus
+from moderation.policy import queue_entry
+from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
 
@@ -33,12 +36,17 @@ def transition_review(
     reason: str = "",
     history_user=None,
     update_fields: Iterable[str] = (),
+    report_count: int = 0,
 ) -> ReviewTransition:
     """Run the state machine transition for `cause`, save the review and write its audit row.
 
     Call inside `transaction.atomic()` while holding the review's row lock: the status change and
     its transition row commit together or not at all (docs/design.md, invariant 1). Raises IllegalTransition
     when the state machine refuses; the caller's transaction then rolls back whatever it wrote.
+
+    A review that lands in manual_review joins a human queue here, the one place its queue and
+    priority are computed (`report_count`: the distinct users who reported it, for the priority);
+    one that leaves manual_review leaves its queue.
     """
     from_status = review.status
     method = getattr(review, TRANSITION_FOR_CAUSE[cause])
@@ -47,6 +55,7 @@ def transition_review(
     except (TransitionNotAllowed, InvalidResultState) as exc:  # InvalidResultState: a target not allowed
         raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause) from exc
     review.version += 1
+    update_fields = [*update_fields, *_requeue(review, from_status, cause, report_count)]
     review._change_reason = cause  # simple-history: why this history row exists
     if history_user is not None:
         review._history_user = history_user
@@ -65,6 +74,27 @@ def transition_review(
         attempt_no=attempt_no,
         reason=reason,
     )
+
+
+_QUEUE_FIELDS = ("queue", "priority", "queued_at", "queue_order_at")
+
+
+def _requeue(review: ContentReview, from_status: str, cause: Cause, report_count: int) -> tuple[str, ...]:
+    """Set (or clear) the review's place in the human queues for the status it just took. An erased
+    content leaves nothing to judge: its review waits in no queue."""
+    if review.status == ReviewStatus.MANUAL_REVIEW and cause != Cause.CONTENT_ERASED:
+        decision = review.decision
+        entry = queue_entry(
+            policy_active(), cause=cause, category_scores=decision.category_scores if decision else {},
+            report_count=report_count, now=timezone.now(),
+        )
+        review.queue, review.priority = entry.queue, entry.priority
+        review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at
+        return _QUEUE_FIELDS
+    if from_status == ReviewStatus.MANUAL_REVIEW or review.queue:
+        review.queue, review.priority, review.queued_at, review.queue_order_at = "", None, None, None
+        return _QUEUE_FIELDS
+    return ()
 
 
 def record_event(

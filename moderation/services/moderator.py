@@ -1,4 +1,4 @@
-"""Human work: the moderation queue, overrides, escalations, reprocessing.
+"""Human work: the moderation queues, overrides, escalations, reprocessing, notes.
 
 A human decision is sticky: a provider result for any earlier operation finds the review no
 longer `processing` and changes nothing (docs/design.md, invariant 10). Two moderators never hold one review:
@@ -12,13 +12,22 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Case, Exists, OuterRef, Q, When
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
-from moderation.errors import AppealOpen, ClaimedByOther, ContentErased, ReasonRequired, StaleVersion
+from moderation.errors import (
+    AppealOpen,
+    ClaimedByOther,
+    ContentErased,
+    InvalidCategory,
+    NoteTooLong,
+    ReasonRequired,
+    StaleVersion,
+)
 from moderation.models import (
+    NOTE_MAX_CHARS,
     Appeal,
     AppealStatus,
     OPEN_REQUEST_STATUSES,
@@ -27,14 +36,18 @@ from moderation.models import (
     Decision,
     DecisionSource,
     ModerationRequest,
+    ModeratorNote,
     RequestStatus,
+    ReviewQueue,
     ReviewStatus,
 )
+from moderation.policy import policy_categories
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.pipeline import review_claim_locked
+from moderation.services.policy import policy_active
 
 
 def _lock_checked(review_id, expected_version: int | None, moderator=None, now: datetime | None = None) -> ContentReview:
@@ -65,23 +78,37 @@ def _required(reason: str) -> str:
     return reason
 
 
-def review_take_next(*, moderator, now: datetime | None = None) -> ContentReview | None:
-    """Lease the oldest unclaimed manual_review review to `moderator` (or give back their own).
+def review_take_next(
+    *, moderator, queue: str | None = None, skip=None, now: datetime | None = None
+) -> ContentReview | None:
+    """Lease the most urgent unclaimed review of `queue` (every queue when None) to `moderator`,
+    or give back the one they already hold there (one review at a time). `skip`: a review id
+    the moderator just passed over, not to be handed back at once.
 
+    Urgency is the order key set when the review entered its queue (moderation.policy.queue_entry).
     SKIP LOCKED: two moderators asking at once each get a different review, never the same.
     An expired lease counts as unclaimed, so an abandoned review returns to the queue.
     """
+    if queue is not None and queue not in ReviewQueue.values:
+        raise ValueError(f"unknown queue {queue!r}; one of {', '.join(ReviewQueue.values)}")
     now = now or timezone.now()
+    waiting = (
+        ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)  # nothing to judge
+        # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
+        .exclude(Exists(Appeal.objects.filter(review=OuterRef("pk"), status=AppealStatus.OPEN,
+                                              decision__moderator=moderator)))
+        .order_by("queue_order_at", "id")
+    )
+    if queue is not None:
+        waiting = waiting.filter(queue=queue)
+    if skip is not None:
+        waiting = waiting.exclude(pk=skip)
     with transaction.atomic():
+        # Two indexed reads instead of one ORDER BY CASE, which would sort the whole queue.
         review = (
-            ContentReview.objects.select_for_update(skip_locked=True, of=("self",))
-            .filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)  # nothing to judge
-            .filter(Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now) | Q(claimed_by=moderator))
-            # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
-            .exclude(Exists(Appeal.objects.filter(review=OuterRef("pk"), status=AppealStatus.OPEN,
-                                                  decision__moderator=moderator)))
-            # The moderator's own review first (one review at a time), then the oldest.
-            .order_by(Case(When(claimed_by=moderator, then=0), default=1), "completed_at", "id")
+            waiting.select_for_update(skip_locked=True, of=("self",)).filter(claimed_by=moderator, claim_expires_at__gte=now).first()
+            or waiting.select_for_update(skip_locked=True, of=("self",))
+            .filter(Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now))
             .first()
         )
         if review is None:
@@ -107,15 +134,21 @@ def review_override(
     expected_version: int | None = None,
     actor: str = Actor.ADMIN,
     category: str = "",
+    note: str = "",
 ) -> Decision:
     """A moderator's decision (manual_review|approved|rejected -> approved|rejected).
 
+    A rejection names a violation category of the active policy (an approval names none).
     With `expected_version` (what the moderator saw), a review that changed meanwhile is refused
     with StaleVersion instead of being overwritten blindly. On a review under appeal the decision
     resolves the appeal, and the moderator who made the appealed decision is refused
     (FourEyesRequired): checked under the row lock that also keeps a new appeal out meanwhile.
+    An internal `note` is written in the decision's transaction: a refused decision leaves no
+    note either.
     """
     reason = _required(reason)
+    category = _violation_category(label, category)
+    note = _note_text(note)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
         appeal = appeal_open_locked(review)
@@ -137,7 +170,37 @@ def review_override(
             update_fields=("claimed_by", "claim_expires_at"),
             appeal=appeal,
         )
+        if note:
+            ModeratorNote.objects.create(review=review, author=moderator, text=note, decision=decision)
     return decision
+
+
+def review_note_add(*, review_id, author, text: str) -> ModeratorNote:
+    """Add an internal note to a review (any status; notes never change the review)."""
+    text = _note_text(text)
+    if not text:
+        raise ReasonRequired("a note needs some text")
+    review = ContentReview.objects.only("pk").get(pk=review_id)
+    return ModeratorNote.objects.create(review=review, author=author, text=text)
+
+
+def _violation_category(label: str, category: str) -> str:
+    category = (category or "").strip()
+    if label != ReviewStatus.REJECTED:
+        return ""
+    if not category:
+        raise InvalidCategory("a rejection needs a violation category")
+    allowed = policy_categories(policy_active())
+    if category not in allowed:
+        raise InvalidCategory(f"{category!r} is not a category of the active policy ({', '.join(allowed)})")
+    return category
+
+
+def _note_text(text: str) -> str:
+    text = (text or "").strip()
+    if len(text) > NOTE_MAX_CHARS:
+        raise NoteTooLong(f"a note is at most {NOTE_MAX_CHARS} characters (this one has {len(text)})")
+    return text
 
 
 @records_illegal_transitions

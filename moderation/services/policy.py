@@ -9,7 +9,7 @@ from django.db.models import Max
 from moderation.errors import PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.policy import REPORT_THRESHOLD_DEFAULT, rule_text, validate_policy
+from moderation.policy import PRIORITY_WEIGHTS, REPORT_THRESHOLD_DEFAULT, rule_text, validate_policy
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 
@@ -23,7 +23,11 @@ POLICY_FIELDS = (
     "model_languages",
     "unjudged_label",
     "report_threshold",
+    "categories",
+    *PRIORITY_WEIGHTS,
 )
+# Fields the human queues use (categories, priority weights): left out, each takes its default.
+_WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS)
 
 DEFAULT_POLICY = {
     "reject_threshold": 0.9,
@@ -71,14 +75,23 @@ def policy_publish(
     notes: str = "",
     created_by=None,
     based_on: int | None = None,
+    **workplace,
 ) -> ModerationPolicy:
     """Publish a new policy version; past versions stay as they were (decisions point at them).
+
+    `workplace` holds the human-queue fields (`categories` and the priority weights,
+    moderation.policy.PRIORITY_WEIGHTS); each one left out takes the model's default.
 
     `based_on`: the version the caller read and changed. If another was published since,
     PolicyChanged is raised and nothing is written: publishing would silently drop that
     version's changes (two term imports at once would each lose the other's terms).
     """
+    unknown = set(workplace) - set(_WORKPLACE_FIELDS)
+    if unknown:
+        raise TypeError(f"policy_publish() got unexpected fields: {', '.join(sorted(unknown))}")
     fields = {
+        **{name: workplace[name] if workplace.get(name) is not None
+           else ModerationPolicy._meta.get_field(name).get_default() for name in _WORKPLACE_FIELDS},
         "reject_threshold": reject_threshold,
         "review_threshold": review_threshold,
         "category_thresholds": category_thresholds or {},

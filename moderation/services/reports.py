@@ -80,6 +80,7 @@ def _escalate_if_due(review: ContentReview, report_count: int) -> ReportEscalati
         Cause.USER_REPORTS,
         actor=Actor.SYSTEM,
         actor_id="report-threshold",
+        report_count=reporters,  # the reports queue orders by it
         reason=f"{reporters} users reported the decision (policy v{policy.version} threshold {policy.report_threshold})",
     )
     escalation = ReportEscalation.objects.create(

@@ -8,3 +8,15 @@ register = template.Library()
 @register.simple_tag
 def moderation_dashboard():
     return dashboard_figures()
+
+
+@register.filter
+def duration_s(seconds) -> str:
+    """A number of seconds as people read a wait: 42s, 7m 5s, 3h 12m, 2d 4h."""
+    if seconds is None:
+        return "—"
+    seconds = int(seconds)
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
+        if seconds >= size:
+            return f"{seconds // size}{unit} {seconds % size // sub_size}{sub}"
+    return f"{seconds}s"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,12 +17,13 @@ from django.conf import settings
 from django.contrib.auth.models import Group
 
 from audit.models import ReviewTransition
-from moderation.models import ContentReview
+from moderation import services
+from moderation.models import ContentReview, ModeratorNote
+from moderation.providers import ModerationResult
 from tests.helpers import decided
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
-    pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(not CHROMIUM, reason="no Chromium installed: apt-get install chromium (.ci/run does)"),
 ]
@@ -58,7 +60,7 @@ def staff(django_user_model, username: str, role: str):
 
 
 def log_in(browser, live_server, username: str):
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
     page.goto(f"{live_server.url}/admin/login/?next=/admin/")
     page.fill("#id_username", username)
     page.fill("#id_password", PASSWORD)
@@ -67,40 +69,142 @@ def log_in(browser, live_server, username: str):
     return page
 
 
-def test_a_moderator_filters_opens_a_timeline_and_overrides_with_a_reason(live_server, api_client, django_user_model, shots):
-    waiting = [decided(api_client, "manual_review") for _ in range(2)]
+def waiting(client, text: str, scores: dict[str, float], kind: str = "text", **content) -> ContentReview:
+    """A submission the model was unsure about: it waits in the low-confidence queue."""
+    review, _ = services.review_submit(client=client, external_id=f"post-{len(scores)}-{abs(hash(text))}", kind=kind,
+                                       text=text, **content)
+    request = services.review_claim(review_id=review.pk, worker_id="worker-1")
+    services.review_finalize(
+        idempotency_key=request.idempotency_key, cause="provider_result",
+        result=ModerationResult(model="omni-moderation-latest", flagged=True,
+                                categories={c: s >= 0.5 for c, s in scores.items()}, category_scores=scores),
+    )
+    review.refresh_from_db()
+    assert review.status == "manual_review"
+    return review
+
+
+THREAD = ("Replying to the thread about the parking rules.\n\n"
+          "Honestly, people like you should not be allowed near a keyboard. Everyone on this street knows "
+          "what you did last summer, and if you show up at the meeting on Thursday you will regret it.\n\n"
+          "— sent from the neighbourhood app")
+
+
+def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_by_keyboard(
+    live_server, api_client, django_user_model, shots
+):
+    unsure = waiting(api_client, "Is this sarcasm? 'Great job breaking the build again, genius.'",
+                     {"harassment": 0.53, "hate": 0.02})
+    urgent = waiting(api_client, THREAD, {"harassment": 0.88, "violence": 0.71, "hate": 0.05},
+                     metadata={"author_id": "u-4411", "thread": {"id": 981, "title": "Parking rules"}})
+    media = waiting(api_client, "", {"sexual": 0.64}, kind="image", media_url="https://cdn.example.org/uploads/8812.jpg")
     decided(api_client, "approved")
     staff(django_user_model, "mia", "moderator")
 
     with chromium() as browser:
         page = log_in(browser, live_server, "mia")
         page.goto(f"{live_server.url}/admin/moderation/contentreview/")
-        page.click("#changelist-filter >> text=Manual review")
-        page.wait_for_url("**status__exact=manual_review**")
-        listed = page.locator("#result_list tbody tr").count()
+        page.wait_for_selector("#result_list")
+        listed = page.inner_text("#result_list")
+        page.set_viewport_size({"width": 1920, "height": 900})  # every column in the picture
         page.screenshot(path=str(shots / "review-list.png"), full_page=True)
+        page.set_viewport_size({"width": 1400, "height": 900})
 
-        page.click("#review-next")  # the oldest waiting review, leased to mia
-        page.wait_for_selector("#timeline")
-        summary, before = page.inner_text("#content-main"), page.inner_text("#timeline")
-        page.screenshot(path=str(shots / "review-timeline.png"), full_page=True)
+        page.click("#open-queues")
+        page.wait_for_selector("#queue-items")
+        queue = page.inner_text("#queue-items")
+        depth = page.inner_text("#queue-low_confidence .depth")
+        page.screenshot(path=str(shots / "queues.png"), full_page=True)
 
-        page.check("#override-form input[value=rejected]")
-        page.fill("#override-form textarea", "Targeted harassment; the model was unsure.")
-        page.locator("#override-form").screenshot(path=str(shots / "override-form.png"))
-        page.click("#override-submit")
-        page.wait_for_selector(".messagelist")
-        message, status, after = page.inner_text(".messagelist"), page.inner_text("#review-status"), page.inner_text("#timeline")
+        page.click("#review-next-low_confidence")
+        page.wait_for_selector("#decide-form")
+        first_url, content, scores = page.url, page.inner_text("#content"), page.inner_text("#scores")
+        images = page.locator("#content img").count()
+        page.screenshot(path=str(shots / "review-page.png"), full_page=True)
 
-    assert listed == 2
-    assert str(waiting[0].pk) in summary
-    assert "submitted by" in before and "processing -> manual_review" in before
-    assert "Review overridden." in message and status == "Rejected"
-    assert "manual_review -> rejected (manual_override)" in after and "history: status rejected" in after
-    review = ContentReview.objects.get(pk=waiting[0].pk)
-    assert review.status == "rejected" and review.decision.reason.startswith("Targeted harassment")
-    last = ReviewTransition.objects.filter(review=review).last()
+        page.keyboard.press("r")        # reject: the category list takes the focus
+        page.keyboard.press("1")        # its first category (harassment); the focus moves to the reason
+        page.keyboard.type("Threatens a neighbour; the model was unsure.")  # letters type, no shortcut fires
+        page.keyboard.press("Escape")   # leave the field
+        page.keyboard.press("n")        # the note
+        page.keyboard.type("Same author threatened others in thread 981.")
+        page.locator("#decide-form").screenshot(path=str(shots / "decide-panel.png"))
+        page.keyboard.press("Control+Enter")  # decide and next
+        page.wait_for_url(lambda url: url != first_url and "/timeline/" in url)
+        message, second_url = page.inner_text(".messagelist"), page.url
+        page.goto(f"{live_server.url}/admin/")
+        workload = page.inner_text("#workload")
+        page.screenshot(path=str(shots / "admin-index.png"), full_page=True)
+
+    assert "Replying to the thread about the parking rules." in listed
+    assert "image at cdn.example.org" in listed
+    assert depth == "3" and queue.index("Replying to the thread") < queue.index("Is this sarcasm")
+    assert str(urgent.pk) in first_url and "?queue=low_confidence" in first_url
+    assert "you will regret it." in content and "Parking rules" in content and images == 0
+    assert "harassment" in scores and "0.880" in scores and "violence" in scores
+    assert "Review overridden." in message and "mia\t1" in workload
+    assert str(media.pk) in second_url  # 0.64: next in the queue's order, before the 0.53
+    decided_review = ContentReview.objects.get(pk=urgent.pk)
+    assert (decided_review.status, decided_review.decision.category) == ("rejected", "harassment")
+    assert decided_review.decision.reason == "Threatens a neighbour; the model was unsure."
+    assert ModeratorNote.objects.get(review=urgent).text == "Same author threatened others in thread 981."
+    assert ContentReview.objects.get(pk=media.pk).claimed_by.username == "mia"
+    assert ContentReview.objects.get(pk=unsure.pk).claimed_by is None
+    last = ReviewTransition.objects.filter(review=urgent).last()
     assert (last.cause, last.actor, last.actor_id) == ("manual_override", "admin", "mia")
+
+
+def test_moderators_pressing_review_next_at_once_get_different_reviews(live_server, api_client, django_user_model):
+    reviews = [waiting(api_client, f"borderline post number {i}", {"harassment": 0.6 + i / 100}) for i in range(5)]
+    names = ["mia", "sam", "ada", "kim"]
+    for name in names:
+        staff(django_user_model, name, "moderator")
+
+    with chromium() as browser:
+        pages = [log_in(browser, live_server, name) for name in names]
+        for page in pages:
+            page.goto(f"{live_server.url}/admin/moderation/contentreview/queues/")
+        start = time.time() * 1000 + 500  # every page presses the button at this same instant
+        for page in pages:
+            page.evaluate("at => setTimeout(() => document.getElementById('review-next-low_confidence').click(),"
+                          " at - Date.now())", start)
+        for page in pages:
+            page.wait_for_selector("#decide-form")
+        opened = [page.url for page in pages]
+
+    taken = [next(str(r.pk) for r in reviews if str(r.pk) in url) for url in opened]
+    assert len(set(taken)) == len(names), taken
+    holders = {str(r.pk): r.claimed_by.username for r in ContentReview.objects.filter(claimed_by__isnull=False)}
+    assert holders == dict(zip(taken, names, strict=True))
+
+
+def test_a_stale_decision_shows_what_changed_and_applies_nothing(live_server, api_client, django_user_model):
+    review = waiting(api_client, "a post two people look at", {"harassment": 0.7})
+    staff(django_user_model, "mia", "moderator")
+    staff(django_user_model, "sam", "supervisor")
+    url = f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/"
+
+    with chromium() as browser:
+        mia, sam = (log_in(browser, live_server, name) for name in ("mia", "sam"))
+        mia.goto(url)
+        sam.goto(url)
+        sam.fill("#reprocess-form textarea", "new model version")
+        sam.click("#reprocess-form button[type=submit]")
+        sam.wait_for_selector(".messagelist")
+
+        mia.check("#decide-form input[value=rejected]")
+        mia.select_option("#decide-form select[name=category]", "harassment")
+        mia.fill("#decide-form textarea[name=reason]", "insulting")
+        mia.fill("#decide-form textarea[name=note]", "should not be kept")
+        mia.click("#decide-submit")
+        mia.wait_for_selector(".messagelist")
+        message, status = mia.inner_text(".messagelist"), mia.inner_text("#review-status")
+
+    assert "changed since version 3 (now 4): manual_review -> pending (reprocess, by admin:sam)" in message
+    assert "Nothing was applied" in message and "Pending" in status
+    review.refresh_from_db()
+    assert review.decisions.count() == 1 and review.decision.source == "provider"
+    assert not ModeratorNote.objects.exists()
 
 
 def test_an_auditor_sees_no_action_buttons(live_server, api_client, django_user_model):
@@ -111,8 +215,11 @@ def test_an_auditor_sees_no_action_buttons(live_server, api_client, django_user_
         page = log_in(browser, live_server, "ada")
         page.goto(f"{live_server.url}/admin/moderation/contentreview/")
         controls = page.locator("#review-next").count() + page.locator("select[name=action]").count()
+        page.goto(f"{live_server.url}/admin/moderation/contentreview/queues/")
+        controls += page.locator(".review-next").count()
         page.goto(f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/")
         page.wait_for_selector("#timeline")
-        forms = sum(page.locator(form).count() for form in ("#override-form", "#escalate-form", "#reprocess-form"))
+        forms = sum(page.locator(form).count() for form in ("#decide-form", "#escalate-form", "#reprocess-form",
+                                                             "#note-form"))
 
     assert controls == 0 and forms == 0

@@ -46,6 +46,11 @@ def test_history_cannot_be_reverted_into_the_row(staff, api_client):
     assert (review.status, review.version) == ("approved", 3)
 
 
+# The human-queue fields a policy form posts (prefilled from the active version in the admin).
+WORKPLACE_FIELDS = {"categories": '["harassment", "spam"]', "priority_score_weight": 100, "priority_report_weight": 15,
+                    "priority_appeal_weight": 40, "priority_age_points_per_hour": 10}
+
+
 @pytest.mark.django_db
 def test_saving_a_policy_publishes_a_new_version_and_keeps_the_old(staff):
     assert staff.get("/admin/moderation/moderationpolicy/add/").context["adminform"].form.initial["reject_threshold"] == 0.9
@@ -53,7 +58,7 @@ def test_saving_a_policy_publishes_a_new_version_and_keeps_the_old(staff):
     response = staff.post(
         "/admin/moderation/moderationpolicy/add/",
         {"reject_threshold": 0.8, "review_threshold": 0.3, "category_thresholds": '{"violence": {"reject": 0.5}}',
-         "flagged_label": "manual_review", "report_threshold": 5, "notes": "stricter"},
+         "flagged_label": "manual_review", "report_threshold": 5, "notes": "stricter", **WORKPLACE_FIELDS},
     )
 
     assert response.status_code == 302
@@ -68,7 +73,7 @@ def test_an_invalid_policy_form_is_refused(staff):
     response = staff.post(
         "/admin/moderation/moderationpolicy/add/",
         {"reject_threshold": 0.3, "review_threshold": 0.6, "category_thresholds": "{}", "flagged_label": "approved",
-         "report_threshold": 3},
+         "report_threshold": 3, **WORKPLACE_FIELDS},
     )
     assert response.status_code == 200
     assert "review &lt;= reject" in response.content.decode() or "review <= reject" in response.content.decode()

@@ -135,7 +135,8 @@ def test_every_kind_of_decision_writes_exactly_one_notification_with_it(api_clie
         services.request_dispatch(request_id=request.pk, worker_id="w1")
     elif path == "override":
         review = decided(api_client, "manual_review")
-        services.review_override(review_id=review.pk, label="rejected", reason="no", moderator=moderator)
+        services.review_override(review_id=review.pk, label="rejected", category="harassment", reason="no",
+                                 moderator=moderator)
     else:
         review = submit(api_client)
         services.review_escalate(review_id=review.pk, reason="look at this", moderator=moderator)

@@ -158,7 +158,8 @@ class TestTimelineAndActions:
         seen = review.version
         act(supervisor, review, "reprocess", reason="new model", version=seen)
 
-        response = act(moderator, review, "override", label="rejected", reason="abusive", version=seen)
+        response = act(moderator, review, "override", label="rejected", category="harassment", reason="abusive",
+                       version=seen)
 
         message = " ".join(messages_of(response))
         assert "changed since version" in message and "manual_review -> pending (reprocess, by admin:sam)" in message
@@ -201,7 +202,7 @@ class TestTimelineAndActions:
         review = decided(api_client, "manual_review")
         page = auditor.get(timeline(review))
         assert page.status_code == 200
-        assert not any(page.context[form] for form in ("override_form", "escalate_form", "reprocess_form"))
+        assert not any(page.context[form] for form in ("decide_form", "escalate_form", "reprocess_form", "note_form"))
         listing = auditor.get(LIST).content.decode()
         assert "Review next" not in listing and "Override selected" not in listing
         for action in ("override", "escalate", "reprocess"):
@@ -213,7 +214,7 @@ class TestTimelineAndActions:
     def test_a_bulk_override_reports_what_happened_to_each_review(self, moderator, api_client):
         reviews = [decided(api_client, "manual_review") for _ in range(3)] + [decided(api_client, "rejected")]
         data = {"action": "override_selected", "_selected_action": [str(r.pk) for r in reviews], "apply": "1",
-                "label": "rejected", "reason": "spam wave"}
+                "label": "rejected", "category": "spam", "reason": "spam wave"}
 
         response = moderator.post(LIST, data, follow=True)
 
@@ -227,7 +228,7 @@ class TestTimelineAndActions:
         act(supervisor, review, "override", label="approved", reason="checked", version=review.version)
 
         response = moderator.post(LIST, {"action": "override_selected", "_selected_action": [str(review.pk)], "apply": "1",
-                                         "label": "rejected", "reason": "spam", f"version_{review.pk}": review.version},
+                                         "label": "rejected", "category": "spam", "reason": "spam", f"version_{review.pk}": review.version},
                                   follow=True)
 
         assert any(m.startswith("1 skipped: changed since version") for m in messages_of(response))
@@ -361,6 +362,7 @@ class TestRaces:
             review = decided(api_client, "manual_review")
             decided_by = collide(2, lambda i, review=review: services.review_override(
                 review_id=review.pk, label=("approved", "rejected")[i], reason="mine", moderator=(mia, sam)[i],
+                category=("", "harassment")[i],
                 expected_version=review.version), expect=StaleVersion)
             winners = [d for d in decided_by if not isinstance(d, Exception)]
             losers = [d for d in decided_by if isinstance(d, Exception)]

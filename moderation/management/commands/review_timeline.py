@@ -22,7 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, review_id, content_id, json: bool, payloads: bool, **options):
         review = self._find(review_id, content_id)
-        entries = review_timeline(review)
+        entries = review_timeline(review, notes=True)  # operators see moderators' notes
         if json:
             self.stdout.write(_dumps({"review_id": str(review.pk), "status": review.status,
                                       "entries": [e.as_json() for e in entries]}))

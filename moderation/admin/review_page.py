@@ -1,0 +1,79 @@
+"""What the review page and the list show of a review's content and its model scores.
+
+Content is shown, never fetched: media is a link (with its host), so opening a review loads
+nothing from a third party (a tracking pixel would learn the moderator's address).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from moderation.models import ContentReview, Decision, ModerationPolicy, ReviewStatus
+from moderation.policy import thresholds_for
+
+# The admin pages load nothing from elsewhere: no image, media, frame or object from any origin
+# but this one (data: for the admin's own icons), and scripts only with this response's nonce.
+CSP = ("default-src 'self'; img-src 'self' data:; media-src 'none'; frame-src 'none'; object-src 'none'; "
+       "connect-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'nonce-{nonce}'; base-uri 'none'; "
+       "form-action 'self'")
+
+
+def media_host(url: str) -> str:
+    return (urlsplit(url).hostname or "") if url else ""
+
+
+def metadata_rows(metadata) -> list[tuple[str, str, bool]]:
+    """(key, value, is_block) for each top-level metadata entry; nested values as indented JSON."""
+    if not isinstance(metadata, dict):
+        return [("value", json.dumps(metadata, indent=2, ensure_ascii=False), True)] if metadata else []
+    rows = []
+    for key, value in metadata.items():
+        nested = isinstance(value, dict | list)
+        rows.append((str(key), json.dumps(value, indent=2, ensure_ascii=False) if nested else str(value), nested))
+    return rows
+
+
+def top_category(decision: Decision | None) -> tuple[str, float] | None:
+    scores = (decision.category_scores if decision else None) or {}
+    if not scores:
+        return None
+    category = max(sorted(scores), key=lambda c: float(scores[c]))
+    return category, float(scores[category])
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    category: str
+    score: float
+    review_at: float
+    reject_at: float
+
+    @property
+    def verdict(self) -> str:
+        if self.score >= self.reject_at:
+            return ReviewStatus.REJECTED
+        return ReviewStatus.MANUAL_REVIEW if self.score >= self.review_at else ReviewStatus.APPROVED
+
+    @property
+    def percent(self) -> int:
+        return round(max(0.0, min(self.score, 1.0)) * 100)
+
+
+def score_rows(decision: Decision | None, fallback: ModerationPolicy) -> list[ScoreRow]:
+    """Each category score of the model's decision against the thresholds of the policy that
+    made it (the active one for a decision without a policy), highest first."""
+    scores = (decision.category_scores if decision else None) or {}
+    policy = decision.policy if decision and decision.policy_id else fallback
+    rows = [ScoreRow(c, float(s), *thresholds_for(policy, c)) for c, s in scores.items()]
+    return sorted(rows, key=lambda r: (-r.score, r.category))
+
+
+def model_decision(review: ContentReview) -> Decision | None:
+    """The decision whose scores the page shows: the review's own, or, when a moderator decided
+    last, the newest one with scores (the model's), so the scores stay in view."""
+    if review.decision and review.decision.category_scores:
+        return review.decision
+    return (Decision.objects.filter(review=review).exclude(category_scores={}).select_related("policy")
+            .order_by("-id").first())

@@ -1,0 +1,140 @@
+"""How the humans and the model are doing: the queues, the moderators' throughput, how often a
+moderator reverses the model, and how long reviews wait. The admin index and /metrics read
+these; each is one indexed query, so neither slows down as the tables grow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection
+from django.db.models import Count, Min, Q
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from moderation.models import ContentReview, Decision, DecisionSource, ReviewQueue, ReviewStatus
+from moderation.policy import QUEUE_FOR_CAUSE
+
+DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
+
+
+@dataclass(frozen=True)
+class QueueFigures:
+    queue: str
+    label: str
+    depth: int
+    claimed: int
+    oldest_queued_at: datetime | None
+    oldest_age_s: float | None
+
+
+def queue_figures(now: datetime | None = None) -> list[QueueFigures]:
+    """Per named queue: reviews waiting, how many are leased to a moderator, the oldest's age."""
+    now = now or timezone.now()
+    rows = {
+        row["queue"]: row
+        for row in ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW)
+        .values("queue").order_by()
+        .annotate(depth=Count("pk"), claimed=Count("pk", filter=Q(claim_expires_at__gt=now)), oldest=Min("queued_at"))
+    }
+    figures = []
+    for queue in ReviewQueue:
+        row = rows.get(queue.value, {})
+        oldest = row.get("oldest")
+        figures.append(QueueFigures(queue.value, queue.label, row.get("depth", 0), row.get("claimed", 0), oldest,
+                                    (now - oldest).total_seconds() if oldest else None))
+    return figures
+
+
+def decisions_per_moderator(*, days: int = 7, now: datetime | None = None) -> list[dict]:
+    """Approvals and rejections by each moderator on each of the last `days` days (UTC)."""
+    since = (now or timezone.now()) - timedelta(days=days)
+    return list(
+        Decision.objects.filter(source=DecisionSource.MODERATOR, created_at__gte=since, label__in=DEFINITIVE)
+        .annotate(day=TruncDate("created_at")).values("day", "moderator__username").order_by("-day", "moderator__username")
+        .annotate(decisions=Count("pk"))
+    )
+
+
+def moderator_decision_totals() -> list[tuple[str, str, int]]:
+    """(moderator, label, decisions) since the beginning: a counter for /metrics."""
+    return list(
+        Decision.objects.filter(source=DecisionSource.MODERATOR, label__in=DEFINITIVE)
+        .values_list("moderator__username", "label").order_by().annotate(n=Count("pk"))
+    )
+
+
+# A moderator's approve/reject and the model decision it followed (the review's previous
+# decision, when that was the provider's approve/reject). The category is the one the human
+# decision is about: the moderator's violation category for a rejection, else the model's top
+# category. Driven by the partial index on moderators' decisions.
+_OVERTURNS = """
+SELECT coalesce(nullif(h.category, ''), m.top_category, '') AS category, p.version,
+       count(*) AS reviewed, count(*) FILTER (WHERE h.label <> m.label) AS overturned
+FROM moderation_decision h
+JOIN LATERAL (
+    SELECT d.label, d.source, d.policy_id,
+           (SELECT key FROM jsonb_each(d.category_scores) ORDER BY value::float8 DESC, key LIMIT 1) AS top_category
+    FROM moderation_decision d WHERE d.review_id = h.review_id AND d.id < h.id ORDER BY d.id DESC LIMIT 1
+) m ON m.source = 'provider' AND m.label IN ('approved', 'rejected')
+LEFT JOIN moderation_moderationpolicy p ON p.id = m.policy_id
+WHERE h.source = 'moderator' AND h.label IN ('approved', 'rejected')
+GROUP BY 1, 2 ORDER BY 1, 2
+"""
+
+
+@dataclass(frozen=True)
+class Overturns:
+    category: str
+    policy_version: int | None
+    reviewed: int
+    overturned: int
+
+    @property
+    def rate(self) -> float:
+        return self.overturned / self.reviewed if self.reviewed else 0.0
+
+
+def overturn_rates() -> list[Overturns]:
+    """How often moderators reverse the model's approve/reject, by category and policy version:
+    the figure supervisors tune thresholds with."""
+    with connection.cursor() as cursor:
+        cursor.execute(_OVERTURNS)
+        return [Overturns(*row) for row in cursor.fetchall()]
+
+
+# Each exit from manual_review, paired with the entry before it: that visit's time in the queue
+# (the queue named by the entry's cause, moderation.policy.QUEUE_FOR_CAUSE).
+_QUEUE_OF_CAUSE = "CASE e.cause " + " ".join(
+    f"WHEN '{cause.value}' THEN '{queue.value}'" for cause, queue in QUEUE_FOR_CAUSE.items()
+) + f" ELSE '{ReviewQueue.LOW_CONFIDENCE.value}' END"
+_TIME_IN_QUEUE = f"""
+SELECT {_QUEUE_OF_CAUSE} AS queue, count(*),
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM l.created_at - e.created_at)),
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM l.created_at - e.created_at))
+FROM audit_reviewtransition l
+JOIN LATERAL (
+    SELECT p.cause, p.created_at FROM audit_reviewtransition p
+    WHERE p.review_id = l.review_id AND p.id < l.id AND p.to_status = 'manual_review'
+    ORDER BY p.id DESC LIMIT 1
+) e ON true
+WHERE l.from_status = 'manual_review' AND l.created_at >= %s
+GROUP BY 1
+"""  # noqa: S608 - the CASE holds the enums' constants only
+
+
+@dataclass(frozen=True)
+class TimeInQueue:
+    queue: str
+    left: int
+    p50_s: float
+    p95_s: float
+
+
+def time_in_queue(*, days: int = 7, now: datetime | None = None) -> list[TimeInQueue]:
+    """p50 and p95 of how long the reviews that left a queue in the last `days` days waited in it."""
+    since = (now or timezone.now()) - timedelta(days=days)
+    with connection.cursor() as cursor:
+        cursor.execute(_TIME_IN_QUEUE, [since])
+        found = {queue: (n, float(p50), float(p95)) for queue, n, p50, p95 in cursor.fetchall()}
+    return [TimeInQueue(queue, *found[queue]) for queue in ReviewQueue.values if queue in found]
