@@ -178,3 +178,26 @@ def test_a_decision_that_a_reprocess_supersedes_after_its_appeal_can_be_appealed
     review.refresh_from_db()
     assert review.status == "manual_review" and second.decision_id == review.decision_id
     assert violations([review.pk]) == []
+
+
+def test_without_the_review_lock_the_same_collisions_break_the_report_contract(api_client, monkeypatch):
+    """The control of the first test: its guard taken out, the same 50 reports go wrong."""
+    from moderation.models import ContentReview
+
+    review = decided(api_client, "approved")
+    monkeypatch.setattr(ContentReview.objects, "select_for_update", lambda *a, **k: ContentReview.objects.all())
+    connections = threading.BoundedSemaphore(30)
+
+    def report(i):
+        with connections:
+            try:
+                return http_for(api_client).post(f"/api/v1/reviews/{review.pk}/reports/",
+                                                 {"reporter_id": f"user-{i % 10}", "reason": "harassment"},
+                                                 format="json").status_code
+            finally:
+                connection.close()
+
+    codes = collide(50, report)
+
+    crossed = ReviewTransition.objects.filter(review=review, cause="user_reports").count()
+    assert raised(codes) or sorted(codes) != [200] * 40 + [201] * 10 or crossed != 1
