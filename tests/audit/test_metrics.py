@@ -188,7 +188,8 @@ def test_reports_threshold_crossings_and_appeals_are_counted_with_their_time_to_
     for label in ("rejected", "approved"):
         appealed = decided(api_client, "rejected")
         services.appeal_file(review_id=appealed.pk, appellant_id="owner", statement="wrong")
-        services.review_override(review_id=appealed.pk, label=label, reason="looked again", moderator=moderator)
+        services.review_override(review_id=appealed.pk, label=label, reason="looked again", moderator=moderator,
+                                 category="harassment" if label == "rejected" else "")
     services.appeal_file(review_id=decided(api_client, "rejected").pk, appellant_id="owner", statement="wrong")
 
     m = scrape(client)

@@ -87,7 +87,9 @@ class TestTheReviewPage:
                            metadata={"author": "u123", "thread": {"id": 7, "title": "hi"}})
         response = moderator.get(page_of(review))
         html = response.content.decode()
-        assert "first line<br>second &lt;line&gt;<br>" in html and "x" * 5000 + " the end" in html
+        # Whole and escaped, its line breaks kept (the text block is white-space: pre-wrap).
+        assert 'id="content-text">first line\nsecond &lt;line&gt;\n' in html and "x" * 5000 + " the end" in html
+        assert ".rule-matches .content-text { white-space: pre-wrap;" in html
         assert 'id="content-metadata"' in html and "u123" in html and "&quot;title&quot;: &quot;hi&quot;" in html
         assert 'href="https://tracker.example.net/pixel.gif" rel="noopener noreferrer nofollow"' in html
         assert "<img" not in html.split('id="content"')[1].split('id="scores"')[0]
