@@ -40,3 +40,18 @@ class ClaimedByOther(ModerationError):
 
 class IdempotencyKeyReused(ModerationError):
     """The Idempotency-Key was already used with a different request body."""
+
+
+class UnsafeWebhookUrl(ModerationError):
+    """A webhook URL that may not be used: not https without DEBUG, or a name that resolves to
+    an address the platform must not send to (moderation/netguard.py)."""
+
+
+class NotApplicable(ModerationError):
+    """A moderator's action that does not apply to the review as it is now (escalating a review
+    that is already decided): refused before the state machine is asked, so it is not counted
+    as an illegal transition."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

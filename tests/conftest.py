@@ -7,6 +7,13 @@ from moderation import providers, services
 from tests.helpers import ScriptedProvider
 
 
+@pytest.fixture(autouse=True)
+def webhooks_may_reach_loopback(settings):
+    """Tests deliver webhooks to receivers on loopback (WEBHOOK_ALLOW_PRIVATE, as in development).
+    The SSRF tests turn it off and patch the resolver: no test connects beyond loopback."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+
+
 @pytest.fixture
 def api_client(db):
     client, token = services.api_client_create(name="acme")

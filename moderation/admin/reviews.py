@@ -11,7 +11,7 @@ from collections import Counter
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
-from django.http import HttpResponseRedirect
+from django.http import HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -73,6 +73,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     change_list_template = "admin/moderation/contentreview/change_list.html"
     show_full_result_count = False
     list_per_page = 50
+    ordering = ["-created_at"]  # newest first
 
     # --- the list ------------------------------------------------------------------------------
 
@@ -197,11 +198,20 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return HttpResponseRedirect(self._timeline_url(review.pk))
 
     def release_view(self, request, object_id):
-        if request.method != "POST":
+        if request.method != "POST" or not self.has_override_permission(request):
             raise PermissionDenied
-        services.review_release(review_id=object_id, moderator=request.user)
-        self.message_user(request, "Review returned to the queue.", messages.INFO)
+        if services.review_release(review_id=object_id, moderator=request.user):
+            self.message_user(request, "Review returned to the queue.", messages.INFO)
+        else:  # say so: nothing changed
+            self.message_user(request, "Not returned to the queue: you do not hold this review.", messages.ERROR)
         return HttpResponseRedirect(reverse("admin:moderation_contentreview_changelist"))
+
+    def changelist_view(self, request, extra_context=None):
+        # PostgreSQL text cannot hold NUL: a filter value with one (`?status__exact=%00`) would
+        # fail in the database as a 500. No status, id or name contains one: refuse the request.
+        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+            return HttpResponseBadRequest("A query parameter contains a NUL character.")
+        return super().changelist_view(request, extra_context)
 
     # --- bulk actions: each review in its own transaction, each outcome reported ---------------
 

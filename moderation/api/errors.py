@@ -13,12 +13,20 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from moderation.errors import ClaimedByOther, IdempotencyKeyReused, IllegalTransition, ReasonRequired, StaleVersion
+from moderation.errors import (
+    ClaimedByOther,
+    IdempotencyKeyReused,
+    IllegalTransition,
+    NotApplicable,
+    ReasonRequired,
+    StaleVersion,
+)
 
 _DOMAIN = {
     IllegalTransition: (status.HTTP_409_CONFLICT, "illegal_transition"),
     StaleVersion: (status.HTTP_409_CONFLICT, "stale_version"),
     ClaimedByOther: (status.HTTP_409_CONFLICT, "claimed_by_other"),
+    NotApplicable: (status.HTTP_409_CONFLICT, "not_applicable"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     ReasonRequired: (status.HTTP_400_BAD_REQUEST, "reason_required"),
 }

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
-from moderation.errors import ClaimedByOther, ReasonRequired, StaleVersion
+from moderation.errors import ClaimedByOther, NotApplicable, ReasonRequired, StaleVersion
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
     Cause,
@@ -138,6 +138,10 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
+        if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
+            # A moderator's choice that does not apply (a bulk escalation over decided reviews):
+            # refused here, so it is not counted as an illegal transition, which means a bug.
+            raise NotApplicable(f"already {review.get_status_display().lower()}")
         if review.status == ReviewStatus.PENDING:
             review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.active_idempotency_key and review.status == ReviewStatus.PROCESSING:

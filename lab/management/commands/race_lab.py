@@ -18,14 +18,17 @@ class Command(BaseCommand):
         parser.add_argument("--kill-workers", type=int, default=1)
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--quiesce-timeout", type=float, default=600.0, help="seconds to wait for every review to finish")
+        parser.add_argument("--web-outage-s", type=float, default=0.0,
+                            help="stop the web tier this many seconds once the reviews are in; reports the recovery")
 
     def handle(self, *args, **o):
-        if o["reviews"] < 1 or o["clusters"] < 1 or o["kill_workers"] < 0:
-            raise CommandError("--reviews and --clusters must be at least 1, --kill-workers not negative")
+        if o["reviews"] < 1 or o["clusters"] < 1 or o["kill_workers"] < 0 or o["web_outage_s"] < 0:
+            raise CommandError("--reviews and --clusters must be at least 1, --kill-workers and --web-outage-s not negative")
         config = LabConfig(
             reviews=o["reviews"], clusters=o["clusters"], duplicate_rate=o["duplicate_rate"],
             timeout_rate=o["timeout_rate"], late_rate=o["late_rate"], error_rate=o["error_rate"],
             kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
+            web_outage_s=o["web_outage_s"],
         )
         try:
             report = RaceLab(config).run()
