@@ -14,6 +14,13 @@ def webhooks_may_reach_loopback(settings):
     settings.WEBHOOK_ALLOW_PRIVATE = True
 
 
+@pytest.fixture(autouse=True)
+def operations_of_the_webhook_provider(settings):
+    """Operations belong to the webhook provider unless a test picks another (`scripted`): its
+    callbacks come to /api/v1/callbacks/webhook/, and another provider's are not applied."""
+    settings.MODERATION_PROVIDER = "webhook"
+
+
 @pytest.fixture
 def api_client(db):
     client, token = services.api_client_create(name="acme")

@@ -141,7 +141,7 @@ def test_random_interleavings_keep_every_invariant(api_client, scripted, django_
 def _classify_without(guard: str):
     from moderation.models import ResultOutcome
 
-    def classify(review, request):
+    def classify(review, request, provider=None):
         if request.status == RequestStatus.COMPLETED:
             return ResultOutcome.DUPLICATE
         if guard != "active key" and (

@@ -57,10 +57,11 @@ def test_a_pending_review_whose_job_was_lost_is_enqueued_again(api_client, setti
     review = submit(api_client)
     fresh = submit(api_client)
 
-    report = services.reviews_sweep(now=stuck_time(settings))
+    lost = timezone.now() + timedelta(seconds=settings.MODERATION_LOST_JOB_AFTER_S + 1)
+    report = services.reviews_sweep(now=lost)
 
     assert review.pk in report.pending_requeued and fresh.pk in report.pending_requeued
-    assert services.reviews_sweep(now=stuck_time(settings)).pending_requeued == []  # marked
+    assert services.reviews_sweep(now=lost).pending_requeued == []  # marked
     assert services.reviews_sweep().pending_requeued == []
 
 
@@ -167,10 +168,14 @@ def test_an_operation_with_recent_progress_is_not_touched(api_client, scripted):
 
 
 def test_overlapping_reconciles_of_one_review_supersede_it_once(api_client, scripted, settings):
-    review, _ = accepted_request(api_client, scripted)
-    when = stuck_time(settings)
+    review, request = accepted_request(api_client, scripted)
+    # The operation went silent a while ago; the reconciles run on the real clock, so the
+    # replacement one of them creates is fresh to the others (a fixed future `now` would make
+    # it look silent too, and a late reconcile would then rightly redispatch it).
+    silent_since = timezone.now() - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S + 60)
+    ModerationRequest.objects.filter(pk=request.pk).update(updated_at=silent_since)
 
-    actions = collide(4, lambda i: services.review_reconcile(review_id=review.pk, now=when))
+    actions = collide(4, lambda i: services.review_reconcile(review_id=review.pk))
 
     assert sorted(actions, key=str) == [None, None, None, "superseded"], actions
     assert ModerationRequest.objects.filter(review=review).count() == 2
