@@ -88,10 +88,18 @@ class _DeadlineStream(httpcore.NetworkStream):
         return left if timeout is None else min(timeout, left)
 
     def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return self._inner.read(max_bytes, self._remaining(timeout, httpcore.ReadTimeout))
+        try:
+            return self._inner.read(max_bytes, self._remaining(timeout, httpcore.ReadTimeout))
+        except httpcore.ReadTimeout:
+            self._remaining(None, httpcore.ReadTimeout)  # says so when it was the deadline
+            raise
 
     def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        self._inner.write(buffer, self._remaining(timeout, httpcore.WriteTimeout))
+        try:
+            self._inner.write(buffer, self._remaining(timeout, httpcore.WriteTimeout))
+        except httpcore.WriteTimeout:
+            self._remaining(None, httpcore.WriteTimeout)
+            raise
 
     def close(self) -> None:
         self._inner.close()
