@@ -13,7 +13,7 @@ from audit.models import ReviewTransition
 from lab.race_lab import free_port
 from moderation import providers, services, tasks
 from moderation.models import Cause, ModerationRequest, ReviewStatus
-from moderation.providers import Accepted, OperationStatus
+from moderation.providers import Accepted
 from tests.callbacks.conftest import completed, deliver
 from tests.callbacks.test_simulator import simulate  # noqa: F401 - the fixture
 from tests.helpers import ScriptedProvider, claimed, result, submit
@@ -91,6 +91,8 @@ def accepted(api_client):
 
 
 def test_queued_waits_while_the_operation_is_young_then_supersedes(api_client, status_scripted, settings):
+    from moderation.providers import OperationStatus
+
     status_scripted(OperationStatus("queued"), OperationStatus("queued"))
     review = accepted(api_client)
 
@@ -100,6 +102,8 @@ def test_queued_waits_while_the_operation_is_young_then_supersedes(api_client, s
 
 
 def test_a_reported_failure_supersedes_and_no_answer_supersedes(api_client, status_scripted, settings):
+    from moderation.providers import OperationStatus
+
     status_scripted(OperationStatus("failed", error="model crashed"), None)
     failed, silent = accepted(api_client), accepted(api_client)
 
@@ -109,6 +113,8 @@ def test_a_reported_failure_supersedes_and_no_answer_supersedes(api_client, stat
 
 
 def test_a_completed_answer_after_the_review_moved_on_changes_nothing(api_client, status_scripted, settings, django_user_model):
+    from moderation.providers import OperationStatus
+
     status_scripted(OperationStatus("completed", result=result(0.95)))
     review = accepted(api_client)
     services.review_escalate(review_id=review.pk, reason="looks urgent", moderator=django_user_model.objects.create_user("m"))

@@ -33,6 +33,9 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"DEBUG": "0", "SECRET_KEY": "x" * 60, "ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must be set"),
         ({"DATABASE_URL": "sqlite:///db.sqlite3"}, "DATABASE_URL must point at PostgreSQL"),
         ({"PUBLIC_BASE_URL": "example.com"}, "PUBLIC_BASE_URL must be an http(s) URL"),
+        ({"MODERATION_PROVIDER": "webhook", "PROVIDER_URL": "http://127.0.0.1:9", "PROVIDER_WEBHOOK_SECRET": ""},
+         "needs PROVIDER_WEBHOOK_SECRET, the secret the provider signs callbacks with. Make one with"),
+        ({"Q_CLUSTER_NAME": "lab-old"}, "Q_CLUSTER_NAME selects a cluster"),
     ],
 )
 def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):
@@ -44,6 +47,14 @@ def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):
 def test_production_settings_start_when_configured():
     process = start(DEBUG="0", SECRET_KEY="s" * 60, ALLOWED_HOSTS="moderation.example.com")
     assert process.returncode == 0, process.stderr
+
+
+def test_the_callback_address_follows_the_port_served_unless_set():
+    show = "import django; django.setup(); from django.conf import settings as s; print(s.PUBLIC_BASE_URL)"
+    env = {k: v for k, v in os.environ.items() if k != "PUBLIC_BASE_URL"}
+    process = subprocess.run([sys.executable, "-c", show], env={**env, "PORT": "8011"}, capture_output=True, text=True,
+                             cwd=settings.BASE_DIR, timeout=60)
+    assert process.stdout.strip() == "http://127.0.0.1:8011", process.stderr
 
 
 @pytest.mark.parametrize(("redis_url", "broker"), [("", "orm"), ("redis://127.0.0.1:6379/3", "redis")])

@@ -16,9 +16,7 @@ from django.core.management.base import CommandError
 
 from lab.simulator import WebhookReceiver
 from moderation import services
-from moderation.errors import UnsafeWebhookUrl
 from moderation.models import ApiClient, DecisionNotification, NotificationAttempt
-from moderation.netguard import address_refusal, webhook_url_check
 from tests.helpers import decided
 
 PUBLIC = "93.184.216.34"  # never connected to: the resolver is patched, connects are guarded
@@ -54,11 +52,15 @@ def guarded(settings, monkeypatch):
     "224.0.0.1", "ff02::1", "0.0.0.0", "::", "240.0.0.1", "100.64.0.1", "::ffff:127.0.0.1", "fc00::1",
 ])
 def test_loopback_private_link_local_multicast_and_reserved_addresses_are_refused(address):
+    from moderation.netguard import address_refusal
+
     assert address_refusal(address)
 
 
 @pytest.mark.parametrize("address", [PUBLIC, "2606:2800:220:1:248:1893:25c8:1946"])
 def test_public_addresses_are_allowed(address):
+    from moderation.netguard import address_refusal
+
     assert address_refusal(address) == ""
 
 
@@ -80,6 +82,9 @@ def test_create_api_client_refuses_urls_that_reach_the_platforms_network(guarded
 
 @pytest.mark.django_db
 def test_a_public_https_url_is_accepted_and_plain_http_needs_debug(guarded, settings):
+    from moderation.errors import UnsafeWebhookUrl
+    from moderation.netguard import webhook_url_check
+
     guarded["hooks.example"] = [PUBLIC]
     settings.DEBUG = False
 

@@ -11,7 +11,6 @@ from django.core.management.base import CommandError
 
 from audit.models import EventKind, PipelineEvent
 from moderation import services
-from moderation.errors import NotApplicable
 from moderation.models import ContentReview
 from tests.helpers import claimed, decided, submit
 from tests.moderation.test_workplace import LIST, messages_of, person
@@ -40,6 +39,8 @@ def test_a_bulk_escalation_that_skips_decided_reviews_counts_no_illegal_transiti
 
 
 def test_escalating_a_decided_review_is_refused_as_not_applicable(api_client, moderator):
+    from moderation.errors import NotApplicable
+
     review = decided(api_client, "approved")
     with pytest.raises(NotApplicable, match="already approved"):
         services.review_escalate(review_id=review.pk, reason="why", moderator=moderator.user)

@@ -13,8 +13,7 @@ from django.utils import timezone
 
 from lab.simulator import WebhookReceiver
 from moderation import services
-from moderation.models import ApiClient, CircuitState, DecisionNotification, NotificationAttempt, WebhookCircuit
-from moderation.services import webhook_gate
+from moderation.models import ApiClient, CircuitState, DecisionNotification, NotificationAttempt
 from tests.helpers import collide, decided, queued_tasks, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -104,6 +103,8 @@ def test_a_client_whose_endpoint_keeps_failing_is_paused_alone_until_a_trial_suc
     assert paused.startswith("deferred: client endpoint paused"), paused
     assert other == "delivered"  # another client is never paused
     assert (trial, after) == ("delivered", "delivered")
+    from moderation.models import WebhookCircuit
+
     assert WebhookCircuit.objects.get(client=api_client).state == CircuitState.CLOSED
     assert len(failing.received) == 5  # three failures, the trial, the next one: nothing while paused
 
@@ -115,6 +116,8 @@ def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, 
     monkeypatch.setattr(services.notifications, "lock_client", lambda client_id: time.sleep(0.2))
     hanging = WebhookReceiver(mode="hang")
     point_at(api_client, hanging)
+    from moderation.models import WebhookCircuit
+
     WebhookCircuit.objects.create(client=api_client)  # (created under the lock otherwise)
     for _ in range(4):
         decided(api_client, "approved")
@@ -129,5 +132,7 @@ def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, 
 
 
 def test_the_gate_settings_are_sane():
+    from moderation.services import webhook_gate
+
     assert django_settings.NOTIFY_DEADLINE_S >= django_settings.NOTIFY_TIMEOUT_S
     assert webhook_gate.Deferred("x", timezone.now()).reason == "x"
