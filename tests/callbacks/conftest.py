@@ -6,6 +6,8 @@ import uuid
 import pytest
 from rest_framework.test import APIClient
 
+from lab.simulator import Faults, ProviderSimulator
+from moderation import providers
 from moderation.signing import sign
 
 SECRET = "whsec_" + "c2VjcmV0LWZvci10ZXN0cy0xMjM0NTY3ODkwMTIzNDU2"  # base64 of a test secret
@@ -55,3 +57,27 @@ def _provider_of(body) -> str:
         return "webhook"
     provider = ModerationRequest.objects.filter(idempotency_key=key).values_list("provider", flat=True).first()
     return provider or "webhook"
+
+
+@pytest.fixture
+def simulate(settings, live_server):
+    """simulate(**faults) starts a simulator and points the webhook provider at it."""
+    started = []
+
+    def start(**faults) -> ProviderSimulator:
+        simulator = ProviderSimulator(secret=SECRET, api_key="sim-key", faults=Faults(seed=7, **faults)).start()
+        started.append(simulator)
+        settings.MODERATION_PROVIDER = "webhook"
+        settings.PROVIDER_URL = simulator.url
+        settings.PROVIDER_API_KEY = "sim-key"
+        settings.PROVIDER_TIMEOUT_S = 1.0
+        settings.PUBLIC_BASE_URL = live_server.url
+        providers.unregister("webhook")
+        providers.register("webhook", providers._webhook)
+        return simulator
+
+    yield start
+    for simulator in started:
+        simulator.stop()
+    providers.unregister("webhook")
+    providers.register("webhook", providers._webhook)

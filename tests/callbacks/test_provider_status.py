@@ -15,7 +15,6 @@ from moderation import providers, services, tasks
 from moderation.models import Cause, ModerationRequest, ReviewStatus
 from moderation.providers import Accepted
 from tests.callbacks.conftest import completed, deliver
-from tests.callbacks.test_simulator import simulate  # noqa: F401 - the fixture
 from tests.helpers import ScriptedProvider, claimed, result, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
