@@ -23,6 +23,7 @@ from moderation.models import (
     ModerationRequest,
     ProviderAttempt,
     ProviderCircuit,
+    WebhookCircuit,
 )
 
 
@@ -106,6 +107,12 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 @admin.register(ProviderCircuit)
 class ProviderCircuitAdmin(ReadOnlyAdmin):
     list_display = ["provider", "state", "opened_at", "probe_started_at", "last_failure_ratio", "changed_at"]
+
+
+@admin.register(WebhookCircuit)
+class WebhookCircuitAdmin(ReadOnlyAdmin):
+    list_display = ["client", "state", "failures", "opened_at", "changed_at"]
+    list_select_related = ["client"]
 
 
 class ApiClientForm(forms.ModelForm):
