@@ -58,8 +58,13 @@ def test_a_receiver_trickling_its_answer_is_cut_off_at_the_overall_deadline(api_
 
 def test_concurrent_deliveries_for_one_client_respect_its_cap(api_client, other_client, settings):
     settings.NOTIFY_CLIENT_CONCURRENCY, settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1, 2.0, 2.0
+    from moderation.models import WebhookCircuit
+
     hanging = WebhookReceiver(mode="hang")
     point_at(api_client, hanging)
+    # A client that has had deliveries before (its breaker row exists: creating it would
+    # serialise these attempts by itself, and hide a missing lock).
+    WebhookCircuit.objects.create(client=api_client)
     for _ in range(4):
         decided(api_client, "approved")
     ids = list(DecisionNotification.objects.values_list("pk", flat=True))
