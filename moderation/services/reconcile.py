@@ -8,6 +8,7 @@ doing it twice; and every job they enqueue is itself safe to run twice.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -77,8 +78,11 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
         if breaker_may_claim(provider=circuit.provider, now=now, circuit=circuit):
             # Past the cooldown: one waiting review to carry the trial call, not the backlog.
             report.pending_requeued = _requeue_lost_jobs(now, 1)
+    # Asking the provider is I/O: a provider that does not answer must not hold the sweep past
+    # its task timeout. What is not asked within the budget waits for the next sweep.
+    ask_until = time.monotonic() + STATUS_BUDGET_S
     for review_id in stuck_review_ids(now=now, limit=limit):
-        action = review_reconcile(review_id=review_id, now=now)
+        action = review_reconcile(review_id=review_id, now=now, ask_until=ask_until)
         if action:
             getattr(report, action).append(review_id)
     if any(vars(report).values()):
@@ -141,7 +145,9 @@ def _give_up_waiting(now: datetime, limit: int) -> list:
     ]
 
 
-def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: float | None = None) -> str | None:
+def review_reconcile(
+    *, review_id, now: datetime | None = None, stuck_after: float | None = None, ask_until: float | None = None
+) -> str | None:
     """Take over one processing review whose operation went silent. Returns what it did.
 
     - accepted by the provider but never answered (a lost callback): first ask the provider
@@ -153,9 +159,13 @@ def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: flo
       or, once MODERATION_MAX_SUPERSEDES operations have gone silent, to a human;
     - anything else (never sent; its worker died during the call, or before recording how it
       ended): the same operation again, with the same key, which the provider de-duplicates.
+
+    `ask_until` (time.monotonic()): past it, an operation that needs asking is left alone.
     """
     now = now or timezone.now()
     silent = _silent_accepted_operation(review_id, now, stuck_after)
+    if silent and ask_until is not None and time.monotonic() > ask_until:
+        return None  # the next sweep asks
     answer = _ask_provider(silent) if silent else None
     with context.bind(review_id=review_id):
         if answer is not None and answer.state == "completed":
@@ -173,6 +183,8 @@ def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: flo
 
 # The provider may say "queued" for this many silence periods before it is superseded anyway.
 QUEUED_PATIENCE = 10
+# Seconds one sweep may spend asking the provider (a third of the default task timeout).
+STATUS_BUDGET_S = 20
 
 
 def _silent_accepted_operation(review_id, now: datetime, stuck_after: float | None) -> ModerationRequest | None:
