@@ -131,3 +131,20 @@ def test_the_silence_deadline_follows_the_providers_expected_latency(settings):
         config.PROVIDER_CONNECT_TIMEOUT_S * (1 + config.PROVIDER_HTTP_RETRIES) + 2 * config.PROVIDER_TIMEOUT_S + 5,
     )
     assert config.MODERATION_STUCK_AFTER_S < 300
+
+
+def test_a_sweep_past_its_asking_budget_leaves_silent_operations_for_the_next(api_client, status_scripted, settings,
+                                                                               monkeypatch):
+    from moderation.providers import OperationStatus
+    from moderation.services import reconcile
+
+    provider = status_scripted(OperationStatus("completed", result=result(0.1)))
+    review = accepted(api_client)
+    monkeypatch.setattr(reconcile, "STATUS_BUDGET_S", -1)  # a provider that took all the time
+
+    report = services.reviews_sweep(now=silent_later(settings))
+
+    assert review.pk not in report.superseded + report.recovered
+    assert provider.statuses  # never asked
+    monkeypatch.setattr(reconcile, "STATUS_BUDGET_S", 20)
+    assert review.pk in services.reviews_sweep(now=silent_later(settings)).recovered
