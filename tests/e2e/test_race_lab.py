@@ -22,3 +22,15 @@ def test_a_small_race_lab_finds_every_invariant_holding():
     figures = report.figures
     assert figures["reviews"] == 200 and figures["worker kills"] == 1
     assert figures["duplicate deliveries"] > 0 and figures["provider attempts"] >= 200
+
+
+def test_after_the_web_tier_is_down_ten_seconds_every_affected_review_is_final_within_a_minute():
+    config = LabConfig(reviews=100, clusters=2, kill_workers=0, seed=3, quiesce_timeout_s=300, web_outage_s=10)
+
+    report = RaceLab(config).run()
+
+    assert report.violations == [] and report.unfinished == [], report
+    figures = report.figures
+    affected = figures["reviews not final at the outage"]
+    assert affected > 0 and figures["  final since"] == f"{affected} of {affected}", figures
+    assert figures["recovery: all final, s after the web tier returned"] < 60, figures
