@@ -55,6 +55,14 @@ def _lock_checked(review_id, expected_version: int | None, moderator=None, now: 
     return review
 
 
+def _require_decided(review: ContentReview) -> None:
+    """Overrides and reprocessing apply to decided reviews. A moderator's choice of another (a bulk
+    action over mixed reviews) is refused here, so it is not counted as an illegal transition,
+    which means a bug."""
+    if not review.is_final:
+        raise NotApplicable("not decided yet")
+
+
 def _required(reason: str) -> str:
     reason = (reason or "").strip()
     if not reason:
@@ -110,6 +118,7 @@ def review_override(
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
+        _require_decided(review)
         review.claimed_by, review.claim_expires_at = None, None
         decision = decide_locked(
             review,
@@ -139,8 +148,7 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
         if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
-            # A moderator's choice that does not apply (a bulk escalation over decided reviews):
-            # refused here, so it is not counted as an illegal transition, which means a bug.
+            # Likewise (_require_decided): a bulk escalation over decided reviews.
             raise NotApplicable(f"already {review.get_status_display().lower()}")
         if review.status == ReviewStatus.PENDING:
             review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
@@ -176,6 +184,7 @@ def review_reprocess(
     """Send a decided review through the provider again (-> pending; a new operation, new key)."""
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, user)
+        _require_decided(review)
         review.last_enqueued_at = timezone.now()
         review.claimed_by, review.claim_expires_at = None, None
         transition_review(

@@ -133,3 +133,16 @@ def test_delivery_connects_to_the_vetted_address_and_keeps_the_host_header(guard
     assert outcome == "delivered", NotificationAttempt.objects.values_list("error", flat=True)[0]
     headers, _ = receiver.received[0]
     assert headers["host"] == f"hooks.example:{port}"
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_a_webhook_url_that_reaches_the_platforms_network(guarded, admin_client):
+    guarded["metadata.internal"] = ["169.254.169.254"]
+    client, _ = services.api_client_create(name="acme-admin")
+
+    response = admin_client.post(f"/admin/moderation/apiclient/{client.pk}/change/",
+                                 {"name": "acme-admin", "webhook_url": "https://metadata.internal/latest"})
+
+    assert response.status_code == 200 and "link-local" in response.content.decode()
+    client.refresh_from_db()
+    assert client.webhook_url == ""

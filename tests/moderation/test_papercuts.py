@@ -40,6 +40,17 @@ def test_a_bulk_escalation_that_skips_decided_reviews_counts_no_illegal_transiti
     assert "moderation_illegal_transitions_total 0.0" in metrics
 
 
+def test_a_bulk_override_that_skips_undecided_reviews_counts_no_illegal_transition(moderator, api_client):
+    waiting, working = submit(api_client), claimed(api_client)[0]
+    data = {"action": "override_selected", "_selected_action": [str(waiting.pk), str(working.pk)], "apply": "1",
+            "label": "rejected", "reason": "spam wave"}
+
+    response = moderator.post(LIST, data, follow=True)
+
+    assert any("2 skipped: not decided yet" in m for m in messages_of(response)), messages_of(response)
+    assert not PipelineEvent.objects.filter(kind=EventKind.ILLEGAL_TRANSITION).exists()
+
+
 def test_escalating_a_decided_review_is_refused_as_not_applicable(api_client, moderator):
     from moderation.errors import NotApplicable
 
