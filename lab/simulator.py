@@ -203,7 +203,7 @@ class ProviderSimulator:
         return job
 
     def handle_status(self, headers, provider_id: str) -> tuple[int, dict]:
-        """`GET /v1/moderations/{id}` (docs/design.md, "Provider status"): "queued" until the
+        """`GET /v1/moderations/{id}` (docs/design.md, "Provider status and reconcile"): "queued" until the
         result's first callback is due, then "completed" or "failed" with the callback's data."""
         if not self.faults.status_endpoint:
             return 404, {"error": "not found"}

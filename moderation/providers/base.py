@@ -62,7 +62,7 @@ class Accepted:
 
 @dataclass(frozen=True)
 class OperationStatus:
-    """What the provider says of an operation it accepted (docs/design.md, "Provider status"):
+    """What the provider says of an operation it accepted (docs/design.md, "Provider status and reconcile"):
     `state` "queued" (still working), "completed" (with `result`) or "failed" (with `error`)."""
 
     state: str

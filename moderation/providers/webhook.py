@@ -62,7 +62,7 @@ class WebhookProvider:
         raise MalformedAnswer(f"unexpected HTTP {status} from the provider", http_status=status)
 
     def status(self, *, provider_request_id: str, idempotency_key: str) -> OperationStatus | None:
-        """`GET {PROVIDER_URL}/v1/moderations/{id}` (docs/design.md, "Provider status"). None for
+        """`GET {PROVIDER_URL}/v1/moderations/{id}` (docs/design.md, "Provider status and reconcile"). None for
         a 404 (unknown id, or not implemented), no answer, or an answer we cannot trust."""
         if not provider_request_id:
             return None

@@ -1,7 +1,7 @@
 """Each client's webhook endpoint is gated on its own: a concurrency cap and a circuit breaker.
 
 One client's slow or dead receiver must never take the delivery capacity every client shares
-(docs/design.md, "Decision notifications"). Both gates are decided under one lock per client,
+(docs/design.md, "Notifications"). Both gates are decided under one lock per client,
 a PostgreSQL advisory lock held for the deciding transaction, so they hold across every worker
 process and host:
 
