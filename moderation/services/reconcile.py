@@ -151,7 +151,7 @@ def review_reconcile(
     """Take over one processing review whose operation went silent. Returns what it did.
 
     - accepted by the provider but never answered (a lost callback): first ask the provider
-      (docs/design.md, "Provider status"; no transaction is open meanwhile). A completed answer
+      (docs/design.md, "Provider status and reconcile"; no transaction is open meanwhile). A completed answer
       goes through the same guarded finalize as a callback ("recovered"; the callback, if it
       comes after all, is then a duplicate); a failure is handled like a `moderation.failed`
       callback; "queued" waits one more silence period, while the operation is young. Only no

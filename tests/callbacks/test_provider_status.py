@@ -1,5 +1,5 @@
 """Recovery without superseding: before a silent operation is replaced, reconcile asks the
-provider (docs/design.md, "Provider status"), over real HTTP to the simulator, and applies a
+provider (docs/design.md, "Provider status and reconcile"), over real HTTP to the simulator, and applies a
 completed answer through the same guarded finalize as a callback."""
 
 from __future__ import annotations
