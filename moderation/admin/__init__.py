@@ -116,6 +116,8 @@ class WebhookCircuitAdmin(ReadOnlyAdmin):
 
 
 class ApiClientForm(forms.ModelForm):
+    webhook_url = forms.URLField(max_length=2048, required=False, assume_scheme="https")
+
     class Meta:
         model = ApiClient
         fields = ["name", "webhook_url"]
