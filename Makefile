@@ -32,8 +32,8 @@ migrate: setup
 	$(PY) manage.py migrate --no-input
 
 run: migrate
-	$(PY) manage.py bootstrap_demo
-	$(PY) manage.py run_platform --host $(HOST) --port $(PORT)
+	PORT=$(PORT) $(PY) manage.py bootstrap_demo
+	PORT=$(PORT) $(PY) manage.py run_platform --host $(HOST) --port $(PORT)
 
 check: setup
 	$(PY) manage.py check

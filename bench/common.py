@@ -321,7 +321,7 @@ class Platform:
         self.web_workers, self.clusters, self.naive = web_workers, clusters, naive
         self.env = {
             **os.environ, "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}", "LOG_LEVEL": "WARNING",
-            "Q_CLUSTER_NAME": f"bench-{uuid.uuid4().hex[:8]}", "Q_WORKERS": str(q_workers),
+            "Q_NAME": f"bench-{uuid.uuid4().hex[:8]}", "Q_WORKERS": str(q_workers),
             "THROTTLE_CLIENT_RATE": "10000000/min", "THROTTLE_CALLBACK_RATE": "10000000/min",
             "BREAKER_MIN_CALLS": "1000000", **(env or {}),
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Callable
@@ -36,6 +37,8 @@ def parse(body: str) -> CallbackEvent:
         raise InvalidCallback(f"body is not acceptable JSON: {type(exc).__name__}") from None
     if not isinstance(document, dict):
         raise InvalidCallback("body must be a JSON object")
+    if unstorable := _unstorable(document):
+        raise InvalidCallback(unstorable)
     kind, data = document.get("type"), document.get("data")
     if kind not in (COMPLETED, FAILED):
         raise InvalidCallback(f"type must be {COMPLETED!r} or {FAILED!r}")
@@ -97,3 +100,48 @@ def redacted(body: str, scrub: Callable[[str], str] | None = None) -> str:
     except ValueError:  # a quote that spanned the JSON's own syntax: keep nothing rather than guess
         return ""
     return text
+
+
+def _unstorable(value, path: str = "body") -> str:
+    """Where the first string (or key) holding a NUL or a lone surrogate is, or "".
+
+    Both are valid JSON escapes (`\\u0000`, `\\ud800`) and parse into Python strings, but
+    neither can be stored: PostgreSQL text refuses NUL, and a lone surrogate has no UTF-8
+    encoding. Such a callback is refused whole (stored as invalid, answered 400) instead of
+    failing at the insert or on every later processing, whichever field carries it.
+    """
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"{path} contains a NUL character"
+        if any("\ud800" <= char <= "\udfff" for char in value):
+            return f"{path} contains a lone surrogate"
+        return ""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{_printable(key)}"
+            if found := _unstorable(key, f"a key of {path}") or _unstorable(item, where):
+                return found
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            if found := _unstorable(item, f"{path}[{index}]"):
+                return found
+    return ""
+
+
+def _printable(key: str) -> str:
+    """A key as it can be quoted in an error message (and stored): escapes, at most 100 chars."""
+    return key.encode("ascii", "backslashreplace").decode()[:100]
+
+
+def storable_body(text: str) -> str:
+    """The body as the inbox keeps it (`payload_json`).
+
+    PostgreSQL text cannot hold NUL. A body with a raw NUL character is never JSON (JSON allows
+    no raw control characters), so it is always stored as invalid: it is kept as
+    `base64:<the exact bytes>`, its reason saying so. Escaping NUL in place (as `\\u0000`) would
+    make it indistinguishable from a body that contained those six characters; base64 keeps
+    what the provider sent recoverable byte for byte. Every other body is stored verbatim.
+    """
+    if "\x00" not in text:
+        return text
+    return "base64:" + base64.b64encode(text.encode("utf-8")).decode("ascii")

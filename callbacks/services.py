@@ -148,8 +148,11 @@ def _apply(callback: ProviderCallback, event: CallbackEvent) -> str:
             result=event.result,
             cause=Cause.PROVIDER_CALLBACK,
             callback_id=callback.pk,
+            provider=callback.provider,
         )
-    return request_fail_reported(idempotency_key=event.idempotency_key, error=event.error or "reported failed")
+    return request_fail_reported(
+        idempotency_key=event.idempotency_key, error=event.error or "reported failed", provider=callback.provider
+    )
 
 
 def callback_process_safely(*, callback_id: int) -> str | None:

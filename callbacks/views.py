@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from audit import context
 from callbacks import services
-from callbacks.payload import InvalidCallback, parse
+from callbacks.payload import InvalidCallback, parse, storable_body
 from moderation.models import ResultOutcome
 from moderation.signing import InvalidSignature, verify
 from moderation.api.errors import error_body
@@ -110,15 +110,19 @@ class ProviderCallbackView(APIView):
         event_id = headers["webhook-id"]
         if len(event_id) > 255:
             return _error(status.HTTP_400_BAD_REQUEST, "invalid", "webhook-id is longer than 255 characters")
+        if any("\x00" in value for value in headers.values()):
+            return _error(status.HTTP_400_BAD_REQUEST, "invalid", "a webhook header contains a NUL character")
         try:
             event, reason = parse(text), ""
         except InvalidCallback as exc:
             event, reason = None, str(exc)
+        body = storable_body(text)
+        if body is not text:
+            reason += " (the body holds NUL characters: stored as base64 of its bytes)"
         key = event.idempotency_key if event else None
         with context.bind(provider_event_id=event_id, idempotency_key=key):
-            # PostgreSQL text cannot hold NUL; such a body is not valid JSON anyway.
             stored = services.callback_store(
-                provider=provider, event_id=event_id, body=text.replace("\x00", "\\u0000"),
+                provider=provider, event_id=event_id, body=body,
                 headers=headers, event=event, invalid_reason=reason,
             )
             if event is None:

@@ -67,6 +67,8 @@ MIDDLEWARE = [
     "audit.middleware.RequestIdMiddleware",
     "moderation.api.middleware.ApiErrorMiddleware",  # first: even SecurityMiddleware's errors become JSON
     "django.middleware.security.SecurityMiddleware",
+    # The admin's CSS and JS, served by the application server itself (gunicorn, no DEBUG).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -137,7 +139,14 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = BASE_DIR / "staticfiles"  # `collectstatic` (run_platform runs it) fills it
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Compressed copies beside the originals; no manifest, so a missing collectstatic never
+    # turns a page into a 500, it only leaves the styles out.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = DEBUG  # development: served straight from the apps, no collectstatic
 
 # --- REST API --------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -219,7 +228,9 @@ PROVIDER_MODEL = env.str("PROVIDER_MODEL", default="omni-moderation-latest")
 # low-accuracy mode, which misreads short texts: see moderation/language.py).
 MODERATION_LANGUAGES = env.list("MODERATION_LANGUAGES", default=["en", "id", "ms"])
 MODERATION_LANGUAGE_LOW_ACCURACY = env.bool("MODERATION_LANGUAGE_LOW_ACCURACY", default=False)
-PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# Where providers send callbacks. By default the address `make run` serves (its PORT).
+PORT = int(_env_number("PORT", 8000, int))
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
 if urlsplit(PUBLIC_BASE_URL).scheme not in ("http", "https") or not urlsplit(PUBLIC_BASE_URL).netloc:
     raise ImproperlyConfigured(f"PUBLIC_BASE_URL must be an http(s) URL, got {PUBLIC_BASE_URL!r}")
 if MODERATION_PROVIDER in ("openai", "webhook") and not PROVIDER_URL:
@@ -231,6 +242,15 @@ CALLBACK_SECRETS = {"webhook": [s for s in PROVIDER_WEBHOOK_SECRET.replace(",", 
 for _secret in CALLBACK_SECRETS["webhook"]:
     if not _secret.startswith("whsec_"):
         raise ImproperlyConfigured("PROVIDER_WEBHOOK_SECRET must be whsec_<base64> secrets (Standard Webhooks)")
+if MODERATION_PROVIDER == "webhook" and not CALLBACK_SECRETS["webhook"]:
+    # Without a secret every callback would be refused (401) and every review would wait for
+    # reconcile: refuse to start instead.
+    raise ImproperlyConfigured(
+        "MODERATION_PROVIDER=webhook needs PROVIDER_WEBHOOK_SECRET, the secret the provider signs "
+        "callbacks with. Make one with\n  python -c \"import base64, secrets; "
+        "print('whsec_' + base64.b64encode(secrets.token_bytes(32)).decode())\"\n"
+        "and give the same value to the provider (the simulator: run_provider_simulator --secret)."
+    )
 CALLBACK_MAX_BYTES = int(_env_number("CALLBACK_MAX_BYTES", 256 * 1024, int))
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
@@ -258,9 +278,24 @@ MODERATION_RETRY_BACKOFF_S = _env_number("MODERATION_RETRY_BACKOFF_S", 5.0)
 MODERATION_RETRY_BACKOFF_MAX_S = _env_number("MODERATION_RETRY_BACKOFF_MAX_S", 300.0)
 # Superseding operations (new key) that reconcile may start before escalating to a human.
 MODERATION_MAX_SUPERSEDES = int(env.int("MODERATION_MAX_SUPERSEDES", default=2))
-# A review with no progress for this long is stuck: reconcile takes it over.
-MODERATION_STUCK_AFTER_S = _env_number("MODERATION_STUCK_AFTER_S", 300.0)
+# How long the provider usually takes to answer (a callback after a 202). The silence deadline
+# is derived from it: an operation with no progress for MODERATION_STUCK_AFTER_S is stuck, and
+# reconcile asks the provider about it (docs/design.md, "Provider status") before superseding.
+# Asking is cheap, so the deadline can be short; it never undercuts one attempt's own timeouts.
+PROVIDER_EXPECTED_LATENCY_S = _env_number("PROVIDER_EXPECTED_LATENCY_S", 5.0)
+MODERATION_STUCK_AFTER_S = _env_number(
+    "MODERATION_STUCK_AFTER_S",
+    # (the second term: one attempt's worst case, every connection try then writing and
+    # reading, as moderation.checks counts it, plus 5 s)
+    max(4 * PROVIDER_EXPECTED_LATENCY_S,
+        PROVIDER_CONNECT_TIMEOUT_S * (1 + PROVIDER_HTTP_RETRIES) + 2 * PROVIDER_TIMEOUT_S + 5),
+)
+# A pending review whose job has not started for this long is presumed lost and enqueued again
+# (a queue backlog is not a loss, so this stays generous).
+MODERATION_LOST_JOB_AFTER_S = _env_number("MODERATION_LOST_JOB_AFTER_S", 300.0)
 # How often the sweeper (due retries, stuck reviews) runs, in minutes (django-q2's granularity).
+# Two schedules half a period apart make it run twice per period (django-q2's scheduler looks
+# every 30 s), so a silent operation is noticed within seconds of its deadline, not minutes.
 MODERATION_SWEEP_EVERY_MIN = int(_env_number("MODERATION_SWEEP_EVERY_MIN", 1, int))
 
 # Circuit breaker, per provider: over the last BREAKER_WINDOW_S, at least BREAKER_MIN_CALLS
@@ -280,7 +315,22 @@ if not 0 < BREAKER_FAILURE_RATIO <= 1:
 NOTIFY_MAX_ATTEMPTS = int(_env_number("NOTIFY_MAX_ATTEMPTS", 12, int))
 NOTIFY_BACKOFF_S = _env_number("NOTIFY_BACKOFF_S", 10.0)
 NOTIFY_BACKOFF_MAX_S = _env_number("NOTIFY_BACKOFF_MAX_S", 3600.0)
-NOTIFY_TIMEOUT_S = _env_number("NOTIFY_TIMEOUT_S", 5.0)
+NOTIFY_TIMEOUT_S = _env_number("NOTIFY_TIMEOUT_S", 5.0)  # each connect, write or read
+# One attempt as a whole, however the receiver dribbles its answer (docs/operations.md).
+NOTIFY_DEADLINE_S = _env_number("NOTIFY_DEADLINE_S", 15.0)
+# Notifications run on their own django-q2 cluster (NOTIFY_WORKERS workers), never on the
+# moderation workers: a client's slow receiver cannot delay any review's decision.
+NOTIFY_WORKERS = int(_env_number("NOTIFY_WORKERS", 4, int))
+# Per client: attempts in flight at once (held across processes), and its own circuit breaker:
+# NOTIFY_BREAKER_FAILURES failed attempts in a row pause that client alone for
+# NOTIFY_BREAKER_COOLDOWN_S, then one trial attempt decides.
+NOTIFY_CLIENT_CONCURRENCY = int(_env_number("NOTIFY_CLIENT_CONCURRENCY", 2, int))
+NOTIFY_BREAKER_FAILURES = int(_env_number("NOTIFY_BREAKER_FAILURES", 5, int))
+NOTIFY_BREAKER_COOLDOWN_S = _env_number("NOTIFY_BREAKER_COOLDOWN_S", 60.0)
+# Webhook URLs may not reach loopback, private, link-local, multicast or reserved addresses,
+# and need https without DEBUG (moderation/netguard.py). 1: allow them (development, tests, the
+# race lab on loopback). Never in production.
+WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 
 # How long a moderator holds a review taken with "Review next" before it returns to the queue.
 MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
@@ -296,8 +346,19 @@ CACHES = {
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
+# Q_NAME names the queues (several deployments may share a database or a Redis): moderation
+# jobs go to Q_NAME, notifications to NOTIFY_CLUSTER, each consumed by its own cluster. Start
+# the notification cluster with `Q_CLUSTER_NAME=<NOTIFY_CLUSTER> manage.py qcluster` (django-q2
+# then applies ALT_CLUSTERS below); run_platform and the race lab start both.
+Q_NAME = env.str("Q_NAME", default="moderation")
+NOTIFY_CLUSTER = f"{Q_NAME}-notify"
+if env.str("Q_CLUSTER_NAME", default="") not in ("", Q_NAME, NOTIFY_CLUSTER):
+    raise ImproperlyConfigured(
+        f"Q_CLUSTER_NAME selects a cluster: {Q_NAME!r} or {NOTIFY_CLUSTER!r}. Name the queues with Q_NAME."
+    )
+_NOTIFY_TIMEOUT = int(NOTIFY_DEADLINE_S) + 30  # an attempt never outlives its deadline by much
 Q_CLUSTER = {
-    "name": env.str("Q_CLUSTER_NAME", default="moderation"),
+    "name": Q_NAME,
     "workers": Q_WORKERS,
     "timeout": Q_TASK_TIMEOUT_S,
     # retry is a lease counted from dequeue: keep it well past the timeout so a task that is
@@ -312,6 +373,12 @@ Q_CLUSTER = {
     "save_limit_per": "func",  # keep each task's recent results: /readyz looks for the sweeper's
     "label": "Jobs",
     "poll": 0.2,
+    "ALT_CLUSTERS": {
+        NOTIFY_CLUSTER: {
+            "workers": NOTIFY_WORKERS, "queue_limit": NOTIFY_WORKERS,
+            "timeout": _NOTIFY_TIMEOUT, "retry": _NOTIFY_TIMEOUT * 2 + 30,
+        },
+    },
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL

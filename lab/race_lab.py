@@ -27,18 +27,19 @@ from datetime import timedelta
 import httpx
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count, Max, Sum
 from django.utils import timezone
 
-from audit.models import EventKind, PipelineEvent
+from audit.models import EventKind, PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from moderation.invariants import violations
-from moderation.models import FINAL_STATUSES, ContentErasure, ContentReview, ProviderAttempt
+from moderation.models import FINAL_STATUSES, Cause, ContentErasure, ContentReview, ProviderAttempt
 from moderation.retention import prune
 from lab.pgbouncer import PgBouncer
 from lab.user_traffic import UserTraffic
 from lab.simulator import Faults, ProviderSimulator
+from moderation.management.processes import notification_cluster_env, signal_group, start, stop_groups
 
 TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
          "great photo of the lake", "what a stupid take", "happy birthday!", "this is damn annoying"]
@@ -61,6 +62,7 @@ class LabConfig:
     pgbouncer: bool = False  # every process of the platform through a real PgBouncer (transaction pooling)
     erase: int = 0  # reviews whose content the client erases while they are being moderated
     prune: bool = False  # at the end, prune as if a year had passed (then the invariants are checked)
+    web_outage_s: float = 0.0  # stop the web tier this long once the reviews are in (0: never)
 
 
 @dataclass
@@ -112,35 +114,32 @@ def free_port() -> int:
 
 def spawn(env: dict, *args: str) -> subprocess.Popen:
     """`python <args>` in the project directory, in a session of its own (stopped as a group)."""
-    return subprocess.Popen(
-        [sys.executable, *args], cwd=settings.BASE_DIR, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
+    return start([sys.executable, *args], env, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL)
 
 
 def stop(processes) -> None:
-    """SIGTERM each process group, then SIGKILL what has not exited 20 s later."""
-    processes = list(processes)
-    for process in processes:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-    for process in processes:
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
+    """SIGTERM each process group, then SIGKILL what is left of it 20 s later: also the groups
+    whose leader has exited already (a cluster master killed leaves its workers running)."""
+    stop_groups(dict(enumerate(processes)), grace_s=20)
 
 
 def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, prefix: tuple = (),
                    gunicorn_args: tuple = ()) -> dict[str, subprocess.Popen]:
     """gunicorn on `port` and `clusters` django-q2 clusters, each `python [prefix] ...`; returns
     once the web server answers."""
-    processes = {"web": spawn(env, *prefix, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
-                              "--workers", str(web_workers), *gunicorn_args)}
+    processes = {"web": start_web(env, port, web_workers=web_workers, prefix=prefix, gunicorn_args=gunicorn_args)}
     for i in range(clusters):
         processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster")
+    if clusters:  # notifications have a cluster of their own, never the moderation workers
+        processes["notification-cluster"] = spawn(notification_cluster_env(env), *prefix, "manage.py", "qcluster")
     wait_until_serving(port)
     return processes
+
+
+def start_web(env: dict, port: int, *, web_workers: int, prefix: tuple = (), gunicorn_args: tuple = ()) -> subprocess.Popen:
+    return spawn(env, *prefix, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
+                 "--workers", str(web_workers), *gunicorn_args)
 
 
 def cluster_workers(cluster: subprocess.Popen) -> list:
@@ -168,6 +167,32 @@ def wait_until_serving(port: int, timeout_s: float = 60) -> None:
             time.sleep(0.2)
 
 
+@dataclass
+class WebOutage:
+    """The reviews not final when the web tier went down, and when it was down (wall clock)."""
+
+    affected: list
+    began: float = 0.0
+    ended: float = 0.0
+
+    def figures(self) -> dict:
+        rows = ContentReview.objects.filter(pk__in=self.affected)
+        last = rows.aggregate(last=Max("completed_at"))["last"]
+        final = rows.filter(status__in=FINAL_STATUSES).count()
+        after_end = max(last.timestamp() - self.ended, 0.0) if last else None
+        return {
+            "web outage (s)": round(self.ended - self.began, 1),
+            "reviews not final at the outage": len(self.affected),
+            "  final since": f"{final} of {len(self.affected)}",
+            "  recovered by asking the provider": ReviewTransition.objects.filter(
+                review_id__in=self.affected, cause=Cause.PROVIDER_RESULT).count(),
+            "  superseded": ReviewTransition.objects.filter(
+                review_id__in=self.affected, cause=Cause.RETRY_RECONCILE).count(),
+            "recovery: all final, s after the web tier returned": round(after_end, 1) if after_end is not None else "-",
+            "recovery: all final, s after the outage began": round(last.timestamp() - self.began, 1) if last else "-",
+        }
+
+
 class RaceLab:
     def __init__(self, config: LabConfig):
         self.config = config
@@ -193,10 +218,13 @@ class RaceLab:
             "DATABASE_URL": bouncer.url(connection.settings_dict["NAME"]) if bouncer else database_url(),
             "DB_POOL_MODE": "transaction" if bouncer else "",
             "PROVIDER_URL": simulator.url, "PROVIDER_API_KEY": "lab-key", "PROVIDER_WEBHOOK_SECRET": secret,
-            "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", "Q_CLUSTER_NAME": f"lab-{uuid.uuid4().hex[:8]}",
+            "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", "Q_NAME": f"lab-{uuid.uuid4().hex[:8]}",
             "Q_WORKERS": "2", "Q_TASK_TIMEOUT_S": "15", "PROVIDER_TIMEOUT_S": "2", "PROVIDER_CONNECT_TIMEOUT_S": "1",
             "MODERATION_RETRY_BACKOFF_S": "1", "MODERATION_RETRY_BACKOFF_MAX_S": "5", "MODERATION_MAX_ATTEMPTS": "4",
-            "MODERATION_STUCK_AFTER_S": "70", "BREAKER_MIN_CALLS": "1000000", "LOG_LEVEL": "WARNING",
+            # The silence deadline follows from the provider's latency (late callbacks come 3 s
+            # late): reconcile asks the simulator before superseding anything.
+            "PROVIDER_EXPECTED_LATENCY_S": "2", "WEBHOOK_ALLOW_PRIVATE": "1",
+            "BREAKER_MIN_CALLS": "1000000", "LOG_LEVEL": "WARNING",
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
         }
         try:
@@ -208,6 +236,7 @@ class RaceLab:
             users = UserTraffic(f"http://127.0.0.1:{port}", token, review_ids, c.report_rate, c.appeal_rate, c.seed)
             contesting = threading.Thread(target=users.run, daemon=True)
             contesting.start()
+            outage = self._web_outage(env, port, review_ids) if c.web_outage_s > 0 else None
             unfinished = self._quiesce(review_ids, bouncer)
             users.done.set()
             contesting.join(timeout=120)
@@ -223,7 +252,25 @@ class RaceLab:
                            erased_found=where_found(erased) if erased else set())
         report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer)
         report.figures = {**report.figures, **users.figures()}
+        if outage:
+            report.figures.update(outage.figures())
         return report
+
+    def _web_outage(self, env: dict, port: int, review_ids: list) -> WebOutage:
+        """Stop the web tier (its whole process group, at once) for web_outage_s seconds, then
+        start it again: callbacks sent meanwhile are refused until the simulator gives up."""
+        time.sleep(0.5)  # callbacks are flowing
+        outage = WebOutage(affected=list(
+            ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES).values_list("pk", flat=True)
+        ))
+        outage.began = time.time()
+        signal_group(self.processes["web"], signal.SIGKILL)
+        self.processes["web"].wait()
+        time.sleep(self.config.web_outage_s)
+        self.processes["web"] = start_web(env, port, web_workers=self.config.web_workers)
+        wait_until_serving(port)
+        outage.ended = time.time()
+        return outage
 
     def _submit(self, port: int, token: str) -> tuple[list, list[str]]:
         """Submit the reviews, 8 at a time; the client erases `erase` of them right after

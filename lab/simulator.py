@@ -22,6 +22,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote
 
 import httpx
 
@@ -56,6 +57,7 @@ class Faults:
     reorder: bool = False  # random jitter so callbacks overtake each other
     sync_rate: float = 0.0  # answer 200 with the result instead of 202 + callback
     redeliveries: int = 3  # re-deliveries of a callback the receiver did not accept (non-2xx)
+    status_endpoint: bool = True  # answer GET /v1/moderations/{id}; False: 404, as a provider without it
     seed: int | None = None
 
     def validate(self) -> None:
@@ -73,6 +75,7 @@ class _Job:
     idempotency_key: str
     sync: bool
     body: dict  # the callback body, or the 200 answer's data
+    ready_at: float = 0.0  # time.monotonic() when its result is out (its first callback is due)
 
 
 class ProviderSimulator:
@@ -83,6 +86,7 @@ class ProviderSimulator:
         self.rng = random.Random(self.faults.seed)
         self.lock = threading.Lock()
         self.jobs: dict[str, _Job] = {}
+        self.jobs_by_id: dict[str, _Job] = {}  # provider id -> job, for the status endpoint
         self.arrivals: Counter[str] = Counter()  # Idempotency-Key -> requests received
         self.stats: Counter[str] = Counter()
         self.model = LocalProvider()
@@ -182,7 +186,7 @@ class ProviderSimulator:
         # A failure has no synchronous form in the protocol: it is always a callback.
         sync = body["type"] == "moderation.completed" and self._chance(self.faults.sync_rate)
         job = _Job(body["data"]["id"], key, sync, body)
-        self.jobs[key] = job
+        self.jobs[key] = self.jobs_by_id[job.provider_id] = job
         if not job.sync:
             event_id = f"evt_{uuid.uuid4().hex}"
             due = time.monotonic() + self.faults.delay_ms / 1000
@@ -191,11 +195,31 @@ class ProviderSimulator:
                 self.stats["late"] += 1
             if self.faults.reorder:
                 due += self.rng.uniform(0, 0.5)
+            job.ready_at = due
             self._schedule(due, (request["callback_url"], event_id, body, 0))
             if self._chance(self.faults.duplicate_rate):
                 self.stats["duplicates"] += 1
                 self._schedule(due + self.rng.uniform(0.01, 0.2), (request["callback_url"], event_id, body, 0))
         return job
+
+    def handle_status(self, headers, provider_id: str) -> tuple[int, dict]:
+        """`GET /v1/moderations/{id}` (docs/design.md, "Provider status and reconcile"): "queued" until the
+        result's first callback is due, then "completed" or "failed" with the callback's data."""
+        if not self.faults.status_endpoint:
+            return 404, {"error": "not found"}
+        if self.api_key and headers.get("Authorization") != f"Bearer {self.api_key}":
+            return 401, {"error": "invalid api key"}
+        with self.lock:
+            job = self.jobs_by_id.get(provider_id)
+            self.stats["status_queries"] += 1
+        if job is None:
+            return 404, {"error": "unknown id"}
+        if time.monotonic() < job.ready_at:
+            return 200, {"id": provider_id, "status": "queued", "result": None, "error": None}
+        data = job.body["data"]
+        if job.body["type"] == "moderation.failed":
+            return 200, {"id": provider_id, "status": "failed", "result": None, "error": data["error"]}
+        return 200, {"id": provider_id, "status": "completed", "result": data, "error": None}
 
     # --- callbacks ---------------------------------------------------------------------------
 
@@ -253,6 +277,9 @@ class ProviderSimulator:
                 self._answer(status, answer)
 
             def do_GET(self):  # noqa: N802
+                prefix = "/v1/moderations/"
+                if self.path.startswith(prefix) and len(self.path) > len(prefix):
+                    return self._answer(*simulator.handle_status(self.headers, unquote(self.path[len(prefix):])))
                 if self.path.rstrip("/") != "/stats":
                     return self._answer(404, {"error": "not found"})
                 with simulator.lock:
@@ -279,20 +306,49 @@ class ProviderSimulator:
 class WebhookReceiver:
     """A client application's webhook on loopback, for decision notifications: answers from a
     script of status codes (`statuses`, then `default_status`) and keeps what it received as
-    (lower-cased headers, body)."""
+    (lower-cased headers, body).
 
-    def __init__(self, statuses=(), default_status: int = 200):
+    `mode` makes it misbehave as a real receiver can: "trickle" sends its answer one byte every
+    `trickle_s` seconds (each read is quick, the whole never ends in time); "hang" reads the
+    request and never answers. Both stop when the receiver is stopped.
+    """
+
+    def __init__(self, statuses=(), default_status: int = 200, *, mode: str = "answer", trickle_s: float = 4.0):
+        if mode not in ("answer", "trickle", "hang"):
+            raise ValueError(f"unknown receiver mode {mode!r}")
         self.statuses, self.default_status = list(statuses), default_status
+        self.mode, self.trickle_s = mode, trickle_s
         self.received: list[tuple[dict, bytes]] = []
+        self._stopped = threading.Event()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self):  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(receiver.statuses.pop(0) if receiver.statuses else receiver.default_status)
+                status = receiver.statuses.pop(0) if receiver.statuses else receiver.default_status
+                if receiver.mode == "hang":
+                    receiver._stopped.wait()
+                    self.close_connection = True
+                    return
+                if receiver.mode == "trickle":
+                    return self._trickle(f"HTTP/1.1 {status} OK\r\nContent-Length: 0\r\n\r\n".encode())
+                self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            def _trickle(self, answer: bytes) -> None:
+                self.close_connection = True
+                try:
+                    for i in range(len(answer)):
+                        if receiver._stopped.wait(receiver.trickle_s):
+                            return
+                        self.wfile.write(answer[i:i + 1])
+                        self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the sender gave up: that is the point
 
             def log_message(self, *args):
                 pass
@@ -302,5 +358,6 @@ class WebhookReceiver:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks/moderation"
 
     def stop(self) -> None:
+        self._stopped.set()
         self.server.shutdown()
         self.server.server_close()

@@ -41,10 +41,15 @@ def check_job_settings(app_configs=None, **kwargs) -> list:
                 hint="Raise Q_TASK_TIMEOUT_S or lower PROVIDER_TIMEOUT_S: a killed task is delivered again while its request may still be in flight.",
                 id="moderation.E003",
             ))
-        if settings.MODERATION_STUCK_AFTER_S <= retry:
+        if settings.MODERATION_STUCK_AFTER_S <= provider_worst_case_s():
+            # (Not the task lease: reconcile asks the provider before superseding, and an
+            # operation whose attempt is in flight is only dispatched again, which dispatch
+            # skips while that attempt's lease runs.)
             errors.append(Error(
-                f"MODERATION_STUCK_AFTER_S ({settings.MODERATION_STUCK_AFTER_S:g}s) must exceed the task lease ({retry}s).",
-                hint="Otherwise reconcile supersedes operations whose task is still running.",
+                f"MODERATION_STUCK_AFTER_S ({settings.MODERATION_STUCK_AFTER_S:g}s) must exceed one provider "
+                f"attempt ({provider_worst_case_s():g}s).",
+                hint="Otherwise every attempt still waiting for its answer is looked at as silent. "
+                "Set PROVIDER_EXPECTED_LATENCY_S (the deadline is derived from it) or MODERATION_STUCK_AFTER_S.",
                 id="moderation.E004",
             ))
     if q.get("max_attempts", 0) != 1:

@@ -79,3 +79,18 @@ class PolicyChanged(ModerationError):
         super().__init__(self.reason)
         self.expected = expected
         self.actual = actual
+
+
+class UnsafeWebhookUrl(ModerationError):
+    """A webhook URL that may not be used: not https without DEBUG, or a name that resolves to
+    an address the platform must not send to (moderation/netguard.py)."""
+
+
+class NotApplicable(ModerationError):
+    """A moderator's action that does not apply to the review as it is now (escalating a review
+    that is already decided): refused before the state machine is asked, so it is not counted
+    as an illegal transition."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason

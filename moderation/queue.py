@@ -29,14 +29,26 @@ def new_job_id() -> str:
     return uuid.uuid4().hex
 
 
+# Tasks that run on the notification cluster (settings.NOTIFY_CLUSTER), never on the moderation
+# workers: a client's slow webhook receiver must not delay any review's decision.
+NOTIFICATION_TASKS = frozenset({"moderation.tasks.deliver_notification"})
+
+
+def cluster_for(func: str) -> str:
+    """The django-q2 queue (cluster) a task is enqueued on."""
+    from django.conf import settings
+
+    return settings.NOTIFY_CLUSTER if func in NOTIFICATION_TASKS else settings.Q_CLUSTER["name"]
+
+
 @cache
-def _broker():
-    """One django-q2 broker per process. Without one, async_task builds a broker per job: with
-    Redis, a new connection and handshake for every enqueue (py-spy: over a quarter of a web
-    worker's time under the pipeline benchmark). redis-py's pool reconnects after a fork."""
+def _broker(cluster: str):
+    """One django-q2 broker per queue and process. Without one, async_task builds a broker per
+    job: with Redis, a new connection and handshake for every enqueue (py-spy: over a quarter of
+    a web worker's time under the pipeline benchmark). redis-py's pool reconnects after a fork."""
     from django_q.brokers import get_broker
 
-    return get_broker()
+    return get_broker(cluster)
 
 
 def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
@@ -65,7 +77,9 @@ def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
     def push() -> None:
         from django_q.tasks import async_task
 
-        async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", broker=_broker(), **kwargs)
+        cluster = cluster_for(func)
+        async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", cluster=cluster,
+                   broker=_broker(cluster), **kwargs)
 
     transaction.on_commit(push)
     return job_id

@@ -7,6 +7,20 @@ from moderation import providers, services
 from tests.helpers import ScriptedProvider
 
 
+@pytest.fixture(autouse=True)
+def webhooks_may_reach_loopback(settings):
+    """Tests deliver webhooks to receivers on loopback (WEBHOOK_ALLOW_PRIVATE, as in development).
+    The SSRF tests turn it off and patch the resolver: no test connects beyond loopback."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+
+
+@pytest.fixture(autouse=True)
+def operations_of_the_webhook_provider(settings):
+    """Operations belong to the webhook provider unless a test picks another (`scripted`): its
+    callbacks come to /api/v1/callbacks/webhook/, and another provider's are not applied."""
+    settings.MODERATION_PROVIDER = "webhook"
+
+
 @pytest.fixture
 def api_client(db):
     client, token = services.api_client_create(name="acme")

@@ -29,6 +29,7 @@ from moderation.models import (
     ProviderAttempt,
     ProviderCircuit,
     default_model_languages,
+    WebhookCircuit,
 )
 
 
@@ -136,8 +137,29 @@ class ProviderCircuitAdmin(ReadOnlyAdmin):
     list_display = ["provider", "state", "opened_at", "probe_started_at", "last_failure_ratio", "changed_at"]
 
 
+@admin.register(WebhookCircuit)
+class WebhookCircuitAdmin(ReadOnlyAdmin):
+    list_display = ["client", "state", "failures", "opened_at", "changed_at"]
+    list_select_related = ["client"]
+
+
+class ApiClientForm(forms.ModelForm):
+    webhook_url = forms.URLField(max_length=2048, required=False, assume_scheme="https")
+
+    class Meta:
+        model = ApiClient
+        fields = ["name", "webhook_url"]
+
+    def clean_webhook_url(self):
+        url = self.cleaned_data["webhook_url"]
+        if url:
+            services.api_client_check_webhook_url(url)  # no server-side request forgery
+        return url
+
+
 @admin.register(ApiClient)
 class ApiClientAdmin(admin.ModelAdmin):
+    form = ApiClientForm
     list_display = ["name", "token_prefix", "webhook_url", "is_active", "created_at"]
     # Revocation goes through `revoke_api_client` (it records when); the admin only shows it.
     readonly_fields = ["token_hash", "token_prefix", "is_active", "created_at", "revoked_at"]

@@ -17,7 +17,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Substr
-from django.http import HttpResponseRedirect
+from django.http import HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -116,6 +116,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     list_per_page = 50
+    ordering = ["-created_at"]  # newest first
 
     # --- the list ------------------------------------------------------------------------------
 
@@ -362,13 +363,20 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return HttpResponseRedirect(self._timeline_url(object_id))
 
     def release_view(self, request, object_id):
-        if request.method != "POST":
+        if request.method != "POST" or not self.has_override_permission(request):
             raise PermissionDenied
         if services.review_release(review_id=object_id, moderator=request.user):
             self.message_user(request, "Review returned to the queue.", messages.INFO)
-        else:
-            self.message_user(request, "You do not hold this review: nothing to return.", messages.WARNING)
+        else:  # say so: nothing changed
+            self.message_user(request, "Not returned to the queue: you do not hold this review.", messages.ERROR)
         return HttpResponseRedirect(reverse("admin:moderation_contentreview_changelist"))
+
+    def changelist_view(self, request, extra_context=None):
+        # PostgreSQL text cannot hold NUL: a filter value with one (`?status__exact=%00`) would
+        # fail in the database as a 500. No status, id or name contains one: refuse the request.
+        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+            return HttpResponseBadRequest("A query parameter contains a NUL character.")
+        return super().changelist_view(request, extra_context)
 
     def skip_view(self, request, object_id):
         """Pass over this review: return it to its queue and take the next one there."""

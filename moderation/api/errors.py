@@ -21,6 +21,7 @@ from moderation.errors import (
     IdempotencyKeyReused,
     IllegalTransition,
     NotAppealable,
+    NotApplicable,
     ReasonRequired,
     StaleVersion,
 )
@@ -29,6 +30,7 @@ _DOMAIN = {
     IllegalTransition: (status.HTTP_409_CONFLICT, "illegal_transition"),
     StaleVersion: (status.HTTP_409_CONFLICT, "stale_version"),
     ClaimedByOther: (status.HTTP_409_CONFLICT, "claimed_by_other"),
+    NotApplicable: (status.HTTP_409_CONFLICT, "not_applicable"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     ReasonRequired: (status.HTTP_400_BAD_REQUEST, "reason_required"),
     AppealExists: (status.HTTP_409_CONFLICT, "appeal_exists"),

@@ -7,7 +7,13 @@ from moderation.models.core import __all__ as _core
 from moderation.models.api import IdempotencyRecord
 from moderation.models.erasure import ContentErasure
 from moderation.models.notes import NOTE_MAX_CHARS, ModeratorNote
-from moderation.models.outbox import DecisionNotification, NotificationAttempt, NotificationKind, NotificationStatus
+from moderation.models.outbox import (
+    DecisionNotification,
+    NotificationAttempt,
+    NotificationKind,
+    NotificationStatus,
+    WebhookCircuit,
+)
 from moderation.models.reports import (
     APPEAL_STATEMENT_MAX,
     OTHER_REASON,
@@ -23,5 +29,5 @@ from moderation.models.reports import (
 __all__ = [
     *_core, "ContentErasure", "DecisionNotification", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
-    "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "Report", "ReportEscalation", "appeal_outcome",
+    "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "Report", "ReportEscalation", "appeal_outcome", "WebhookCircuit",
 ]

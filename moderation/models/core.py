@@ -97,6 +97,8 @@ class ResultOutcome(models.TextChoices):
     DUPLICATE = "duplicate", "Duplicate result"
     ALREADY_FINAL = "already_final", "Review already final"
     ORPHAN = "orphan", "Unknown idempotency key"
+    # Signed for one provider's endpoint, naming another provider's operation: never applied.
+    WRONG_PROVIDER = "wrong_provider", "Operation of another provider"
     INVALID = "invalid", "Invalid body"
 
 

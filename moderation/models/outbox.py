@@ -14,6 +14,8 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from moderation.models.core import CircuitState
+
 
 class NotificationStatus(models.TextChoices):
     PENDING = "pending", "Pending"
@@ -59,6 +61,11 @@ class DecisionNotification(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["next_attempt_at"], name="notification_due_idx", condition=Q(status="pending")),
+            # A client's attempts in flight, counted for its concurrency cap (webhook_gate).
+            models.Index(
+                fields=["client", "locked_until"], name="notification_in_flight_idx",
+                condition=Q(status="pending", locked_until__isnull=False),
+            ),
         ]
         constraints = [
             models.CheckConstraint(
@@ -94,3 +101,17 @@ class NotificationAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"attempt {self.attempt_no} of {self.notification_id}: {self.status_code or self.error[:40]}"
+
+
+class WebhookCircuit(models.Model):
+    """One client's webhook breaker (moderation/services/webhook_gate.py): while it is open,
+    that client's notifications wait; no other client is affected."""
+
+    client = models.OneToOneField("moderation.ApiClient", on_delete=models.CASCADE, related_name="webhook_circuit")
+    state = models.CharField(max_length=16, choices=CircuitState.choices, default=CircuitState.CLOSED)
+    failures = models.PositiveIntegerField(default=0, help_text="Failed attempts in a row.")
+    opened_at = models.DateTimeField(null=True, blank=True)
+    changed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"webhook circuit of client {self.client_id}: {self.state}"

@@ -71,6 +71,16 @@ class Accepted:
     provider_request_id: str
 
 
+@dataclass(frozen=True)
+class OperationStatus:
+    """What the provider says of an operation it accepted (docs/design.md, "Provider status and reconcile"):
+    `state` "queued" (still working), "completed" (with `result`) or "failed" (with `error`)."""
+
+    state: str
+    result: ModerationResult | None = None
+    error: str = ""
+
+
 class ProviderError(Exception):
     """A failed attempt. `retryable` says whether another attempt with the same key may succeed."""
 
@@ -116,3 +126,7 @@ class Provider(Protocol):
     def moderate(self, request: ModerationInput) -> ModerationResult | Accepted:
         """Call the provider once. Raises ProviderError. Must not touch the database."""
         ...
+
+    # Optional: `status(*, provider_request_id, idempotency_key) -> OperationStatus | None`, the
+    # provider's answer about an accepted operation; None when it does not know the operation
+    # or does not answer. A provider without it is superseded when it goes silent.

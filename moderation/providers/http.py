@@ -30,6 +30,23 @@ def client() -> httpx.Client:
     return httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
 
 
+def get_json(http: httpx.Client, url: str, headers: dict[str, str]) -> tuple[int, Any]:
+    """GET and return (status, parsed JSON body or None); raises a classified ProviderError for
+    no answer or a 5xx, and leaves 4xx answers to the caller."""
+    try:
+        response = http.get(url, headers=headers)
+    except httpx.TimeoutException as exc:
+        raise ProviderTimeout(f"{type(exc).__name__}: {exc}") from exc
+    except httpx.TransportError as exc:
+        raise ProviderConnectionError(f"{type(exc).__name__}: {exc}") from exc
+    if response.status_code >= 500:
+        raise ProviderServerError(f"HTTP {response.status_code}", http_status=response.status_code)
+    try:
+        return response.status_code, response.json()
+    except (ValueError, RecursionError):
+        return response.status_code, None
+
+
 def post_json(http: httpx.Client, url: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, Any]:
     """POST and return (status, parsed JSON body); raises a classified ProviderError."""
     try:

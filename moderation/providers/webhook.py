@@ -6,10 +6,23 @@ answers 202 `{"id", "status": "queued"}` and calls back later, or 200 with a res
 
 from __future__ import annotations
 
+import logging
+from urllib.parse import quote
+
 from django.conf import settings
 
 from moderation.providers import http
-from moderation.providers.base import Accepted, MalformedAnswer, ModerationInput, ModerationResult
+
+from moderation.providers.base import (
+    Accepted,
+    MalformedAnswer,
+    ModerationInput,
+    ModerationResult,
+    OperationStatus,
+    ProviderError,
+)
+
+logger = logging.getLogger(__name__)
 
 
 class WebhookProvider:
@@ -47,3 +60,36 @@ class WebhookProvider:
                 raise MalformedAnswer(f"200 answer for another operation ({answered_for!r})", http_status=status)
             return ModerationResult.from_payload(data)
         raise MalformedAnswer(f"unexpected HTTP {status} from the provider", http_status=status)
+
+    def status(self, *, provider_request_id: str, idempotency_key: str) -> OperationStatus | None:
+        """`GET {PROVIDER_URL}/v1/moderations/{id}` (docs/design.md, "Provider status and reconcile"). None for
+        a 404 (unknown id, or not implemented), no answer, or an answer we cannot trust."""
+        if not provider_request_id:
+            return None
+        try:
+            status, data = http.get_json(
+                self.http, f"{self.url}/{quote(provider_request_id, safe='')}",
+                {"Authorization": f"Bearer {settings.PROVIDER_API_KEY}"},
+            )
+        except ProviderError as exc:
+            logger.info("status of %s: no answer (%s)", provider_request_id, exc)
+            return None
+        if status != 200 or not isinstance(data, dict):
+            return None
+        state = data.get("status")
+        if state == "queued":
+            return OperationStatus("queued")
+        if state == "failed":
+            error = data.get("error")
+            return OperationStatus("failed", error=error if isinstance(error, str) else "reported failed")
+        result = data.get("result")
+        if state != "completed" or not isinstance(result, dict):
+            return None
+        if result.get("idempotency_key", idempotency_key) != idempotency_key:
+            logger.warning("status of %s answered for another operation", provider_request_id)
+            return None
+        try:
+            return OperationStatus("completed", result=ModerationResult.from_payload(result))
+        except MalformedAnswer as exc:
+            logger.warning("status of %s: %s", provider_request_id, exc)
+            return None

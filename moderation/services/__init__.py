@@ -12,7 +12,12 @@ from moderation.services.breaker import (
     circuit_get,
     review_wait_for_provider,
 )
-from moderation.services.clients import api_client_authenticate, api_client_create, api_client_revoke
+from moderation.services.clients import (
+    api_client_authenticate,
+    api_client_check_webhook_url,
+    api_client_create,
+    api_client_revoke,
+)
 from moderation.services.idempotency import idempotency_records_expire, idempotent_call
 from moderation.services.moderator import (
     review_escalate,
@@ -44,6 +49,7 @@ __all__ = [
     "breaker_record",
     "circuit_get",
     "review_wait_for_provider",
+    "api_client_check_webhook_url",
     "api_client_create",
     "api_client_revoke",
     "idempotency_records_expire",

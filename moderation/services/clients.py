@@ -10,7 +10,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
 
+from moderation.errors import UnsafeWebhookUrl
 from moderation.models import ApiClient
+from moderation.netguard import webhook_url_check
 
 TOKEN_PREFIX = "mod_"
 
@@ -33,7 +35,7 @@ def api_client_create(*, name: str, webhook_url: str = "") -> tuple[ApiClient, s
     if not name:
         raise ValidationError("a client needs a name")
     if webhook_url:
-        URLValidator(schemes=["http", "https"])(webhook_url)
+        api_client_check_webhook_url(webhook_url)
     if ApiClient.objects.filter(name=name).exists():
         raise ValidationError(f"an API client named {name!r} already exists")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -42,6 +44,17 @@ def api_client_create(*, name: str, webhook_url: str = "") -> tuple[ApiClient, s
         webhook_secret=new_webhook_secret(),
     )
     return client, token
+
+
+def api_client_check_webhook_url(url: str) -> None:
+    """Raise ValidationError unless `url` may receive this platform's webhooks: a well-formed
+    http(s) URL whose host resolves only to addresses netguard allows (checked again at every
+    delivery, against the address connected to)."""
+    URLValidator(schemes=["http", "https"])(url)
+    try:
+        webhook_url_check(url)
+    except UnsafeWebhookUrl as exc:
+        raise ValidationError(f"webhook URL refused: {exc}") from exc
 
 
 def api_client_authenticate(token: str) -> ApiClient | None:

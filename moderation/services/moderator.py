@@ -22,6 +22,7 @@ from moderation.errors import (
     ClaimedByOther,
     ContentErased,
     InvalidCategory,
+    NotApplicable,
     NoteTooLong,
     ReasonRequired,
     StaleVersion,
@@ -69,6 +70,14 @@ def _lock_checked(review_id, expected_version: int | None, moderator=None, now: 
     if holder is not None and holder != moderator and review.claim_expires_at and review.claim_expires_at > now:
         raise ClaimedByOther(f"{holder} is reviewing this until {review.claim_expires_at:%H:%M:%S}")
     return review
+
+
+def _require_decided(review: ContentReview) -> None:
+    """Overrides and reprocessing apply to decided reviews. A moderator's choice of another (a bulk
+    action over mixed reviews) is refused here, so it is not counted as an illegal transition,
+    which means a bug."""
+    if not review.is_final:
+        raise NotApplicable("not decided yet")
 
 
 def _required(reason: str) -> str:
@@ -151,6 +160,7 @@ def review_override(
     note = _note_text(note)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
+        _require_decided(review)
         appeal = appeal_open_locked(review)
         if appeal is not None:
             appeal_check_four_eyes(appeal, moderator)
@@ -213,6 +223,9 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
+        if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
+            # Likewise (_require_decided): a bulk escalation over decided reviews.
+            raise NotApplicable(f"already {review.get_status_display().lower()}")
         if review.status == ReviewStatus.PENDING:
             review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.active_idempotency_key and review.status == ReviewStatus.PROCESSING:
@@ -251,6 +264,7 @@ def review_reprocess(
     """
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, user)
+        _require_decided(review)
         if review.content.erased_at is not None:
             raise ContentErased(f"review {review_id}: its content was erased; nothing is left to reprocess")
         if appeal_open_locked(review) is not None:

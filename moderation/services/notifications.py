@@ -16,6 +16,8 @@ from django.utils import timezone
 from audit import context
 from moderation.signing import sign
 from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
+from moderation.netguard import guarded_transport
+from moderation.services.webhook_gate import gate_admit, gate_record, lock_client
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +45,11 @@ def _post(notification: DecisionNotification, attempt: NotificationAttempt) -> s
     clock = time.monotonic()
     try:
         # Only the status matters: the answer's body is never read (a receiver cannot make us
-        # buffer it). A receiver trickling bytes is bounded by the task's own timeout, which the
-        # row's lease outlasts.
-        with httpx.Client(timeout=settings.NOTIFY_TIMEOUT_S, follow_redirects=False) as http:
+        # buffer it). NOTIFY_TIMEOUT_S bounds each connect, write and read; the transport bounds
+        # the attempt as a whole (NOTIFY_DEADLINE_S), so a receiver dribbling its status line a
+        # byte at a time is cut off too. It connects only to addresses netguard allows.
+        transport = guarded_transport(deadline=clock + settings.NOTIFY_DEADLINE_S)
+        with httpx.Client(transport=transport, timeout=settings.NOTIFY_TIMEOUT_S, follow_redirects=False) as http:
             with http.stream("POST", notification.url, content=body, headers=headers) as response:
                 status, error = response.status_code, ""
     except httpx.HTTPError as exc:
@@ -54,7 +58,12 @@ def _post(notification: DecisionNotification, attempt: NotificationAttempt) -> s
 
 
 def _begin(notification_id: int, now: datetime):
+    client_id = DecisionNotification.objects.filter(pk=notification_id).values_list("client_id", flat=True).first()
+    if client_id is None:
+        return "gone"
     with transaction.atomic():
+        # The client's lock first, then the row: every path takes them in this order.
+        lock_client(client_id)
         notification = (
             DecisionNotification.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("client")
@@ -74,9 +83,15 @@ def _begin(notification_id: int, now: datetime):
             notification.status = NotificationStatus.FAILED
             notification.save(update_fields=["status"])
             return "failed"
+        deferred = gate_admit(client_id=client_id, now=now)
+        if deferred:
+            # Not an attempt: the sweeper enqueues it again when it is due.
+            notification.next_attempt_at, notification.last_enqueued_at = deferred.retry_at, None
+            notification.save(update_fields=["next_attempt_at", "last_enqueued_at"])
+            return f"deferred: {deferred.reason}"
         notification.attempts += 1
-        # Longer than any attempt can live: django-q2 kills a task at Q_TASK_TIMEOUT_S.
-        notification.locked_until = now + timedelta(seconds=settings.Q_TASK_TIMEOUT_S + 30)
+        # The lease outlives the attempt: its transport gives up at NOTIFY_DEADLINE_S.
+        notification.locked_until = now + timedelta(seconds=settings.NOTIFY_DEADLINE_S + 30)
         notification.last_enqueued_at = None
         notification.save(update_fields=["attempts", "locked_until", "last_enqueued_at"])
         # attempt_no numbers every attempt ever made (a resend starts a new budget, not a new log).
@@ -107,6 +122,7 @@ def _finish(notification: DecisionNotification, attempt: NotificationAttempt, st
     ).update(**fields)
     if not settled:
         return "superseded by a later attempt"
+    gate_record(client_id=notification.client_id, delivered=delivered, now=now)
     return str(fields.get("status", "retry_scheduled"))
 
 

@@ -41,6 +41,9 @@ _OUTCOME_EVENTS = {
     ResultOutcome.DUPLICATE: EventKind.DUPLICATE_RESULT,
     ResultOutcome.ALREADY_FINAL: EventKind.ALREADY_FINAL,
     ResultOutcome.ORPHAN: EventKind.ORPHAN_RESULT,
+    # Recorded like an orphan (the operation is not this provider's to answer); the event's
+    # detail names both providers.
+    ResultOutcome.WRONG_PROVIDER: EventKind.ORPHAN_RESULT,
 }
 
 
@@ -202,8 +205,13 @@ def review_finalize(
     cause: Cause,
     callback_id: int | None = None,
     attempt_no: int | None = None,
+    provider: str | None = None,
 ) -> ResultOutcome:
     """Apply a provider result, if and only if it belongs to the review's live operation.
+
+    `provider`: who reported the result (a callback's endpoint); an operation of another
+    provider is `wrong_provider` and changes nothing. None: the caller asked the operation's own
+    provider (a synchronous answer, a status query).
 
     The result applies only while the review is `processing` and its active key is the
     result's key (docs/design.md, invariant 4); otherwise the outcome is recorded and nothing changes. The row
@@ -211,11 +219,11 @@ def review_finalize(
     """
     with context.bind(idempotency_key=idempotency_key):
         try:
-            outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no)
+            outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no, provider)
         except ConcurrentTransition:
             # The row changed between our read and our write (only possible without the lock):
             # look once more; the result is then classified against the winner's state.
-            outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no)
+            outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no, provider)
         if outcome is not ResultOutcome.APPLIED:
             record_event(
                 _OUTCOME_EVENTS[outcome],
@@ -223,6 +231,7 @@ def review_finalize(
                 idempotency_key=idempotency_key,
                 cause=cause,
                 callback_id=callback_id,
+                **_wrong_provider_detail(outcome, provider),
             )
         return outcome
 
@@ -244,18 +253,22 @@ def _lock_by_key(idempotency_key) -> tuple[ContentReview | None, ModerationReque
     return review, ModerationRequest.objects.get(idempotency_key=idempotency_key)
 
 
-def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no) -> tuple[ResultOutcome, object]:
+def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no, provider) -> tuple[ResultOutcome, object]:
     with transaction.atomic():
         review, request = _lock_by_key(idempotency_key)
         if review is None:
             return ResultOutcome.ORPHAN, None
-        outcome = _classify(review, request)
+        outcome = _classify(review, request, provider)
         if outcome is ResultOutcome.APPLIED:
             _apply_result_locked(review, request, result, cause, callback_id, attempt_no)
         return outcome, review.pk
 
 
-def _classify(review: ContentReview, request: ModerationRequest) -> ResultOutcome:
+def _classify(review: ContentReview, request: ModerationRequest, provider: str | None = None) -> ResultOutcome:
+    if provider is not None and request.provider != provider:
+        # A correctly signed message from one provider about another's operation: the
+        # signature proves who sent it, not that the operation is theirs to answer.
+        return ResultOutcome.WRONG_PROVIDER
     if request.status == RequestStatus.COMPLETED:
         return ResultOutcome.DUPLICATE
     if request.status == RequestStatus.SUPERSEDED or review.active_idempotency_key != request.idempotency_key:
@@ -306,17 +319,17 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
 
 
 @records_illegal_transitions
-def request_fail_reported(*, idempotency_key, error: str) -> ResultOutcome:
+def request_fail_reported(*, idempotency_key, error: str, provider: str | None = None) -> ResultOutcome:
     """The provider reports it could not moderate an operation (a `moderation.failed` callback).
 
     An idempotent provider would give the same key the same answer, so the live operation is
     superseded by a new one (new key), or handed to a human after MODERATION_MAX_SUPERSEDES.
-    A report about any other operation changes nothing, as for results.
+    A report about any other operation (or from another provider) changes nothing, as for results.
     """
     with context.bind(idempotency_key=idempotency_key):
         with transaction.atomic():
             review, request = _lock_by_key(idempotency_key)
-            outcome = _classify(review, request) if review else ResultOutcome.ORPHAN
+            outcome = _classify(review, request, provider) if review else ResultOutcome.ORPHAN
             if outcome is ResultOutcome.APPLIED:
                 reason = f"provider reported failure: {error}"[:2000]
                 ModerationRequest.objects.filter(pk=request.pk).update(last_error=reason)
@@ -328,6 +341,7 @@ def request_fail_reported(*, idempotency_key, error: str) -> ResultOutcome:
             record_event(
                 _OUTCOME_EVENTS[outcome], review_id=review.pk if review else None,
                 idempotency_key=idempotency_key, cause="provider_failed_callback",
+                **_wrong_provider_detail(outcome, provider),
             )
         return outcome
 
@@ -338,6 +352,10 @@ def _actor_id(actor: str) -> str:
     if actor == Actor.WEBHOOK:
         return ids.get("provider_event_id", "")
     return ids.get("worker_id", "")
+
+
+def _wrong_provider_detail(outcome: ResultOutcome, provider: str | None) -> dict:
+    return {"outcome": outcome, "reported_by": provider} if outcome is ResultOutcome.WRONG_PROVIDER else {}
 
 
 def review_id_for_key(idempotency_key):

@@ -8,6 +8,7 @@ doing it twice; and every job they enqueue is itself safe to run twice.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -25,14 +26,22 @@ from moderation.models import (
     CircuitState,
     ContentReview,
     ModerationRequest,
+    ResultOutcome,
     ReviewStatus,
 )
 from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions
 from moderation.services.breaker import breaker_may_claim, circuit_get
 from moderation.services.notifications import notifications_due
-from moderation.selectors import stuck_cutoff, stuck_review_ids
-from moderation.services.pipeline import request_give_up_locked, request_supersede_locked, review_give_up_waiting
+from moderation.providers import OperationStatus, get_provider
+from moderation.selectors import stuck_cutoff, stuck_requests, stuck_review_ids
+from moderation.services.pipeline import (
+    request_fail_reported,
+    request_give_up_locked,
+    request_supersede_locked,
+    review_finalize,
+    review_give_up_waiting,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +54,8 @@ class SweepReport:
     redispatched: list = field(default_factory=list)
     superseded: list = field(default_factory=list)
     escalated: list = field(default_factory=list)
+    recovered: list = field(default_factory=list)  # completed, by asking the provider
+    postponed: list = field(default_factory=list)  # the provider says it is still working
 
     def summary(self) -> str:
         return ", ".join(f"{len(v)} {k.replace('_', ' ')}" for k, v in vars(self).items())
@@ -67,8 +78,11 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
         if breaker_may_claim(provider=circuit.provider, now=now, circuit=circuit):
             # Past the cooldown: one waiting review to carry the trial call, not the backlog.
             report.pending_requeued = _requeue_lost_jobs(now, 1)
+    # Asking the provider is I/O: a provider that does not answer must not hold the sweep past
+    # its task timeout. What is not asked within the budget waits for the next sweep.
+    ask_until = time.monotonic() + STATUS_BUDGET_S
     for review_id in stuck_review_ids(now=now, limit=limit):
-        action = review_reconcile(review_id=review_id, now=now)
+        action = review_reconcile(review_id=review_id, now=now, ask_until=ask_until)
         if action:
             getattr(report, action).append(review_id)
     if any(vars(report).values()):
@@ -91,7 +105,7 @@ def _enqueue_due_retries(now: datetime, limit: int) -> list[int]:
 
 def _requeue_lost_jobs(now: datetime, limit: int) -> list:
     """Pending reviews whose job never ran (lost between commit and enqueue, or by the broker)."""
-    cutoff = now - timedelta(seconds=settings.MODERATION_STUCK_AFTER_S)
+    cutoff = now - timedelta(seconds=settings.MODERATION_LOST_JOB_AFTER_S)
     lost = ContentReview.objects.filter(status=ReviewStatus.PENDING)
     return _enqueue_batch(
         lost, order_by="last_enqueued_at", enqueued_before=cutoff, now=now, limit=limit,
@@ -131,16 +145,73 @@ def _give_up_waiting(now: datetime, limit: int) -> list:
     ]
 
 
-@records_illegal_transitions
-def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: float | None = None) -> str | None:
+def review_reconcile(
+    *, review_id, now: datetime | None = None, stuck_after: float | None = None, ask_until: float | None = None
+) -> str | None:
     """Take over one processing review whose operation went silent. Returns what it did.
 
-    - accepted by the provider but never answered (a lost callback): supersede it with a new
-      key, or, once MODERATION_MAX_SUPERSEDES operations have gone silent, hand it to a human;
+    - accepted by the provider but never answered (a lost callback): first ask the provider
+      (docs/design.md, "Provider status and reconcile"; no transaction is open meanwhile). A completed answer
+      goes through the same guarded finalize as a callback ("recovered"; the callback, if it
+      comes after all, is then a duplicate); a failure is handled like a `moderation.failed`
+      callback; "queued" waits one more silence period, while the operation is young. Only no
+      answer, a 404 or a provider that cannot be asked leads to superseding it with a new key,
+      or, once MODERATION_MAX_SUPERSEDES operations have gone silent, to a human;
     - anything else (never sent; its worker died during the call, or before recording how it
       ended): the same operation again, with the same key, which the provider de-duplicates.
+
+    `ask_until` (time.monotonic()): past it, an operation that needs asking is left alone.
     """
     now = now or timezone.now()
+    silent = _silent_accepted_operation(review_id, now, stuck_after)
+    if silent and ask_until is not None and time.monotonic() > ask_until:
+        return None  # the next sweep asks
+    answer = _ask_provider(silent) if silent else None
+    with context.bind(review_id=review_id):
+        if answer is not None and answer.state == "completed":
+            outcome = review_finalize(idempotency_key=silent.idempotency_key, result=answer.result,
+                                      cause=Cause.PROVIDER_RESULT)
+            return "recovered" if outcome is ResultOutcome.APPLIED else None
+        if answer is not None and answer.state == "failed":
+            outcome = request_fail_reported(idempotency_key=silent.idempotency_key, error=answer.error)
+            if outcome is not ResultOutcome.APPLIED:
+                return None
+            return "escalated" if silent.generation >= settings.MODERATION_MAX_SUPERSEDES else "superseded"
+    queued = answer is not None and answer.state == "queued"
+    return _reconcile_locked(review_id=review_id, now=now, stuck_after=stuck_after, provider_queued=queued)
+
+
+# The provider may say "queued" for this many silence periods before it is superseded anyway.
+QUEUED_PATIENCE = 10
+# Seconds one sweep may spend asking the provider (a third of the default task timeout).
+STATUS_BUDGET_S = 20
+
+
+def _silent_accepted_operation(review_id, now: datetime, stuck_after: float | None) -> ModerationRequest | None:
+    """The review's live operation, if it is silent and the provider accepted it (a read: the
+    locked step below checks again)."""
+    request = stuck_requests(now=now, stuck_after=stuck_after).filter(review_id=review_id).first()
+    if request is None or not request.provider_request_id:
+        return None
+    last = request.attempts.order_by("-attempt_no").values_list("outcome", flat=True).first()
+    return request if last == AttemptOutcome.ACCEPTED else None
+
+
+def _ask_provider(request: ModerationRequest) -> OperationStatus | None:
+    """The provider's word on an operation, or None if it cannot be asked or does not answer."""
+    try:
+        status = getattr(get_provider(request.provider), "status", None)
+    except LookupError:
+        return None
+    if status is None:
+        return None
+    answer = status(provider_request_id=request.provider_request_id, idempotency_key=str(request.idempotency_key))
+    logger.info("provider status of %s: %s", request.provider_request_id, answer.state if answer else "no answer")
+    return answer
+
+
+@records_illegal_transitions
+def _reconcile_locked(*, review_id, now: datetime, stuck_after: float | None, provider_queued: bool) -> str | None:
     cutoff = stuck_cutoff(now=now, stuck_after=stuck_after)
     with context.bind(review_id=review_id), transaction.atomic():
         review = ContentReview.objects.select_for_update(skip_locked=True).filter(pk=review_id).first()
@@ -154,6 +225,11 @@ def review_reconcile(*, review_id, now: datetime | None = None, stuck_after: flo
             ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
             enqueue_on_commit("moderation.tasks.dispatch_request", for_review=review.pk, request_id=request.pk)
             return "redispatched"
+        patience = timedelta(seconds=QUEUED_PATIENCE * (now - cutoff).total_seconds())
+        if provider_queued and last.started_at > now - patience:
+            # The provider is still working on it: superseding would only pay for it twice.
+            ModerationRequest.objects.filter(pk=request.pk).update(updated_at=now)
+            return "postponed"
         if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
             request_give_up_locked(review, request, f"no result after {request.generation + 1} operations")
             return "escalated"

@@ -25,7 +25,7 @@ OURS = ("moderation", "callbacks", "audit")
 def test_one_review_through_a_timeout_a_retry_and_a_duplicate_callback_is_fully_correlated(
     api_client, scripted, settings, caplog
 ):
-    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}
     scripted.script = [ProviderTimeout("read timeout"), Accepted("prov-1")]
     review = submit(api_client, text="you absolute idiot")
     caplog.clear()

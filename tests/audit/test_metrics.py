@@ -31,7 +31,7 @@ def scrape(client, token="scrape-me") -> dict:
 @pytest.mark.django_db(transaction=True)
 def test_the_counters_after_a_lost_claim_duplicate_callbacks_and_a_late_result_are_exact(client, api_client, settings):
     settings.METRICS_TOKEN = "scrape-me"
-    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}
     # One review: a second worker loses the claim, then its callback is delivered three times.
     review, request = claimed(api_client)
     assert services.review_claim(review_id=review.pk, worker_id="late-worker") is None

@@ -132,7 +132,7 @@ def test_the_secret_being_rotated_out_is_still_accepted(api_client):
 
 
 def test_a_rotated_out_secret_is_refused_once_removed(api_client, settings):
-    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "local")}
     _, request = claimed(api_client)
     assert deliver(completed(request.idempotency_key), secret=OLD_SECRET).status_code == 401
 
@@ -149,7 +149,7 @@ def test_a_rotated_out_secret_is_refused_once_removed(api_client, settings):
         (json.dumps({"type": "moderation.completed", "data": {"id": "p", "idempotency_key": str(uuid.uuid4()), "results": []}}).encode(), "malformed"),
         (json.dumps({"type": "moderation.completed", "data": {"id": "p", "idempotency_key": str(uuid.uuid4()), "results": [{"flagged": "yes", "category_scores": {}}]}}).encode(), "malformed"),
         (json.dumps({"type": "moderation.completed", "data": {"id": "p", "idempotency_key": str(uuid.uuid4()), "results": [{"flagged": True, "category_scores": {"hate": 7}}]}}).encode(), "[0, 1]"),
-        (b'{"type": "moderation.completed", "data": {"id": "\\u0000"}}', "idempotency_key"),
+        (b'{"type": "moderation.completed", "data": {"id": "\\u0000"}}', "data.id contains a NUL"),
         (json.dumps({"type": "moderation.completed", "data": {"id": "p", "idempotency_key": str(uuid.uuid4()), "results": [{"flagged": True, "category_scores": {"hate": "x"}}]}}).encode().replace(b'"x"', b"1" + b"0" * 400), "malformed"),
         (b'{"type": "moderation.completed", "data": {"id": "p", "n": ' + b"9" * 5000 + b"}}", "not acceptable JSON"),
     ],

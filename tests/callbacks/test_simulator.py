@@ -12,8 +12,6 @@ from django.utils import timezone
 from callbacks.models import ProviderCallback
 from moderation import providers, services, tasks
 from moderation.models import AttemptOutcome, Decision, ModerationRequest, ReviewStatus
-from lab.simulator import Faults, ProviderSimulator
-from tests.callbacks.conftest import SECRET
 from tests.helpers import submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,30 +25,6 @@ def wait_until(predicate, timeout: float = 15, message: str = "condition"):
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {message}")
-
-
-@pytest.fixture
-def simulate(settings, live_server):
-    """simulate(**faults) starts a simulator and points the webhook provider at it."""
-    started = []
-
-    def start(**faults) -> ProviderSimulator:
-        simulator = ProviderSimulator(secret=SECRET, api_key="sim-key", faults=Faults(seed=7, **faults)).start()
-        started.append(simulator)
-        settings.MODERATION_PROVIDER = "webhook"
-        settings.PROVIDER_URL = simulator.url
-        settings.PROVIDER_API_KEY = "sim-key"
-        settings.PROVIDER_TIMEOUT_S = 1.0
-        settings.PUBLIC_BASE_URL = live_server.url
-        providers.unregister("webhook")
-        providers.register("webhook", providers._webhook)
-        return simulator
-
-    yield start
-    for simulator in started:
-        simulator.stop()
-    providers.unregister("webhook")
-    providers.register("webhook", providers._webhook)
 
 
 def final(review):

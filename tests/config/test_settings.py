@@ -35,6 +35,9 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"PUBLIC_BASE_URL": "example.com"}, "PUBLIC_BASE_URL must be an http(s) URL"),
         ({"CALLBACK_RETENTION_DAYS": "3"}, "CALLBACK_RETENTION_DAYS must be at least 7"),
         ({"DB_POOL_MODE": "session"}, "DB_POOL_MODE must be empty"),
+        ({"MODERATION_PROVIDER": "webhook", "PROVIDER_URL": "http://127.0.0.1:9", "PROVIDER_WEBHOOK_SECRET": ""},
+         "needs PROVIDER_WEBHOOK_SECRET, the secret the provider signs callbacks with. Make one with"),
+        ({"Q_CLUSTER_NAME": "lab-old"}, "Q_CLUSTER_NAME selects a cluster"),
     ],
 )
 def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):
@@ -64,6 +67,14 @@ def test_production_settings_pass_check_deploy_with_no_warnings():
 def test_production_without_redis_is_warned_about():
     run = check_deploy(REDIS_URL="")
     assert run.returncode != 0 and "moderation.W002" in run.stderr + run.stdout
+
+
+def test_the_callback_address_follows_the_port_served_unless_set():
+    show = "import django; django.setup(); from django.conf import settings as s; print(s.PUBLIC_BASE_URL)"
+    env = {k: v for k, v in os.environ.items() if k != "PUBLIC_BASE_URL"}
+    process = subprocess.run([sys.executable, "-c", show], env={**env, "PORT": "8011"}, capture_output=True, text=True,
+                             cwd=settings.BASE_DIR, timeout=60)
+    assert process.stdout.strip() == "http://127.0.0.1:8011", process.stderr
 
 
 @pytest.mark.parametrize(("redis_url", "broker"), [("", "orm"), ("redis://127.0.0.1:6379/3", "redis")])

@@ -88,7 +88,7 @@ def test_the_systemd_units_are_valid():
         text = unit.read_text().replace("/srv/moderation/.venv/bin/python", sys.executable)
         text = text.replace("/srv/moderation/.venv", sys.prefix).replace("/srv/moderation", str(settings.BASE_DIR))
         (rendered / unit.name).write_text(text)
-    run = subprocess.run([analyze, "verify", "moderation-web.service", "moderation-cluster@1.service",
+    run = subprocess.run([analyze, "verify", "moderation-web.service", "moderation-cluster@1.service", "moderation-notify@1.service",
                           "moderation.target"], cwd=rendered, capture_output=True, text=True, check=False)
     shutil.rmtree(rendered)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -45,7 +45,7 @@ def platform(request):
     env = {
         **os.environ,
         "DATABASE_URL": database_url(),
-        "Q_CLUSTER_NAME": f"e2e-{uuid.uuid4().hex[:8]}",
+        "Q_NAME": f"e2e-{uuid.uuid4().hex[:8]}",
         "Q_WORKERS": "2",
     }
     if request.param == "redis":

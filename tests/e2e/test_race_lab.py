@@ -33,3 +33,15 @@ def test_the_race_lab_through_pgbouncer_with_erasures_and_a_prune_finds_every_in
     assert report.violations == [] and report.unfinished == [] and report.erased_found == set(), report
     assert report.figures["erased (of which mid-moderation)"].startswith("10 ")
     assert report.figures["pgbouncer peak clients / server conns / waiting"]
+
+
+def test_after_the_web_tier_is_down_ten_seconds_every_affected_review_is_final_within_a_minute():
+    config = LabConfig(reviews=100, clusters=2, kill_workers=0, seed=3, quiesce_timeout_s=300, web_outage_s=10)
+
+    report = RaceLab(config).run()
+
+    assert report.violations == [] and report.unfinished == [], report
+    figures = report.figures
+    affected = figures["reviews not final at the outage"]
+    assert affected > 0 and figures["  final since"] == f"{affected} of {affected}", figures
+    assert figures["recovery: all final, s after the web tier returned"] < 60, figures

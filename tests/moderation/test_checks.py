@@ -53,11 +53,11 @@ def test_a_setting_that_could_rerun_a_running_task_fails_the_check(settings, cha
 
 def test_a_provider_timeout_that_does_not_fit_in_the_task_fails(settings):
     settings.PROVIDER_TIMEOUT_S = 58
-    assert ids(settings) == ["moderation.E003"]
+    assert "moderation.E003" in ids(settings)
 
 
-def test_reconcile_must_wait_longer_than_the_task_lease(settings):
-    settings.MODERATION_STUCK_AFTER_S = 120
+def test_reconcile_must_wait_longer_than_one_provider_attempt(settings):
+    settings.MODERATION_STUCK_AFTER_S = 20  # an attempt may take 3 * 2 + 2 * 10 = 26 s
     assert ids(settings) == ["moderation.E004"]
 
 

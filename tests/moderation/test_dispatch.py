@@ -169,7 +169,8 @@ def test_a_superseded_request_is_never_sent(api_client, scripted):
     assert scripted.calls == []
 
 
-def test_content_the_local_model_cannot_judge_goes_to_a_human(api_client):
+def test_content_the_local_model_cannot_judge_goes_to_a_human(api_client, settings):
+    settings.MODERATION_PROVIDER = "local"
     review, _ = services.review_submit(
         client=api_client, external_id="img-1", kind="image", media_url="https://example.com/cat.png"
     )

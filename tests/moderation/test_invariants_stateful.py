@@ -195,7 +195,7 @@ def test_random_interleavings_with_reports_and_appeals_keep_every_invariant(api_
 def _classify_without(guard: str):
     from moderation.models import ResultOutcome
 
-    def classify(review, request):
+    def classify(review, request, provider=None):
         if request.status == RequestStatus.COMPLETED:
             return ResultOutcome.DUPLICATE
         if guard != "active key" and (

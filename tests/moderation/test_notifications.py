@@ -36,7 +36,7 @@ def run_delivery_jobs() -> list[str]:
 
 
 def test_duplicate_callbacks_a_sweep_and_a_job_rerun_make_one_notification(api_client, receiver, settings):
-    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}
     review, request = claimed(api_client)
     body = completed(request.idempotency_key, score=0.95)
 

@@ -9,7 +9,7 @@ from django.db import transaction
 
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation import services
-from moderation.errors import IllegalTransition
+from moderation.errors import IllegalTransition, NotApplicable
 from moderation.models import Cause, ContentReview, ReviewStatus
 from moderation.services._audit import transition_review
 from tests.helpers import claimed, decided, submit
@@ -111,20 +111,24 @@ def test_status_cannot_be_assigned_directly(api_client):
 @pytest.mark.django_db
 def test_an_illegal_service_call_is_counted_and_changes_nothing(api_client, django_user_model):
     moderator = django_user_model.objects.create(username="mod")
-    review, _ = claimed(api_client)
+    review = decided(api_client, S.APPROVED)
     transitions = review.transitions.count()
 
     with pytest.raises(IllegalTransition):
-        services.review_override(review_id=review.pk, label=S.APPROVED, reason="looks fine", moderator=moderator)
+        services.review_supersede(review_id=review.pk, reason="silent")
 
     review.refresh_from_db()
-    assert review.status == S.PROCESSING
-    assert review.decision is None
+    assert review.status == S.APPROVED
     assert review.transitions.count() == transitions
     event = PipelineEvent.objects.get(kind=EventKind.ILLEGAL_TRANSITION)
     assert event.review_id == review.pk
-    assert event.detail["cause"] == Cause.MANUAL_OVERRIDE
-    assert event.detail["from_status"] == S.PROCESSING
+    assert event.detail["cause"] == Cause.RETRY_RECONCILE
+    assert event.detail["from_status"] == S.APPROVED
+    # A moderator's action that does not apply is refused before the state machine: not counted.
+    working, _ = claimed(api_client)
+    with pytest.raises(NotApplicable):
+        services.review_override(review_id=working.pk, label=S.APPROVED, reason="looks fine", moderator=moderator)
+    assert PipelineEvent.objects.filter(kind=EventKind.ILLEGAL_TRANSITION).count() == 1
 
 
 @pytest.mark.django_db

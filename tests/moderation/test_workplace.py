@@ -239,7 +239,7 @@ class TestTimelineAndActions:
         busy = [claimed(api_client)[0] for _ in range(2)]
         data = {"action": "override_selected", "_selected_action": [str(r.pk) for r in busy], "apply": "1",
                 "label": "approved", "reason": "x"}
-        assert "2 skipped: manual_override is not allowed from processing." in messages_of(moderator.post(LIST, data, follow=True))
+        assert "2 skipped: not decided yet." in messages_of(moderator.post(LIST, data, follow=True))
 
     def test_a_bulk_action_without_a_reason_asks_for_one(self, moderator, api_client):
         review = decided(api_client, "manual_review")

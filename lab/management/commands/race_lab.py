@@ -27,10 +27,14 @@ class Command(BaseCommand):
                             help="run every process through a real PgBouncer in transaction pooling (lab/pgbouncer.py)")
         parser.add_argument("--erase", type=int, default=0, help="reviews whose content the client erases mid-run")
         parser.add_argument("--prune", action="store_true", help="at the end, prune as if a year had passed")
+        parser.add_argument("--web-outage-s", type=float, default=0.0,
+                            help="stop the web tier this many seconds once the reviews are in; reports the recovery")
 
     def handle(self, *args, **o):
-        if o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0:
-            raise CommandError("--reviews and --clusters must be at least 1, --kill-workers not negative")
+        if (o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0
+                or o["web_outage_s"] < 0):
+            raise CommandError("--reviews, --clusters and --web-workers must be at least 1; --kill-workers, --erase "
+                               "and --web-outage-s not negative")
         if not (0 <= o["report_rate"] <= 1 and 0 <= o["appeal_rate"] <= 1):
             raise CommandError("--report-rate and --appeal-rate are shares from 0 to 1")
         config = LabConfig(
@@ -39,6 +43,7 @@ class Command(BaseCommand):
             kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
             web_workers=o["web_workers"], pgbouncer=o["pgbouncer"], erase=o["erase"], prune=o["prune"],
             report_rate=o["report_rate"], appeal_rate=o["appeal_rate"],
+            web_outage_s=o["web_outage_s"],
         )
         try:
             report = RaceLab(config).run()

@@ -31,7 +31,7 @@ class Command(BaseCommand):
         User.objects.create_superuser(DEMO_USER, email="", password=password)
         _, token = api_client_create(name=DEMO_CLIENT)
         text = (
-            f"Admin:     http://127.0.0.1:8000/admin/  user {DEMO_USER}  password {password}\n"
+            f"Admin:     http://127.0.0.1:{settings.PORT}/admin/  user {DEMO_USER}  password {password}\n"
             f"API token: {token}\n"
         )
         CREDENTIALS_FILE.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import uuid
 from collections import Counter
@@ -17,10 +18,14 @@ from moderation.models import FINAL_STATUSES, ContentReview
 
 
 def _date(value: str) -> datetime:
+    """An argparse type: a bad value is an argument error (usage and a message, exit 2), not a
+    traceback."""
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise CommandError(f"{value!r} is not an ISO date or datetime") from None
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an ISO date or datetime (e.g. 2026-11-29 or 2026-11-29T18:00)"
+        ) from None
     return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed)
 
 

@@ -44,12 +44,7 @@ class Command(BaseCommand):
             raise CommandError("give a review id or --content-id, not both")
         reviews = ContentReview.objects.select_related("content", "client")
         if review_id:
-            try:
-                return reviews.get(pk=uuid.UUID(review_id))
-            except ValueError:
-                raise CommandError(f"{review_id!r} is not a review id (a UUID)") from None
-            except ContentReview.DoesNotExist:
-                raise CommandError(f"no review {review_id}") from None
+            return _by_id_or_prefix(reviews, review_id)
         try:
             found = reviews.filter(content_id=uuid.UUID(content_id)).first()
         except ValueError:
@@ -62,6 +57,22 @@ class Command(BaseCommand):
         if not matches:
             raise CommandError(f"no content {content_id}")
         return matches[0]
+
+
+def _by_id_or_prefix(reviews, review_id: str) -> ContentReview:
+    """A whole review id, or the start of one: the admin list shows the first 8 characters."""
+    digits = review_id.strip().lower().replace("-", "")
+    if not 8 <= len(digits) <= 32 or any(c not in "0123456789abcdef" for c in digits):
+        raise CommandError(f"{review_id!r} is not a review id (a UUID, or at least its first 8 characters)")
+    # The ids that start with these digits form one range of the primary key: an index scan.
+    low, high = uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
+    matches = list(reviews.filter(pk__gte=low, pk__lte=high).order_by("pk")[:3])
+    if not matches:
+        raise CommandError(f"no review {review_id}")
+    if len(matches) > 1:
+        shown = ", ".join(str(m.pk) for m in matches[:2]) + (", ..." if len(matches) > 2 else "")
+        raise CommandError(f"{review_id!r} is the start of several review ids ({shown}): give more of it")
+    return matches[0]
 
 
 def _dumps(data) -> str:

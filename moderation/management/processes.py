@@ -1,0 +1,68 @@
+"""Running the platform's processes, for `run_platform` and the tools beside the product.
+
+Each child runs in a process group of its own and is stopped as a group: a django-q2 cluster
+is a master with a sentinel and workers under it, and a master that dies (even by `kill -9`)
+must not leave workers behind that go on claiming reviews beside the cluster that replaces it.
+Supervisors in production do the same (docs/operations.md, systemd `KillMode=control-group`).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+STOP_GRACE_S = 15
+
+
+def start(argv: list[str], env: dict, **popen) -> subprocess.Popen:
+    """`argv` in a new session: its process group holds everything it forks."""
+    return subprocess.Popen(argv, env=env, start_new_session=True, **popen)
+
+
+def signal_group(process: subprocess.Popen, signum: int) -> None:
+    """Signal the process's whole group, even when its leader has exited already (orphaned
+    workers keep the group alive)."""
+    try:
+        os.killpg(process.pid, signum)
+    except ProcessLookupError:
+        pass  # nothing left in the group
+
+
+def group_alive(process: subprocess.Popen) -> bool:
+    try:
+        os.killpg(process.pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def stop_groups(children: dict, *, grace_s: float = STOP_GRACE_S, log=lambda message: None) -> None:
+    """SIGTERM every child's group, SIGKILL those still alive after `grace_s`, reap them."""
+    for process in children.values():
+        signal_group(process, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for name, process in children.items():
+        while group_alive(process) and time.monotonic() < deadline:
+            process.poll()  # reap the leader, so only a live group counts
+            time.sleep(0.1)
+        if group_alive(process):
+            log(f"{name} did not stop in time; killing its process group")
+            signal_group(process, signal.SIGKILL)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+
+def notification_cluster_env(env: dict) -> dict:
+    """The environment that makes `manage.py qcluster` the notification cluster of a platform run
+    with `env`: config/settings.py names it `<Q_NAME>-notify`."""
+    return {**env, "Q_CLUSTER_NAME": f"{env.get('Q_NAME', 'moderation')}-notify"}
+
+
+def manage(*args: str) -> list[str]:
+    return [sys.executable, "manage.py", *args]

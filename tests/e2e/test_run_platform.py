@@ -1,0 +1,83 @@
+"""`make run`'s process as a user gets it: gunicorn with a styled admin and no DEBUG, and a
+cluster master killed with SIGKILL leaving no worker behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import psutil
+import pytest
+from django.conf import settings
+
+from lab.race_lab import database_url, free_port, wait_until_serving
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def platform():
+    port = free_port()
+    env = {
+        **os.environ, "DATABASE_URL": database_url(), "DEBUG": "0", "SECRET_KEY": "k" * 60,
+        "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0", "Q_NAME": f"e2e-{uuid.uuid4().hex[:8]}",
+        "LOG_LEVEL": "WARNING",
+    }
+    env.pop("PUBLIC_BASE_URL", None)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "run_platform", "--port", str(port)], cwd=settings.BASE_DIR, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    try:
+        wait_until_serving(port, timeout_s=90)
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            print(process.communicate(timeout=40)[0])
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_make_run_serves_with_gunicorn_and_a_styled_admin_without_debug(platform):
+    _, port = platform
+    base = f"http://127.0.0.1:{port}"
+
+    login = httpx.get(f"{base}/admin/login/", timeout=10)
+    css = httpx.get(f"{base}/static/admin/css/base.css", timeout=10)
+
+    assert login.status_code == 200 and login.headers.get("server", "").startswith("gunicorn")
+    assert "admin/css/base.css" in login.text
+    assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+
+
+def test_a_cluster_master_killed_leaves_no_worker_behind(platform):
+    process, _ = platform
+    masters = [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
+    assert len(masters) >= 1
+    master = masters[0]
+    deadline = time.monotonic() + 30
+    while len(master.children(recursive=True)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the sentinel, its pusher, monitor and workers
+    descendants = master.children(recursive=True)
+    assert descendants
+
+    master.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)  # run_platform notices and stops everything
+
+    def alive(p: psutil.Process) -> bool:
+        try:
+            return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
+
+    left = [p.pid for p in descendants if alive(p)]
+    for pid in left:  # do not leave them running for the next test
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], f"orphaned cluster processes still running: {left}"

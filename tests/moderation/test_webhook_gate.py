@@ -1,0 +1,143 @@
+"""One client's webhook receiver cannot hold the delivery capacity every client shares: each
+attempt has an overall deadline, each client a concurrency cap held across processes and a
+circuit breaker of its own, and notifications run on their own cluster."""
+
+from __future__ import annotations
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.conf import settings as django_settings
+from django.utils import timezone
+
+from lab.simulator import WebhookReceiver
+from moderation import services
+from moderation.models import ApiClient, CircuitState, DecisionNotification, NotificationAttempt
+from tests.helpers import collide, decided, queued_tasks, submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def point_at(client, receiver: WebhookReceiver) -> None:
+    ApiClient.objects.filter(pk=client.pk).update(webhook_url=receiver.url)
+    client.refresh_from_db()
+
+
+def test_notifications_are_enqueued_on_their_own_cluster_and_moderation_on_its_own(api_client, settings):
+    receiver = WebhookReceiver()
+    try:
+        point_at(api_client, receiver)
+        submit(api_client)
+        decided(api_client, "approved")
+    finally:
+        receiver.stop()
+
+    clusters = {task["func"].rsplit(".", 1)[-1]: task["cluster"] for task in queued_tasks()}
+    assert clusters == {"moderate_review": settings.Q_CLUSTER["name"], "deliver_notification": settings.NOTIFY_CLUSTER}
+    assert settings.NOTIFY_CLUSTER in settings.Q_CLUSTER["ALT_CLUSTERS"]
+
+
+def test_a_receiver_trickling_its_answer_is_cut_off_at_the_overall_deadline(api_client, settings):
+    # Each byte comes well within the read timeout; the whole answer would take 40 s.
+    settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 2.0, 1.5
+    receiver = WebhookReceiver(mode="trickle", trickle_s=1.0)
+    point_at(api_client, receiver)
+    decided(api_client, "approved")
+    started = time.monotonic()
+    try:
+        outcome = services.notification_deliver(notification_id=DecisionNotification.objects.get().pk)
+    finally:
+        receiver.stop()
+
+    assert outcome == "retry_scheduled"
+    attempt = NotificationAttempt.objects.get()
+    assert attempt.status_code is None and "deadline" in attempt.error, attempt.error
+    assert time.monotonic() - started < 10  # the deadline, not the receiver's 40 s
+
+
+def test_concurrent_deliveries_for_one_client_respect_its_cap(api_client, other_client, settings):
+    settings.NOTIFY_CLIENT_CONCURRENCY, settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1, 2.0, 2.0
+    from moderation.models import WebhookCircuit
+
+    hanging = WebhookReceiver(mode="hang")
+    point_at(api_client, hanging)
+    # A client that has had deliveries before (its breaker row exists: creating it would
+    # serialise these attempts by itself, and hide a missing lock).
+    WebhookCircuit.objects.create(client=api_client)
+    for _ in range(4):
+        decided(api_client, "approved")
+    ids = list(DecisionNotification.objects.values_list("pk", flat=True))
+    started = timezone.now()
+    try:
+        outcomes = collide(4, lambda i: services.notification_deliver(notification_id=ids[i]))
+    finally:
+        hanging.stop()
+
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+    assert sum(o == "retry_scheduled" for o in outcomes) == 1, outcomes  # one attempt, held by the receiver
+    assert sum(str(o).startswith("deferred: client has 1 deliveries in flight") for o in outcomes) == 3, outcomes
+    assert NotificationAttempt.objects.count() == 1
+    deferred = DecisionNotification.objects.filter(attempts=0)
+    # Not attempts: each is due again later, for the sweeper to enqueue.
+    assert deferred.count() == 3 and all(n.next_attempt_at > started and n.last_enqueued_at is None for n in deferred)
+
+
+def test_a_client_whose_endpoint_keeps_failing_is_paused_alone_until_a_trial_succeeds(api_client, other_client, settings):
+    settings.NOTIFY_BREAKER_FAILURES, settings.NOTIFY_BREAKER_COOLDOWN_S = 3, 60
+    failing, healthy = WebhookReceiver(default_status=500), WebhookReceiver()
+    point_at(api_client, failing)
+    point_at(other_client, healthy)
+    mine = [decided(api_client, "approved") for _ in range(5)]
+    theirs = decided(other_client, "approved")
+    notes = {r.pk: DecisionNotification.objects.get(decision__review=r).pk for r in [*mine, theirs]}
+    now = timezone.now()
+    try:
+        first = [services.notification_deliver(notification_id=notes[r.pk], now=now) for r in mine[:3]]
+        paused = services.notification_deliver(notification_id=notes[mine[3].pk], now=now)
+        other = services.notification_deliver(notification_id=notes[theirs.pk], now=now)
+        failing.default_status = 200
+        later = now + timedelta(seconds=61)
+        trial = services.notification_deliver(notification_id=notes[mine[3].pk], now=later)
+        after = services.notification_deliver(notification_id=notes[mine[4].pk], now=later)
+    finally:
+        failing.stop()
+        healthy.stop()
+
+    assert first == ["retry_scheduled"] * 3
+    assert paused.startswith("deferred: client endpoint paused"), paused
+    assert other == "delivered"  # another client is never paused
+    assert (trial, after) == ("delivered", "delivered")
+    from moderation.models import WebhookCircuit
+
+    assert WebhookCircuit.objects.get(client=api_client).state == CircuitState.CLOSED
+    assert len(failing.received) == 5  # three failures, the trial, the next one: nothing while paused
+
+
+def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, settings, monkeypatch):
+    """The cap's guard matters: without the advisory lock, concurrent deliveries each count no
+    attempt in flight and all start (the control for the cap test above)."""
+    settings.NOTIFY_CLIENT_CONCURRENCY, settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1, 1.0, 1.0
+    monkeypatch.setattr(services.notifications, "lock_client", lambda client_id: time.sleep(0.2))
+    hanging = WebhookReceiver(mode="hang")
+    point_at(api_client, hanging)
+    from moderation.models import WebhookCircuit
+
+    WebhookCircuit.objects.create(client=api_client)  # (created under the lock otherwise)
+    for _ in range(4):
+        decided(api_client, "approved")
+    ids = list(DecisionNotification.objects.values_list("pk", flat=True))
+    try:
+        outcomes = collide(4, lambda i: services.notification_deliver(notification_id=ids[i]))
+    finally:
+        hanging.stop()
+
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+    assert NotificationAttempt.objects.count() > 1
+
+
+def test_the_gate_settings_are_sane():
+    from moderation.services import webhook_gate
+
+    assert django_settings.NOTIFY_DEADLINE_S >= django_settings.NOTIFY_TIMEOUT_S
+    assert webhook_gate.Deferred("x", timezone.now()).reason == "x"
