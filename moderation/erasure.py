@@ -58,6 +58,7 @@ class How(enum.StrEnum):
     CLEAR = "clear"  # the column is the content: emptied ("" or {})
     QUOTES = "quotes"  # free text that may quote it (errors, reasons, payloads): each quote replaced
     CALLBACK = "callback"  # a provider's raw callback body: cut to the protocol's ids and scores
+    MATCHES = "matches"  # a decision's rule matches: the policy's rule and term stay, the text as written goes
 
 
 @dataclass(frozen=True)
@@ -81,9 +82,14 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.ProviderAttempt", "error", review="request__review"),
     Redact("moderation.Decision", "reason", review="review"),
     Redact("moderation.Decision", "explanation", review="review"),
-    Redact("moderation.DecisionNotification", "payload", review="decision__review"),
-    Redact("moderation.DecisionNotification", "last_error", review="decision__review"),
-    Redact("moderation.NotificationAttempt", "error", review="notification__decision__review"),
+    Redact("moderation.Decision", "rule_matches", How.MATCHES, review="review"),
+    Redact("moderation.DecisionNotification", "payload", review="review"),
+    Redact("moderation.DecisionNotification", "last_error", review="review"),
+    Redact("moderation.NotificationAttempt", "error", review="notification__review"),
+    Redact("moderation.Report", "detail", review="review"),
+    Redact("moderation.Appeal", "statement", review="review"),
+    # Append-only like the transition log, with the same sanctioned path (migration 0009).
+    Redact("moderation.ModeratorNote", "text", review="review"),
     Redact("audit.ReviewTransition", "reason", review="review"),
     Redact("audit.PipelineEvent", "detail", review="review"),
     Redact("callbacks.ProviderCallback", "payload_json", How.CALLBACK, key="idempotency_key"),
@@ -240,6 +246,8 @@ def _redacted_value(value, how: How, model_field, quotes: list[str]):
         return {} if isinstance(model_field, models.JSONField) else ""
     if how is How.CALLBACK:
         return redacted_callback(value, lambda text: scrub(text, quotes))
+    if how is How.MATCHES:  # what matched is the user's own words; which rule and term matched is policy
+        return [{**match, "matched": ERASED, "start": 0, "end": 0} for match in value]
     return scrub(value, quotes)
 
 
