@@ -313,7 +313,7 @@ def metrics(request):
         response = HttpResponse("metrics need a staff login or the metrics token\n", status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
-    body = cache.get(_CACHE_KEY)
+    body = cache.get(_CACHE_KEY) if settings.METRICS_CACHE_S > 0 else None  # 0: never cached, nor read
     if body is None:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SET LOCAL statement_timeout = %s", [settings.METRICS_STATEMENT_TIMEOUT_MS])

@@ -156,7 +156,7 @@ def test_the_stuck_gauge_counts_silent_operations_not_retries_in_backoff(client,
 @pytest.mark.django_db(transaction=True)
 def test_every_latency_stage_is_measured_from_submission_to_decision(client, api_client, scripted, settings):
     settings.METRICS_TOKEN = "scrape-me"
-    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}
     scripted.default = Accepted("prov-1")
     review = submit(api_client)
     waiting = scrape(client)

@@ -42,7 +42,7 @@ def run_queued(func: str) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_one_trace_runs_from_submission_to_notification(spans, api_client, scripted, settings):
-    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}
     receiver = WebhookReceiver()
     api_client.webhook_url = receiver.url
     api_client.save(update_fields=["webhook_url"])

@@ -35,7 +35,7 @@ def test_a_bulk_escalation_that_skips_decided_reviews_counts_no_illegal_transiti
 
     assert any("1 escalated" in m and "skipped" in m for m in messages_of(response)), messages_of(response)
     assert not PipelineEvent.objects.filter(kind=EventKind.ILLEGAL_TRANSITION).exists()
-    settings.METRICS_TOKEN = "scrape-me"
+    settings.METRICS_TOKEN, settings.METRICS_CACHE_S = "scrape-me", 0
     metrics = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-me").content.decode()
     assert "moderation_illegal_transitions_total 0.0" in metrics
 
@@ -43,7 +43,7 @@ def test_a_bulk_escalation_that_skips_decided_reviews_counts_no_illegal_transiti
 def test_a_bulk_override_that_skips_undecided_reviews_counts_no_illegal_transition(moderator, api_client):
     waiting, working = submit(api_client), claimed(api_client)[0]
     data = {"action": "override_selected", "_selected_action": [str(waiting.pk), str(working.pk)], "apply": "1",
-            "label": "rejected", "reason": "spam wave"}
+            "label": "rejected", "category": "spam", "reason": "spam wave"}
 
     response = moderator.post(LIST, data, follow=True)
 

@@ -27,7 +27,7 @@ OLD = timezone.now() - timedelta(days=400)
 
 @pytest.fixture(autouse=True)
 def callback_secret(settings):
-    settings.CALLBACK_SECRETS = {"webhook": [SECRET]}
+    settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}
 
 
 @pytest.fixture
