@@ -127,13 +127,18 @@ def stop(processes) -> None:
 def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, prefix: tuple = (),
                    gunicorn_args: tuple = ()) -> dict[str, subprocess.Popen]:
     """gunicorn on `port` and `clusters` django-q2 clusters, each `python [prefix] ...`; returns
-    once the web server answers."""
+    once the web server answers. If it never does, everything started is stopped again (a caller
+    that gets the exception has nothing to stop)."""
     processes = {"web": start_web(env, port, web_workers=web_workers, prefix=prefix, gunicorn_args=gunicorn_args)}
-    for i in range(clusters):
-        processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster")
-    if clusters:  # notifications have a cluster of their own, never the moderation workers
-        processes["notification-cluster"] = spawn(notification_cluster_env(env), *prefix, "manage.py", "qcluster")
-    wait_until_serving(port)
+    try:
+        for i in range(clusters):
+            processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster")
+        if clusters:  # notifications have a cluster of their own, never the moderation workers
+            processes["notification-cluster"] = spawn(notification_cluster_env(env), *prefix, "manage.py", "qcluster")
+        wait_until_serving(port)
+    except BaseException:
+        stop(processes.values())
+        raise
     return processes
 
 

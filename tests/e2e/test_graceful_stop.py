@@ -39,7 +39,7 @@ def test_a_cluster_stopped_like_systemd_does_finishes_its_running_tasks_and_lose
     env = {
         **os.environ, "DATABASE_URL": database_url(), "MODERATION_PROVIDER": "webhook", "PROVIDER_URL": simulator.url,
         "PROVIDER_API_KEY": "k", "PROVIDER_WEBHOOK_SECRET": secret, "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",
-        "Q_CLUSTER_NAME": f"stop-{uuid.uuid4().hex[:8]}", "Q_WORKERS": "2", "PROVIDER_TIMEOUT_S": "10",
+        "Q_NAME": f"stop-{uuid.uuid4().hex[:8]}", "Q_WORKERS": "2", "PROVIDER_TIMEOUT_S": "10",
         "LOG_LEVEL": "WARNING",
     }
     processes = {}
