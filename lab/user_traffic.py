@@ -24,6 +24,7 @@ from moderation.models import Appeal, AppealStatus, ContentReview, ReportEscalat
 
 REPORTS_ALLOWED = {200, 201}
 APPEALS_ALLOWED = {201, 409}
+RETRY_FOR_S = 120
 
 
 @dataclass
@@ -81,12 +82,25 @@ class UserTraffic:
         self.rng.shuffle(reporters)
         path = f"/api/v1/reviews/{review_id}/reports/"
         bodies = [{"reporter_id": r, "reason": self.rng.choice(["harassment", "hate", "other"])} for r in reporters]
-        self._answers("report", REPORTS_ALLOWED, pool.map(lambda body: http.post(path, json=body), bodies))
+        self._answers("report", REPORTS_ALLOWED, pool.map(lambda body: self._post(http, path, body), bodies))
 
     def _appeal_burst(self, pool, http, review_id) -> None:
         path = f"/api/v1/reviews/{review_id}/appeals/"
         body = {"appellant_id": "owner", "statement": "please look again"}
-        self._answers("appeal", APPEALS_ALLOWED, pool.map(lambda _: http.post(path, json=body), range(3)))
+        self._answers("appeal", APPEALS_ALLOWED, pool.map(lambda _: self._post(http, path, body), range(3)))
+
+    def _post(self, http, path: str, body: dict) -> httpx.Response:
+        """POST as a client would: a connection that fails (the web tier down, `--web-outage-s`)
+        is tried again, for up to RETRY_FOR_S; the answer that finally comes is what counts."""
+        deadline = time.monotonic() + RETRY_FOR_S
+        while True:
+            try:
+                return http.post(path, json=body)
+            except httpx.TransportError:
+                self.counts["connection errors retried"] += 1
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
     def _answers(self, what: str, allowed: set, responses) -> None:
         for response in responses:
@@ -115,4 +129,5 @@ class UserTraffic:
             "appeals upheld / overturned / open": " / ".join(
                 str(outcomes[s]) for s in (AppealStatus.UPHELD, AppealStatus.OVERTURNED, AppealStatus.OPEN)),
             "unexpected answers": len(self.unexpected),
+            "connection errors retried": self.counts["connection errors retried"],
         }
