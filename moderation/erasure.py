@@ -33,17 +33,16 @@ from audit import context
 from callbacks.payload import ERASED
 from callbacks.payload import redacted as redacted_callback
 from moderation.models import (
-    OPEN_REQUEST_STATUSES,
     Cause,
     ContentErasure,
     ContentReview,
     DecisionSource,
     ModerationRequest,
-    RequestStatus,
     ReviewStatus,
 )
 from moderation.providers.base import text_values
 from moderation.services.decide import decide_locked
+from moderation.services.pipeline import request_close_live_locked
 
 # Free text quoting a content usually quotes its beginning (an error body cut at N characters):
 # a quote is found by its first characters and extended for as long as it matches.
@@ -186,12 +185,7 @@ def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str)
             ContentReview.objects.filter(pk=review.pk).update(queue="", priority=None, queued_at=None,
                                                               queue_order_at=None)
         return False
-    now = timezone.now()
-    if review.active_idempotency_key:
-        ModerationRequest.objects.filter(
-            idempotency_key=review.active_idempotency_key, status__in=OPEN_REQUEST_STATUSES
-        ).update(status=RequestStatus.FAILED, next_attempt_at=None, completed_at=now, updated_at=now,
-                 last_error="cancelled: the content was erased")
+    request_close_live_locked(review, why="cancelled: the content was erased")
     review.provider_wait_since = None
     why = "content erased before a decision: nothing is left to moderate"
     decide_locked(

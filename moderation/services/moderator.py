@@ -31,14 +31,11 @@ from moderation.models import (
     NOTE_MAX_CHARS,
     Appeal,
     AppealStatus,
-    OPEN_REQUEST_STATUSES,
     Cause,
     ContentReview,
     Decision,
     DecisionSource,
-    ModerationRequest,
     ModeratorNote,
-    RequestStatus,
     ReviewQueue,
     ReviewStatus,
 )
@@ -47,7 +44,7 @@ from moderation.queue import enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
 from moderation.services.decide import decide_locked
-from moderation.services.pipeline import review_claim_locked
+from moderation.services.pipeline import request_close_live_locked, review_claim_locked
 from moderation.services.policy import policy_active
 
 
@@ -228,10 +225,8 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
             raise NotApplicable(f"already {review.get_status_display().lower()}")
         if review.status == ReviewStatus.PENDING:
             review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
-        if review.active_idempotency_key and review.status == ReviewStatus.PROCESSING:
-            ModerationRequest.objects.filter(
-                idempotency_key=review.active_idempotency_key, status__in=OPEN_REQUEST_STATUSES
-            ).update(status=RequestStatus.FAILED, next_attempt_at=None, last_error=f"escalated by {moderator}: {reason}")
+        if review.status == ReviewStatus.PROCESSING:
+            request_close_live_locked(review, why=f"escalated by {moderator}: {reason}")
         decide_locked(
             review,
             cause=Cause.MANUAL_ESCALATION,

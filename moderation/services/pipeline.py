@@ -18,6 +18,7 @@ from django_fsm import ConcurrentTransition
 from audit import context, tracing
 from audit.models import Actor, EventKind
 from moderation.models import (
+    OPEN_REQUEST_STATUSES,
     ResultOutcome,
     Cause,
     ContentReview,
@@ -127,6 +128,17 @@ def review_give_up_waiting(*, review_id, reason: str) -> bool:
             return False
         request_give_up_locked(review, request, reason)
         return True
+
+
+def request_close_live_locked(review: ContentReview, *, why: str) -> None:
+    """Close the review's live operation, if still open, as failed: nothing retries it and a late
+    result for it finds the review decided. Call holding the review's row lock."""
+    if not review.active_idempotency_key:
+        return
+    now = timezone.now()
+    ModerationRequest.objects.filter(
+        idempotency_key=review.active_idempotency_key, status__in=OPEN_REQUEST_STATUSES
+    ).update(status=RequestStatus.FAILED, next_attempt_at=None, completed_at=now, updated_at=now, last_error=why)
 
 
 def request_give_up_locked(

@@ -31,8 +31,8 @@ def http_for(client) -> APIClient:
     return http
 
 
-def test_fifty_concurrent_reports_from_ten_reporters_cross_the_threshold_once(api_client):
-    review = decided(api_client, "approved")
+def fifty_reports_from_ten_reporters(api_client, review) -> list:
+    """50 report requests at once through the API, each of 10 reporters five times: the codes."""
     connections = threading.BoundedSemaphore(30)  # the test server allows 100 connections, shared
 
     def report(i):
@@ -44,7 +44,12 @@ def test_fifty_concurrent_reports_from_ten_reporters_cross_the_threshold_once(ap
             finally:
                 connection.close()
 
-    codes = collide(50, report)
+    return collide(50, report)
+
+
+def test_fifty_concurrent_reports_from_ten_reporters_cross_the_threshold_once(api_client):
+    review = decided(api_client, "approved")
+    codes = fifty_reports_from_ten_reporters(api_client, review)
 
     assert raised(codes) == []
     assert sorted(codes) == [200] * 40 + [201] * 10
@@ -186,18 +191,7 @@ def test_without_the_review_lock_the_same_collisions_break_the_report_contract(a
 
     review = decided(api_client, "approved")
     monkeypatch.setattr(ContentReview.objects, "select_for_update", lambda *a, **k: ContentReview.objects.all())
-    connections = threading.BoundedSemaphore(30)
-
-    def report(i):
-        with connections:
-            try:
-                return http_for(api_client).post(f"/api/v1/reviews/{review.pk}/reports/",
-                                                 {"reporter_id": f"user-{i % 10}", "reason": "harassment"},
-                                                 format="json").status_code
-            finally:
-                connection.close()
-
-    codes = collide(50, report)
+    codes = fifty_reports_from_ten_reporters(api_client, review)
 
     crossed = ReviewTransition.objects.filter(review=review, cause="user_reports").count()
     assert raised(codes) or sorted(codes) != [200] * 40 + [201] * 10 or crossed != 1
