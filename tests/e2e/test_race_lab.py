@@ -35,7 +35,7 @@ def test_the_race_lab_through_pgbouncer_with_erasures_and_a_prune_finds_every_in
     assert report.figures["pgbouncer peak clients / server conns / waiting"]
 
 
-def test_after_the_web_tier_is_down_ten_seconds_every_affected_review_is_final_within_a_minute():
+def test_after_the_web_tier_is_down_ten_seconds_every_affected_review_is_recovered_by_asking_the_provider():
     config = LabConfig(reviews=100, clusters=2, kill_workers=0, seed=3, quiesce_timeout_s=300, web_outage_s=10)
 
     report = RaceLab(config).run()
@@ -44,4 +44,10 @@ def test_after_the_web_tier_is_down_ten_seconds_every_affected_review_is_final_w
     figures = report.figures
     affected = figures["reviews not final at the outage"]
     assert affected > 0 and figures["  final since"] == f"{affected} of {affected}", figures
-    assert figures["recovery: all final, s after the web tier returned"] < 60, figures
+    # The lost callbacks' results are recovered by reconcile asking the provider, once an
+    # operation is silent for MODERATION_STUCK_AFTER_S (11 s in the lab), at the next sweep
+    # (about every 30 s; later while the cluster is busy). The time is a figure of the lab
+    # (docs/race-lab.md), bounded here only loosely: a suite on a noisy machine must not time
+    # the sweeper's phase.
+    assert figures["  recovered by asking the provider"] > 0, figures
+    assert figures["recovery: all final, s after the web tier returned"] < 180, figures
