@@ -6,8 +6,6 @@ and set state. Every write goes through `moderation.services`.
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.validators import URLValidator
@@ -15,6 +13,8 @@ from django.db import models
 from django.db.models import Q
 from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
 from simple_history.models import HistoricalRecords
+
+from moderation.ids import uuid7
 
 
 def history_user(request=None, **kwargs):
@@ -58,7 +58,8 @@ class ContentKind(models.TextChoices):
 
 
 class Content(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered keys: inserts and recent lookups share a few index pages (moderation/ids.py).
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     client = models.ForeignKey(  # indexed by the unique (client, external_id)
         ApiClient, on_delete=models.PROTECT, related_name="contents", db_index=False
     )
@@ -149,7 +150,7 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     stale instance can never overwrite a newer state (it raises ConcurrentTransition instead).
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)  # time-ordered: moderation/ids.py
     content = models.OneToOneField(Content, on_delete=models.PROTECT, related_name="review")
     # Denormalised from content so a client's listing is one indexed scan.
     client = models.ForeignKey(  # indexed by the (client, ...) indexes in Meta
@@ -318,7 +319,7 @@ class ModerationRequest(models.Model):
     review = models.ForeignKey(  # indexed by request_review_idx (review, id)
         ContentReview, on_delete=models.PROTECT, related_name="requests", db_index=False
     )
-    idempotency_key = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+    idempotency_key = models.UUIDField(unique=True, default=uuid7, editable=False)  # time-ordered: moderation/ids.py
     provider = models.CharField(max_length=32)
     provider_request_id = models.CharField(max_length=255, blank=True)
     status = models.CharField(max_length=16, choices=RequestStatus.choices, default=RequestStatus.CREATED)
