@@ -1,6 +1,7 @@
 """Memory: what each piece a worker loads adds to a process, each step measured in a fresh process.
 
-    python -m bench.memory [--steps django,sklearn,...] [--repeat 3]
+    python -m bench.memory [--chain django,local ...] [--repeat 3]
+    python -m bench.memory --platform [--reviews 600] [--database moderation_bench_memory]
 
 Each line starts a new interpreter, runs the steps named before it and then its own, and prints
 RSS, USS and PSS (MiB, from /proc through psutil) after each step, so a step's cost is its delta
@@ -17,6 +18,13 @@ prints the median. The steps:
   short text of each language detected, so every language's models are loaded.
 
 No database is touched: Django is set up, never connected.
+
+`--platform` measures the processes themselves: gunicorn (2 workers) and a django-q2 cluster
+(2 workers) with the local model and the ORM broker, on a database of its own (recreated);
+`--reviews` submitted through the API from 8 connections until all are final, then a policy dry
+run through the admin (pasted texts and the last 200 reviews) sent once per web worker. It
+prints the peak RSS of the largest web and q2 worker (as bench/common.py samples it) under load
+and after the dry runs, and each worker's RSS, USS and PSS at the end.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 from bench import common
 
@@ -54,9 +63,14 @@ def main() -> None:
     parser.add_argument("--chain", action="append", help="steps joined by ',' (repeatable; default: a fixed set)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--run", help=argparse.SUPPRESS)  # internal: run one chain in this process
+    parser.add_argument("--platform", action="store_true", help="measure gunicorn and django-q2 workers")
+    parser.add_argument("--reviews", type=int, default=600)
+    parser.add_argument("--database", default=common.BENCH_DB + "_memory")
     args = parser.parse_args()
     if args.run:
         return _run(args.run.split(","))
+    if args.platform:
+        return _platform(args.reviews, args.database)
     chains = [tuple(c.split(",")) for c in args.chain] if args.chain else CHAINS
     rows = []
     for chain in chains:
@@ -139,6 +153,88 @@ def _lingua(step: str) -> None:
     detector = builder.build()
     for text in TEXTS.values():
         detector.compute_language_confidence_values(text)
+
+
+def _platform(reviews: int, database: str) -> None:
+    import psutil
+
+    common.setup(name=database, env={"MODERATION_PROVIDER": "local"})
+    from django.contrib.auth import get_user_model
+
+    from lab.race_lab import TEXTS, cluster_workers
+    from moderation.models import FINAL_STATUSES, ContentReview
+
+    get_user_model().objects.create_superuser("bench-admin", "bench@example.com", "bench-password-1")
+    _, token = common.bench_client("memory")
+    with common.Platform(web_workers=2, clusters=1, q_workers=2, env={"MODERATION_PROVIDER": "local"}) as platform:
+        platform.sample_rss()
+        base = f"http://127.0.0.1:{platform.port}"
+        _submit(base, token, reviews, TEXTS)
+        while ContentReview.objects.exclude(status__in=FINAL_STATUSES).exists():
+            time.sleep(0.5)
+        under_load = dict(platform.peak_rss)
+        platform.peak_rss.clear()
+        for _ in range(2 * platform.web_workers):
+            _admin_dry_run(base, TEXTS)
+        time.sleep(1)
+        after = dict(platform.peak_rss)
+        rows = []
+        for name, process in platform.processes.items():
+            children = psutil.Process(process.pid).children() if name == "web" else cluster_workers(process)
+            for child in children:
+                info = child.memory_full_info()
+                rows.append([name, child.pid, " ".join(child.cmdline()[-2:])[:40], info.rss / 2**20,
+                             info.uss / 2**20, info.pss / 2**20])
+    mib = {k: round(v / 2**20, 1) for k, v in under_load.items()}
+    print(f"Peak RSS under load ({reviews} reviews, local model, ORM broker), MiB: {mib}")
+    print(f"Peak RSS during and after {2 * platform.web_workers} admin dry runs, MiB: "
+          f"{ {k: round(v / 2**20, 1) for k, v in after.items()} }")
+    print(common.table(["process", "pid", "command", "RSS", "USS", "PSS"], rows))
+
+
+def _submit(base: str, token: str, reviews: int, texts) -> None:
+    import random
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    rng = random.Random(17)
+    with httpx.Client(base_url=base, timeout=60, headers={"Authorization": f"Bearer {token}"}) as http:
+        def submit(i: int) -> None:
+            http.post("/api/v1/reviews/", json={"external_id": f"mem-{i}", "content_type": "text",
+                                                "text": rng.choice(texts)}).raise_for_status()
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            list(pool.map(submit, range(reviews)))
+
+
+def _admin_dry_run(base: str, texts) -> None:
+    """Log in to the admin and preview a term-list change with a dry run. Cookies are sent by
+    hand: production settings mark them Secure, and this is plain HTTP on loopback."""
+    import re
+
+    import httpx
+
+    with httpx.Client(base_url=base, timeout=120) as http:
+        def cookie_header(response, jar):
+            jar.update({c.name: c.value for c in response.cookies.jar})
+            return {"Cookie": "; ".join(f"{k}={v}" for k, v in jar.items())}
+
+        jar: dict[str, str] = {}
+        page = http.get("/admin/login/")
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.text).group(1)
+        login = http.post("/admin/login/?next=/admin/", headers=cookie_header(page, jar), data={
+            "csrfmiddlewaretoken": csrf, "username": "bench-admin", "password": "bench-password-1"})
+        assert login.status_code == 302, login.text[:500]
+        form = http.get("/admin/moderation/moderationpolicy/terms/", headers=cookie_header(login, jar))
+        form.raise_for_status()
+        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form.text).group(1)
+        version = re.search(r'name="base_version" value="(\d+)"', form.text).group(1)
+        preview = http.post("/admin/moderation/moderationpolicy/terms/", headers=cookie_header(form, jar), data={
+            "csrfmiddlewaretoken": csrf, "base_version": version, "category": "insult", "action": "reject",
+            "language": "id", "mode": "add", "terms": "bodoh", "dry_texts": "\n".join(texts[:50]),
+            "dry_last": "200", "notes": "", "preview": "1"})
+        assert preview.status_code == 200 and "bodoh" in preview.text, preview.text[:500]
 
 
 STEPS = {"django": _django, "sklearn": _sklearn, "profanity_check": _profanity_check, "local": _local,
