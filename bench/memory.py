@@ -14,6 +14,8 @@ prints the median. The steps:
 - profanity_check: alt-profanity-check's own `predict_prob` (joblib pickles of the fitted
   TfidfVectorizer and CalibratedClassifierCV), called once;
 - local: the provider's `_model()` (moderation/providers/local.py), called once;
+- detector: the product's language detector (moderation/language.py: the configured languages,
+  loaded whole and the heap trimmed), after one detection;
 - lingua-high-<langs>, lingua-low-<langs>: a detector for those languages (`en+id+ms`), with one
   short text of each language detected, so every language's models are loaded.
 
@@ -55,6 +57,8 @@ CHAINS = (
     ("django", "lingua-high-en+id"),
     ("django", "lingua-high-en"),
     ("django", "local", "lingua-high-en+id+ms"),
+    ("django", "detector"),
+    ("django", "local", "detector"),
 )
 
 
@@ -138,6 +142,12 @@ def _local(_step: str) -> None:
     from moderation.providers.local import _model
 
     _model()([TEXTS["en"]])
+
+
+def _detector(_step: str) -> None:
+    from moderation.language import detect
+
+    detect(TEXTS["en"])
 
 
 def _lingua(step: str) -> None:
@@ -238,7 +248,7 @@ def _admin_dry_run(base: str, texts) -> None:
 
 
 STEPS = {"django": _django, "sklearn": _sklearn, "profanity_check": _profanity_check, "local": _local,
-         "lingua": _lingua}
+         "detector": _detector, "lingua": _lingua}
 
 
 if __name__ == "__main__":
