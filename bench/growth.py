@@ -2,6 +2,7 @@
 their query counts and the plan of every statement they run.
 
     python -m bench.growth [--sizes 10000,100000,1000000] [--ops 200] [--rounds 5] [--reuse]
+                           [--keys v7] [--database moderation_bench]
 
 The existing reviews are what the pipeline leaves behind for each decided review: content,
 review, its completed request, the decision and its outbox row, the applied callback, two
@@ -11,8 +12,12 @@ transitions and three history rows (bench/common.py `seed_decided`, in SQL). At 
 - finalize: `review_finalize` of the live result (lock by key, decision, outbox, transition...);
 - callback: the callback endpoint in-process (Django's test client: verify, store, process).
 
-Each size has a database of its own (moderation_bench_<size>). The measurements then alternate
-between them, `--rounds` times, each in a fresh process, so that a noisy machine's drift hits
+`--keys v4,v7` runs the same with random (version 4) and with time-ordered (version 7,
+moderation/ids.py) keys for contents, reviews and idempotency keys, both in the seeded rows and in
+the rows the paths insert, and prints each kind's growth ratio and the ratio of the two.
+
+Each size and kind of key has a database of its own (<database>_<keys>_<size>). The measurements
+then alternate between them, `--rounds` times, each in a fresh process, so that a noisy machine's drift hits
 every size alike; each round times `--ops` operations per path after a warm-up, and the figures
 are the medians over the rounds. Every SELECT, UPDATE and DELETE a path ran is EXPLAINed: a
 sequential scan of a table holding more than 10k rows is reported as a missing index. (INSERTs
@@ -44,30 +49,46 @@ def main() -> None:
     parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)  # internal: one round on one size
     parser.add_argument("--round", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--reuse", action="store_true", help="measure the databases an earlier run seeded")
+    parser.add_argument("--keys", default="v7", help="v4, v7 or v4,v7: the kind of UUID keys (see above)")
+    parser.add_argument("--database", default=common.BENCH_DB, help="prefix of the databases this run (re)creates")
     args = parser.parse_args()
+    kinds = args.keys.split(",")
+    if not kinds or any(kind not in KEYS for kind in kinds):
+        parser.error(f"--keys: a comma-separated list of {', '.join(KEYS)}")
     if args.prepare:
-        return _prepare(args.prepare)
+        return _prepare(args.database, kinds[0], args.prepare)
     if args.measure:
-        return _measure_round(args.measure, args.ops, args.round)
+        return _measure_round(args.database, kinds[0], args.measure, args.ops, args.round)
     sizes = [int(x) for x in args.sizes.split(",")]
+    common_args = ("--database", args.database)
 
-    for size in [] if args.reuse else sizes:
-        print(_child("--prepare", size).strip(), flush=True)
-    results: dict[tuple[int, str], list[dict]] = {}
+    for kind in [] if args.reuse else kinds:
+        for size in sizes:
+            print(_child("--prepare", size, "--keys", kind, *common_args).strip(), flush=True)
+    results: dict[tuple[str, int, str], list[dict]] = {}
+    cells = [(kind, size) for kind in kinds for size in sizes]
     for round_no in range(args.rounds):
-        order = sizes[round_no % len(sizes):] + sizes[:round_no % len(sizes)]
-        for size in order:
-            measured = json.loads(_child("--measure", size, "--ops", args.ops, "--round", round_no))
+        for kind, size in cells[round_no % len(cells):] + cells[:round_no % len(cells)]:
+            measured = json.loads(_child("--measure", size, "--ops", args.ops, "--round", round_no, "--keys", kind,
+                                         *common_args))
             for path, figures in measured.items():
-                results.setdefault((size, path), []).append(figures)
+                results.setdefault((kind, size, path), []).append(figures)
         print(f"round {round_no + 1} of {args.rounds} done", flush=True)
 
-    rows = report(f"Hot paths as the tables grow (in-process; ms per operation; medians of {args.rounds} "
-                  f"alternating rounds of {args.ops} operations)", sizes, PATHS, results)
-    for path in PATHS:
-        small = next(r[3] for r in rows if r[0] == f"{sizes[0]:,}" and r[1] == path)
-        large = next(r[3] for r in rows if r[0] == f"{sizes[-1]:,}" and r[1] == path)
-        print(f"{path}: p50 at {sizes[-1]:,} / p50 at {sizes[0]:,} = {large / small:.2f} (target <= 1.25)")
+    ratios = {}
+    for kind in kinds:
+        rows = report(f"Hot paths as the tables grow, {kind} keys (in-process; ms per operation; medians of "
+                      f"{args.rounds} alternating rounds of {args.ops} operations)", sizes, PATHS,
+                      {(size, path): rounds for (k, size, path), rounds in results.items() if k == kind})
+        for path in PATHS:
+            small = next(r[3] for r in rows if r[0] == f"{sizes[0]:,}" and r[1] == path)
+            large = next(r[3] for r in rows if r[0] == f"{sizes[-1]:,}" and r[1] == path)
+            ratios[kind, path] = large / small
+            print(f"{kind} {path}: p50 at {sizes[-1]:,} / p50 at {sizes[0]:,} = {large / small:.2f} (target <= 1.25)")
+    if len(kinds) == 2:
+        for path in PATHS:
+            print(f"{path}: growth with {kinds[1]} keys / growth with {kinds[0]} keys = "
+                  f"{ratios[kinds[1], path] / ratios[kinds[0], path]:.2f}")
 
 
 def report(title: str, sizes: list[int], paths, results: dict[tuple[int, str], list[dict]]) -> list[list]:
@@ -108,21 +129,52 @@ def _child(*args, module: str = "bench.growth", timeout: float = 3600) -> str:
     return run.stdout
 
 
-def _database(size: int) -> str:
-    return f"{common.BENCH_DB}_{size}"
+def _database(prefix: str, kind: str, size: int) -> str:
+    return f"{prefix}_{kind}_{size}"
 
 
-def _prepare(size: int) -> None:
+# A version 7 UUID in SQL (PostgreSQL 15 has no uuidv7()): a random one with its first 48 bits
+# replaced by the clock in milliseconds and its version nibble set to 7 (bits 52 and 53 of the
+# bytes, counted from the least significant bit of each byte, turn 0100 into 0111).
+_UUID7_SQL = """
+CREATE OR REPLACE FUNCTION bench_uuid7() RETURNS uuid LANGUAGE sql VOLATILE AS $$
+SELECT encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+    PLACING substring(int8send(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint) FROM 3)
+    FROM 1 FOR 6), 52, 1), 53, 1), 'hex')::uuid
+$$
+"""
+KEYS = ("v4", "v7")
+
+
+def _use_keys(kind: str) -> None:
+    """Make the seeding SQL and the models' defaults produce `kind` keys in this process."""
+    import uuid
+
+    from moderation.models import Content, ContentReview, ModerationRequest
+
+    common.sql(_UUID7_SQL)
+    if kind == "v7":
+        for name in ("_SEED_DECIDED", "_SEED_PENDING", "_SEED_PROCESSING"):
+            setattr(common, name, getattr(common, name).replace("gen_random_uuid()", "bench_uuid7()"))
+    else:
+        for model, field in ((Content, "id"), (ContentReview, "id"), (ModerationRequest, "idempotency_key")):
+            model._meta.get_field(field).default = uuid.uuid4
+
+
+def _prepare(prefix: str, kind: str, size: int) -> None:
     started = time.monotonic()
-    common.setup(name=_database(size))
+    name = _database(prefix, kind, size)
+    common.setup(name=name)
+    _use_keys(kind)
     client_id, _ = common.bench_client("growth")
     common.seed_decided(client_id, size, tag="g-")
     common.sql("VACUUM ANALYZE")
-    print(f"{_database(size)}: {size:,} decided reviews seeded in {time.monotonic() - started:.0f} s")
+    print(f"{name}: {size:,} decided reviews seeded in {time.monotonic() - started:.0f} s")
 
 
-def _measure_round(size: int, ops: int, round_no: int) -> None:
-    common.setup(name=_database(size), recreate=False, env={"THROTTLE_CALLBACK_RATE": "10000000/min"})
+def _measure_round(prefix: str, kind: str, size: int, ops: int, round_no: int) -> None:
+    common.setup(name=_database(prefix, kind, size), recreate=False, env={"THROTTLE_CALLBACK_RATE": "10000000/min"})
+    _use_keys(kind)
     from moderation.models import ApiClient
 
     client_id = ApiClient.objects.get(name__startswith="growth-").pk

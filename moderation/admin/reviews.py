@@ -131,7 +131,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
 
     @admin.display(description="review", ordering="id")
     def short_id(self, review):
-        return format_html('<a href="{}" class="review-link">{}</a>', self._timeline_url(review.pk), str(review.pk)[:8])
+        return format_html('<a href="{}" class="review-link">{}</a>', self._timeline_url(review.pk), review.short_id)
 
     @admin.display(description="content")
     def content_excerpt(self, review):
@@ -255,7 +255,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         scored = review_page.model_decision(review)
         queue = request.GET.get("queue") or review.queue
         return self._page(
-            request, "admin/moderation/contentreview/timeline.html", f"Review {str(review.pk)[:8]}",
+            request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
             review=review,
             entries=review_timeline(review, notes=True),
             media_host=review_page.media_host(review.content.media_url),

@@ -6,15 +6,16 @@ and set state. Every write goes through `moderation.services`.
 
 from __future__ import annotations
 
-import uuid
-
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.validators import URLValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Cast, Right
 from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
 from simple_history.models import HistoricalRecords
+
+from moderation.ids import uuid7
 
 
 def history_user(request=None, **kwargs):
@@ -58,7 +59,8 @@ class ContentKind(models.TextChoices):
 
 
 class Content(models.Model):
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Time-ordered keys: inserts and recent lookups share a few index pages (moderation/ids.py).
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     client = models.ForeignKey(  # indexed by the unique (client, external_id)
         ApiClient, on_delete=models.PROTECT, related_name="contents", db_index=False
     )
@@ -142,6 +144,14 @@ class ReviewQueue(models.TextChoices):
 LABELLED_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE)
 
 
+SHORT_ID_LENGTH = 8
+
+
+def short_id_expression():
+    """A review's short id in SQL (`ContentReview.short_id`), as its index and its lookups write it."""
+    return Right(Cast("id", output_field=models.TextField()), SHORT_ID_LENGTH)
+
+
 class ContentReview(ConcurrentTransitionMixin, models.Model):
     """The moderation state of one content. `status` is protected: only transitions change it.
 
@@ -149,7 +159,7 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     stale instance can never overwrite a newer state (it raises ConcurrentTransition instead).
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)  # time-ordered: moderation/ids.py
     content = models.OneToOneField(Content, on_delete=models.PROTECT, related_name="review")
     # Denormalised from content so a client's listing is one indexed scan.
     client = models.ForeignKey(  # indexed by the (client, ...) indexes in Meta
@@ -220,6 +230,8 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
             models.Index(
                 fields=["provider_request_id"], name="review_provider_id_idx", condition=~Q(provider_request_id="")
             ),
+            # What moderators see and type (`short_id`): the search box and review_timeline find it.
+            models.Index(short_id_expression(), name="review_short_id_idx"),
         ]
         permissions = [
             ("override_review", "Can override a moderation decision"),
@@ -229,6 +241,12 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
 
     def __str__(self) -> str:
         return f"review {self.id} ({self.status})"
+
+    @property
+    def short_id(self) -> str:
+        """The id moderators see and type: its last 8 hex digits. Not the first ones: an id is
+        time-ordered (moderation/ids.py), so every review of the same weeks starts alike."""
+        return self.pk.hex[-SHORT_ID_LENGTH:]
 
     @property
     def is_final(self) -> bool:
@@ -318,7 +336,7 @@ class ModerationRequest(models.Model):
     review = models.ForeignKey(  # indexed by request_review_idx (review, id)
         ContentReview, on_delete=models.PROTECT, related_name="requests", db_index=False
     )
-    idempotency_key = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+    idempotency_key = models.UUIDField(unique=True, default=uuid7, editable=False)  # time-ordered: moderation/ids.py
     provider = models.CharField(max_length=32)
     provider_request_id = models.CharField(max_length=255, blank=True)
     status = models.CharField(max_length=16, choices=RequestStatus.choices, default=RequestStatus.CREATED)
@@ -614,4 +632,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "SHORT_ID_LENGTH", "short_id_expression", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

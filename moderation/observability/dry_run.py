@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from moderation.language import Detection, detect
+from moderation.language import Detection, detect_many
 from moderation.models import Decision, DecisionSource, ModerationPolicy
 from moderation.policy import Verdict, decide, rule_text
 from moderation.providers import ModerationInput, ModerationResult, ProviderError, get_provider
@@ -37,19 +37,26 @@ class DryRunRow:
 
 
 def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(), last: int = 0) -> list[DryRunRow]:
-    """Rows for each pasted text and each of the last `last` provider decisions."""
-    rows = [_row(draft, active, text, None, detect(text), *_model_result(text)) for text in list(texts)[:MAX_TEXTS]]
-    decisions = (
+    """Rows for each pasted text and each of the last `last` provider decisions.
+
+    Reviews reuse the language their worker detected; the texts that have none are detected in
+    one batch (`detect_many`: a web worker does not hold the detector, moderation/language.py).
+    """
+    texts = list(texts)[:MAX_TEXTS]
+    decisions = list(
         Decision.objects.filter(source=DecisionSource.PROVIDER)
         .select_related("review__content")
         .order_by("-id")[: min(last, MAX_REVIEWS)]
     )
+    undetected = [rule_text(d.review.content) for d in decisions if d.review.content.language_candidates is None]
+    detections = iter(detect_many(texts + undetected))
+    rows = [_row(draft, active, text, None, next(detections), *_model_result(text)) for text in texts]
     for decision in decisions:
         content = decision.review.content
         detection = (
             Detection(content.language, tuple((c, v) for c, v in content.language_candidates))
             if content.language_candidates is not None
-            else detect(rule_text(content))
+            else next(detections)
         )
         result = ModerationResult(
             model=decision.model, flagged=bool(decision.flagged),

@@ -21,14 +21,19 @@ _predict_prob = None
 
 
 def _model():
-    """Load the model once per process (about a second); later calls are a dictionary lookup."""
+    """The model's `predict_prob`: a callable from a list of texts to their probabilities.
+
+    Loaded once per process. It is the package's own model read into plain numbers
+    (moderation/providers/profanity_model.py): the same probabilities as
+    `profanity_check.predict_prob`, without importing scikit-learn into the worker.
+    """
     global _predict_prob
     if _predict_prob is None:
         with _lock:
             if _predict_prob is None:
-                from profanity_check import predict_prob
+                from moderation.providers.profanity_model import load
 
-                _predict_prob = predict_prob
+                _predict_prob = load()
     return _predict_prob
 
 

@@ -97,7 +97,10 @@ def test_reprocess_since_a_word_is_an_argument_error_not_a_traceback():
 def test_review_timeline_accepts_the_short_id_the_admin_list_shows(api_client):
     review, _ = claimed(api_client)
     out = io.StringIO()
-    call_command("review_timeline", str(review.pk)[:8], stdout=out)
+    call_command("review_timeline", review.short_id, stdout=out)
+    assert out.getvalue().startswith(f"review {review.pk}")
+    out = io.StringIO()
+    call_command("review_timeline", str(review.pk)[:23], stdout=out)  # the start of the id works too
     assert out.getvalue().startswith(f"review {review.pk}")
     with pytest.raises(CommandError, match="not a review id"):
         call_command("review_timeline", "abc")

@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
@@ -15,6 +16,7 @@ from callbacks.payload import parse
 from moderation import services
 from moderation.errors import StaleVersion
 from moderation.models import Cause, ContentReview, ModerationRequest, ReviewStatus
+from moderation.observability.search import by_short_id
 from tests.helpers import claimed, collide, decided, result, submit
 
 LIST = "/admin/moderation/contentreview/"
@@ -69,7 +71,7 @@ class TestList:
         for filter_title in ("decision source", "callbacks seen", "stuck"):
             assert filter_title in html
 
-    @pytest.mark.parametrize("what", ["review", "content", "external", "key", "provider_request", "event"])
+    @pytest.mark.parametrize("what", ["review", "short", "content", "external", "key", "provider_request", "event"])
     def test_search_finds_a_review_by_any_of_its_ids(self, moderator, api_client, what):
         review, request = claimed(api_client)
         body = json.dumps({"type": "moderation.completed", "data": {"id": "prov-77", "idempotency_key": str(request.idempotency_key),
@@ -77,12 +79,26 @@ class TestList:
         callback_store(provider="webhook", event_id="evt_search_me", body=body, headers={}, event=parse(body))
         type(request).objects.filter(pk=request.pk).update(provider_request_id="prov-77")
         other = submit(api_client)
-        term = {"review": review.pk, "content": review.content_id, "external": review.content.external_id,
+        term = {"review": review.pk, "short": review.short_id, "content": review.content_id, "external": review.content.external_id,
                 "key": request.idempotency_key, "provider_request": "prov-77", "event": "evt_search_me"}[what]
 
         found = moderator.get(LIST, {"q": str(term)}).context["cl"].result_list
 
         assert [r.pk for r in found] == [review.pk] and other.pk not in [r.pk for r in found]
+
+    def test_the_short_id_is_the_ids_random_end_and_found_through_its_index(self, moderator, api_client):
+        first, second = submit(api_client), submit(api_client)
+        # Time-ordered ids made moments apart share their start; the short id is their random end.
+        assert first.pk.hex[:8] == second.pk.hex[:8] and first.short_id != second.short_id
+        assert first.short_id == str(first.pk)[-8:]
+        found = moderator.get(LIST, {"q": second.short_id}).context["cl"].result_list
+        assert [r.pk for r in found] == [second.pk]
+        with connection.cursor() as cursor:
+            cursor.execute("SET enable_seqscan = off")  # a table this small is scanned whatever its indexes
+            query = by_short_id(ContentReview.objects, second.short_id).values("pk")
+            plan = query.explain()
+            cursor.execute("SET enable_seqscan = on")
+        assert "review_short_id_idx" in plan
 
     def test_the_stuck_and_decision_source_filters(self, moderator, api_client, settings):
         stuck, operation = claimed(api_client)

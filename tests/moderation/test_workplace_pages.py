@@ -62,7 +62,7 @@ class TestTheList:
     def test_the_list_is_newest_first(self, moderator, api_client):
         older, newer = submitted(api_client, external_id="a", text="older"), submitted(api_client, external_id="b", text="newer")
         html = moderator.get(LIST).content.decode()
-        assert html.index(str(newer.pk)[:8]) < html.index(str(older.pk)[:8])
+        assert html.index(newer.short_id) < html.index(older.short_id)
 
     def test_the_list_estimates_instead_of_counting_a_large_result(self, moderator, api_client, monkeypatch):
         decided(api_client, "approved")
@@ -167,7 +167,7 @@ class TestTheQueues:
         row = html.split('id="queue-low_confidence"')[1].split("</tr>")[0]
         assert '<td class="depth">2</td>' in row and '<td class="oldest">2h 0m</td>' in row
         items = html.split('id="queue-items"')[1]
-        assert items.index(str(likely.pk)[:8]) < items.index(str(unsure.pk)[:8])
+        assert items.index(likely.short_id) < items.index(unsure.short_id)
 
     def test_figures_per_queue(self, api_client):
         scored(api_client, 0.6)

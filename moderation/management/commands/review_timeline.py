@@ -8,7 +8,8 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 
 from moderation.observability.timeline import review_timeline
-from moderation.models import ContentReview
+from moderation.models import SHORT_ID_LENGTH, ContentReview
+from moderation.observability.search import by_short_id
 
 
 class Command(BaseCommand):
@@ -60,13 +61,16 @@ class Command(BaseCommand):
 
 
 def _by_id_or_prefix(reviews, review_id: str) -> ContentReview:
-    """A whole review id, or the start of one: the admin list shows the first 8 characters."""
+    """A whole review id, its short id (the admin shows it), or at least its first 8 characters."""
     digits = review_id.strip().lower().replace("-", "")
     if not 8 <= len(digits) <= 32 or any(c not in "0123456789abcdef" for c in digits):
-        raise CommandError(f"{review_id!r} is not a review id (a UUID, or at least its first 8 characters)")
+        raise CommandError(f"{review_id!r} is not a review id (a UUID, its short id, or at least its first 8 "
+                           "characters)")
     # The ids that start with these digits form one range of the primary key: an index scan.
     low, high = uuid.UUID(digits.ljust(32, "0")), uuid.UUID(digits.ljust(32, "f"))
     matches = list(reviews.filter(pk__gte=low, pk__lte=high).order_by("pk")[:3])
+    if len(digits) == SHORT_ID_LENGTH:
+        matches += [m for m in by_short_id(reviews, digits).order_by("pk")[:3] if m not in matches]
     if not matches:
         raise CommandError(f"no review {review_id}")
     if len(matches) > 1:
