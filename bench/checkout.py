@@ -13,6 +13,7 @@ every run a fresh copy of it (`CREATE DATABASE ... TEMPLATE`), so a run's rows a
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
@@ -42,8 +43,8 @@ class Checkout:
         return {**os.environ, **common.PRODUCTION_ENV, "DATABASE_URL": database_url,
                 "DJANGO_SETTINGS_MODULE": "config.settings", **extra}
 
-    def _run(self, argv: list[str], database_url: str, *, stdin: str = "", what: str) -> str:
-        run = subprocess.run([sys.executable, *argv], cwd=self.path, env=self.env(database_url), input=stdin,
+    def _run(self, argv: list[str], database_url: str, *, stdin: str = "", what: str, env: dict | None = None) -> str:
+        run = subprocess.run([sys.executable, *argv], cwd=self.path, env=self.env(database_url, **(env or {})), input=stdin,
                              capture_output=True, text=True)
         if run.returncode:
             raise RuntimeError(f"{what} failed in the {self.label} checkout ({self.path}), exit {run.returncode}:\n"
@@ -68,7 +69,9 @@ class Checkout:
     def create_client(self, database_url: str, name: str, webhook_url: str = "") -> tuple[int, str]:
         """An API client made by the checkout's `manage.py create_api_client`: (id, token)."""
         out = self._run(["manage.py", "create_api_client", name, *(["--webhook-url", webhook_url] if webhook_url else [])],
-                        database_url, what="create_api_client").strip().splitlines()
+                        database_url, what="create_api_client",
+                        # a loopback receiver (bench.ingest --notify) is refused without it
+                        env={"WEBHOOK_ALLOW_PRIVATE": "1"} if webhook_url else None).strip().splitlines()
         client_id = int(out[0].rsplit("(id ", 1)[1].rstrip(").")) if "(id " in out[0] else 0
         if not client_id:
             raise RuntimeError(f"create_api_client printed no client id: {out[0]!r}")
@@ -113,7 +116,9 @@ def now(ref: str = NOW_TAG, directory: str | None = None) -> tuple[Checkout | No
     commit = _git("rev-parse", "--short", f"{ref}^{{commit}}")
     if not commit:
         return None, f"no {ref!r} in this repository"
-    target = Path(tempfile.mkdtemp(prefix="bench-now-")) / "code"
+    temporary = Path(tempfile.mkdtemp(prefix="bench-now-"))
+    atexit.register(shutil.rmtree, temporary, ignore_errors=True)
+    target = temporary / "code"
     target.mkdir()
     archive = subprocess.run(["git", "-C", str(common.ROOT), "archive", "--format=tar", ref], capture_output=True)
     if archive.returncode:
@@ -130,11 +135,6 @@ def _git(*args: str, cwd: Path | None = None) -> str:
     return run.stdout.strip() if run.returncode == 0 else ""
 
 
-def _admin_url() -> str:
-    """The server's maintenance database: DATABASE_URL's own database need not exist."""
-    return common.with_database(common.server_url(), "postgres")
-
-
 def _url(name: str) -> str:
     return common.with_database(common.server_url(), name)
 
@@ -142,7 +142,7 @@ def _url(name: str) -> str:
 def _recreate(name: str, template: str = "") -> None:
     import psycopg
 
-    with psycopg.connect(_admin_url(), autocommit=True) as admin:
+    with psycopg.connect(common.admin_url(), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
 
@@ -160,7 +160,7 @@ def drop(database_url: str) -> None:
     import psycopg
 
     name = database_url.rsplit("/", 1)[-1]
-    with psycopg.connect(_admin_url(), autocommit=True) as admin:
+    with psycopg.connect(common.admin_url(), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 

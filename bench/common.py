@@ -52,13 +52,19 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
+def admin_url() -> str:
+    """The server's maintenance database, to create and drop the benchmark's own (the database
+    DATABASE_URL names need not exist)."""
+    return with_database(server_url(), "postgres")
+
+
 def setup(*, env: dict[str, str] | None = None, name: str = BENCH_DB, recreate: bool = True) -> str:
     """(Re)create a benchmark database, point Django at it, migrate. Returns its URL."""
     import psycopg
 
     url = server_url()
     if recreate:
-        with psycopg.connect(url, autocommit=True) as admin:
+        with psycopg.connect(admin_url(), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             admin.execute(f'CREATE DATABASE "{name}"')
     bench_url = with_database(url, name)

@@ -1,6 +1,7 @@
 """Submissions: POST /api/v1/reviews/ from wrk (8 connections, each external id new), against
-the framework ceiling (bench/wsgi.py: a bare Django view writing the content and its review in
-one transaction, under the same gunicorn) and pgbench doing the same two inserts.
+the framework ceiling (bench/wsgi.py: a bare Django view writing the content, its review and the
+review's first history row in one transaction, under the same gunicorn) and pgbench doing the
+same three inserts.
 
     python -m bench.submit [--requests 3000] [--connections 8] [--now | --code DIR]
 
@@ -27,7 +28,11 @@ VALUES (gen_random_uuid(), :client, 'pgbench-' || :client_id || '-' || :n, 'text
 RETURNING id AS content_id \\gset
 INSERT INTO moderation_contentreview (id, content_id, client_id, status, version, worker_id, provider_request_id,
     last_enqueued_at, created_at, updated_at)
-VALUES (gen_random_uuid(), :content_id, :client, 'pending', 1, '', '', now(), now(), now());
+VALUES (gen_random_uuid(), :content_id, :client, 'pending', 1, '', '', now(), now(), now())
+RETURNING id AS review_id \\gset
+INSERT INTO moderation_historicalcontentreview (id, status, version, worker_id, provider_request_id, created_at,
+    updated_at, history_date, history_type, client_id, content_id)
+VALUES (:review_id, 'pending', 1, '', '', now(), now(), now(), '+', :client, :content_id);
 COMMIT;
 """
 
@@ -71,7 +76,7 @@ def describe(result: dict) -> list[str]:
              f"{result['reviews']} reviews, {len(result['violations'])} invariant violations"]
     if "reference" in result:
         ref, top = result["reference"], result["ceiling"]
-        lines.append(f"  pgbench (the same two inserts, {result.get('connections', 8)} clients): {ref['rate']:.0f} tps; "
+        lines.append(f"  pgbench (the same three inserts, {result.get('connections', 8)} clients): {ref['rate']:.0f} tps; "
                      f"ratio {common.ratio(result['rate'], ref['rate'])}")
         lines.append(f"  framework ceiling (bare Django view, same gunicorn): {top['rate']:.1f} req/s, "
                      f"p99 {top['p99']:.1f} ms (errors {top['errors']}); ratio {common.ratio(result['rate'], top['rate'])}")

@@ -8,8 +8,10 @@ are sent as its handler sends them, so the connections are managed as for the pr
 (CONN_MAX_AGE, health checks). Every other path goes to the project unchanged.
 
 - POST /bench/ceiling/reviews/?client=<api client id>: what a submission must write at the least,
-  the content row and its pending review, in one transaction; 201 and the review's id (200 when
-  the external id was submitted before). It does not authenticate, enqueue or keep history.
+  in one transaction: the content row, its pending review and the review's first history row
+  (the invariant checker counts one history row per version: docs/design.md, invariant 4); 201
+  and the review's id (200 when the external id was submitted before). It does not authenticate
+  or enqueue.
 - POST /bench/ceiling/callback/: bench/ingest.py's pgbench transaction for a signed callback
   (its signature is not verified): the inbox upsert under the provider `ceiling`; for a new
   event, the conditional update of the review its idempotency key names (still `processing`:
@@ -42,6 +44,11 @@ _INSERT_REVIEW = """
 INSERT INTO moderation_contentreview (id, content_id, client_id, status, version, worker_id, provider_request_id,
     last_enqueued_at, created_at, updated_at)
 VALUES (%s, %s, %s, 'pending', 1, '', '', now(), now(), now())
+"""
+_INSERT_HISTORY = """
+INSERT INTO moderation_historicalcontentreview (id, status, version, worker_id, provider_request_id, created_at,
+    updated_at, history_date, history_type, client_id, content_id)
+VALUES (%s, 'pending', 1, '', '', now(), now(), now(), '+', %s, %s)
 """
 _UPSERT_CALLBACK = """
 INSERT INTO callbacks_providercallback (provider, provider_event_id, event_type, idempotency_key,
@@ -81,6 +88,7 @@ def submit(request: WSGIRequest) -> JsonResponse:
         if cursor.fetchone() is None:
             return JsonResponse({"external_id": external_id, "created": False}, status=200)
         cursor.execute(_INSERT_REVIEW, [review_id, content_id, client_id])
+        cursor.execute(_INSERT_HISTORY, [review_id, client_id, content_id])
     return JsonResponse({"id": str(review_id), "external_id": external_id, "status": "pending"}, status=201)
 
 
