@@ -1,5 +1,5 @@
 """What the benchmarks share: a database of their own, seeded rows, the platform's processes,
-a closed-loop HTTP load generator, peak RSS, percentiles and tables.
+pgbench, peak RSS, percentiles and tables (the HTTP load generator is wrk: bench/wrk.py).
 
 Every benchmark recreates its databases, named after `BENCH_DATABASE` (default
 `moderation_bench`), on the server `DATABASE_URL` points at (the embedded one when it is unset),
@@ -9,7 +9,6 @@ so it never touches the data of a running platform.
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import math
 import os
@@ -19,8 +18,6 @@ import sys
 import threading
 import time
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -249,67 +246,6 @@ def signed_request(event_id: str, body: bytes, *, path: str = "/api/v1/callbacks
         + "\r\n"
     )
     return head.encode() + body
-
-
-# --- load generator -----------------------------------------------------------------------------
-
-
-@dataclass
-class LoadResult:
-    concurrency: int
-    latencies_ms: list[float] = field(default_factory=list)
-    statuses: Counter = field(default_factory=Counter)
-    seconds: float = 0.0
-
-    @property
-    def rate(self) -> float:
-        """Answered 200 a second (errors and other statuses are counted, not rated)."""
-        return self.statuses[200] / self.seconds if self.seconds else 0.0
-
-
-def closed_loop(port: int, requests: list[bytes], *, concurrency: int, max_seconds: float) -> LoadResult:
-    """Send prepared requests from `concurrency` connections, each sending its next one as soon
-    as the previous is answered, until the list or the time runs out (both bound the run)."""
-    import socket
-
-    result = LoadResult(concurrency)
-    cursor = iter(range(len(requests)))
-    lock = threading.Lock()
-    deadline = time.monotonic() + max_seconds
-
-    def worker():
-        latencies, statuses = [], Counter()
-        try:
-            while time.monotonic() < deadline:
-                with lock:
-                    index = next(cursor, None)
-                if index is None:
-                    break
-                started = time.perf_counter()
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-                        sock.sendall(requests[index])
-                        response = http.client.HTTPResponse(sock)
-                        response.begin()
-                        response.read()
-                    status = response.status
-                except (OSError, http.client.HTTPException) as exc:  # a reset, a timeout...: an error, not lost
-                    status = type(exc).__name__
-                latencies.append((time.perf_counter() - started) * 1000)
-                statuses[status] += 1
-        finally:
-            with lock:
-                result.latencies_ms.extend(latencies)
-                result.statuses.update(statuses)
-
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    result.seconds = time.perf_counter() - started
-    return result
 
 
 # --- processes ----------------------------------------------------------------------------------

@@ -69,10 +69,12 @@ def main() -> None:
     for job_no, path in enumerate(jobs):
         for code in codes if job_no % 2 == 0 else codes[::-1]:
             print(f"\n== {path}, {code.label} ==", flush=True)
+            run_began = time.monotonic()
             result = _run(path, code, args, reviews=reviews, requests=requests, pg_seconds=pg_seconds)
             results[(path, code.label)] = result
             for line in _describe(path, result):
                 print(line, flush=True)
+            print(f"({time.monotonic() - run_began:.0f} s with set-up and references)", flush=True)
 
     print(f"\nIssue 17: now ({before.commit if before else 'recorded'}) and after ({after.commit}), same run, "
           f"{(time.monotonic() - began) / 60:.1f} min")

@@ -157,3 +157,18 @@ def test_the_pgbench_references_write_reviews_the_invariant_checker_accepts(api_
     assert len(reviews) == 3
     assert {status for _, status in reviews} == {"pending" if script == "submit" else "approved"}
     assert violations([pk for pk, _ in reviews]) == []
+
+
+def test_without_the_tag_the_table_shows_the_recorded_figures_marked_as_such():
+    from bench import checkout, report
+
+    before, why = checkout.now(ref="no-such-tag-for-the-bench")
+    assert before is None and "no-such-tag-for-the-bench" in why
+
+    after = {"path": "submissions", "rate": 420.0, "p99": 80.0, "violations": [], "rss": {"web worker": 90 * 2**20},
+             "reference": {"rate": 1000.0}, "ceiling": {"rate": 600.0}}
+    text = report.table(["submissions"], {("submissions", "after"): after}, have_now=False)
+    row = next(line for line in text.splitlines() if line.strip().startswith("submissions"))
+    assert "113 (recorded)" in row and "420.0" in row and ">= 400, p99 < 100 ms met" in row
+    assert "1,000 (0.42)" in row and "600.0 (0.70)" in row
+    assert "<= 100 MiB met" in next(line for line in text.splitlines() if "web worker" in line)
