@@ -1,14 +1,14 @@
 """What the benchmarks share: a database of their own, seeded rows, the platform's processes,
-a closed-loop HTTP load generator, peak RSS, percentiles and tables.
+pgbench, peak RSS, percentiles and tables (the HTTP load generator is wrk: bench/wrk.py).
 
-Every benchmark recreates the database `moderation_bench` on the server `DATABASE_URL` points at
-(the embedded one when it is unset), so it never touches the data of a running platform.
+Every benchmark recreates its databases, named after `BENCH_DATABASE` (default
+`moderation_bench`), on the server `DATABASE_URL` points at (the embedded one when it is unset),
+so it never touches the data of a running platform.
 """
 
 from __future__ import annotations
 
 import base64
-import http.client
 import json
 import math
 import os
@@ -18,13 +18,11 @@ import sys
 import threading
 import time
 import uuid
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH_DB = "moderation_bench"
+BENCH_DB = os.environ.get("BENCH_DATABASE", "moderation_bench")
 WEBHOOK_SECRET = "whsec_" + base64.b64encode(b"moderation-benchmark-secret-0001").decode()
 # Production settings (DEBUG off: no query log, JSON logs), on plain HTTP over loopback.
 PRODUCTION_ENV = {
@@ -51,13 +49,19 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
+def admin_url() -> str:
+    """The server's maintenance database, to create and drop the benchmark's own (the database
+    DATABASE_URL names need not exist)."""
+    return with_database(server_url(), "postgres")
+
+
 def setup(*, env: dict[str, str] | None = None, name: str = BENCH_DB, recreate: bool = True) -> str:
     """(Re)create a benchmark database, point Django at it, migrate. Returns its URL."""
     import psycopg
 
     url = server_url()
     if recreate:
-        with psycopg.connect(url, autocommit=True) as admin:
+        with psycopg.connect(admin_url(), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
             admin.execute(f'CREATE DATABASE "{name}"')
     bench_url = with_database(url, name)
@@ -229,79 +233,19 @@ def callback_body(key, provider_request_id: str, *, score: float = 0.02) -> byte
     }}).encode()
 
 
-def signed_request(event_id: str, body: bytes) -> bytes:
+def signed_request(event_id: str, body: bytes, *, path: str = "/api/v1/callbacks/webhook/",
+                   keep_alive: bool = False) -> bytes:
     """A whole HTTP/1.1 request for the callback endpoint, signed now (valid for 5 minutes)."""
     from moderation.signing import sign
 
     headers = sign(WEBHOOK_SECRET, event_id=event_id, body=body)
     head = (
-        "POST /api/v1/callbacks/webhook/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n" + ("" if keep_alive else "Connection: close\r\n")
         + "".join(f"{name}: {value}\r\n" for name, value in headers.items())
         + "\r\n"
     )
     return head.encode() + body
-
-
-# --- load generator -----------------------------------------------------------------------------
-
-
-@dataclass
-class LoadResult:
-    concurrency: int
-    latencies_ms: list[float] = field(default_factory=list)
-    statuses: Counter = field(default_factory=Counter)
-    seconds: float = 0.0
-
-    @property
-    def rate(self) -> float:
-        """Answered 200 a second (errors and other statuses are counted, not rated)."""
-        return self.statuses[200] / self.seconds if self.seconds else 0.0
-
-
-def closed_loop(port: int, requests: list[bytes], *, concurrency: int, max_seconds: float) -> LoadResult:
-    """Send prepared requests from `concurrency` connections, each sending its next one as soon
-    as the previous is answered, until the list or the time runs out (both bound the run)."""
-    import socket
-
-    result = LoadResult(concurrency)
-    cursor = iter(range(len(requests)))
-    lock = threading.Lock()
-    deadline = time.monotonic() + max_seconds
-
-    def worker():
-        latencies, statuses = [], Counter()
-        try:
-            while time.monotonic() < deadline:
-                with lock:
-                    index = next(cursor, None)
-                if index is None:
-                    break
-                started = time.perf_counter()
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-                        sock.sendall(requests[index])
-                        response = http.client.HTTPResponse(sock)
-                        response.begin()
-                        response.read()
-                    status = response.status
-                except (OSError, http.client.HTTPException) as exc:  # a reset, a timeout...: an error, not lost
-                    status = type(exc).__name__
-                latencies.append((time.perf_counter() - started) * 1000)
-                statuses[status] += 1
-        finally:
-            with lock:
-                result.latencies_ms.extend(latencies)
-                result.statuses.update(statuses)
-
-    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
-    started = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    result.seconds = time.perf_counter() - started
-    return result
 
 
 # --- processes ----------------------------------------------------------------------------------
@@ -310,15 +254,18 @@ def closed_loop(port: int, requests: list[bytes], *, concurrency: int, max_secon
 class Platform:
     """gunicorn and django-q2 clusters as real processes on the benchmark database.
 
-    `naive=True` starts them through bench.naive (guards replaced by unconditional updates).
+    `naive=True` starts them through bench.naive (guards replaced by unconditional updates);
+    `wsgi_app` is what gunicorn serves (bench.wsgi: the project with the framework ceiling beside
+    it); `code` is the checkout the processes run from (default: this one).
     """
 
     def __init__(self, *, web_workers: int = 4, clusters: int = 0, q_workers: int = 2, naive: bool = False,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None, wsgi_app: str = "config.wsgi", code: Path | None = None):
         from lab.race_lab import free_port
 
         self.port = free_port()
         self.web_workers, self.clusters, self.naive = web_workers, clusters, naive
+        self.wsgi_app, self.code = wsgi_app, code
         self.env = {
             **os.environ, "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}", "LOG_LEVEL": "WARNING",
             "Q_NAME": f"bench-{uuid.uuid4().hex[:8]}", "Q_WORKERS": str(q_workers),
@@ -336,6 +283,7 @@ class Platform:
             self.env, self.port, web_workers=self.web_workers, clusters=self.clusters,
             # `-m bench.naive` runs the rest of the command line unguarded (see bench/naive.py).
             prefix=("-m", "bench.naive") if self.naive else (), gunicorn_args=("--backlog", "2048"),
+            wsgi_app=self.wsgi_app, cwd=self.code,
         )
         return self
 
@@ -403,3 +351,65 @@ def _fmt(value) -> str:
 
 def token() -> str:
     return secrets.token_hex(4)
+
+
+# --- the driver of the wrk benchmarks, pgbench ---------------------------------------------------
+
+FINAL = ("approved", "rejected", "manual_review")  # moderation_contentreview.status of a decided review
+
+
+def setup_driver() -> None:
+    """Django set up in the benchmark's own process (signing requests, starting processes); it
+    opens no connection: each run has its own database (bench.checkout)."""
+    os.environ.update({"DJANGO_SETTINGS_MODULE": "config.settings", **PRODUCTION_ENV})
+    os.environ.setdefault("DATABASE_URL", server_url())
+    sys.path.insert(0, str(ROOT))
+    os.chdir(ROOT)
+    import django
+
+    django.setup()
+
+
+def pgbench(url: str, script: str, *, clients: int, seconds: int, defines: dict | None = None,
+            transactions: int = 0) -> tuple[float, float]:
+    """Run a pgbench script (-M prepared) on `url`: (tps, average latency ms)."""
+    import re
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".sql") as f:
+        f.write(script)
+        f.flush()
+        bound = ["-t", str(transactions)] if transactions else ["-T", str(seconds)]
+        run = subprocess.run(
+            [pgbench_binary(), "-n", "-M", "prepared", "-f", f.name, *bound, "-c", str(clients),
+             "-j", str(min(clients, 2)), *(f"-D{k}={v}" for k, v in (defines or {}).items()), url],
+            capture_output=True, text=True,
+        )
+    if run.returncode:
+        raise SystemExit(f"pgbench failed:\n{run.stderr[-3000:]}")
+    tps = float(re.search(r"tps = ([\d.]+)", run.stdout).group(1))
+    latency = float(re.search(r"latency average = ([\d.]+) ms", run.stdout).group(1))
+    return tps, latency
+
+
+def pgbench_binary() -> str:
+    """The server's pgbench, else the one pgserver ships (the embedded PostgreSQL's)."""
+    import shutil
+
+    found = shutil.which("pgbench")
+    if found:
+        return found
+    import pgserver
+
+    bundled = Path(pgserver.__file__).parent / "pginstall" / "bin" / "pgbench"
+    if not bundled.exists():
+        raise SystemExit("pgbench not found: install PostgreSQL's client programs (postgresql-client)")
+    return str(bundled)
+
+
+def ratio(value: float, reference: float) -> str:
+    return f"{value / reference:.2f}" if reference else "-"
+
+
+def rss_line(rss: dict) -> str:
+    return ", ".join(f"{kind} {value / 2**20:.0f} MiB" for kind, value in sorted(rss.items())) or "-"

@@ -1,15 +1,18 @@
-"""Callback ingestion: signed provider callbacks (30% duplicate deliveries) posted to gunicorn at
-increasing concurrency, against pgbench running the equivalent SQL on the same server.
+"""Callback ingestion: signed provider callbacks (30% duplicate deliveries) sent by wrk at each
+concurrency, against the framework ceiling and pgbench running the equivalent SQL.
 
-    python -m bench.ingest [--levels 1,2,4,8,16,32] [--requests 3000] [--seconds 20] [--notify]
+    python -m bench.ingest [--levels 1,2,4,8,16,32] [--requests 3000] [--seconds 20] [--notify] [--now | --code DIR]
 
 Each new callback finalizes a review in `processing` (the full path: verify, store in the inbox,
 lock the review, classify, decide under the policy, outbox row, transition, history); each
-duplicate is answered from the inbox. With --notify the client has a webhook on loopback, and the
-django-q2 cluster delivers every decision's notification meanwhile (a mixed load; the q2 worker's
-RSS is then that of a working one). The pgbench transaction is what that path must write at the
-least: the inbox upsert, a conditional review update and a transition row (duplicates: the upsert
-alone). Figures are printed; nothing here asserts a time.
+duplicate is answered from the inbox. The requests are prepared and signed before each level
+(a signature is valid 5 minutes) and written to a file wrk's Lua script reads. The pgbench
+transaction is what that path must write at the least: the inbox upsert, a conditional review
+update and a transition row (duplicates: the upsert alone); the framework ceiling (bench/wsgi.py)
+runs the same SQL in a bare Django view under the same gunicorn. After the run the invariant
+checker reports on the reviews the callbacks named. With --notify the client has a webhook on
+loopback, and a django-q2 cluster delivers every decision's notification meanwhile (a mixed load).
+Figures are printed; nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -17,14 +20,11 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
-import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from bench import common
+from bench import checkout, common, wrk
 
 PGBENCH_SCRIPT = """
 \\set r random(1, 100)
@@ -61,6 +61,98 @@ COMMIT;
 """
 
 
+def run(code: checkout.Checkout, *, levels: list[int], requests: int, seconds: float, duplicates: float,
+        web_workers: int, ceiling: bool, pgbench_seconds: int, seed: int = 1, notify: bool = False,
+        q_workers: int = 2) -> dict:
+    """One checkout's callback ingestion at each concurrency (and, for this checkout, the
+    ceiling and pgbench at each). `notify`: the client has a loopback webhook and the clusters
+    deliver every decision's notification meanwhile."""
+    from lab.simulator import WebhookReceiver
+
+    rng = random.Random(seed)
+    url = code.database("ingest")
+    sink = WebhookReceiver(default_status=204) if notify else None
+    client_id, _ = code.create_client(url, "bench-ingest", webhook_url=sink.url if sink else "")
+    new_per_level = int(requests * (1 - duplicates) * 1.2) + 10
+    reviews = code.seed_processing(url, client_id, new_per_level * len(levels), "ingest-")
+    top_reviews = code.seed_processing(url, client_id, new_per_level * len(levels), "ceiling-") if ceiling else []
+    if ceiling:
+        pgbench_reviews = code.seed_processing(url, client_id, 20_000, "pgbench-")
+        checkout.query(url, "CREATE TABLE bench_pgbench_review (n integer PRIMARY KEY, id uuid NOT NULL)")
+        checkout.query(url, "INSERT INTO bench_pgbench_review SELECT ordinality, id "
+                            "FROM unnest(%s::uuid[]) WITH ORDINALITY AS t(id)", [[r for r, _ in pgbench_reviews]])
+    checkout.query(url, "ANALYZE")
+    result: dict = {"code": code.label, "path": "callbacks", "levels": []}
+    named: list[str] = []
+    env = {"DATABASE_URL": url, **({"WEBHOOK_ALLOW_PRIVATE": "1"} if sink else {})}
+    with tempfile.TemporaryDirectory() as tmp, common.Platform(
+            web_workers=web_workers, clusters=1 if sink else 0, q_workers=q_workers, env=env, code=code.path,
+            wsgi_app="bench.wsgi:application" if ceiling else "config.wsgi") as platform:
+        platform.sample_rss()
+        file = Path(tmp) / "requests"
+        warm, used = _requests(reviews[:8 * web_workers], 8 * web_workers, 0, rng, tag="warm")
+        named += used
+        wrk.write_requests(warm, file)
+        wrk.requests_file(platform.port, file, connections=max(levels))
+        for level_no, concurrency in enumerate(levels):
+            mine = reviews[8 * web_workers:][level_no * new_per_level:(level_no + 1) * new_per_level]
+            prepared, used = _requests(mine, requests, duplicates, rng, tag=f"c{concurrency}")
+            named += used
+            wrk.write_requests(prepared, file)
+            load = wrk.requests_file(platform.port, file, connections=concurrency, max_seconds=seconds)
+            level = {"connections": concurrency, "rate": load.rate, "p50": load.p50_ms, "p99": load.p99_ms,
+                     "requests": load.requests, "errors": load.describe_errors()}
+            if ceiling:
+                theirs = top_reviews[level_no * new_per_level:(level_no + 1) * new_per_level]
+                wrk.write_requests(_requests(theirs, requests, duplicates, rng, tag=f"top{concurrency}",
+                                             path="/bench/ceiling/callback/")[0], file)
+                top = wrk.requests_file(platform.port, file, connections=concurrency, max_seconds=seconds)
+                level["ceiling"] = {"rate": top.rate, "p99": top.p99_ms, "errors": top.describe_errors()}
+            result["levels"].append(level)
+            print(f"  callbacks, {code.label}, {concurrency} connections: {load.rate:.1f} req/s, "
+                  f"p99 {load.p99_ms:.1f} ms" + (f"; ceiling {level['ceiling']['rate']:.1f} req/s" if ceiling else ""),
+                  flush=True)
+        finalized = checkout.query(url, "SELECT count(*) FROM moderation_contentreview WHERE id = ANY(%s::uuid[]) "
+                                        "AND status = ANY(%s)", [named, list(common.FINAL)])[0][0]
+        delivered_by = time.monotonic() + 120  # let the cluster finish the notifications (bounded)
+        while sink and len(sink.received) < finalized and time.monotonic() < delivered_by:
+            time.sleep(0.5)
+        result["rss"] = dict(platform.peak_rss)
+    if sink:
+        sink.stop()
+        result["delivered"] = len(sink.received)
+    result.update(finalized=finalized, reviews=len(named), violations=code.violations(url, named))
+    if ceiling:
+        for level in result["levels"]:
+            tps, latency = _pgbench(url, level["connections"], pgbench_seconds, len(pgbench_reviews), duplicates)
+            level["reference"] = {"rate": tps, "latency": latency}
+    best = max(result["levels"], key=lambda level: level["rate"])
+    result.update({k: best[k] for k in ("rate", "p50", "p99", "connections")})
+    return result
+
+
+def at(result: dict, connections: int) -> dict:
+    """The figures at one concurrency (the issue's: 8), else the best."""
+    return next((level for level in result["levels"] if level["connections"] == connections), result)
+
+
+def describe(result: dict) -> list[str]:
+    has_top = "ceiling" in result["levels"][0]
+    rows = [[level["connections"], level["requests"], level["rate"], level["p50"], level["p99"], level["errors"],
+             *((level["ceiling"]["rate"], common.ratio(level["rate"], level["ceiling"]["rate"]),
+                level["reference"]["rate"], common.ratio(level["rate"], level["reference"]["rate"])) if has_top else ())]
+            for level in result["levels"]]
+    headers = ["conn.", "requests", "req/s", "p50 ms", "p99 ms", "non-2xx"]
+    if has_top:
+        headers += ["ceiling req/s", "ratio", "pgbench tps", "ratio"]
+    lines = [f"Callback ingestion, {result['code']}: wrk, 30% re-deliveries", common.table(headers, rows),
+             f"reviews named by new callbacks: {result['reviews']}, finalized: {result['finalized']}"
+             + (f", notifications delivered: {result['delivered']}" if "delivered" in result else "") + "; "
+             f"{len(result['violations'])} invariant violations; peak RSS: {common.rss_line(result['rss'])}"]
+    lines += [f"  violation: {v}" for v in result["violations"][:10]]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--levels", default="1,2,4,8,16,32", help="concurrencies to run (connections)")
@@ -68,85 +160,31 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=20, help="seconds per level at most")
     parser.add_argument("--duplicates", type=float, default=0.3, help="share of duplicate deliveries")
     parser.add_argument("--web-workers", type=int, default=4, help="gunicorn sync workers")
-    parser.add_argument("--q-workers", type=int, default=2, help="django-q2 workers")
+    parser.add_argument("--q-workers", type=int, default=2, help="django-q2 workers (with --notify)")
     parser.add_argument("--notify", action="store_true",
                         help="give the client a loopback webhook: the cluster delivers every decision meanwhile")
     parser.add_argument("--pgbench-seconds", type=int, default=10)
-    parser.add_argument("--conn-max-age", type=int, default=None,
-                        help="CONN_MAX_AGE for the platform (default: the settings' own default)")
-    parser.add_argument("--naive", action="store_true", help="run the web server unguarded (bench/naive.py)")
     parser.add_argument("--seed", type=int, default=1)
+    checkout.add_arguments(parser)
     args = parser.parse_args()
+    if not 0 <= args.duplicates < 1:
+        parser.error("--duplicates must lie in [0, 1)")
     levels = [int(x) for x in args.levels.split(",")]
-    rng = random.Random(args.seed)
-
-    url = common.setup()
-    from lab.simulator import WebhookReceiver
-
-    # --notify: decisions notify the client, so the cluster's workers deliver them during the run.
-    sink = WebhookReceiver(default_status=204) if args.notify else None
-    client_id, _ = common.bench_client(webhook_url=sink.url if sink else "")
-    new_per_level = int(args.requests * (1 - args.duplicates) * 1.2) + 10
-    reviews = common.seed_processing(client_id, new_per_level * len(levels), "ingest-")
-    pgbench_reviews = common.seed_processing(client_id, 20_000, "pgbench-")
-    common.sql("CREATE TABLE bench_pgbench_review (n integer PRIMARY KEY, id uuid NOT NULL)")
-    common.sql("INSERT INTO bench_pgbench_review SELECT ordinality, id FROM unnest(%s::uuid[]) WITH ORDINALITY AS t(id)",
-               [[str(r) for r, _ in pgbench_reviews]])
-    common.analyze()
-    print(f"database {url.rsplit('/', 1)[-1]}: {len(reviews) + len(pgbench_reviews)} reviews in processing; "
-          f"{args.web_workers} gunicorn sync workers, 1 django-q2 cluster ({args.q_workers} workers"
-          + (", delivering each decision's notification to a loopback webhook" if sink else "")
-          + f"); {os.cpu_count()} CPUs\n")
-
-    rows, results = [], []
-    env = {"CONN_MAX_AGE": str(args.conn_max_age)} if args.conn_max_age is not None else {}
-    with common.Platform(web_workers=args.web_workers, clusters=1, q_workers=args.q_workers, naive=args.naive,
-                         env=env) as platform:
-        platform.sample_rss()
-        for level_no, concurrency in enumerate(levels):
-            mine = reviews[level_no * new_per_level:(level_no + 1) * new_per_level]
-            requests = _requests(mine, args.requests, args.duplicates, rng, tag=f"c{concurrency}")
-            result = common.closed_loop(platform.port, requests, concurrency=concurrency, max_seconds=args.seconds)
-            results.append(result)
-            lat = result.latencies_ms
-            rows.append([concurrency, len(lat), result.rate, common.percentile(lat, 50), common.percentile(lat, 95),
-                         common.percentile(lat, 99), _other_statuses(result)])
-        delivered_by = time.monotonic() + 120  # let the cluster finish the notifications (bounded)
-        while sink and len(sink.received) < _applied() and time.monotonic() < delivered_by:
-            time.sleep(0.5)
-        rss = dict(platform.peak_rss)
-    if sink:
-        sink.stop()
-
-    applied = _applied()
-    duplicates = common.sql("SELECT coalesce(sum(duplicate_count), 0) FROM callbacks_providercallback WHERE provider = 'webhook'")[0][0]
-    finalized = common.sql("SELECT count(*) FROM moderation_contentreview r JOIN moderation_content c ON c.id = r.content_id "
-                           "WHERE c.external_id LIKE 'ingest-%' AND r.status <> 'processing'")[0][0]
-
-    pgbench = _pgbench(url, levels, args.pgbench_seconds, len(pgbench_reviews), args.duplicates)
-
-    variant = "naive (unguarded)" if args.naive else "as shipped"
-    print(f"Callback ingestion, {variant}: {int(args.duplicates * 100)}% duplicate deliveries, closed loop on loopback")
-    print(common.table(["conc.", "requests", "req/s", "p50 ms", "p95 ms", "p99 ms", "non-200"], rows))
-    print(f"\nstored and applied: {applied} callbacks; duplicate deliveries counted: {duplicates}; "
-          f"reviews finalized: {finalized}" + (f"; notifications delivered: {len(sink.received)}" if sink else ""))
-    print("\npgbench, the equivalent SQL (same duplicate share), same server, -M prepared")
-    print(common.table(["clients", "tps", "avg ms"], [[c, tps, lat] for c, tps, lat in pgbench]))
-    best = max(results, key=lambda r: r.rate)
-    limit = max(tps for _, tps, _ in pgbench)
-    print(f"\nbest: {best.rate:.0f} req/s at concurrency {best.concurrency}, p99 {common.percentile(best.latencies_ms, 99):.1f} ms; "
-          f"pgbench best {limit:.0f} tps; ratio {best.rate / limit:.2f} (target >= 0.30, p99 < 100 ms)")
-    print("peak RSS during the run: " + ", ".join(f"{kind} {value / 2**20:.0f} MiB" for kind, value in sorted(rss.items()))
-          + " (q2: the largest process of the cluster)")
+    common.setup_driver()
+    print(f"{args.web_workers} gunicorn sync workers; {os.cpu_count()} CPUs", flush=True)
+    for code in checkout.chosen(args):
+        result = run(code, levels=levels, requests=args.requests, seconds=args.seconds, duplicates=args.duplicates,
+                     web_workers=args.web_workers, ceiling=code.is_this, pgbench_seconds=args.pgbench_seconds,
+                     seed=args.seed, notify=args.notify, q_workers=args.q_workers)
+        print("\n".join(describe(result)), flush=True)
 
 
-def _applied() -> int:
-    return common.sql("SELECT count(*) FROM callbacks_providercallback WHERE provider = 'webhook' AND outcome = 'applied'")[0][0]
-
-
-def _requests(reviews, count: int, duplicate_share: float, rng: random.Random, tag: str) -> list[bytes]:
-    """`count` signed requests: new events for the reviews, and re-deliveries of earlier ones."""
+def _requests(reviews, count: int, duplicate_share: float, rng: random.Random, tag: str,
+              path: str = "/api/v1/callbacks/webhook/") -> tuple[list[bytes], list[str]]:
+    """`count` signed requests: new events for the reviews, and re-deliveries of earlier ones;
+    and the reviews they name."""
     sent: list[bytes] = []
+    used: list[str] = []
     fresh = iter(reviews)
     while len(sent) < count:
         if sent and rng.random() < duplicate_share:
@@ -156,50 +194,18 @@ def _requests(reviews, count: int, duplicate_share: float, rng: random.Random, t
         if review is None:
             break
         review_id, key = review
+        used.append(review_id)
         body = common.callback_body(key, f"sim-{review_id}")
-        sent.append(common.signed_request(f"evt-{tag}-{review_id}", body))
-    return sent
+        sent.append(common.signed_request(f"evt-{tag}-{review_id}", body, path=path, keep_alive=True))
+    return sent, used
 
 
-def _other_statuses(result: common.LoadResult) -> str:
-    other = {str(status): n for status, n in result.statuses.items() if status != 200}
-    return ", ".join(f"{n}x{status}" for status, n in sorted(other.items())) or "0"
-
-
-def _pgbench(url: str, levels: list[int], seconds: int, reviews: int, duplicate_share: float):
+def _pgbench(url: str, clients: int, seconds: int, reviews: int, duplicate_share: float) -> tuple[float, float]:
     payload = common.callback_body("00000000-0000-0000-0000-000000000000", "sim-x").decode()
     headers = '{"webhook-id": "evt", "webhook-timestamp": "1", "webhook-signature": "v1,x"}'
     script = PGBENCH_SCRIPT.format(reviews=reviews, duplicate_pct=int(duplicate_share * 100),
                                    payload=payload.replace("'", "''"), headers=headers)
-    out = []
-    with tempfile.NamedTemporaryFile("w", suffix=".sql") as f:
-        f.write(script)
-        f.flush()
-        for clients in levels:
-            run = subprocess.run(
-                [_pgbench_binary(), "-n", "-M", "prepared", "-f", f.name, "-T", str(seconds), "-c", str(clients),
-                 "-j", str(min(clients, 2)), url],
-                capture_output=True, text=True,
-            )
-            if run.returncode:
-                raise SystemExit(f"pgbench failed:\n{run.stderr}")
-            tps = float(re.search(r"tps = ([\d.]+)", run.stdout).group(1))
-            latency = float(re.search(r"latency average = ([\d.]+) ms", run.stdout).group(1))
-            out.append((clients, tps, latency))
-    return out
-
-
-def _pgbench_binary() -> str:
-    """The server's pgbench, else the one pgserver ships (the embedded PostgreSQL's)."""
-    found = shutil.which("pgbench")
-    if found:
-        return found
-    import pgserver
-
-    bundled = Path(pgserver.__file__).parent / "pginstall" / "bin" / "pgbench"
-    if not bundled.exists():
-        raise SystemExit("pgbench not found: install PostgreSQL's client programs (postgresql-client)")
-    return str(bundled)
+    return common.pgbench(url, script, clients=clients, seconds=seconds)
 
 
 if __name__ == "__main__":

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 
 from bench import common, growth
 
 PATHS = ("list", "list filtered", "queue page", "review next")
-DB = "moderation_workplace"
+DB = f"{os.environ['BENCH_DATABASE']}_workplace" if os.environ.get("BENCH_DATABASE") else "moderation_workplace"
 
 # One review in ten waits for a human, spread over the queues as a busy service would see it.
 _SEED_QUEUED = """

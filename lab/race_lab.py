@@ -112,9 +112,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def spawn(env: dict, *args: str) -> subprocess.Popen:
-    """`python <args>` in the project directory, in a session of its own (stopped as a group)."""
-    return start([sys.executable, *args], env, cwd=settings.BASE_DIR, stdout=subprocess.DEVNULL,
+def spawn(env: dict, *args: str, cwd=None) -> subprocess.Popen:
+    """`python <args>` in the project directory (or `cwd`, another checkout of it), in a session of
+    its own (stopped as a group)."""
+    return start([sys.executable, *args], env, cwd=cwd or settings.BASE_DIR, stdout=subprocess.DEVNULL,
                  stderr=subprocess.DEVNULL)
 
 
@@ -125,16 +126,19 @@ def stop(processes) -> None:
 
 
 def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, prefix: tuple = (),
-                   gunicorn_args: tuple = ()) -> dict[str, subprocess.Popen]:
-    """gunicorn on `port` and `clusters` django-q2 clusters, each `python [prefix] ...`; returns
-    once the web server answers. If it never does, everything started is stopped again (a caller
-    that gets the exception has nothing to stop)."""
-    processes = {"web": start_web(env, port, web_workers=web_workers, prefix=prefix, gunicorn_args=gunicorn_args)}
+                   gunicorn_args: tuple = (), wsgi_app: str = "config.wsgi", cwd=None) -> dict[str, subprocess.Popen]:
+    """gunicorn on `port` serving `wsgi_app` and `clusters` django-q2 clusters, each `python
+    [prefix] ...` run in `cwd` (default: this checkout); returns once the web server answers. If
+    it never does, everything started is stopped again (a caller that gets the exception has
+    nothing to stop)."""
+    processes = {"web": start_web(env, port, web_workers=web_workers, prefix=prefix, gunicorn_args=gunicorn_args,
+                                  wsgi_app=wsgi_app, cwd=cwd)}
     try:
         for i in range(clusters):
-            processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster")
+            processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster", cwd=cwd)
         if clusters:  # notifications have a cluster of their own, never the moderation workers
-            processes["notification-cluster"] = spawn(notification_cluster_env(env), *prefix, "manage.py", "qcluster")
+            processes["notification-cluster"] = spawn(notification_cluster_env(env), *prefix, "manage.py", "qcluster",
+                                                      cwd=cwd)
         wait_until_serving(port)
     except BaseException:
         stop(processes.values())
@@ -142,9 +146,12 @@ def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, pre
     return processes
 
 
-def start_web(env: dict, port: int, *, web_workers: int, prefix: tuple = (), gunicorn_args: tuple = ()) -> subprocess.Popen:
-    return spawn(env, *prefix, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}",
-                 "--workers", str(web_workers), *gunicorn_args)
+def start_web(env: dict, port: int, *, web_workers: int, prefix: tuple = (), gunicorn_args: tuple = (),
+              wsgi_app: str = "config.wsgi", cwd=None) -> subprocess.Popen:
+    """gunicorn serving `wsgi_app` (the benchmarks give bench.wsgi, the project's application
+    with their framework ceiling beside it)."""
+    return spawn(env, *prefix, "-m", "gunicorn", wsgi_app, "--bind", f"127.0.0.1:{port}",
+                 "--workers", str(web_workers), *gunicorn_args, cwd=cwd)
 
 
 def cluster_workers(cluster: subprocess.Popen) -> list:

@@ -65,10 +65,11 @@ def test_seeded_rows_are_what_the_pipeline_writes(client_id):
 @pytest.mark.django_db
 def test_duplicate_deliveries_repeat_an_earlier_request_byte_for_byte(client_id):
     reviews = common.seed_processing(client_id, 400, "dup-")
-    requests = _requests(reviews, 500, 0.3, random.Random(3), tag="t")
+    requests, named = _requests(reviews, 500, 0.3, random.Random(3), tag="t")
 
     distinct = set(requests)
     assert len(requests) == 500
+    assert len(named) == len(distinct) and set(named) <= {r for r, _ in reviews}
     assert 0.25 < 1 - len(distinct) / len(requests) < 0.35
     assert all(request.startswith(b"POST /api/v1/callbacks/webhook/ ") for request in distinct)
 

@@ -1,0 +1,167 @@
+"""Issue 17's table in one run (`make bench`): the code before the change ("now", the tag
+bench-now) and this checkout ("after"), each path against its goal, its pgbench reference and
+its framework ceiling, measured on the same machine in the same session.
+
+    python -m bench.report [--quick] [--reviews 3000] [--requests 3000] [--no-now | --code DIR]
+
+Paths: end to end on the ORM broker and on Redis (bench.e2e), submissions (bench.submit) and
+callback ingestion at 8 connections (bench.ingest); then the peak RSS of a web worker and of a
+q2 worker with the model loaded, and the invariant violations of every run. "now" and "after"
+alternate (now first for one path, after first for the next) so the machine's drift hits both.
+Without git or the tag, "now" shows the figures recorded in the issue, marked as recorded.
+Ratios mean more than absolute figures on a shared machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from bench import checkout, common, e2e, ingest, submit, wrk
+
+# Issue 17, "Measured now" (2-core machine, production settings), for when the tag is unavailable.
+RECORDED = {"e2e orm": (45.0, None), "e2e redis": (43.0, None), "submissions": (113.0, 103.0),
+            "callbacks": (240.0, None)}
+GOALS = {  # path -> (figure at least, p99 ms below)
+    "e2e orm": (200.0, None), "e2e redis": (200.0, None), "submissions": (400.0, 100.0), "callbacks": (600.0, 100.0),
+}
+UNITS = {"e2e orm": "reviews/s", "e2e redis": "reviews/s", "submissions": "req/s", "callbacks": "req/s"}
+RSS_GOALS = {"web worker": 100, "q2 worker": 150}  # MiB
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes for a check of the instruments (300 reviews, 600 requests, 3 s pgbench)")
+    parser.add_argument("--reviews", type=int, help="reviews per end-to-end run (default 3000; --quick 300)")
+    parser.add_argument("--requests", type=int, help="requests per submission/callback run (default 3000; --quick 600)")
+    parser.add_argument("--pgbench-seconds", type=int, help="seconds per pgbench reference (default 10; --quick 3)")
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--brokers", default="orm,redis")
+    parser.add_argument("--paths", default="e2e,submissions,callbacks")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for an end-to-end run")
+    parser.add_argument("--no-now", action="store_true", help="measure this checkout only")
+    parser.add_argument("--code", metavar="DIR", help="the 'now' checkout to measure instead of the tag bench-now")
+    args = parser.parse_args()
+    reviews = args.reviews or (300 if args.quick else 3000)
+    requests = args.requests or (600 if args.quick else 3000)
+    pg_seconds = args.pgbench_seconds or (3 if args.quick else 10)
+    paths = args.paths.split(",")
+    unknown = set(paths) - {"e2e", "submissions", "callbacks"}
+    if unknown:
+        parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
+
+    common.setup_driver()
+    wrk_binary = wrk.ensure()
+    after = checkout.this()
+    before, why = (None, "--no-now") if args.no_now else checkout.now(directory=args.code)
+    codes = [c for c in (before, after) if c is not None]
+    began = time.monotonic()
+    print(f"bench.report: after = this checkout ({after.commit}), now = "
+          + (f"{before.path} ({before.commit})" if before else f"recorded figures ({why})")
+          + f"; {os.cpu_count()} CPUs, {wrk_binary}, {reviews} reviews per e2e run, {requests} requests per run, "
+          f"{args.connections} connections", flush=True)
+
+    results: dict[tuple[str, str], dict] = {}
+    jobs = [f"e2e {b}" for b in args.brokers.split(",")] * ("e2e" in paths)
+    jobs += [p for p in ("submissions", "callbacks") if p in paths]
+    for job_no, path in enumerate(jobs):
+        for code in codes if job_no % 2 == 0 else codes[::-1]:
+            print(f"\n== {path}, {code.label} ==", flush=True)
+            run_began = time.monotonic()
+            result = _run(path, code, args, reviews=reviews, requests=requests, pg_seconds=pg_seconds)
+            results[(path, code.label)] = result
+            for line in _describe(path, result):
+                print(line, flush=True)
+            print(f"({time.monotonic() - run_began:.0f} s with set-up and references)", flush=True)
+
+    print(f"\nIssue 17: now ({before.commit if before else 'recorded'}) and after ({after.commit}), same run, "
+          f"{(time.monotonic() - began) / 60:.1f} min")
+    print(table(jobs, results, before is not None))
+
+
+def _run(path: str, code: checkout.Checkout, args, *, reviews: int, requests: int, pg_seconds: int) -> dict:
+    if path.startswith("e2e "):
+        result = e2e.run(code, path.split()[1], reviews=reviews, connections=args.connections, web_workers=3,
+                         q_workers=2, timeout=args.timeout)
+        if code.is_this:
+            result["reference"] = e2e.reference(result["database"], result["client"], clients=args.connections,
+                                                seconds=pg_seconds)
+        return result
+    if path == "submissions":
+        return submit.run(code, requests=requests, connections=args.connections, web_workers=4, ceiling=code.is_this,
+                          pgbench_seconds=pg_seconds)
+    result = ingest.run(code, levels=[args.connections], requests=requests, seconds=120, duplicates=0.3,
+                        web_workers=4, ceiling=code.is_this, pgbench_seconds=pg_seconds)
+    level = ingest.at(result, args.connections)
+    result.update({k: level[k] for k in ("rate", "p50", "p99")})
+    for k in ("reference", "ceiling"):
+        if k in level:
+            result[k] = level[k]
+    return result
+
+
+def _describe(path: str, result: dict) -> list[str]:
+    if path.startswith("e2e "):
+        return e2e.describe(result)
+    if path == "submissions":
+        return submit.describe(result)
+    return ingest.describe(result)
+
+
+def _p99(path: str, result: dict | None) -> str:
+    if result is None:
+        return "-"
+    return f"{result['p99']:,.0f}" if path.startswith("e2e ") else f"{result['p99']:.1f}"
+
+
+def table(jobs: list[str], results: dict, have_now: bool) -> str:
+    rows = []
+    for path in jobs:
+        now, after = results.get((path, "now")), results.get((path, "after"))
+        if have_now:
+            now_cell = _figure(now)
+        else:
+            rate, p99 = RECORDED[path]
+            now_cell = f"{rate:g} (recorded)"
+        goal_rate, goal_p99 = GOALS[path]
+        goal = f">= {goal_rate:g}" + (f", p99 < {goal_p99:g} ms" if goal_p99 else "")
+        met = after is not None and after["rate"] >= goal_rate and (goal_p99 is None or after["p99"] < goal_p99)
+        ref, top = (after or {}).get("reference"), (after or {}).get("ceiling")
+        rows.append([
+            f"{path} ({UNITS[path]})", now_cell, _figure(after), goal + (" met" if met else " missed"),
+            f"{ref['rate']:,.0f} ({common.ratio(after['rate'], ref['rate'])})" if ref else "-",
+            f"{top['rate']:,.1f} ({common.ratio(after['rate'], top['rate'])})" if top else "-",
+            f"{_p99(path, now)} / {_p99(path, after)}",
+            f"{_violations(now)} / {_violations(after)}",
+        ])
+    for kind, goal in RSS_GOALS.items():
+        peaks = {label: max((r["rss"].get(kind, 0) for (_, code), r in results.items() if code == label), default=0)
+                 for label in ("now", "after")}
+        rows.append([f"peak RSS, {kind}" + (" (model loaded)" if kind == "q2 worker" else ""),
+                     f"{peaks['now'] / 2**20:.0f} MiB" if peaks["now"] else "-",
+                     f"{peaks['after'] / 2**20:.0f} MiB" if peaks["after"] else "-",
+                     f"<= {goal} MiB" + (" met" if 0 < peaks["after"] <= goal * 2**20 else " missed"),
+                     "-", "-", "-", "-"])
+    return common.table(["path", "now", "after", "goal", "pgbench reference (ratio)", "framework ceiling (ratio)",
+                         "p99 ms now / after", "violations now / after"], rows) + (
+        "\n(e2e: reviews/s = reviews / (last completed_at - first created_at), p99 = submit -> final; submissions and"
+        "\n callbacks at 8 connections, p99 = request latency; ratio = after / reference; 'incomplete': a run's"
+        "\n reviews were not all final before the timeout)")
+
+
+def _figure(result: dict | None) -> str:
+    if result is None:
+        return "-"
+    if result["path"].startswith("e2e") and not result["rate"]:
+        return f"incomplete ({result['final']}/{result['reviews']})"
+    return f"{result['rate']:,.1f}"
+
+
+def _violations(result: dict | None) -> str:
+    return "-" if result is None else str(len(result["violations"]))
+
+
+if __name__ == "__main__":
+    main()

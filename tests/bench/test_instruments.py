@@ -1,0 +1,174 @@
+"""The instruments of issue 17 measure what they say: wrk sends exactly the requests asked for
+and counts every answer, and the framework ceiling (bench/wsgi.py) writes what its path must
+write at the least, under the same WSGI entry point as the project (docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import socketserver
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler
+
+import pytest
+from django.test import RequestFactory
+
+from audit.models import ReviewTransition
+from bench import common, wrk
+from bench.wsgi import application
+from callbacks.models import ProviderCallback
+from moderation.invariants import violations
+from moderation.models import Content, ContentReview, ReviewStatus
+
+needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (bench/wrk.py installs it)")
+
+
+class _Recorder(socketserver.ThreadingMixIn, socketserver.TCPServer):
+    """A loopback HTTP server that closes every connection after its answer, as gunicorn's sync
+    workers do, and records each request body; a body containing `bad` is answered 400."""
+
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self):
+        self.bodies: list[bytes] = []
+        recorder = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                recorder.bodies.append(body)
+                self.send_response(400 if b"bad" in body else 201)
+                self.send_header("Content-Length", "0")
+                self.send_header("Connection", "close")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def port(self) -> int:
+        return self.server_address[1]
+
+
+@pytest.fixture
+def recorder():
+    server = _Recorder()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@needs_wrk
+def test_wrk_sends_each_prepared_request_once_and_counts_every_status(recorder, tmp_path):
+    bodies = [b"ok-%d" % i for i in range(45)] + [b"bad-%d" % i for i in range(5)]
+    raw = [b"POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies]
+    wrk.write_requests(raw, tmp_path / "requests")
+
+    result = wrk.requests_file(recorder.port, tmp_path / "requests", connections=4, max_seconds=30)
+
+    assert Counter(recorder.bodies) == Counter(bodies)  # each once: none lost, none repeated
+    assert result.requests == 50 and result.statuses == Counter({201: 45, 400: 5})
+    assert result.ok == 45 and result.non_2xx == 5 and result.describe_errors() == "5x400"
+    assert 0 < result.seconds < 30 and 0 < result.p50_ms <= result.p99_ms
+
+
+@needs_wrk
+def test_wrk_submissions_have_unique_external_ids_and_stop_at_the_count(recorder):
+    result = wrk.submissions(recorder.port, "token", tag="run", count=60, texts=["hello", "there"], connections=4)
+
+    ids = [json.loads(body)["external_id"] for body in recorder.bodies]
+    assert result.requests == len(ids) == 60 and len(set(ids)) == 60
+    assert all(i.startswith("run-") for i in ids) and result.rate > 0
+
+
+def _call(request) -> tuple[str, dict]:
+    answer = {}
+
+    def start_response(status, headers):
+        answer["status"] = status
+
+    body = b"".join(application(request.environ, start_response))
+    return answer["status"], json.loads(body or b"{}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_submission_ceiling_writes_the_content_and_a_pending_review(api_client):
+    post = RequestFactory().post
+    body = {"external_id": "c-1", "content_type": "text", "text": "hello"}
+
+    status, answer = _call(post(f"/bench/ceiling/reviews/?client={api_client.pk}", body, content_type="application/json"))
+    assert status.startswith("201")
+    review = ContentReview.objects.get(pk=answer["id"])
+    assert review.status == ReviewStatus.PENDING and review.content.external_id == "c-1"
+    assert violations([review.pk]) == []
+
+    status, _ = _call(post(f"/bench/ceiling/reviews/?client={api_client.pk}", body, content_type="application/json"))
+    assert status.startswith("200") and Content.objects.filter(external_id="c-1").count() == 1
+
+    status, answer = _call(post("/bench/ceiling/reviews/", body, content_type="application/json"))
+    assert status.startswith("400") and "client" in answer["detail"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_callback_ceiling_runs_the_pgbench_transaction(api_client):
+    (review_id, key), = common.seed_processing(api_client.pk, 1, "cb-")
+    body = common.callback_body(key, f"sim-{review_id}")
+
+    def deliver():
+        request = RequestFactory().post("/bench/ceiling/callback/", body, content_type="application/json",
+                                        headers={"webhook-id": "evt-1"})
+        return _call(request)
+
+    assert deliver() == ("200 OK", {"status": "applied"})
+    assert deliver() == ("200 OK", {"status": "duplicate"})
+    inbox = ProviderCallback.objects.get(provider="ceiling", provider_event_id="evt-1")
+    assert inbox.duplicate_count == 1
+    assert ReviewTransition.objects.filter(review_id=review_id, actor_id="ceiling").count() == 1
+    assert ContentReview.objects.get(pk=review_id).status == ReviewStatus.PROCESSING  # the ceiling never decides
+
+
+@pytest.mark.django_db
+def test_every_other_path_is_the_projects_application():
+    request = RequestFactory().get("/healthz")
+    request.environ["wsgi.input"] = io.BytesIO(b"")
+    status, answer = _call(request)
+    assert status.startswith("200")
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("script", ["submit", "e2e"])
+def test_the_pgbench_references_write_reviews_the_invariant_checker_accepts(api_client, script):
+    """A reference that skipped a row the invariants require would flatter it: each pgbench
+    transaction must leave a review as valid as the platform's (pending; decided)."""
+    from bench import e2e, submit
+    from lab.race_lab import database_url
+    from moderation.services import policy_active
+
+    common.pgbench(database_url(), {"submit": submit.PGBENCH_SCRIPT, "e2e": e2e.PGBENCH_SCRIPT}[script], clients=1,
+                   seconds=0, transactions=3, defines={"client": api_client.pk, "policy": policy_active().pk})
+
+    reviews = list(ContentReview.objects.filter(client=api_client).values_list("pk", "status"))
+    assert len(reviews) == 3
+    assert {status for _, status in reviews} == {"pending" if script == "submit" else "approved"}
+    assert violations([pk for pk, _ in reviews]) == []
+
+
+def test_without_the_tag_the_table_shows_the_recorded_figures_marked_as_such():
+    from bench import checkout, report
+
+    before, why = checkout.now(ref="no-such-tag-for-the-bench")
+    assert before is None and "no-such-tag-for-the-bench" in why
+
+    after = {"path": "submissions", "rate": 420.0, "p99": 80.0, "violations": [], "rss": {"web worker": 90 * 2**20},
+             "reference": {"rate": 1000.0}, "ceiling": {"rate": 600.0}}
+    text = report.table(["submissions"], {("submissions", "after"): after}, have_now=False)
+    row = next(line for line in text.splitlines() if line.strip().startswith("submissions"))
+    assert "113 (recorded)" in row and "420.0" in row and ">= 400, p99 < 100 ms met" in row
+    assert "1,000 (0.42)" in row and "600.0 (0.70)" in row
+    assert "<= 100 MiB met" in next(line for line in text.splitlines() if "web worker" in line)
