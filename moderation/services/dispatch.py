@@ -28,7 +28,7 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
-from moderation.providers import Accepted, ModerationInput, ProviderError, get_provider
+from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
 from moderation.services._audit import record_event
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at
 from moderation.services.pipeline import request_give_up_locked, review_finalize
@@ -154,26 +154,34 @@ def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload:
     provider = get_provider(request.provider)
     clock = time.monotonic()
     try:
-        try:
-            with tracing.tracer.start_as_current_span(
-                "provider.moderate", kind=tracing.SpanKind.CLIENT,
-                attributes={"moderation.provider": request.provider, "moderation.attempt_no": attempt.attempt_no},
-            ):
-                reply = provider.moderate(payload)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            # A bug in an adapter must still close the attempt (and feed the breaker) rather
-            # than leave it in flight until its lease runs out.
-            logger.exception("provider %s raised unexpectedly", request.provider)
-            raise ProviderError(f"unexpected {type(exc).__name__}: {exc}") from exc
+        with tracing.tracer.start_as_current_span(
+            "provider.moderate", kind=tracing.SpanKind.CLIENT,
+            attributes={"moderation.provider": request.provider, "moderation.attempt_no": attempt.attempt_no},
+        ):
+            reply = provider.moderate(payload)
     except ProviderError as exc:
-        latency_ms = int((time.monotonic() - clock) * 1000)
-        logger.warning("provider %s failed (%s): %s", request.provider, exc.kind, exc)
-        report = _attempt_failed(request, attempt, exc, latency_ms)
-        breaker_record(provider=request.provider, outcome=exc.kind, started_at=attempt.started_at)
+        reply = exc
+    except Exception as exc:
+        # A bug in an adapter must still close the attempt (and feed the breaker) rather
+        # than leave it in flight until its lease runs out.
+        logger.exception("provider %s raised unexpectedly", request.provider)
+        reply = ProviderError(f"unexpected {type(exc).__name__}: {exc}")
+        reply.__cause__ = exc
+    return attempt_settle(request, attempt, reply, int((time.monotonic() - clock) * 1000))
+
+
+def attempt_settle(
+    request: ModerationRequest, attempt: ProviderAttempt, reply: ModerationResult | Accepted | ProviderError,
+    latency_ms: int,
+) -> DispatchReport:
+    """Record how an attempt ended (the provider's answer, or the error it ended with), feed the
+    breaker, and apply a result through the guarded finalize. Call with no transaction open,
+    after the provider call (one call per attempt, or one call for a batch's attempts)."""
+    if isinstance(reply, ProviderError):
+        logger.warning("provider %s failed (%s): %s", request.provider, reply.kind, reply)
+        report = _attempt_failed(request, attempt, reply, latency_ms)
+        breaker_record(provider=request.provider, outcome=reply.kind, started_at=attempt.started_at)
         return report
-    latency_ms = int((time.monotonic() - clock) * 1000)
     if isinstance(reply, Accepted):
         _attempt_accepted(request, attempt, reply, latency_ms)
         breaker_record(provider=request.provider, outcome=AttemptOutcome.ACCEPTED, started_at=attempt.started_at)
