@@ -25,6 +25,10 @@ def moderate_review(review_id, job_id: str = "", web_request_id: str = "", trace
     job_id = job_id or new_job_id()
     with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None), \
             _job_span(trace_parent, "moderate_review", review_id=review_id):
+        if settings.MODERATION_BATCH_SIZE > 1:
+            claimed = services.review_claimed_by_batch(review_id=review_id, job_id=job_id)
+            if claimed:  # another job's batch took this review: nothing to do, nothing to write
+                return claimed
         # Work is started only while the provider's circuit lets it through: a review waits in
         # pending otherwise. Past the cooldown, one caller alone takes the trial call.
         admission = services.breaker_admit(provider=settings.MODERATION_PROVIDER)

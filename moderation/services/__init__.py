@@ -28,7 +28,7 @@ from moderation.services.moderator import (
     review_take_next,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
-from moderation.services.batch import BatchClaim, requests_dispatch_batch, reviews_claim_batch
+from moderation.services.batch import BatchClaim, requests_dispatch_batch, review_claimed_by_batch, reviews_claim_batch
 from moderation.services.pipeline import request_fail_reported, review_claim, review_finalize
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
 from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change
@@ -68,6 +68,7 @@ __all__ = [
     "policy_publish_change",
     "request_dispatch",
     "requests_dispatch_batch",
+    "review_claimed_by_batch",
     "reviews_claim_batch",
     "review_claim",
     "review_finalize",

@@ -19,12 +19,23 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
+from django_fsm import ConcurrentTransition
 
 from audit import context, tracing
 from audit.models import Actor, EventKind, ReviewTransition
-from moderation.models import Cause, ContentReview, ModerationRequest, ReviewStatus
-from moderation.providers import ProviderError, get_provider
+from moderation.errors import IllegalTransition
+from moderation.models import (
+    AttemptOutcome,
+    Cause,
+    ContentReview,
+    ModerationRequest,
+    ProviderAttempt,
+    ResultOutcome,
+    ReviewStatus,
+)
+from moderation.providers import ModerationResult, ProviderError, get_provider
 from moderation.queue import enqueue_on_commit
 from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
 from moderation.services._audit import (
@@ -33,7 +44,9 @@ from moderation.services._audit import (
     transition_reviews_bulk,
     transitions_record_bulk,
 )
+from moderation.services.breaker import breaker_record
 from moderation.services.dispatch import DispatchReport, _attempt_begin_locked, attempt_settle, request_dispatch
+from moderation.services.pipeline import _OUTCOME_EVENTS, _apply_result_locked, _classify, review_finalize
 from moderation.services.policy import content_language
 
 logger = logging.getLogger(__name__)
@@ -45,6 +58,22 @@ class BatchClaim:
 
     requests: list[ModerationRequest] = field(default_factory=list)
     lost: str = ""  # "claimed by batch <job id>" or "claim lost"
+
+
+def review_claimed_by_batch(*, review_id, job_id: str) -> str:
+    """"claimed by batch <job id>" if another job's claim already took the review (it is no longer
+    pending), else "". One read, no lock and no transaction: the cheap way out for the jobs of the
+    reviews a batch took. Anything else (still pending, or moved on without any claim by another
+    job) goes through `reviews_claim_batch`, which decides under the lock."""
+    row = (
+        ContentReview.objects.filter(pk=review_id).exclude(status=ReviewStatus.PENDING)
+        .annotate(claimer=Subquery(
+            ReviewTransition.objects.filter(review_id=OuterRef("pk"), cause=Cause.JOB_STARTED)
+            .order_by("-id").values("job_id")[:1]
+        ))
+        .values_list("claimer", flat=True).first()
+    )
+    return f"claimed by batch {row}" if row and row != job_id else ""
 
 
 @records_illegal_transitions
@@ -144,11 +173,73 @@ def requests_dispatch_batch(*, requests: list[ModerationRequest], worker_id: str
         for _, _, _, content in started:
             content_language(content)  # the rules' language, read before the call, no transaction open
         replies, latency_ms = _call_many(provider, [payload for _, _, payload, _ in started])
+        answered = []
         for (request, attempt, _, _), reply in zip(started, replies, strict=True):
+            if isinstance(reply, ModerationResult):
+                answered.append((request, attempt, reply))
+                continue
             with context.bind(review_id=request.review_id, idempotency_key=request.idempotency_key,
-                              attempt_no=attempt.attempt_no):
+                              attempt_no=attempt.attempt_no):  # an error (content it cannot judge): as alone
                 reports.append(attempt_settle(request, attempt, reply, latency_ms))
-        return reports
+        return reports + _results_settle(answered, latency_ms)
+
+
+def _results_settle(answered: list, latency_ms: int) -> list[DispatchReport]:
+    """Close the attempts the batch call answered, feed the breaker, and finalize each result:
+    in one transaction that locks the reviews in a fixed order (by id) and classifies each result
+    under its review's lock exactly as `review_finalize` does (docs/design.md, invariant 4). Should
+    anything in it be refused (an illegal or concurrent transition), it rolls back whole and each
+    result goes through `review_finalize` alone."""
+    if not answered:
+        return []
+    now = timezone.now()
+    ProviderAttempt.objects.filter(pk__in=[attempt.pk for _, attempt, _ in answered]).update(
+        outcome=AttemptOutcome.RESULT, latency_ms=latency_ms, finished_at=now
+    )
+    # One record for the batch's results: they began together (one `now`), and a result only
+    # ever closes a half-open circuit whose trial it is; the first of N identical records would
+    # decide, the others find nothing to change.
+    _, first, _ = answered[0]
+    breaker_record(provider=first.provider, outcome=AttemptOutcome.RESULT, started_at=first.started_at)
+    try:
+        outcomes = _finalize_together(answered)
+    except (IllegalTransition, ConcurrentTransition):
+        logger.warning("a batch's finalize was refused as a whole: each result is finalized alone")
+        outcomes = {}
+    reports = []
+    for request, attempt, result in answered:
+        with context.bind(review_id=request.review_id, idempotency_key=request.idempotency_key,
+                          attempt_no=attempt.attempt_no):
+            outcome = outcomes.get(request.pk)
+            if outcome is None:
+                outcome = review_finalize(idempotency_key=request.idempotency_key, result=result,
+                                          cause=Cause.PROVIDER_RESULT, attempt_no=attempt.attempt_no)
+            elif outcome is not ResultOutcome.APPLIED:
+                record_event(_OUTCOME_EVENTS[outcome], review_id=request.review_id,
+                             idempotency_key=request.idempotency_key, cause=Cause.PROVIDER_RESULT)
+            reports.append(DispatchReport("finalized", outcome))
+    return reports
+
+
+def _finalize_together(answered: list) -> dict:
+    """`_finalize_once` for each of the batch's results, in one transaction (see _results_settle).
+    Returns each request's outcome."""
+    outcomes = {}
+    with transaction.atomic():
+        reviews = {
+            r.pk: r for r in ContentReview.objects.select_for_update(of=("self",)).select_related("client", "content")
+            .filter(pk__in=[request.review_id for request, _, _ in answered]).order_by("pk")
+        }
+        # Read under the locks: a result is judged against the request as the lock holder left it.
+        requests = {q.pk: q for q in ModerationRequest.objects.filter(pk__in=[q.pk for q, _, _ in answered])}
+        for request, attempt, result in sorted(answered, key=lambda item: item[0].review_id):
+            review, fresh = reviews[request.review_id], requests[request.pk]
+            with context.bind(review_id=review.pk, idempotency_key=fresh.idempotency_key, attempt_no=attempt.attempt_no):
+                outcome = _classify(review, fresh)
+                if outcome is ResultOutcome.APPLIED:
+                    _apply_result_locked(review, fresh, result, Cause.PROVIDER_RESULT, None, attempt.attempt_no)
+            outcomes[request.pk] = outcome
+    return outcomes
 
 
 def _attempts_begin(requests: list[ModerationRequest], *, worker_id: str, job_id: str):
