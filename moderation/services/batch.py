@@ -45,7 +45,7 @@ from moderation.services._audit import (
     transitions_record_bulk,
 )
 from moderation.services.breaker import breaker_record
-from moderation.services.dispatch import DispatchReport, _attempt_begin_locked, attempt_settle, request_dispatch
+from moderation.services.dispatch import DispatchReport, attempt_settle, attempts_begin_locked_many, request_dispatch
 from moderation.services.pipeline import _OUTCOME_EVENTS, _apply_result_locked, _classify, review_finalize
 from moderation.services.policy import content_language
 
@@ -244,21 +244,19 @@ def _finalize_together(answered: list) -> dict:
 
 def _attempts_begin(requests: list[ModerationRequest], *, worker_id: str, job_id: str):
     """Record an attempt for each request still dispatchable, in one transaction: the reviews
-    locked in a fixed order (by id, as every multi-review lock here), then each checked under
-    its lock as the one-request dispatch checks it."""
+    locked in a fixed order (by id, as every multi-review lock here), then each request checked
+    under its review's lock as the one-request dispatch checks it."""
     now = timezone.now()
-    started, skipped = [], []
     with transaction.atomic():
         reviews = {
             r.pk: r for r in ContentReview.objects.select_for_update(of=("self",)).select_related("content", "client")
             .filter(pk__in=[q.review_id for q in requests]).order_by("pk")
         }
         fresh = {q.pk: q for q in ModerationRequest.objects.filter(pk__in=[q.pk for q in requests])}
-        for request in requests:
-            begun = _attempt_begin_locked(reviews[request.review_id], fresh[request.pk], worker_id=worker_id,
-                                          job_id=job_id, now=now, trial=False)
-            (skipped if isinstance(begun, DispatchReport) else started).append(begun)
-    return started, skipped
+        begun = attempts_begin_locked_many([(reviews[q.review_id], fresh[q.pk]) for q in requests],
+                                           worker_id=worker_id, job_id=job_id, now=now)
+    skipped = [b for b in begun if isinstance(b, DispatchReport)]
+    return [b for b in begun if not isinstance(b, DispatchReport)], skipped
 
 
 def _call_many(provider, payloads: list) -> tuple[list, int]:

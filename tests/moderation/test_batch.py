@@ -253,3 +253,54 @@ def test_a_batch_out_of_time_hands_the_rest_to_dispatch_jobs_of_their_own(api_cl
     for request_id in handed:
         tasks.dispatch_request(request_id)
     assert set(ContentReview.objects.values_list("status", flat=True)) == {ReviewStatus.APPROVED}
+
+
+def test_a_review_erased_during_the_batchs_model_call_is_already_final_and_the_others_apply(api_client, local,
+                                                                                             monkeypatch):
+    from moderation.erasure import content_erase
+    from moderation.providers import local as local_model
+
+    reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(4)]
+    real = local_model._model
+
+    def erase_one_meanwhile():
+        predict = real()
+
+        def call(texts):
+            content_erase(review_id=reviews[2].pk, actor="api", actor_id="acme", reason="withdrawn")
+            return predict(texts)
+        return call
+
+    monkeypatch.setattr(local_model, "_model", erase_one_meanwhile)
+
+    assert tasks.moderate_review(reviews[0].pk) == "batch of 4: 4 finalized"
+
+    statuses = dict(ContentReview.objects.values_list("pk", "status"))
+    assert statuses[reviews[2].pk] == ReviewStatus.MANUAL_REVIEW
+    assert ReviewTransition.objects.filter(review=reviews[2], cause=Cause.PROVIDER_RESULT).count() == 0
+    assert PipelineEvent.objects.filter(kind=EventKind.ALREADY_FINAL, review=reviews[2]).count() == 1
+    assert all(statuses[r.pk] in (ReviewStatus.APPROVED, ReviewStatus.REJECTED) for r in reviews if r != reviews[2])
+    assert violations([r.pk for r in reviews]) == []
+
+
+def test_a_batch_finalize_refused_as_a_whole_finalizes_each_result_alone(api_client, local, monkeypatch):
+    from moderation.errors import IllegalTransition
+
+    reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(3)]
+    real, refused = batch._apply_result_locked, []
+
+    def refuse_the_second(review, *args):
+        if len(refused) == 0 and review.pk == sorted(r.pk for r in reviews)[1]:
+            refused.append(review.pk)
+            raise IllegalTransition(review_id=review.pk, from_status=review.status, cause=Cause.PROVIDER_RESULT)
+        return real(review, *args)
+
+    monkeypatch.setattr(batch, "_apply_result_locked", refuse_the_second)
+
+    assert tasks.moderate_review(reviews[0].pk) == "batch of 3: 3 finalized"
+
+    assert refused  # the shared transaction rolled back, then each result went through review_finalize
+    for review in reviews:
+        assert ReviewTransition.objects.filter(review=review, cause=Cause.PROVIDER_RESULT).count() == 1
+    assert set(ContentReview.objects.values_list("status", flat=True)) <= {ReviewStatus.APPROVED, ReviewStatus.REJECTED}
+    assert violations([r.pk for r in reviews]) == []
