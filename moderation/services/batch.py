@@ -105,13 +105,9 @@ def reviews_claim_batch(*, review_id, worker_id: str, job_id: str, size: int) ->
                 lost_to = "a concurrent transition"
             else:
                 lost_to = own.status
-        claimer = (
-            ReviewTransition.objects.filter(review_id=review_id, cause=Cause.JOB_STARTED)
-            .order_by("-id").values_list("job_id", flat=True).first()
-        )
-        if claimer and claimer != job_id and lost_to in ReviewStatus.values and lost_to != ReviewStatus.PENDING:
-            # Another job's batch took it: the expected way of things with batches, not a lost race.
-            return BatchClaim(lost=f"claimed by batch {claimer}")
+        claimed = review_claimed_by_batch(review_id=review_id, job_id=job_id)
+        if claimed:  # another job's batch took it: the expected way of things with batches, not a lost race
+            return BatchClaim(lost=claimed)
         record_event(EventKind.CLAIM_LOST, review_id=review_id, status=lost_to)
         return BatchClaim(lost="claim lost")
 
