@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from django.db import connection
+from django.db.models import F
 
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation import services, tasks
@@ -183,14 +184,19 @@ def test_a_batched_reviews_audit_trail_equals_a_one_by_one_reviews(api_client, l
     assert violations([r.pk for r in [alone, *batched]]) == []
 
 
-def test_a_batch_crashing_after_its_claim_leaves_every_review_for_the_sweeper_to_finish(api_client, local, monkeypatch,
-                                                                                       settings):
+@pytest.mark.parametrize("dies", ["after_the_claim", "during_the_model_call"])
+def test_a_batch_whose_worker_dies_leaves_every_review_for_the_sweeper_to_finish(api_client, local, monkeypatch,
+                                                                                 settings, dies):
+    from datetime import timedelta
+
     reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(4)]
 
     def killed(*args, **kwargs):
-        raise SystemExit("worker killed")  # after the claim committed, before anything was sent
+        raise SystemExit("worker killed")
 
-    monkeypatch.setattr(batch, "_attempts_begin", killed)
+    # After the claim committed and before anything was recorded as sent; or with every attempt
+    # recorded in flight, during the model call.
+    monkeypatch.setattr(batch, "_attempts_begin" if dies == "after_the_claim" else "_call_many", killed)
     with pytest.raises(SystemExit):
         tasks.moderate_review(reviews[0].pk)
     monkeypatch.undo()
@@ -198,6 +204,10 @@ def test_a_batch_crashing_after_its_claim_leaves_every_review_for_the_sweeper_to
     claimed = ContentReview.objects.filter(pk__in=[r.pk for r in reviews])
     assert set(claimed.values_list("status", flat=True)) == {ReviewStatus.PROCESSING}
     assert violations([r.pk for r in reviews]) == []  # consistent, only unfinished
+    in_flight = ProviderAttempt.objects.filter(outcome="in_flight")
+    assert in_flight.count() == (0 if dies == "after_the_claim" else 4)
+    # Time passes: the operations fall silent, and the dead worker's attempts outlive their lease.
+    in_flight.update(started_at=F("started_at") - timedelta(seconds=settings.Q_TASK_TIMEOUT_S + 1))
     for request in ModerationRequest.objects.all():
         silent_for(request, settings.MODERATION_STUCK_AFTER_S + 1)
 
@@ -208,6 +218,7 @@ def test_a_batch_crashing_after_its_claim_leaves_every_review_for_the_sweeper_to
         tasks.dispatch_request(task["kwargs"]["request_id"])
     assert set(claimed.values_list("status", flat=True)) <= set(FINAL_STATUSES)
     assert ModerationRequest.objects.count() == 4  # the same operations, with their keys
+    assert in_flight.count() == 0
     assert violations([r.pk for r in reviews]) == []
 
 
