@@ -154,13 +154,19 @@ def requests_dispatch_batch(*, requests: list[ModerationRequest], worker_id: str
                             deadline: float) -> list[DispatchReport]:
     """One attempt for each of a batch's requests. A provider that judges many inputs at once
     (`moderate_many`) gets one call for the whole batch; any other gets one request per
-    operation, through the one-request dispatch, as long as the task's time allows another
-    attempt (`deadline`, time.monotonic()): the rest are handed to dispatch jobs of their own."""
+    operation, through the one-request dispatch, while the calls are quick and the task's time
+    allows another attempt (`deadline`, time.monotonic()): the rest are handed to dispatch jobs
+    of their own."""
     provider = get_provider(settings.MODERATION_PROVIDER)
     if getattr(provider, "moderate_many", None) is None:
+        # One after another, while they are quick: once the calls have taken one attempt's
+        # timeout together (a slow provider), the rest go to dispatch jobs that other workers
+        # run at once, so a batch never makes its reviews queue behind a slow provider.
+        slow_after = time.monotonic() + settings.PROVIDER_TIMEOUT_S
         reports = []
         for i, request in enumerate(requests):
-            if time.monotonic() + provider_worst_case_s() + TASK_MARGIN_S > deadline:
+            now = time.monotonic()
+            if now + provider_worst_case_s() + TASK_MARGIN_S > deadline or (i and now > slow_after):
                 return reports + _hand_off(requests[i:])
             reports.append(request_dispatch(request_id=request.pk, worker_id=worker_id, job_id=job_id))
         return reports

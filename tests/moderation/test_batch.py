@@ -315,3 +315,19 @@ def test_a_batch_finalize_refused_as_a_whole_finalizes_each_result_alone(api_cli
         assert ReviewTransition.objects.filter(review=review, cause=Cause.PROVIDER_RESULT).count() == 1
     assert set(ContentReview.objects.values_list("status", flat=True)) <= {ReviewStatus.APPROVED, ReviewStatus.REJECTED}
     assert violations([r.pk for r in reviews]) == []
+
+
+def test_behind_a_slow_provider_a_batch_hands_the_rest_to_dispatch_jobs_other_workers_run(api_client, scripted,
+                                                                                         settings):
+    import time
+
+    from tests.helpers import result
+
+    settings.PROVIDER_TIMEOUT_S = 0.2
+    scripted.default, scripted.on_call = result(0.1), lambda request: time.sleep(0.3)
+    reviews = [submit(api_client) for _ in range(3)]
+
+    assert tasks.moderate_review(reviews[0].pk) == "batch of 3: 1 finalized, 2 handed_off"
+
+    assert len(scripted.calls) == 1  # the own review's request; the others wait for no one
+    assert len(queued_tasks("moderation.tasks.dispatch_request")) == 2
