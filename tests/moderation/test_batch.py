@@ -331,3 +331,19 @@ def test_behind_a_slow_provider_a_batch_hands_the_rest_to_dispatch_jobs_other_wo
 
     assert len(scripted.calls) == 1  # the own review's request; the others wait for no one
     assert len(queued_tasks("moderation.tasks.dispatch_request")) == 2
+
+
+def test_a_batch_of_eight_costs_a_bounded_number_of_statements(api_client, local):
+    from django.test.utils import CaptureQueriesContext
+
+    reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(8)]
+    with CaptureQueriesContext(connection) as batched:
+        tasks.moderate_review(reviews[0].pk)
+    with CaptureQueriesContext(connection) as cheap:
+        tasks.moderate_review(reviews[1].pk)
+
+    # Claim (lock, others, UPDATE, supersedes, requests, history, transitions: about 8), attempts
+    # (about 7), finalize (about 4 + 9 per review: decision, outbox, review, history, transition,
+    # request, language, policy...): 92 when written; one review alone takes 31 for all of it.
+    assert len(batched.captured_queries) <= 8 + 7 + 4 + 9 * 8 + 5
+    assert len(cheap.captured_queries) == 1  # the job of a review the batch took: one read
