@@ -276,6 +276,22 @@ OTEL_SERVICE_NAME = env.str("OTEL_SERVICE_NAME", default="moderation")
 MODERATION_MAX_ATTEMPTS = int(_env_number("MODERATION_MAX_ATTEMPTS", 3, int))
 MODERATION_RETRY_BACKOFF_S = _env_number("MODERATION_RETRY_BACKOFF_S", 5.0)
 MODERATION_RETRY_BACKOFF_MAX_S = _env_number("MODERATION_RETRY_BACKOFF_MAX_S", 300.0)
+# Pending reviews one moderate_review job claims at once (docs/design.md, "Batches"): its own and
+# up to N-1 others, claimed in one transaction, judged by one model call when the provider can
+# judge many inputs at once (the local model), each finalized under its own lock. 1: one review
+# per job, as before batching. Bounded: a batch holds its rows' locks for one claim transaction.
+MODERATION_BATCH_SIZE_MAX = 256
+try:
+    MODERATION_BATCH_SIZE = env.int("MODERATION_BATCH_SIZE", default=16)
+except ValueError as exc:
+    raise ImproperlyConfigured(
+        f"MODERATION_BATCH_SIZE must be a whole number from 1 to {MODERATION_BATCH_SIZE_MAX}, "
+        f"got {env.str('MODERATION_BATCH_SIZE')!r}"
+    ) from exc
+if not 1 <= MODERATION_BATCH_SIZE <= MODERATION_BATCH_SIZE_MAX:
+    raise ImproperlyConfigured(
+        f"MODERATION_BATCH_SIZE must be a whole number from 1 to {MODERATION_BATCH_SIZE_MAX}, got {MODERATION_BATCH_SIZE}"
+    )
 # Superseding operations (new key) that reconcile may start before escalating to a human.
 MODERATION_MAX_SUPERSEDES = int(env.int("MODERATION_MAX_SUPERSEDES", default=2))
 # How long the provider usually takes to answer (a callback after a 202). The silence deadline

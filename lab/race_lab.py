@@ -63,6 +63,7 @@ class LabConfig:
     erase: int = 0  # reviews whose content the client erases while they are being moderated
     prune: bool = False  # at the end, prune as if a year had passed (then the invariants are checked)
     web_outage_s: float = 0.0  # stop the web tier this long once the reviews are in (0: never)
+    batch_size: int | None = None  # MODERATION_BATCH_SIZE of the platform's processes (None: the setting's)
 
 
 @dataclass
@@ -238,6 +239,7 @@ class RaceLab:
             "PROVIDER_EXPECTED_LATENCY_S": "2", "WEBHOOK_ALLOW_PRIVATE": "1",
             "BREAKER_MIN_CALLS": "1000000", "LOG_LEVEL": "WARNING",
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
+            "MODERATION_BATCH_SIZE": str(c.batch_size or settings.MODERATION_BATCH_SIZE),
         }
         try:
             self.processes = start_platform(env, port, web_workers=c.web_workers, clusters=c.clusters)
@@ -331,6 +333,13 @@ class RaceLab:
         return [str(pk) for pk in ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES)
                 .values_list("pk", flat=True)]
 
+    @staticmethod
+    def _batched(review_ids: list) -> int:
+        """Reviews whose claim shared its job with another review's: claimed by a batch."""
+        claims = ReviewTransition.objects.filter(review_id__in=review_ids, cause=Cause.JOB_STARTED)
+        jobs = claims.values("job_id").annotate(n=Count("id")).filter(n__gt=1).values("job_id")
+        return claims.filter(job_id__in=jobs).count()
+
     def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator, report: LabReport, bouncer) -> dict:
         callbacks = ProviderCallback.objects.filter(idempotency_key__in=ProviderAttempt.objects.filter(
             request__review_id__in=review_ids).values("request__idempotency_key"))
@@ -345,6 +354,8 @@ class RaceLab:
             "duplicate deliveries": callbacks.aggregate(n=Sum("duplicate_count"))["n"] or 0,
             "stale results": callbacks.filter(outcome=ResultOutcome.STALE).count(),
             "lost claims": events.filter(kind=EventKind.CLAIM_LOST).count(),
+            "batch size / reviews claimed in batches of 2+": f"{self.config.batch_size or settings.MODERATION_BATCH_SIZE} / "
+                                                           f"{self._batched(review_ids)}",
             "worker kills": self.kills,
             "simulator 5xx / held": f"{simulator.stats['errors_5xx']} / {simulator.stats['held']}",
             **({"erased (of which mid-moderation)": f"{self.config.erase} ({self.stopped})",

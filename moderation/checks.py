@@ -9,14 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
-# Database work around one provider call (claim, attempt records, finalize) must fit too.
-TASK_MARGIN_S = 5
-
-
-def provider_worst_case_s() -> float:
-    """Longest one provider attempt may take: every connection try, then writing and reading."""
-    connects = settings.PROVIDER_CONNECT_TIMEOUT_S * (1 + settings.PROVIDER_HTTP_RETRIES)
-    return connects + 2 * settings.PROVIDER_TIMEOUT_S
+from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
 
 
 @register("moderation")

@@ -72,3 +72,14 @@ def worst_case() -> dict[str, int]:
         "connection tries": requests * (1 + s.PROVIDER_HTTP_RETRIES) if s.MODERATION_PROVIDER != "local" else requests,
         "logical executions at the provider": operations if honoured else requests,
     }
+
+
+# Database work around one provider call (claim, attempt records, finalize) must fit in the task
+# timeout beside it (moderation.checks; a batch's calls, moderation.services.batch).
+TASK_MARGIN_S = 5
+
+
+def provider_worst_case_s() -> float:
+    """Longest one provider attempt may take: every connection try, then writing and reading."""
+    connects = settings.PROVIDER_CONNECT_TIMEOUT_S * (1 + settings.PROVIDER_HTTP_RETRIES)
+    return connects + 2 * settings.PROVIDER_TIMEOUT_S

@@ -10,6 +10,9 @@ as it continues its correlation ids (`web_request_id`).
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+
 from django.conf import settings
 
 from audit import context, tracing
@@ -22,12 +25,19 @@ def moderate_review(review_id, job_id: str = "", web_request_id: str = "", trace
     job_id = job_id or new_job_id()
     with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None), \
             _job_span(trace_parent, "moderate_review", review_id=review_id):
+        if settings.MODERATION_BATCH_SIZE > 1:
+            claimed = services.review_claimed_by_batch(review_id=review_id, job_id=job_id)
+            if claimed:  # another job's batch took this review: nothing to do, nothing to write
+                return claimed
         # Work is started only while the provider's circuit lets it through: a review waits in
         # pending otherwise. Past the cooldown, one caller alone takes the trial call.
         admission = services.breaker_admit(provider=settings.MODERATION_PROVIDER)
         if admission is None:
             services.review_wait_for_provider(review_id=review_id)
             return "waiting: provider circuit open"
+        if settings.MODERATION_BATCH_SIZE > 1 and admission != services.TRIAL:
+            # (A trial call is one call: its job takes its own review only, as below.)
+            return _moderate_batch(review_id, job_id, deadline=time.monotonic() + settings.Q_TASK_TIMEOUT_S)
         request = services.review_claim(review_id=review_id, worker_id=worker_id(), job_id=job_id)
         if request is None:
             return "claim lost"
@@ -35,6 +45,23 @@ def moderate_review(review_id, job_id: str = "", web_request_id: str = "", trace
             request_id=request.pk, worker_id=worker_id(), job_id=job_id, trial=admission == services.TRIAL
         )
         return f"{report.action} {report.detail}".strip()
+
+
+def _moderate_batch(review_id, job_id: str, *, deadline: float) -> str:
+    """Claim this review and up to MODERATION_BATCH_SIZE - 1 other pending ones, then dispatch
+    them all (moderation/services/batch.py)."""
+    claim = services.reviews_claim_batch(
+        review_id=review_id, worker_id=worker_id(), job_id=job_id, size=settings.MODERATION_BATCH_SIZE
+    )
+    if not claim.requests:
+        return claim.lost
+    reports = services.requests_dispatch_batch(
+        requests=claim.requests, worker_id=worker_id(), job_id=job_id, deadline=deadline
+    )
+    if len(reports) == 1:  # a batch of one reads as the one-review path
+        return f"{reports[0].action} {reports[0].detail}".strip()
+    actions = Counter(report.action for report in reports)
+    return f"batch of {len(claim.requests)}: " + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
 
 
 def dispatch_request(request_id: int, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

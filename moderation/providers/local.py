@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from importlib.metadata import version
 
-from moderation.providers.base import ModerationInput, ModerationResult, UnsupportedContent, text_values
+from moderation.providers.base import ModerationInput, ModerationResult, ProviderError, UnsupportedContent, text_values
 
 # One category: the model scores offensive language, nothing else. Reporting scores for
 # categories it never evaluated would be a lie the policy would then act on.
@@ -46,19 +46,42 @@ class LocalProvider:
         _model()
 
     def moderate(self, request: ModerationInput) -> ModerationResult:
-        if request.content_type == "text":
-            texts = [request.text]
-        elif request.content_type == "metadata":
-            texts = text_values(request.metadata)
-        else:
-            raise UnsupportedContent(f"the local model cannot judge {request.content_type} content")
-        texts = [t for t in texts if t.strip()]
-        # The worst passage decides: one offensive field makes the whole content offensive.
-        score = float(max(_model()(texts))) if texts else 0.0
-        score = round(score, 6)
-        return ModerationResult(
-            model=self.model_name,
-            flagged=score >= FLAG_AT,
-            categories={CATEGORY: score >= FLAG_AT},
-            category_scores={CATEGORY: score},
-        )
+        (answer,) = self.moderate_many([request])
+        if isinstance(answer, ProviderError):
+            raise answer
+        return answer
+
+    def moderate_many(self, requests: list[ModerationInput]) -> list[ModerationResult | ProviderError]:
+        """Judge several inputs with one call of the model over all their texts (a batch,
+        docs/design.md "Batches"): one answer per input, in order. Content the model cannot judge
+        is an UnsupportedContent in its own slot; the others are judged all the same."""
+        texts: list[list[str] | ProviderError] = []
+        for request in requests:
+            try:
+                texts.append([t for t in _texts(request) if t.strip()])
+            except UnsupportedContent as exc:
+                texts.append(exc)
+        flat = [t for group in texts if isinstance(group, list) for t in group]
+        scores = iter(_model()(flat) if flat else ())
+        answers: list[ModerationResult | ProviderError] = []
+        for group in texts:
+            if isinstance(group, ProviderError):
+                answers.append(group)
+                continue
+            # The worst passage decides: one offensive field makes the whole content offensive.
+            score = round(float(max(next(scores) for _ in group)) if group else 0.0, 6)
+            answers.append(ModerationResult(
+                model=self.model_name,
+                flagged=score >= FLAG_AT,
+                categories={CATEGORY: score >= FLAG_AT},
+                category_scores={CATEGORY: score},
+            ))
+        return answers
+
+
+def _texts(request: ModerationInput) -> list[str]:
+    if request.content_type == "text":
+        return [request.text]
+    if request.content_type == "metadata":
+        return text_values(request.metadata)
+    raise UnsupportedContent(f"the local model cannot judge {request.content_type} content")

@@ -28,6 +28,7 @@ from moderation.services.moderator import (
     review_take_next,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
+from moderation.services.batch import BatchClaim, requests_dispatch_batch, review_claimed_by_batch, reviews_claim_batch
 from moderation.services.pipeline import request_fail_reported, review_claim, review_finalize
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
 from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change
@@ -37,6 +38,7 @@ from moderation.services.reports import ReportFiled, report_file
 from moderation.services.appeals import appeal_file
 
 __all__ = [
+    "BatchClaim",
     "DispatchReport",
     "ReportFiled",
     "appeal_file",
@@ -65,6 +67,9 @@ __all__ = [
     "policy_publish",
     "policy_publish_change",
     "request_dispatch",
+    "requests_dispatch_batch",
+    "review_claimed_by_batch",
+    "reviews_claim_batch",
     "review_claim",
     "review_finalize",
     "review_escalate",

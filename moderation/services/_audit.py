@@ -8,7 +8,7 @@ from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
 from django.utils import timezone
-from django_fsm import InvalidResultState, TransitionNotAllowed
+from django_fsm import InvalidResultState, TransitionNotAllowed, can_proceed
 
 from audit import context
 from audit.models import EventKind, PipelineEvent, ReviewTransition
@@ -144,3 +144,93 @@ def records_illegal_transitions(func: Callable[P, R]) -> Callable[P, R]:
             raise
 
     return wrapper
+
+
+def transition_reviews_bulk(
+    reviews: list[ContentReview],
+    cause: Cause,
+    *,
+    keys: dict,
+    values: dict[str, Any],
+    now,
+) -> list[ContentReview]:
+    """`transition_review` for many reviews taking one cause from one status, in bulk: the same
+    state machine check per review, then one conditional UPDATE (docs/design.md, invariant 1;
+    "Batches"). Write their audit rows with `transitions_record_bulk` next, in the same transaction.
+
+    Call inside `transaction.atomic()` holding the reviews' row locks. `keys`: each review's new
+    active idempotency key (review pk -> key); `values`: the other fields every review takes. The
+    UPDATE applies only where the row still has the status read (as `ConcurrentTransitionMixin`
+    does for one save): returns the reviews it moved, in the order given, updated in memory; a
+    review it did not move is left untouched, in memory as in the database. Only for a transition
+    with one source and a target outside manual_review (no queue entry to compute).
+    """
+    method_name = TRANSITION_FOR_CAUSE[cause]
+    meta = getattr(ContentReview, method_name)._django_fsm
+    (source,) = meta.transitions  # one source: the conditional UPDATE checks that status
+    target = meta.get_transition(source).target
+    if target == ReviewStatus.MANUAL_REVIEW or not isinstance(target, str):
+        raise ValueError(f"{cause} cannot be applied in bulk (its target needs a queue entry or a label)")
+    for review in reviews:
+        if not can_proceed(getattr(review, method_name)):  # django-fsm's guard: from `source` only
+            raise IllegalTransition(review_id=review.pk, from_status=review.status, cause=cause)
+    moved = _update_conditionally(reviews, source=source, target=target, keys=keys, values=values, now=now)
+    done = [r for r in reviews if r.pk in moved]
+    for review in done:
+        getattr(review, method_name)()
+        review.version += 1
+        review.active_idempotency_key = keys[review.pk]
+        review.updated_at = now
+        for name, value in values.items():
+            setattr(review, name, value)
+        review.queue, review.priority, review.queued_at, review.queue_order_at = "", None, None, None
+        with context.bind(review_id=review.pk, idempotency_key=keys[review.pk]):
+            logger.info("review %s: %s -> %s (%s)", review.pk, source, target, cause)
+    return done
+
+
+def transitions_record_bulk(
+    reviews: list[ContentReview], cause: Cause, *, from_status: str, actor: str, actor_id: str, job_id: str
+) -> None:
+    """The history rows and transition rows of reviews `transition_reviews_bulk` moved: one insert
+    each, the same rows `transition_review` writes one by one."""
+    for review in reviews:
+        review._change_reason = cause  # simple-history: why this history row exists
+    ContentReview.history.bulk_history_create(reviews, update=True, default_date=timezone.now())
+    ReviewTransition.objects.bulk_create([
+        ReviewTransition(review=review, from_status=from_status, to_status=review.status, cause=cause, actor=actor,
+                         actor_id=actor_id, idempotency_key=review.active_idempotency_key, job_id=job_id)
+        for review in reviews
+    ])
+
+
+def _update_conditionally(reviews, *, source: str, target: str, keys: dict, values: dict, now) -> set:
+    """UPDATE ... WHERE status = <source> RETURNING id: the ids of the rows it moved."""
+    from django.db import connection
+
+    if not reviews:
+        return set()
+    meta = ContentReview._meta
+    columns = {name: meta.get_field(name).column for name in values}
+    sets = ", ".join(f"{_qn(column)} = %s" for column in columns.values())
+    params = [meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
+    rows = ", ".join(["(%s::uuid, %s::uuid)"] * len(reviews))
+    for review in reviews:
+        params += [review.pk, keys[review.pk]]
+    # The queue fields are cleared as `_requeue` clears them for a review leaving for a status
+    # other than manual_review (a pending review normally has none).
+    sql = (
+        f"UPDATE {_qn(meta.db_table)} AS r SET status = %s, version = r.version + 1, updated_at = %s, "
+        f"active_idempotency_key = v.key, queue = '', priority = NULL, queued_at = NULL, queue_order_at = NULL"
+        f"{', ' + sets if sets else ''} FROM (VALUES {rows}) AS v(id, key) "
+        f"WHERE r.id = v.id AND r.status = %s RETURNING r.id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [target, now, *params, source])
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _qn(name: str) -> str:
+    from django.db import connection
+
+    return connection.ops.quote_name(name)

@@ -14,6 +14,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from audit import context, tracing
@@ -22,15 +24,16 @@ from moderation.models import (
     OPEN_REQUEST_STATUSES,
     AttemptOutcome,
     Cause,
+    CircuitState,
     ContentReview,
     ModerationRequest,
     ProviderAttempt,
     RequestStatus,
     ReviewStatus,
 )
-from moderation.providers import Accepted, ModerationInput, ProviderError, get_provider
+from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
 from moderation.services._audit import record_event
-from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at
+from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at, circuit_get
 from moderation.services.pipeline import request_give_up_locked, review_finalize
 from moderation.services.policy import content_language
 
@@ -81,48 +84,106 @@ def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetim
 
 def _attempt_begin_locked(review, request, *, worker_id: str, job_id: str, now: datetime, trial: bool):
     with context.bind(review_id=review.pk, idempotency_key=request.idempotency_key):
-        reason = _not_dispatchable(review, request, now)
-        if reason:
-            record_event(
-                EventKind.DISPATCH_SKIPPED,
-                review_id=review.pk,
-                idempotency_key=request.idempotency_key,
-                reason=reason,
+        in_flight = list(request.attempts.filter(outcome=AttemptOutcome.IN_FLIGHT))
+        refused = _attempt_refused_locked(review, request, now=now, in_flight=in_flight, circuit_checked=trial)
+        if refused is not None:
+            return refused
+        (attempt,) = _attempts_record([request], worker_id=worker_id, job_id=job_id, now=now)
+    return request, attempt, _payload(review, request), review.content
+
+
+def attempts_begin_locked_many(pairs: list, *, worker_id: str, job_id: str, now: datetime) -> list:
+    """`_attempt_begin_locked` for a batch's (review, request) pairs, with the same checks per
+    request and its writes in bulk; call holding every review's row lock. The circuit is read
+    once: closed, each request may go; otherwise each goes through `_attempt_begin_locked` (a
+    trial is one call, and a refusal is recorded per request). Returns, per pair, a
+    DispatchReport (not sent) or (request, attempt, payload, content)."""
+    if not pairs:
+        return []
+    if circuit_get(pairs[0][1].provider).state != CircuitState.CLOSED:
+        return [_attempt_begin_locked(review, request, worker_id=worker_id, job_id=job_id, now=now, trial=False)
+                for review, request in pairs]
+    in_flight: dict[int, list] = {}
+    for attempt in ProviderAttempt.objects.filter(request_id__in=[q.pk for _, q in pairs], outcome=AttemptOutcome.IN_FLIGHT):
+        in_flight.setdefault(attempt.request_id, []).append(attempt)
+    outcomes = {}
+    for review, request in pairs:
+        with context.bind(review_id=review.pk, idempotency_key=request.idempotency_key):
+            outcomes[request.pk] = _attempt_refused_locked(
+                review, request, now=now, in_flight=in_flight.get(request.pk, []), circuit_checked=True
             )
-            return DispatchReport("skipped", reason)
-        # An attempt still in flight is left alone until its lease (the task timeout) runs out;
-        # after that its worker is presumed dead, and the attempt counts as abandoned.
-        lease_start = now - timedelta(seconds=settings.Q_TASK_TIMEOUT_S)
-        in_flight = request.attempts.filter(outcome=AttemptOutcome.IN_FLIGHT)
-        if any(a.started_at > lease_start for a in in_flight):
-            return DispatchReport("skipped", "an attempt is in flight")
-        in_flight.update(outcome=AttemptOutcome.ABANDONED, finished_at=now)
-        if request.attempt_no >= request.max_attempts:
-            request_give_up_locked(review, request, f"{request.attempt_no} attempts made; the last was abandoned")
-            return DispatchReport("escalated", "attempts exhausted")
-        if not trial and not breaker_allows(provider=request.provider, now=now):
-            # Not an attempt: nothing is sent, and the operation resumes when the circuit lets
-            # it (the sweeper may enqueue it then: the enqueue mark is cleared).
-            request.next_attempt_at = breaker_retry_at(provider=request.provider, now=now)
-            request.last_enqueued_at = None
-            request.save(update_fields=["next_attempt_at", "last_enqueued_at", "updated_at"])
-            if review.provider_wait_since is None:
-                ContentReview.objects.filter(pk=review.pk).update(provider_wait_since=now)
-            return DispatchReport("skipped", "provider circuit open")
-        if review.provider_wait_since is not None:
-            ContentReview.objects.filter(pk=review.pk).update(provider_wait_since=None)
+    going = [request for _, request in pairs if outcomes[request.pk] is None]
+    attempts = {a.request_id: a for a in _attempts_record(going, worker_id=worker_id, job_id=job_id, now=now)}
+    return [outcomes[request.pk] or (request, attempts[request.pk], _payload(review, request), review.content)
+            for review, request in pairs]
+
+
+def _attempt_refused_locked(review, request, *, now: datetime, in_flight: list, circuit_checked: bool):
+    """Why this request may not be sent now (a DispatchReport), or None. `in_flight`: its attempts
+    in flight, read under the lock; `circuit_checked`: the caller holds the circuit's trial call,
+    or read it closed in this transaction."""
+    reason = _not_dispatchable(review, request, now)
+    if reason:
+        record_event(
+            EventKind.DISPATCH_SKIPPED,
+            review_id=review.pk,
+            idempotency_key=request.idempotency_key,
+            reason=reason,
+        )
+        return DispatchReport("skipped", reason)
+    # An attempt still in flight is left alone until its lease (the task timeout) runs out;
+    # after that its worker is presumed dead, and the attempt counts as abandoned.
+    lease_start = now - timedelta(seconds=settings.Q_TASK_TIMEOUT_S)
+    if any(a.started_at > lease_start for a in in_flight):
+        return DispatchReport("skipped", "an attempt is in flight")
+    if in_flight:
+        ProviderAttempt.objects.filter(pk__in=[a.pk for a in in_flight]).update(
+            outcome=AttemptOutcome.ABANDONED, finished_at=now
+        )
+    if request.attempt_no >= request.max_attempts:
+        request_give_up_locked(review, request, f"{request.attempt_no} attempts made; the last was abandoned")
+        return DispatchReport("escalated", "attempts exhausted")
+    if not circuit_checked and not breaker_allows(provider=request.provider, now=now):
+        # Not an attempt: nothing is sent, and the operation resumes when the circuit lets
+        # it (the sweeper may enqueue it then: the enqueue mark is cleared).
+        request.next_attempt_at = breaker_retry_at(provider=request.provider, now=now)
+        request.last_enqueued_at = None
+        request.save(update_fields=["next_attempt_at", "last_enqueued_at", "updated_at"])
+        if review.provider_wait_since is None:
+            ContentReview.objects.filter(pk=review.pk).update(provider_wait_since=now)
+        return DispatchReport("skipped", "provider circuit open")
+    if review.provider_wait_since is not None:
+        ContentReview.objects.filter(pk=review.pk).update(provider_wait_since=None)
+    return None
+
+
+def _attempts_record(requests: list[ModerationRequest], *, worker_id: str, job_id: str, now: datetime) -> list:
+    """Count one more attempt on each request (sent) and record it, in flight: one UPDATE and one
+    INSERT for any number of requests. Call holding their reviews' row locks."""
+    if not requests:
+        return []
+    ModerationRequest.objects.filter(pk__in=[q.pk for q in requests]).update(
+        attempt_no=F("attempt_no") + 1, status=RequestStatus.SENT, sent_at=Coalesce("sent_at", Value(now)),
+        next_attempt_at=None,
+        last_enqueued_at=None,  # the job the sweeper enqueued has run: the next retry may be enqueued
+        updated_at=now,
+    )
+    for request in requests:
         request.attempt_no += 1
         request.status = RequestStatus.SENT
         request.sent_at = request.sent_at or now
-        request.next_attempt_at = None
-        request.last_enqueued_at = None  # the job the sweeper enqueued has run: the next retry may be enqueued
-        request.save(update_fields=["attempt_no", "status", "sent_at", "next_attempt_at", "last_enqueued_at", "updated_at"])
-        attempt = ProviderAttempt.objects.create(
-            request=request, provider=request.provider, attempt_no=request.attempt_no,
-            worker_id=worker_id, job_id=job_id, started_at=now,
-        )
+        request.next_attempt_at = request.last_enqueued_at = None
+        request.updated_at = now
+    return ProviderAttempt.objects.bulk_create([
+        ProviderAttempt(request=request, provider=request.provider, attempt_no=request.attempt_no,
+                        worker_id=worker_id, job_id=job_id, started_at=now)
+        for request in requests
+    ])
+
+
+def _payload(review: ContentReview, request: ModerationRequest) -> ModerationInput:
     content = review.content
-    payload = ModerationInput(
+    return ModerationInput(
         idempotency_key=str(request.idempotency_key),
         content_type=content.kind,
         text=content.text,
@@ -131,7 +192,6 @@ def _attempt_begin_locked(review, request, *, worker_id: str, job_id: str, now: 
         callback_url=f"{settings.PUBLIC_BASE_URL}/api/v1/callbacks/{request.provider}/",
         reference={"review_id": str(review.pk)},
     )
-    return request, attempt, payload, content
 
 
 def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: datetime) -> str:
@@ -154,26 +214,34 @@ def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload:
     provider = get_provider(request.provider)
     clock = time.monotonic()
     try:
-        try:
-            with tracing.tracer.start_as_current_span(
-                "provider.moderate", kind=tracing.SpanKind.CLIENT,
-                attributes={"moderation.provider": request.provider, "moderation.attempt_no": attempt.attempt_no},
-            ):
-                reply = provider.moderate(payload)
-        except ProviderError:
-            raise
-        except Exception as exc:
-            # A bug in an adapter must still close the attempt (and feed the breaker) rather
-            # than leave it in flight until its lease runs out.
-            logger.exception("provider %s raised unexpectedly", request.provider)
-            raise ProviderError(f"unexpected {type(exc).__name__}: {exc}") from exc
+        with tracing.tracer.start_as_current_span(
+            "provider.moderate", kind=tracing.SpanKind.CLIENT,
+            attributes={"moderation.provider": request.provider, "moderation.attempt_no": attempt.attempt_no},
+        ):
+            reply = provider.moderate(payload)
     except ProviderError as exc:
-        latency_ms = int((time.monotonic() - clock) * 1000)
-        logger.warning("provider %s failed (%s): %s", request.provider, exc.kind, exc)
-        report = _attempt_failed(request, attempt, exc, latency_ms)
-        breaker_record(provider=request.provider, outcome=exc.kind, started_at=attempt.started_at)
+        reply = exc
+    except Exception as exc:
+        # A bug in an adapter must still close the attempt (and feed the breaker) rather
+        # than leave it in flight until its lease runs out.
+        logger.exception("provider %s raised unexpectedly", request.provider)
+        reply = ProviderError(f"unexpected {type(exc).__name__}: {exc}")
+        reply.__cause__ = exc
+    return attempt_settle(request, attempt, reply, int((time.monotonic() - clock) * 1000))
+
+
+def attempt_settle(
+    request: ModerationRequest, attempt: ProviderAttempt, reply: ModerationResult | Accepted | ProviderError,
+    latency_ms: int,
+) -> DispatchReport:
+    """Record how an attempt ended (the provider's answer, or the error it ended with), feed the
+    breaker, and apply a result through the guarded finalize. Call with no transaction open,
+    after the provider call (one call per attempt, or one call for a batch's attempts)."""
+    if isinstance(reply, ProviderError):
+        logger.warning("provider %s failed (%s): %s", request.provider, reply.kind, reply)
+        report = _attempt_failed(request, attempt, reply, latency_ms)
+        breaker_record(provider=request.provider, outcome=reply.kind, started_at=attempt.started_at)
         return report
-    latency_ms = int((time.monotonic() - clock) * 1000)
     if isinstance(reply, Accepted):
         _attempt_accepted(request, attempt, reply, latency_ms)
         breaker_record(provider=request.provider, outcome=AttemptOutcome.ACCEPTED, started_at=attempt.started_at)

@@ -38,6 +38,9 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"MODERATION_PROVIDER": "webhook", "PROVIDER_URL": "http://127.0.0.1:9", "PROVIDER_WEBHOOK_SECRET": ""},
          "needs PROVIDER_WEBHOOK_SECRET, the secret the provider signs callbacks with. Make one with"),
         ({"Q_CLUSTER_NAME": "lab-old"}, "Q_CLUSTER_NAME selects a cluster"),
+        ({"MODERATION_BATCH_SIZE": "0"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 0"),
+        ({"MODERATION_BATCH_SIZE": "257"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 257"),
+        ({"MODERATION_BATCH_SIZE": "lots"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 'lots'"),
     ],
 )
 def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):

@@ -41,3 +41,39 @@ def test_the_result_has_the_openai_moderation_shape():
     result = moderate(content_type="text", text="hello")
     assert set(result.categories) == set(result.category_scores) == {"profanity"}
     assert 0.0 <= result.category_scores["profanity"] <= 1.0
+
+
+def test_many_inputs_are_judged_by_one_model_call_as_each_would_be_alone(monkeypatch):
+    from moderation.providers import local
+
+    provider = get_provider("local")
+    inputs = [
+        ModerationInput(idempotency_key="a", content_type="text", text="Thanks for the lovely dinner!"),
+        ModerationInput(idempotency_key="b", content_type="image", media_url="https://example.com/cat.png"),
+        ModerationInput(idempotency_key="c", content_type="metadata",
+                        metadata={"title": "Holiday", "comments": [{"body": "you piece of shit"}, "  "]}),
+        ModerationInput(idempotency_key="d", content_type="text", text="   "),
+        ModerationInput(idempotency_key="e", content_type="text", text="shut up you fucking idiot"),
+    ]
+    alone = []
+    for request in inputs:
+        try:
+            alone.append(provider.moderate(request))
+        except UnsupportedContent as exc:
+            alone.append(type(exc))
+    calls = []
+    real = local._model
+
+    def counting():
+        predict = real()
+        return lambda texts: calls.append(list(texts)) or predict(texts)
+
+    monkeypatch.setattr(local, "_model", counting)
+
+    together = provider.moderate_many(inputs)
+
+    assert len(calls) == 1  # every text of every input, once
+    assert sorted(calls[0]) == sorted(["Thanks for the lovely dinner!", "Holiday", "you piece of shit",
+                                       "shut up you fucking idiot"])
+    assert [type(a) if isinstance(a, UnsupportedContent) else a for a in together] == alone
+    assert together[3].category_scores == {"profanity": 0.0}  # nothing to judge: as alone

@@ -49,7 +49,12 @@ def test_the_same_callback_result_applied_eight_times_at_once_makes_one_transiti
     assert PipelineEvent.objects.filter(kind=EventKind.DUPLICATE_RESULT, review=review).count() == 7
 
 
-def test_of_workers_claiming_one_review_at_once_exactly_one_wins_and_only_it_calls_the_provider(api_client, scripted):
+def test_of_workers_claiming_one_review_at_once_exactly_one_wins_and_only_it_calls_the_provider(
+    api_client, scripted, settings
+):
+    # One review per job (batches: tests/moderation/test_batch.py, where the jobs of reviews a
+    # batch took return without a claim_lost event).
+    settings.MODERATION_BATCH_SIZE = 1
     scripted.default = result(0.1)
     reviews = [submit(api_client) for _ in range(5)]
 

@@ -29,12 +29,14 @@ class Command(BaseCommand):
         parser.add_argument("--prune", action="store_true", help="at the end, prune as if a year had passed")
         parser.add_argument("--web-outage-s", type=float, default=0.0,
                             help="stop the web tier this many seconds once the reviews are in; reports the recovery")
+        parser.add_argument("--batch-size", type=int, default=None,
+                            help="MODERATION_BATCH_SIZE of the platform's processes (default: the setting's; 1: no batches)")
 
     def handle(self, *args, **o):
         if (o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0
-                or o["web_outage_s"] < 0):
+                or o["web_outage_s"] < 0 or (o["batch_size"] is not None and not 1 <= o["batch_size"] <= 256)):
             raise CommandError("--reviews, --clusters and --web-workers must be at least 1; --kill-workers, --erase "
-                               "and --web-outage-s not negative")
+                               "and --web-outage-s not negative; --batch-size from 1 to 256")
         if not (0 <= o["report_rate"] <= 1 and 0 <= o["appeal_rate"] <= 1):
             raise CommandError("--report-rate and --appeal-rate are shares from 0 to 1")
         config = LabConfig(
@@ -43,7 +45,7 @@ class Command(BaseCommand):
             kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
             web_workers=o["web_workers"], pgbouncer=o["pgbouncer"], erase=o["erase"], prune=o["prune"],
             report_rate=o["report_rate"], appeal_rate=o["appeal_rate"],
-            web_outage_s=o["web_outage_s"],
+            web_outage_s=o["web_outage_s"], batch_size=o["batch_size"],
         )
         try:
             report = RaceLab(config).run()
