@@ -18,7 +18,7 @@ from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
 from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Cause, ContentReview, ReviewStatus
 from moderation.policy import queue_entry
-from moderation.services._one_statement import insert_in_one_statement
+from moderation.services._one_statement import OneStatement
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
@@ -86,7 +86,11 @@ def transition_review(
         reason=reason,
     )
     history = _history_row(review)
-    insert_in_one_statement(*(row for row in (history, transition) if row is not None))
+    writes = OneStatement()
+    for row in (history, transition):
+        if row is not None:
+            writes.insert(row)
+    writes.execute()
     if history is not None:
         post_create_historical_record.send(
             sender=type(history), instance=review, history_instance=history, using=None

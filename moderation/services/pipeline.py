@@ -30,6 +30,7 @@ from moderation.models import (
 from moderation.policy import decide, rule_text
 from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
+from moderation.services._one_statement import OneStatement
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
 from moderation.services.decide import decide_locked
 from moderation.services.policy import content_language, policy_active_id_subquery, policy_published
@@ -305,6 +306,10 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
     detection = content_language(review.content)
     verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
     now = timezone.now()
+    # The operation is complete: written in the statement that inserts the decision.
+    writes = OneStatement()
+    writes.update(ModerationRequest.objects.filter(pk=request.pk),
+                  status=RequestStatus.COMPLETED, completed_at=now, next_attempt_at=None, updated_at=now)
     fields = ()
     if result.provider_request_id and not review.provider_request_id:
         review.provider_request_id = result.provider_request_id
@@ -334,9 +339,7 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
         attempt_no=attempt_no if attempt_no is not None else request.attempt_no,
         transition_reason=verdict.explanation,
         update_fields=fields,
-    )
-    ModerationRequest.objects.filter(pk=request.pk).update(
-        status=RequestStatus.COMPLETED, completed_at=now, next_attempt_at=None, updated_at=now
+        writes=writes,
     )
 
 
