@@ -85,7 +85,7 @@ def transition_review(
         attempt_no=attempt_no,
         reason=reason,
     )
-    history = _history_row(review)
+    history = review_history_row(review)
     writes = OneStatement()
     for row in (history, transition):
         if row is not None:
@@ -98,12 +98,13 @@ def transition_review(
     return transition
 
 
-def _history_row(review: ContentReview):
+def review_history_row(review: ContentReview, *, created: bool = False):
     """The unsaved history row simple-history writes when a review is saved (its
-    `create_historical_record`, without the save), or None when history is turned off."""
+    `create_historical_record`, without the save), or None when history is turned off.
+    `created`: the review's first row (it is being inserted), else a change."""
     if not getattr(settings, "SIMPLE_HISTORY_ENABLED", True):
         return None
-    records, history_type = REVIEW_HISTORY, "~"  # a change ("~"), never a creation, here
+    records, history_type = REVIEW_HISTORY, "+" if created else "~"
     history_date = getattr(review, "_history_date", timezone.now())
     history_user = records.get_history_user(review)
     reason = records.get_change_reason_for_object(review, history_type, None)

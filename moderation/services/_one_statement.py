@@ -28,6 +28,7 @@ class OneStatement:
         self._writes: list[tuple[str, tuple]] = []
         self._inserted: list[tuple[models.Model, str]] = []
         self._references: list[tuple[RawSQL, models.Model]] = []
+        self._executed: list = []
 
     def insert(self, obj: models.Model) -> None:
         """Add the INSERT of unsaved `obj`. Its field values are prepared now (`auto_now_add`,
@@ -74,10 +75,17 @@ class OneStatement:
         update_sql, params = query.get_compiler(using=self.using, connection=self.connection).as_sql()
         self._writes.append((f"w{len(self._writes)} AS ({update_sql})", params))
 
+    def on_executed(self, callback) -> None:
+        """Call `callback()` once the statement has run (not if it raised)."""
+        self._executed.append(callback)
+
     def execute(self) -> None:
         """Run every write, in one statement; each inserted row gets its primary key, and a
         value given by `key_of` becomes that key."""
         if not self._writes:
+            self._executed, callbacks = [], self._executed
+            for callback in callbacks:
+                callback()
             return
         keys = ", ".join(
             f"(SELECT {self.connection.ops.quote_name(obj._meta.pk.column)} FROM {name})" for obj, name in self._inserted
@@ -95,4 +103,7 @@ class OneStatement:
                 target = next((other for key, other in self._references if key is value), None)
                 if target is not None:
                     setattr(obj, field.attname, target.pk)
-        self._writes, self._inserted, self._references = [], [], []
+        callbacks = self._executed
+        self._writes, self._inserted, self._references, self._executed = [], [], [], []
+        for callback in callbacks:
+            callback()
