@@ -213,6 +213,6 @@ class count_round_trips:  # noqa: N801 - reads as a context manager
 
     def __str__(self) -> str:
         return f"{len(self.statements)} statements, {self.round_trips} round trips:\n" + "\n".join(
-            line.split("\t", 3)[-1][:150] for line in self.lines
-            if line.startswith("F") and line.split("\t")[2] in ("Query", "Parse")
+            line.split("\t", 3)[-1][:120] for line in self.lines
+            if line.startswith("F") and line.split("\t")[2] in ("Query", "Parse", "Sync")
         )
