@@ -119,8 +119,8 @@ DATABASES["default"].setdefault("OPTIONS", {}).setdefault("connect_timeout", env
 # transaction only).
 DB_POOL_MODE = env.str("DB_POOL_MODE", default="")
 # Prepared statements (psycopg 3): a statement run DB_PREPARE_THRESHOLD times on a connection is
-# prepared there, then only bound and executed: no parse and plan per run (about a fifth less
-# PostgreSQL CPU per review, docs/benchmarks.md). Needs server-side parameter binding (Django's
+# prepared there, then only bound and executed: no parse and plan per run (measured: about a
+# fifth less PostgreSQL CPU per review). Needs server-side parameter binding (Django's
 # `server_side_binding`). Default 5 with direct connections; "off" turns it off; behind PgBouncer
 # in transaction pooling it stays off (a prepared statement lives on one server connection).
 # Not 0: that prepares every statement once seen, and migrations' multi-statement SQL cannot be.
