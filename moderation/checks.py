@@ -61,6 +61,13 @@ def check_job_settings(app_configs=None, **kwargs) -> list:
             hint="Tasks waiting in the local queue burn their retry lease.",
             id="moderation.W001",
         ))
+    if q.get("save_limit", 250) > 0:  # django-q2's default is 250
+        errors.append(Warning(
+            f"Q_CLUSTER['save_limit'] ({q.get('save_limit', 250)}) stores successful task results.",
+            hint="Every finished task then locks and loads up to that many stored results (django_q.monitor.save_task), "
+            "serialised by the lock: set it to -1 (failures are still stored).",
+            id="moderation.W003",
+        ))
     if not settings.DEBUG and not settings.REDIS_URL:
         errors.append(Warning(
             "REDIS_URL is not set: rate limits are counted per process, so N processes allow N times the rate.",

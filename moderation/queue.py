@@ -47,16 +47,33 @@ def _broker(cluster: str):
     job: with Redis, a new connection and handshake for every enqueue (py-spy: over a quarter of
     a web worker's time under the pipeline benchmark). redis-py's pool reconnects after a fork."""
     from django_q.brokers import get_broker
+    from django_q.brokers.orm import ORM
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
 
-    return get_broker(cluster)
+    class EnqueueingORM(ORM):
+        """django-q2's ORM broker, for enqueueing only. Its get_connection runs Django's
+        close_old_connections (meant for the cluster's long-lived broker thread) on every
+        enqueue after commit: that makes the next statement a health-check round trip, or a
+        new connection when connections are not kept. Here the web request and django-q2's
+        worker already do that, once, at their start."""
+
+        @staticmethod
+        def get_connection(list_key: str | None = None):
+            return OrmQ.objects.using(Conf.ORM)
+
+    broker = get_broker(cluster)
+    return EnqueueingORM(list_key=cluster) if type(broker) is ORM else broker
 
 
-def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
+def enqueue_on_commit(func: str, *, for_review=None, writes=None, **kwargs) -> str:
     """Enqueue `func(**kwargs, job_id=...)` once the surrounding transaction commits.
 
     `for_review`: the review the job works for; the enqueue is then recorded on its timeline, in
-    the same transaction as whatever caused it. Returns the job id the task will log under
-    (also its django-q2 task name).
+    the same transaction as whatever caused it. `writes` (a services OneStatement, not run
+    yet): that record goes in it, and the job is enqueued once that statement has run, after
+    the commit of its transaction (with none open, at once: the statement was its own). Returns
+    the job id the task will log under (also its django-q2 task name).
     """
     job_id = new_job_id()
     from audit import context, tracing
@@ -70,9 +87,13 @@ def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
     if for_review is not None:
         from audit.models import EventKind, PipelineEvent
 
-        PipelineEvent.objects.create(
+        event = PipelineEvent(
             kind=EventKind.JOB_ENQUEUED, review_id=for_review, job_id=job_id, detail={"task": func.rsplit(".", 1)[-1]}
         )
+        if writes is None:
+            event.save()
+        else:
+            writes.insert(event)
 
     def push() -> None:
         from django_q.tasks import async_task
@@ -81,5 +102,8 @@ def enqueue_on_commit(func: str, *, for_review=None, **kwargs) -> str:
         async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", cluster=cluster,
                    broker=_broker(cluster), **kwargs)
 
-    transaction.on_commit(push)
+    if writes is None:
+        transaction.on_commit(push)
+    else:
+        writes.on_executed(lambda: transaction.on_commit(push))
     return job_id

@@ -84,9 +84,14 @@ def sweep(job_id: str = "", web_request_id: str = "", trace_parent: str = "") ->
     with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), _job_span(trace_parent, "sweep"):
         callbacks = callbacks_sweep()
         expired = services.idempotency_records_expire()
-        return f"{len(callbacks)} callbacks processed, {expired} idempotency records expired, " + (
+        summary = f"{len(callbacks)} callbacks processed, {expired} idempotency records expired, " + (
             services.reviews_sweep().summary()
         )
+        # django-q2 stores no successful results (settings.Q_CLUSTER["save_limit"]): /readyz
+        # reads this instead. Written once the sweep completed; a failing sweep is stored as a
+        # failed task and beats nothing.
+        services.heartbeat_beat(name=services.SWEEPER, detail=summary)
+        return summary
 
 
 def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

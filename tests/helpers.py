@@ -159,3 +159,60 @@ class assert_max_queries:  # noqa: N801 - reads as a context manager
         statements = [q["sql"] for q in self.capture.captured_queries if "SAVEPOINT" not in q["sql"]]
         assert len(statements) <= self.limit, f"{len(statements)} queries > {self.limit}:\n" + "\n".join(statements)
         return False
+
+
+class count_round_trips:  # noqa: N801 - reads as a context manager
+    """Count what a block costs the database: the statements Django sends (`statements`, SAVEPOINT
+    included) and the protocol round trips psycopg makes (`round_trips`: every statement, and the
+    BEGIN, COMMIT and ROLLBACK psycopg sends on its own, each waits for its answer).
+
+    The connection is kept for the block as production keeps it (CONN_MAX_AGE): django-q2's ORM
+    broker closes an expired connection when it enqueues, and the test settings' age is 0.
+
+    Round trips are counted from libpq's protocol trace: each exchange ends with the server's
+    ReadyForQuery. Run it in a `transaction=True` test: inside the test case's own transaction
+    each atomic() becomes a savepoint pair instead of BEGIN/COMMIT.
+    """
+
+    def __init__(self) -> None:
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        self.connection = connection
+        self.capture = CaptureQueriesContext(connection)
+        self.round_trips = 0
+
+    def __enter__(self):
+        import tempfile
+
+        from psycopg import pq
+
+        self.connection.ensure_connection()
+        self.close_at, self.connection.close_at = self.connection.close_at, None
+        self.pgconn = self.connection.connection.pgconn
+        self.trace = tempfile.TemporaryFile()
+        self.pgconn.trace(self.trace.fileno())
+        self.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        self.capture.__enter__()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.capture.__exit__(*exc_info)
+        self.pgconn.untrace()
+        self.connection.close_at = self.close_at
+        assert self.connection.connection.pgconn is self.pgconn, "the block reconnected: round trips not counted"
+        self.trace.seek(0)
+        self.lines = self.trace.read().decode(errors="replace").splitlines()
+        self.trace.close()
+        self.round_trips = sum(1 for line in self.lines if "\tReadyForQuery\t" in line or line.endswith("ReadyForQuery"))
+        return False
+
+    @property
+    def statements(self) -> list[str]:
+        return [q["sql"] for q in self.capture.captured_queries]
+
+    def __str__(self) -> str:
+        return f"{len(self.statements)} statements, {self.round_trips} round trips:\n" + "\n".join(
+            line.split("\t", 3)[-1][:120] for line in self.lines
+            if line.startswith("F") and line.split("\t")[2] in ("Query", "Parse", "Sync")
+        )

@@ -2,8 +2,8 @@
 only for staff or the metrics token).
 
 /healthz: the process answers. /readyz: it can do its work: the database answers, the job
-broker answers, and a django-q2 cluster ran the sweeper recently (it runs every
-MODERATION_SWEEP_EVERY_MIN minutes, on some cluster).
+broker answers, and a django-q2 cluster completed a sweep recently (it runs every
+MODERATION_SWEEP_EVERY_MIN minutes, on some cluster, and leaves a heartbeat: audit.Heartbeat).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from audit.admin_base import is_operator
+from audit.models import Heartbeat
+from moderation.services.heartbeat import SWEEPER
 
 
 @require_GET
@@ -44,12 +46,10 @@ def _broker() -> str:
 
 
 def _cluster() -> str:
-    from django_q.models import Task
-
     horizon = timedelta(minutes=3 * settings.MODERATION_SWEEP_EVERY_MIN + 1)
-    last = Task.objects.filter(func="moderation.tasks.sweep").order_by("-stopped").values_list("stopped", flat=True).first()
+    last = Heartbeat.objects.filter(name=SWEEPER).values_list("beat_at", flat=True).first()
     if last is None or last < timezone.now() - horizon:
-        raise RuntimeError(f"no cluster has run the sweeper since {last.isoformat() if last else 'ever'}")
+        raise RuntimeError(f"no cluster has completed a sweep since {last.isoformat() if last else 'ever'}")
     return f"ok (sweeper ran at {last.isoformat()})"
 
 

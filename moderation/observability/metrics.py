@@ -316,7 +316,9 @@ def metrics(request):
     body = cache.get(_CACHE_KEY) if settings.METRICS_CACHE_S > 0 else None  # 0: never cached, nor read
     if body is None:
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute("SET LOCAL statement_timeout = %s", [settings.METRICS_STATEMENT_TIMEOUT_MS])
+            # set_config(..., true) is SET LOCAL with a bound value (SET takes no parameters, and
+            # parameters are bound server-side: settings.DB_PREPARE_THRESHOLD).
+            cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(settings.METRICS_STATEMENT_TIMEOUT_MS)])
             body = generate_latest(_registry)
         cache.set(_CACHE_KEY, body, settings.METRICS_CACHE_S)
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)

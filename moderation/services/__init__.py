@@ -18,6 +18,7 @@ from moderation.services.clients import (
     api_client_create,
     api_client_revoke,
 )
+from moderation.services.heartbeat import SWEEPER, heartbeat_beat
 from moderation.services.idempotency import idempotency_records_expire, idempotent_call
 from moderation.services.moderator import (
     review_escalate,
@@ -40,6 +41,8 @@ from moderation.services.appeals import appeal_file
 __all__ = [
     "BatchClaim",
     "DispatchReport",
+    "SWEEPER",
+    "heartbeat_beat",
     "ReportFiled",
     "appeal_file",
     "report_file",

@@ -7,14 +7,18 @@ from collections.abc import Callable, Iterable
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
+from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 from django_fsm import InvalidResultState, TransitionNotAllowed, can_proceed
+from simple_history.signals import post_create_historical_record, pre_create_historical_record
 
 from audit import context
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
-from moderation.models import TRANSITION_FOR_CAUSE, Cause, ContentReview, ReviewStatus
+from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Cause, ContentReview, ReviewStatus
 from moderation.policy import queue_entry
+from moderation.services._one_statement import OneStatement
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
@@ -59,10 +63,17 @@ def transition_review(
     review._change_reason = cause  # simple-history: why this history row exists
     if history_user is not None:
         review._history_user = history_user
-    review.save(update_fields=["status", "version", "updated_at", *update_fields])
+    # The conditional UPDATE (ConcurrentTransitionMixin: WHERE status = <status read>) first,
+    # alone: it raises ConcurrentTransition when it matches nothing. Its history row, which
+    # simple-history would insert on save, goes with the transition row in one statement.
+    review.skip_history_when_saving = True
+    try:
+        review.save(update_fields=["status", "version", "updated_at", *update_fields])
+    finally:
+        del review.skip_history_when_saving
     with context.bind(review_id=review.pk, idempotency_key=idempotency_key or review.active_idempotency_key):
         logger.info("review %s: %s -> %s (%s)", review.pk, from_status, review.status, cause)
-    return ReviewTransition.objects.create(
+    transition = ReviewTransition(
         review=review,
         from_status=from_status,
         to_status=review.status,
@@ -74,6 +85,39 @@ def transition_review(
         attempt_no=attempt_no,
         reason=reason,
     )
+    history = review_history_row(review)
+    writes = OneStatement()
+    for row in (history, transition):
+        if row is not None:
+            writes.insert(row)
+    writes.execute()
+    if history is not None:
+        post_create_historical_record.send(
+            sender=type(history), instance=review, history_instance=history, using=None
+        )
+    return transition
+
+
+def review_history_row(review: ContentReview, *, created: bool = False):
+    """The unsaved history row simple-history writes when a review is saved (its
+    `create_historical_record`, without the save), or None when history is turned off.
+    `created`: the review's first row (it is being inserted), else a change."""
+    if not getattr(settings, "SIMPLE_HISTORY_ENABLED", True):
+        return None
+    records, history_type = REVIEW_HISTORY, "+" if created else "~"
+    history_date = getattr(review, "_history_date", timezone.now())
+    history_user = records.get_history_user(review)
+    reason = records.get_change_reason_for_object(review, history_type, None)
+    row = review.history.model(
+        history_date=history_date, history_type=history_type, history_user=history_user,
+        history_change_reason=reason,
+        **{field.attname: getattr(review, field.attname) for field in records.fields_included(review)},
+    )
+    pre_create_historical_record.send(
+        sender=type(row), instance=review, history_date=history_date, history_user=history_user,
+        history_change_reason=reason, history_instance=row, using=None,
+    )
+    return row
 
 
 _QUEUE_FIELDS = ("queue", "priority", "queued_at", "queue_order_at")
@@ -133,6 +177,12 @@ def records_illegal_transitions(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except IllegalTransition as exc:
+            if transaction.get_connection().needs_rollback:
+                # Raised in a caller's transaction without a savepoint of its own: that whole
+                # transaction rolls back, and an event written in it would go with it.
+                with context.bind(review_id=exc.review_id):
+                    logger.warning("illegal transition from %s (%s) in %s", exc.from_status, exc.cause, func.__name__)
+                raise
             record_event(
                 EventKind.ILLEGAL_TRANSITION,
                 review_id=exc.review_id,

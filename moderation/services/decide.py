@@ -14,7 +14,8 @@ from moderation.errors import IllegalTransition
 from moderation.models import LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, NotificationKind
 from moderation.services._audit import transition_review
 from moderation.services.appeals import appeal_resolve_locked
-from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_write
+from moderation.services._one_statement import OneStatement
+from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
 
 
 def decide_locked(
@@ -32,6 +33,7 @@ def decide_locked(
     history_user=None,
     update_fields: tuple[str, ...] = (),
     appeal: Appeal | None = None,
+    writes: OneStatement | None = None,
     **decision_fields,
 ) -> Decision:
     """Decide `review`: record the decision (and its outbox row), then move the review to `label`.
@@ -41,13 +43,14 @@ def decide_locked(
     moderator, reason, category, ...). The transition must land on `label`: a cause whose
     transition goes elsewhere raises IllegalTransition and the caller's transaction rolls back.
     With `appeal` (open, the review's, checked by the caller), the decision resolves it.
+    `writes`: the caller's own writes, sent in the statement that inserts the decision.
     """
     with tracing.tracer.start_as_current_span(  # the notification's job continues this span
         "review.decide", attributes={"moderation.review_id": str(review.pk), "moderation.cause": str(cause),
                                      "moderation.label": str(label)},
     ):
         from_status = review.status
-        decision = decision_record(review, appeal=appeal, label=label, source=source, **decision_fields)
+        decision = decision_record(review, appeal=appeal, writes=writes, label=label, source=source, **decision_fields)
         review.decision = decision
         review.completed_at = timezone.now()
         transition_review(
@@ -70,18 +73,27 @@ def decide_locked(
         return decision
 
 
-def decision_record(review: ContentReview, *, appeal: Appeal | None = None, **fields) -> Decision:
+def decision_record(
+    review: ContentReview, *, appeal: Appeal | None = None, writes: OneStatement | None = None, **fields
+) -> Decision:
     """Create a decision and its outbox row; call holding the review's row lock, in the
     transaction that changes its status. Returns the decision (not yet set on the review).
 
     Exactly one notification per decision (a unique constraint): `review.decided`, or
     `appeal.resolved` for the decision that resolves `appeal`. Delivery is enqueued after
-    commit, and the sweeper re-enqueues any whose job was lost.
+    commit, and the sweeper re-enqueues any whose job was lost. Both rows are inserted in one
+    statement, with whatever the caller added to `writes`.
     """
-    decision = Decision.objects.create(review=review, **fields)
+    writes = writes or OneStatement()
+    decision = Decision(review=review, **fields)
+    writes.insert(decision)  # its created_at is set now: the notification's body states it
     if appeal is None:
-        outbox_write(review, kind=NotificationKind.REVIEW_DECIDED, body=decided_body(review, decision), decision=decision)
+        kind, body = NotificationKind.REVIEW_DECIDED, decided_body(review, decision)
     else:
-        outbox_write(review, kind=NotificationKind.APPEAL_RESOLVED, body=appeal_resolved_body(review, appeal, decision),
-                     decision=decision)
+        kind, body = NotificationKind.APPEAL_RESOLVED, appeal_resolved_body(review, appeal, decision)
+    notification = outbox_row(review, kind=kind, body=body)
+    notification.decision_id = writes.key_of(decision)
+    writes.insert(notification)
+    writes.execute()
+    outbox_enqueue(notification)
     return decision

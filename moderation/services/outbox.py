@@ -36,9 +36,25 @@ def outbox_write(
 ) -> DecisionNotification:
     """Write one notification for `review`'s client; call in the transaction that makes what it
     announces (one per decision and one per threshold crossing: unique constraints)."""
+    notification = outbox_row(review, kind=kind, body=body, decision=decision, escalation=escalation)
+    notification.save()
+    outbox_enqueue(notification)
+    return notification
+
+
+def outbox_row(
+    review: ContentReview,
+    *,
+    kind: NotificationKind,
+    body: dict,
+    decision: Decision | None = None,
+    escalation: ReportEscalation | None = None,
+) -> DecisionNotification:
+    """The notification `outbox_write` writes, unsaved: for a caller that inserts it with other
+    rows in one statement, then calls `outbox_enqueue`."""
     client = review.client
     now = timezone.now()
-    notification = DecisionNotification.objects.create(
+    return DecisionNotification(
         review=review,
         kind=kind,
         decision=decision,
@@ -49,11 +65,14 @@ def outbox_write(
         payload=json.dumps(body, sort_keys=True),
         status=NotificationStatus.PENDING if client.webhook_url else NotificationStatus.NO_ENDPOINT,
         next_attempt_at=now if client.webhook_url else None,
-        last_enqueued_at=now if client.webhook_url else None,  # its job is enqueued below
+        last_enqueued_at=now if client.webhook_url else None,  # its job is enqueued on commit
     )
-    if client.webhook_url:
+
+
+def outbox_enqueue(notification: DecisionNotification) -> None:
+    """Deliver a written notification once its transaction commits (when it has an endpoint)."""
+    if notification.url:
         enqueue_on_commit("moderation.tasks.deliver_notification", notification_id=notification.pk)
-    return notification
 
 
 def decided_body(review: ContentReview, decision: Decision) -> dict:

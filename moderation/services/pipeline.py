@@ -30,9 +30,10 @@ from moderation.models import (
 from moderation.policy import decide, rule_text
 from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
+from moderation.services._one_statement import OneStatement
 from moderation.services._audit import record_event, records_illegal_transitions, transition_review
 from moderation.services.decide import decide_locked
-from moderation.services.policy import content_language, policy_active
+from moderation.services.policy import content_language, policy_active_id_subquery, policy_published
 
 logger = logging.getLogger(__name__)
 
@@ -234,7 +235,11 @@ def review_finalize(
             outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no, provider)
         except ConcurrentTransition:
             # The row changed between our read and our write (only possible without the lock):
-            # look once more; the result is then classified against the winner's state.
+            # look once more; the result is then classified against the winner's state. Inside
+            # a caller's transaction (the inbox's) there is no savepoint to look again from:
+            # the caller's transaction rolls back and its own retry (the sweeper) applies.
+            if transaction.get_connection().in_atomic_block:
+                raise
             outcome, review_id = _finalize_once(idempotency_key, result, cause, callback_id, attempt_no, provider)
         if outcome is not ResultOutcome.APPLIED:
             record_event(
@@ -262,11 +267,17 @@ def _lock_by_key(idempotency_key) -> tuple[ContentReview | None, ModerationReque
     )
     if review is None:
         return None, None
-    return review, ModerationRequest.objects.get(idempotency_key=idempotency_key)
+    # The newest policy's id rides along (the decision's policy, without a statement of its own).
+    return review, ModerationRequest.objects.annotate(active_policy_id=policy_active_id_subquery()).get(
+        idempotency_key=idempotency_key
+    )
 
 
 def _finalize_once(idempotency_key, result, cause, callback_id, attempt_no, provider) -> tuple[ResultOutcome, object]:
-    with transaction.atomic():
+    # savepoint=False: in a caller's transaction (the inbox processing a callback) this block is
+    # not undone alone; whatever it raises rolls the caller's transaction back as a whole. A
+    # savepoint would cost two round trips for a partial rollback nobody uses.
+    with transaction.atomic(savepoint=False):
         review, request = _lock_by_key(idempotency_key)
         if review is None:
             return ResultOutcome.ORPHAN, None
@@ -291,10 +302,14 @@ def _classify(review: ContentReview, request: ModerationRequest, provider: str |
 
 
 def _apply_result_locked(review, request, result: ModerationResult, cause, callback_id, attempt_no) -> None:
-    policy = policy_active()
+    policy = policy_published(getattr(request, "active_policy_id", None))
     detection = content_language(review.content)
     verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
     now = timezone.now()
+    # The operation is complete: written in the statement that inserts the decision.
+    writes = OneStatement()
+    writes.update(ModerationRequest.objects.filter(pk=request.pk),
+                  status=RequestStatus.COMPLETED, completed_at=now, next_attempt_at=None, updated_at=now)
     fields = ()
     if result.provider_request_id and not review.provider_request_id:
         review.provider_request_id = result.provider_request_id
@@ -324,9 +339,7 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
         attempt_no=attempt_no if attempt_no is not None else request.attempt_no,
         transition_reason=verdict.explanation,
         update_fields=fields,
-    )
-    ModerationRequest.objects.filter(pk=request.pk).update(
-        status=RequestStatus.COMPLETED, completed_at=now, next_attempt_at=None, updated_at=now
+        writes=writes,
     )
 
 
@@ -339,7 +352,7 @@ def request_fail_reported(*, idempotency_key, error: str, provider: str | None =
     A report about any other operation (or from another provider) changes nothing, as for results.
     """
     with context.bind(idempotency_key=idempotency_key):
-        with transaction.atomic():
+        with transaction.atomic(savepoint=False):  # as in _finalize_once
             review, request = _lock_by_key(idempotency_key)
             outcome = _classify(review, request, provider) if review else ResultOutcome.ORPHAN
             if outcome is ResultOutcome.APPLIED:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from threading import Lock
+
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Max
+from django.db.models import Max, Subquery
 
 from moderation.errors import PolicyChanged
 from moderation.language import Detection, detect
@@ -40,6 +43,35 @@ DEFAULT_POLICY = {
 def policy_active() -> ModerationPolicy:
     """The newest version (post_migrate publishes the default one, so there always is one)."""
     return ModerationPolicy.objects.order_by("-version").first() or policy_ensure_default()
+
+
+def policy_active_id_subquery() -> Subquery:
+    """The newest version's id, as a subquery: a statement the hot path sends anyway carries it
+    (finalize's read of the operation), and `policy_published` turns it into the policy."""
+    return Subquery(ModerationPolicy.objects.order_by("-version").values("pk")[:1])
+
+
+_PUBLISHED: OrderedDict = OrderedDict()
+_PUBLISHED_LOCK = Lock()
+
+
+def policy_published(policy_id: int | None) -> ModerationPolicy:
+    """The published version `policy_id` (None: the newest), read once per process: versions are
+    never edited in place (ModerationPolicy), so a version once read stays true. Callers only
+    read it (its compiled rules are cached the same way: moderation.rules.compiled)."""
+    if policy_id is None:
+        return policy_active()
+    with _PUBLISHED_LOCK:
+        policy = _PUBLISHED.get(policy_id)
+        if policy is not None:
+            _PUBLISHED.move_to_end(policy_id)
+            return policy
+    policy = ModerationPolicy.objects.get(pk=policy_id)
+    with _PUBLISHED_LOCK:
+        _PUBLISHED[policy_id] = policy
+        while len(_PUBLISHED) > 4:
+            _PUBLISHED.popitem(last=False)
+    return policy
 
 
 def policy_ensure_default() -> ModerationPolicy:

@@ -8,6 +8,8 @@ from django.utils import timezone
 from audit import context
 from moderation.models import ApiClient, Content, ContentReview
 from moderation.queue import enqueue_on_commit
+from moderation.services._audit import review_history_row
+from moderation.services._one_statement import OneStatement
 
 
 def review_submit(
@@ -23,24 +25,34 @@ def review_submit(
 
     The unique (client, external_id) constraint decides between concurrent submissions: the
     losers' INSERT waits for the winner's commit, fails, and they read the winner's review.
+    Inside a caller's transaction (an idempotent replay's) the inserts run in a savepoint, so
+    that a lost race leaves the caller's transaction usable.
     Input is validated by the caller (the API serializer).
     """
     existing = _existing(client, external_id)
     if existing is not None:
         return existing, False
+    content = Content(
+        client=client, external_id=external_id, kind=kind, text=text, media_url=media_url, metadata=metadata or {},
+    )
+    review = ContentReview(content=content, client=client, last_enqueued_at=timezone.now())
+    # The content, its review, the review's first history row and its job_enqueued event: one
+    # statement, so one round trip and no transaction to open (a statement is atomic); the
+    # job is enqueued once it has run.
+    writes = OneStatement()
+    writes.insert(content)
+    writes.insert(review)
+    history = review_history_row(review, created=True)
+    if history is not None:
+        writes.insert(history)
+    with context.bind(review_id=review.pk, content_id=content.pk):
+        enqueue_on_commit("moderation.tasks.moderate_review", for_review=review.pk, writes=writes, review_id=review.pk)
     try:
-        with transaction.atomic():
-            content = Content.objects.create(
-                client=client,
-                external_id=external_id,
-                kind=kind,
-                text=text,
-                media_url=media_url,
-                metadata=metadata or {},
-            )
-            review = ContentReview.objects.create(content=content, client=client, last_enqueued_at=timezone.now())
-            with context.bind(review_id=review.pk, content_id=content.pk):
-                enqueue_on_commit("moderation.tasks.moderate_review", for_review=review.pk, review_id=review.pk)
+        if transaction.get_connection().in_atomic_block:
+            with transaction.atomic():  # a savepoint: a lost race must not break the caller's transaction
+                writes.execute()
+        else:
+            writes.execute()
     except IntegrityError:
         existing = _existing(client, external_id)
         if existing is None:  # the conflict was something else: do not hide it

@@ -19,21 +19,24 @@ def test_healthz_answers_without_the_database(client):
 
 
 @pytest.mark.django_db
-def test_readyz_is_503_while_no_cluster_has_run_the_sweeper_then_200(client):
-    from django_q.models import Task
+def test_readyz_is_503_until_a_cluster_has_swept_within_three_intervals_then_200(client, settings):
+    from audit.models import Heartbeat
+    from moderation import tasks
 
     waiting = client.get("/readyz")
     assert waiting.status_code == 503
     assert waiting.json()["checks"]["database"] == "ok" and waiting.json()["checks"]["cluster"].startswith("failing")
 
-    now = timezone.now()
-    Task.objects.create(id="t0", name="old sweep", func="moderation.tasks.sweep", started=now - timedelta(hours=1),
-                        stopped=now - timedelta(hours=1), success=True)
-    assert client.get("/readyz").status_code == 503  # a sweep, but too long ago
-    Task.objects.create(id="t1", name="sweep", func="moderation.tasks.sweep", started=now - timedelta(seconds=1),
-                        stopped=now, success=True)
+    tasks.sweep()
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
+
+    # The last sweep three intervals (and a minute) ago: no cluster is doing its work.
+    long_ago = timezone.now() - timedelta(minutes=3 * settings.MODERATION_SWEEP_EVERY_MIN + 2)
+    Heartbeat.objects.filter(name="sweeper").update(beat_at=long_ago)
+    assert client.get("/readyz").status_code == 503
+    tasks.sweep()
+    assert client.get("/readyz").status_code == 200
 
 
 def test_readyz_names_the_database_when_it_is_unreachable():

@@ -35,6 +35,9 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"PUBLIC_BASE_URL": "example.com"}, "PUBLIC_BASE_URL must be an http(s) URL"),
         ({"CALLBACK_RETENTION_DAYS": "3"}, "CALLBACK_RETENTION_DAYS must be at least 7"),
         ({"DB_POOL_MODE": "session"}, "DB_POOL_MODE must be empty"),
+        ({"DB_PREPARE_THRESHOLD": "often"}, "DB_PREPARE_THRESHOLD must be a whole number from 1, or off"),
+        ({"DB_PREPARE_THRESHOLD": "0"}, "DB_PREPARE_THRESHOLD must be a whole number from 1, or off"),
+        ({"DB_PREPARE_THRESHOLD": "5", "DB_POOL_MODE": "transaction"}, "must stay unset behind PgBouncer"),
         ({"MODERATION_PROVIDER": "webhook", "PROVIDER_URL": "http://127.0.0.1:9", "PROVIDER_WEBHOOK_SECRET": ""},
          "needs PROVIDER_WEBHOOK_SECRET, the secret the provider signs callbacks with. Make one with"),
         ({"Q_CLUSTER_NAME": "lab-old"}, "Q_CLUSTER_NAME selects a cluster"),
@@ -89,3 +92,21 @@ def test_the_broker_is_the_database_unless_redis_url_is_set(redis_url, broker):
         capture_output=True, text=True, cwd=settings.BASE_DIR, timeout=60,
     )
     assert process.stdout.strip() == str([broker]), process.stderr
+
+
+@pytest.mark.parametrize(("env", "options"), [
+    ({}, "5 True"),  # direct connections: prepared after five runs, parameters bound server-side
+    ({"DB_PREPARE_THRESHOLD": "2"}, "2 True"),
+    ({"DB_PREPARE_THRESHOLD": "off"}, "None None"),
+    ({"DB_POOL_MODE": "transaction"}, "None None"),  # PgBouncer: a prepared statement is one server's
+])
+def test_statements_are_prepared_on_direct_connections_unless_turned_off(env, options):
+    show = ("import django; django.setup(); from django.conf import settings as s; "
+            "o = s.DATABASES['default']['OPTIONS']; print(o.get('prepare_threshold'), o.get('server_side_binding'))")
+    environ = {k: v for k, v in os.environ.items() if k not in ("DB_PREPARE_THRESHOLD", "DB_POOL_MODE")}
+    process = subprocess.run(
+        [sys.executable, "-c", show],
+        env={**environ, "DATABASE_URL": os.environ.get("DATABASE_URL", "postgres://x@h/x"), **env},
+        capture_output=True, text=True, cwd=settings.BASE_DIR, timeout=60,
+    )
+    assert process.stdout.strip() == options, process.stderr

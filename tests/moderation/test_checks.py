@@ -8,7 +8,7 @@ from moderation.checks import check_job_settings
 
 GOOD = {
     "name": "t", "workers": 2, "timeout": 60, "retry": 150, "max_attempts": 1,
-    "ack_failures": True, "bulk": 1, "queue_limit": 2, "orm": "default",
+    "ack_failures": True, "bulk": 1, "queue_limit": 2, "orm": "default", "save_limit": -1,
 }
 
 
@@ -49,6 +49,12 @@ def test_the_reference_settings_pass(settings):
 )
 def test_a_setting_that_could_rerun_a_running_task_fails_the_check(settings, change, error):
     assert error in ids(settings, **change)
+
+
+@pytest.mark.parametrize("save_limit", [{"save_limit": 1000}, {}])  # {}: django-q2's default, 250
+def test_storing_successful_task_results_warns(settings, save_limit):
+    settings.Q_CLUSTER = {key: value for key, value in GOOD.items() if key != "save_limit"} | save_limit
+    assert [m.id for m in check_job_settings()] == ["moderation.W003"]
 
 
 def test_a_provider_timeout_that_does_not_fit_in_the_task_fails(settings):

@@ -1,0 +1,109 @@
+"""Writing several rows in one statement: one round trip instead of one per row.
+
+Each write is Django's own SQL (its compiler: defaults, `auto_now_add`, field conversions are the
+ORM's), chained as data-modifying CTEs (PostgreSQL); only the chaining is ours. The writes commit
+or fail together, and constraints are checked as for separate statements: a foreign key from
+one new row to another is checked at the end of the statement. Rows are not `save()`d: no
+pre_save/post_save signals are sent.
+
+    writes = OneStatement()
+    writes.insert(decision)                                   # decision.created_at is now set
+    notification.decision_id = writes.key_of(decision)        # its id, inside the statement
+    writes.insert(notification)
+    writes.update(ModerationRequest.objects.filter(pk=1), status="completed")
+    writes.execute()                                          # every inserted row has its pk
+"""
+
+from __future__ import annotations
+
+from django.db import connections, models
+from django.db.models import sql
+from django.db.models.expressions import DatabaseDefault, RawSQL
+
+
+class OneStatement:
+    def __init__(self, using: str = "default") -> None:
+        self.using = using
+        self.connection = connections[using]
+        self._writes: list[tuple[str, tuple]] = []
+        self._inserted: list[tuple[models.Model, str]] = []
+        self._references: list[tuple[RawSQL, models.Model]] = []
+        self._executed: list = []
+
+    def insert(self, obj: models.Model) -> None:
+        """Add the INSERT of unsaved `obj`. Its field values are prepared now (`auto_now_add`,
+        defaults), as `save()` would, so they can be read before the statement runs."""
+        meta = obj._meta
+        if obj.pk is None:
+            obj.pk = meta.pk.get_pk_value_on_save(obj)
+        fields = [
+            field for field in meta.local_concrete_fields
+            if not field.generated and not (obj.pk is None and field is meta.auto_field)
+        ]
+        for field in fields:
+            current = getattr(obj, field.attname)
+            if isinstance(current, RawSQL):
+                continue
+            if isinstance(current, DatabaseDefault) and field.has_default():
+                # Left to the database, save() reads the value back (RETURNING); here the
+                # field's Python default, which the models keep equal to it.
+                current = field.get_default()
+                setattr(obj, field.attname, current)
+            value = field.pre_save(obj, add=True)
+            if value is not current:  # (assigning a protected FSMField is refused, even unchanged)
+                setattr(obj, field.attname, value)
+        query = sql.InsertQuery(type(obj))
+        query.insert_values(fields, [obj], raw=True)  # raw: the values prepared above, as they are
+        compiler = query.get_compiler(using=self.using, connection=self.connection)
+        compiler.returning_fields = [meta.pk]
+        [(insert_sql, params)] = compiler.as_sql()
+        name = f"w{len(self._writes)}"
+        self._writes.append((f"{name} AS ({insert_sql})", params))
+        self._inserted.append((obj, name))
+
+    def key_of(self, obj: models.Model) -> RawSQL:
+        """The primary key `obj` gets from its INSERT (added before), for a later write's value."""
+        name = next(name for inserted, name in self._inserted if inserted is obj)
+        key = RawSQL(f"(SELECT {self.connection.ops.quote_name(obj._meta.pk.column)} FROM {name})", ())
+        self._references.append((key, obj))
+        return key
+
+    def update(self, queryset: models.QuerySet, **values) -> None:
+        """Add `queryset.update(**values)` (its row count is not reported)."""
+        query = queryset.query.chain(sql.UpdateQuery)
+        query.add_update_values(values)
+        update_sql, params = query.get_compiler(using=self.using, connection=self.connection).as_sql()
+        self._writes.append((f"w{len(self._writes)} AS ({update_sql})", params))
+
+    def on_executed(self, callback) -> None:
+        """Call `callback()` once the statement has run (not if it raised)."""
+        self._executed.append(callback)
+
+    def execute(self) -> None:
+        """Run every write, in one statement; each inserted row gets its primary key, and a
+        value given by `key_of` becomes that key."""
+        if not self._writes:
+            self._executed, callbacks = [], self._executed
+            for callback in callbacks:
+                callback()
+            return
+        keys = ", ".join(
+            f"(SELECT {self.connection.ops.quote_name(obj._meta.pk.column)} FROM {name})" for obj, name in self._inserted
+        ) or "1"
+        params = [param for _, write_params in self._writes for param in write_params]
+        with self.connection.cursor() as cursor:
+            cursor.execute(f"WITH {', '.join(sql_ for sql_, _ in self._writes)} SELECT {keys}", params)
+            row = cursor.fetchone()
+        for (obj, _), key in zip(self._inserted, row, strict=False):
+            obj.pk = key
+            obj._state.adding, obj._state.db = False, self.using
+        for obj, _ in self._inserted:  # references to other rows of the statement, now known
+            for field in obj._meta.concrete_fields:
+                value = getattr(obj, field.attname)
+                target = next((other for key, other in self._references if key is value), None)
+                if target is not None:
+                    setattr(obj, field.attname, target.pk)
+        callbacks = self._executed
+        self._writes, self._inserted, self._references, self._executed = [], [], [], []
+        for callback in callbacks:
+            callback()

@@ -1,0 +1,114 @@
+"""What one unit of work costs the database, pinned so that a regression fails: the statements
+Django sends (transaction control left out) and the protocol round trips (BEGIN, COMMIT and
+SAVEPOINT included: each waits for PostgreSQL, which shares the cores). docs/design.md,
+"Scale"; the measured history is in docs/benchmarks.md."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from moderation import tasks
+from moderation.models import ContentReview, ModerationRequest, ReviewStatus
+from moderation.providers import Accepted
+from tests.callbacks.conftest import SECRET, completed, deliver
+from tests.helpers import count_round_trips, submit
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Runs before the one measured, as in a process that has been running: its connection has its
+# statements prepared (settings.DB_PREPARE_THRESHOLD; preparing costs one round trip, once) and
+# the policy read once.
+WARM = 6
+TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE SAVEPOINT")
+
+
+def statements(cost: count_round_trips) -> list[str]:
+    return [sql for sql in cost.statements if not sql.upper().startswith(TRANSACTION_CONTROL)]
+
+
+def assert_cost(cost: count_round_trips, *, statements_at_most: int, round_trips_at_most: int) -> None:
+    assert len(statements(cost)) <= statements_at_most, str(cost)
+    assert cost.round_trips <= round_trips_at_most, str(cost)
+
+
+@pytest.fixture
+def dispatched(api_client, scripted, settings):
+    """A review whose operation the (asynchronous) provider accepted: its callback comes next.
+    Callbacks decided other reviews before, as in a process that has been running."""
+    settings.CALLBACK_SECRETS = {"scripted": [SECRET]}
+    scripted.default = Accepted("prov-1")
+    requests = []
+    for _ in range(WARM + 1):
+        review = submit(api_client)
+        tasks.moderate_review(review.pk)
+        requests.append(ModerationRequest.objects.get(review=review))
+    for number, earlier in enumerate(requests[:-1]):
+        deliver(completed(earlier.idempotency_key), event_id=f"evt-warm-{number}", provider="scripted")
+    return requests[-1]
+
+
+def test_a_new_callback_that_decides_a_review(dispatched):
+    with count_round_trips() as cost:
+        answer = deliver(completed(dispatched.idempotency_key), event_id="evt-1", provider="scripted")
+    assert answer.json()["outcome"] == "applied"
+    assert ContentReview.objects.get(pk=dispatched.review_id).status == ReviewStatus.APPROVED
+    # Was 12 statements, 16 round trips: upsert; BEGIN; lock the inbox row; lock the review;
+    # read the operation (and the newest policy's id); decision + outbox row + the operation
+    # completed; the review's conditional UPDATE; history + transition rows; the inbox row
+    # processed; COMMIT.
+    assert_cost(cost, statements_at_most=8, round_trips_at_most=10)
+
+
+def test_a_duplicate_callback(dispatched):
+    body = completed(dispatched.idempotency_key)
+    for _ in range(WARM):
+        deliver(body, event_id="evt-1", provider="scripted")
+    with count_round_trips() as cost:
+        answer = deliver(body, event_id="evt-1", provider="scripted")
+    assert answer.json()["duplicate"] is True
+    assert_cost(cost, statements_at_most=1, round_trips_at_most=1)  # the inbox upsert, nothing else
+
+
+@pytest.fixture
+def http(api_client):
+    http = APIClient()
+    http.credentials(HTTP_AUTHORIZATION=f"Bearer {api_client.token}")
+    return http
+
+
+def test_a_submission(http):
+    for number in range(WARM):
+        http.post("/api/v1/reviews/", {"external_id": f"warm-{number}", "content_type": "text", "text": "hi"},
+                  format="json")
+    with count_round_trips() as cost:
+        answer = http.post("/api/v1/reviews/", {"external_id": "x1", "content_type": "text", "text": "hello"},
+                           format="json")
+    assert answer.status_code == 201
+    # Was 7 statements, 10 round trips: the token's client; an existing review?; content +
+    # review + its history row + its job_enqueued event (no transaction opened: one statement);
+    # the job into the ORM broker.
+    assert_cost(cost, statements_at_most=4, round_trips_at_most=4)
+
+
+def test_a_resubmission(http):
+    body = {"external_id": "x1", "content_type": "text", "text": "hello"}
+    for _ in range(WARM + 1):  # (the first creates it)
+        http.post("/api/v1/reviews/", body, format="json")
+    with count_round_trips() as cost:
+        assert http.post("/api/v1/reviews/", body, format="json").status_code == 200
+    # The token's client; the existing review; its report count; its appeals.
+    assert_cost(cost, statements_at_most=4, round_trips_at_most=4)
+
+
+def test_a_moderate_review_job_of_the_local_provider(api_client, settings):
+    settings.MODERATION_PROVIDER = "local"
+    for _ in range(WARM):  # (the first also loads the model and writes the circuit row)
+        tasks.moderate_review(submit(api_client).pk)
+    review = submit(api_client)
+    with count_round_trips() as cost:
+        tasks.moderate_review(review.pk)
+    assert ContentReview.objects.get(pk=review.pk).status == ReviewStatus.APPROVED
+    # Was 25 statements, 31 round trips. The claim and dispatch are as they were; finalize as
+    # for a callback (without the inbox).
+    assert_cost(cost, statements_at_most=20, round_trips_at_most=26)
