@@ -103,6 +103,9 @@ def test_a_resubmission(http):
 
 def test_a_moderate_review_job_of_the_local_provider(api_client, settings):
     settings.MODERATION_PROVIDER = "local"
+    # The one-review path (what a batch job falls back to, e.g. for the circuit's trial call);
+    # a batch's cost is pinned in test_batch.py.
+    settings.MODERATION_BATCH_SIZE = 1
     for _ in range(WARM):  # (the first also loads the model and writes the circuit row)
         tasks.moderate_review(submit(api_client).pk)
     review = submit(api_client)
