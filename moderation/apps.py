@@ -1,3 +1,6 @@
+import os
+import sys
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
@@ -12,3 +15,29 @@ class ModerationConfig(AppConfig):
         from moderation.defaults import ensure_defaults
 
         post_migrate.connect(ensure_defaults, sender=self, dispatch_uid="moderation.ensure_defaults")
+        if starting_moderation_cluster(sys.argv):
+            preload_for_workers()
+
+
+def starting_moderation_cluster(argv: list[str]) -> bool:
+    """`manage.py qcluster` for the moderation queue (the notification cluster needs no model)."""
+    from django.conf import settings
+
+    return argv[1:2] == ["qcluster"] and os.environ.get("Q_CLUSTER_NAME", "") in ("", settings.Q_NAME)
+
+
+def preload_for_workers() -> None:
+    """Load the local model and the language detector in the cluster's first process, before
+    django-q2 forks its workers: they inherit both (copy-on-write, shared while unchanged)
+    instead of each loading its own copy on its first job, whose transient allocations were a
+    worker's peak memory (docs/operations.md, "Processes and scaling")."""
+    from django.conf import settings
+
+    from moderation.language import detector
+    from moderation.providers.local import LocalProvider
+
+    if settings.MODERATION_PROVIDER == "local":
+        # (The module's model, not a provider instance: nothing that holds connections is made
+        # before the fork.)
+        LocalProvider().warm_up()
+    detector()

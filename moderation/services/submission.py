@@ -28,10 +28,10 @@ def review_submit(
     Inside a caller's transaction (an idempotent replay's) the inserts run in a savepoint, so
     that a lost race leaves the caller's transaction usable.
     Input is validated by the caller (the API serializer).
+
+    The insert is tried first: a new submission (the common case) then costs no lookup, and a
+    repeated one is told by the same constraint, then read.
     """
-    existing = _existing(client, external_id)
-    if existing is not None:
-        return existing, False
     content = Content(
         client=client, external_id=external_id, kind=kind, text=text, media_url=media_url, metadata=metadata or {},
     )
