@@ -26,6 +26,8 @@ from pathlib import Path
 from bench import common
 
 NOW_TAG = "bench-now"
+# The commit the tag names: the last before issue 17 (tags may not travel with a clone or a push).
+NOW_COMMIT = "aafe7cba10bea344f4634038c0b98986785326f1"
 
 
 @dataclass
@@ -114,6 +116,9 @@ def now(ref: str = NOW_TAG, directory: str | None = None) -> tuple[Checkout | No
     if not shutil.which("git"):
         return None, "git is not installed"
     commit = _git("rev-parse", "--short", f"{ref}^{{commit}}")
+    if not commit and ref == NOW_TAG:  # no tag here: the commit it names, if the history has it
+        ref = NOW_COMMIT
+        commit = _git("rev-parse", "--short", f"{ref}^{{commit}}")
     if not commit:
         return None, f"no {ref!r} in this repository"
     temporary = Path(tempfile.mkdtemp(prefix="bench-now-"))

@@ -172,3 +172,16 @@ def test_without_the_tag_the_table_shows_the_recorded_figures_marked_as_such():
     assert "113 (recorded)" in row and "420.0" in row and ">= 400, p99 < 100 ms met" in row
     assert "1,000 (0.42)" in row and "600.0 (0.70)" in row
     assert "<= 100 MiB met" in next(line for line in text.splitlines() if "web worker" in line)
+
+
+def test_without_the_tag_the_commit_it_names_is_measured(monkeypatch):
+    from bench import checkout
+
+    if not checkout._git("rev-parse", "--verify", "--quiet", f"{checkout.NOW_COMMIT}^{{commit}}"):
+        pytest.skip("a shallow clone: the commit before issue 17 is not in this history")
+    monkeypatch.setattr(checkout, "NOW_TAG", "no-such-tag-for-the-bench")
+
+    before, why = checkout.now(ref="no-such-tag-for-the-bench")
+
+    assert why == "" and before is not None and checkout.NOW_COMMIT.startswith(before.commit)
+    assert (before.path / "manage.py").exists()
