@@ -8,7 +8,8 @@ Paths: end to end on the ORM broker and on Redis (bench.e2e), submissions (bench
 callback ingestion at 8 connections (bench.ingest); then the peak RSS of a web worker and of a
 q2 worker with the model loaded, and the invariant violations of every run. "now" and "after"
 alternate (now first for one path, after first for the next) so the machine's drift hits both.
-Without git or the tag, "now" shows the figures recorded in the issue, marked as recorded.
+Without the tag, the commit it names; without git or that commit, "now" shows the figures
+recorded in the issue, marked as recorded.
 Ratios mean more than absolute figures on a shared machine.
 """
 
