@@ -28,25 +28,11 @@ import argparse
 import os
 import time
 
-from bench import checkout, common, wrk
+from bench import checkout, common, submit, wrk
 from bench.submit import TEXTS
 
-PGBENCH_SCRIPT = """
-\\set n random(1, 1000000000000)
-BEGIN;
-INSERT INTO moderation_content (id, client_id, external_id, kind, text, media_url, metadata, created_at)
-VALUES (gen_random_uuid(), :client, 'pgbench-' || :client_id || '-' || :n, 'text', 'thanks, this was helpful', '',
-    '{}', now())
-RETURNING id AS content_id \\gset
-INSERT INTO moderation_contentreview (id, content_id, client_id, status, version, worker_id, provider_request_id,
-    last_enqueued_at, created_at, updated_at)
-VALUES (gen_random_uuid(), :content_id, :client, 'pending', 1, '', '', now(), now(), now())
-RETURNING id AS review_id \\gset
-INSERT INTO moderation_historicalcontentreview (id, status, version, worker_id, provider_request_id, created_at,
-    updated_at, history_date, history_type, client_id, content_id)
-VALUES (:review_id, 'pending', 1, '', '', now(), now(), now(), '+', :client, :content_id);
-COMMIT;
-BEGIN;
+# The submission (bench.submit's script: the same inserts), then the claim and the decision.
+PGBENCH_SCRIPT = submit.PGBENCH_SCRIPT + """BEGIN;
 UPDATE moderation_contentreview SET status = 'processing', version = version + 1,
     active_idempotency_key = gen_random_uuid(), worker_id = 'pgbench', processing_started_at = now(), updated_at = now()
 WHERE id = :review_id AND status = 'pending'
