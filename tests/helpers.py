@@ -216,3 +216,18 @@ class count_round_trips:  # noqa: N801 - reads as a context manager
             line.split("\t", 3)[-1][:120] for line in self.lines
             if line.startswith("F") and line.split("\t")[2] in ("Query", "Parse", "Sync")
         )
+
+
+def count_model_calls(monkeypatch) -> list[list[str]]:
+    """Record every call of the local model (the texts of each), letting it predict as usual."""
+    from moderation.providers import local
+
+    calls: list[list[str]] = []
+    real = local._model
+
+    def counting():
+        predict = real()
+        return lambda texts: calls.append(list(texts)) or predict(texts)
+
+    monkeypatch.setattr(local, "_model", counting)
+    return calls

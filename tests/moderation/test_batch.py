@@ -17,7 +17,7 @@ from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentReview, ModerationRequest, ProviderAttempt, ReviewStatus
 from moderation.observability.timeline import review_timeline
 from moderation.services import _audit, batch
-from tests.helpers import collide, queued_tasks, silent_for, submit
+from tests.helpers import collide, count_model_calls, queued_tasks, silent_for, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,16 +129,7 @@ def test_a_job_whose_review_another_batch_claimed_returns_at_once_and_writes_not
 
 
 def test_the_model_runs_once_over_the_whole_batch(api_client, local, monkeypatch):
-    from moderation.providers import local as local_model
-
-    calls = []
-    real = local_model._model
-
-    def counting():
-        predict = real()
-        return lambda texts: calls.append(list(texts)) or predict(texts)
-
-    monkeypatch.setattr(local_model, "_model", counting)
+    calls = count_model_calls(monkeypatch)
     reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(5)]
 
     assert tasks.moderate_review(reviews[2].pk) == "batch of 5: 5 finalized"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from moderation.providers import ModerationInput, UnsupportedContent, get_provider
+from tests.helpers import count_model_calls
 
 
 def moderate(**fields):
@@ -44,8 +45,6 @@ def test_the_result_has_the_openai_moderation_shape():
 
 
 def test_many_inputs_are_judged_by_one_model_call_as_each_would_be_alone(monkeypatch):
-    from moderation.providers import local
-
     provider = get_provider("local")
     inputs = [
         ModerationInput(idempotency_key="a", content_type="text", text="Thanks for the lovely dinner!"),
@@ -61,14 +60,7 @@ def test_many_inputs_are_judged_by_one_model_call_as_each_would_be_alone(monkeyp
             alone.append(provider.moderate(request))
         except UnsupportedContent as exc:
             alone.append(type(exc))
-    calls = []
-    real = local._model
-
-    def counting():
-        predict = real()
-        return lambda texts: calls.append(list(texts)) or predict(texts)
-
-    monkeypatch.setattr(local, "_model", counting)
+    calls = count_model_calls(monkeypatch)
 
     together = provider.moderate_many(inputs)
 
