@@ -1,6 +1,8 @@
 """Run the real system under faults and kills, then check every invariant (lab/race_lab.py)."""
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from lab.race_lab import LabConfig, RaceLab
 
@@ -39,6 +41,10 @@ class Command(BaseCommand):
                                "and --web-outage-s not negative; --batch-size from 1 to 256")
         if not (0 <= o["report_rate"] <= 1 and 0 <= o["appeal_rate"] <= 1):
             raise CommandError("--report-rate and --appeal-rate are shares from 0 to 1")
+        executor = MigrationExecutor(connection)
+        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+            raise CommandError(f"the database {connection.settings_dict['NAME']!r} is not migrated: "
+                               "run `python manage.py migrate` on it first")
         config = LabConfig(
             reviews=o["reviews"], clusters=o["clusters"], duplicate_rate=o["duplicate_rate"],
             timeout_rate=o["timeout_rate"], late_rate=o["late_rate"], error_rate=o["error_rate"],
