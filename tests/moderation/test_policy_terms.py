@@ -99,6 +99,8 @@ class TestPipeline:
         assert decision["rules"] == [
             {"rule": "insult:reject:id", "category": "insult", "action": "reject", "term": "bodoh"}
         ]
+        # The statement of reasons names the rule too, not only the explanation.
+        assert decision["reasons"] == [{"category": "insult", "score": None, "rule": "insult:reject:id", "term": "bodoh"}]
         timeline = http.get(f"{URL}{review['id']}/timeline/").json()
         assert any("rule insult:reject:id" in str(entry["detail"]) for entry in timeline), timeline
 
