@@ -99,6 +99,8 @@ class TestPipeline:
         assert decision["rules"] == [
             {"rule": "insult:reject:id", "category": "insult", "action": "reject", "term": "bodoh"}
         ]
+        # The statement of reasons names the rule too, not only the explanation.
+        assert decision["reasons"] == [{"category": "insult", "score": None, "rule": "insult:reject:id", "term": "bodoh"}]
         timeline = http.get(f"{URL}{review['id']}/timeline/").json()
         assert any("rule insult:reject:id" in str(entry["detail"]) for entry in timeline), timeline
 
@@ -157,16 +159,24 @@ class TestAdminEditor:
         assert "no letter or digit" in page.content.decode()
         assert "draft" not in page.context
 
-    def test_the_dry_run_matches_what_publishing_then_does(self, staff, local, http):
+    def test_the_dry_run_matches_what_publishing_then_does(self, staff, local, http, tmp_path):
+        # An allow exception already active, which the draft keeps.
+        allow = tmp_path / "id-allow.txt"
+        allow.write_text("tidak bodoh\n", encoding="utf-8")
+        run("import", str(allow), "--category", "insult", "--action", "allow", "--language", "id", "--publish")
         texts = ["dasar bodoh kamu", "rapat dipindah ke jam tiga sore", "shut up you fucking idiot",
-                 "Thanks for the lovely dinner, see you on Sunday!", "kamu b0d0h sekali"]
+                 "Thanks for the lovely dinner, see you on Sunday!", "kamu b0d0h sekali",
+                 # Each of these tells a dry run that ignored part of the policy from publishing:
+                 "my Indonesian friend taught me that bodoh means stupid",  # the rule's language scope (en)
+                 "terima kasih banyak, sampai jumpa besok pagi di kantor",  # the model's languages (id, low score)
+                 "kamu tidak bodoh"]                                        # the allow exception
         page = staff.post(TERMS_URL, form(preview="1", dry_texts="\n".join(texts)))
         predicted = {row.text: row.draft.label for row in page.context["rows"]}
         assert predicted["dasar bodoh kamu"] == "rejected"
         assert any(row.changed for row in page.context["rows"])
 
         published = staff.post(TERMS_URL, form(publish="1"))
-        assert published.status_code == 302 and services.policy_active().version == 2
+        assert published.status_code == 302 and services.policy_active().version == 3
 
         decided = {text: moderate(http, text)["status"] for text in texts}
         assert decided == predicted
