@@ -33,7 +33,7 @@ def appeal_file(*, review_id, appellant_id: str, statement: str) -> Appeal:
             Q(decision_id=review.decision_id) | Q(resolution_id=review.decision_id)
         ).exists():
             # The decision was appealed already, or it is an appeal's own outcome.
-            raise AppealExists(f"decision {review.decision_id} of review {review.pk} was already appealed")
+            raise AppealExists(f"the decision in force on review {review.pk} was already appealed")
         if review.status != ReviewStatus.REJECTED:
             raise NotAppealable(f"review {review.pk} is {review.status}: only a rejection can be appealed")
         appeal = Appeal.objects.create(

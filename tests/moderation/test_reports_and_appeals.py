@@ -99,6 +99,8 @@ def test_an_appeal_sends_a_rejection_to_a_human_once_per_decision(http, api_clie
     assert first.status_code == 201
     assert set(first.json()) == {"id", "review_id", "status", "created_at"} and first.json()["status"] == "open"
     assert second.status_code == 409 and second.json()["error"] == "appeal_exists"
+    # The message speaks of the review the client knows, not of internal decision numbers.
+    assert second.json()["detail"] == f"the decision in force on review {review.pk} was already appealed"
     review.refresh_from_db()
     assert review.status == "manual_review"
     assert ReviewTransition.objects.filter(review=review, cause="appeal").count() == 1
