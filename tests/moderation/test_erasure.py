@@ -4,6 +4,7 @@ column of the database, the review, its decisions, transitions and ids stay, wit
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from urllib.parse import urlencode
 
 import pytest
@@ -12,7 +13,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from audit.models import Actor, ReviewTransition
+from audit.models import Actor, PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
 from callbacks.payload import parse
 from moderation import services, tasks
@@ -134,6 +135,45 @@ def test_a_callback_for_erased_content_is_still_a_duplicate_and_brings_nothing_b
     assert ProviderCallback.objects.get(provider_event_id="evt-erase-2").outcome == ResultOutcome.DUPLICATE
     assert where_found(needles()) == set()
     assert violations([review.pk]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_erase_content_and_prune_for_real_the_checker_passes_no_column_holds_it_and_a_duplicate_is_known(
+    api_client, scripted, django_user_model, capsys
+):
+    """Issue 18's acceptance on one database, through the two operator commands for real: the
+    invariant checker passes, no text column holds what was erased, and a re-delivered callback
+    for the erased review is still recognised as a duplicate."""
+    review = moderated_with_quotes(api_client, scripted, django_user_model)
+    key = ModerationRequest.objects.get(review=review).idempotency_key
+    quoting = completed(key, score=0.95, provider_id="prov-9")
+    quoting["data"]["input"] = TEXT
+    assert deliver(quoting, event_id="evt-erase-0").status_code == 200  # a duplicate result: prunable later
+    assert where_found(needles())  # the content really is quoted before
+    # A year passes: the processed callbacks and events are past their retention.
+    year_ago = timezone.now() - timedelta(days=400)
+    ProviderCallback.objects.update(received_at=year_ago)
+    PipelineEvent.objects.update(created_at=year_ago)
+
+    call_command("erase_content", str(review.content_id), "--reason", "GDPR request #78", "--by", "ops-anna",
+                 "--for-real")
+    call_command("prune", "--for-real")
+
+    out = capsys.readouterr().out
+    assert "deleted         1  processed callbacks" in out and "  0  pipeline events" not in out, out
+    assert set(ProviderCallback.objects.values_list("provider_event_id", flat=True)) == {"evt-erase-1"}  # cited
+    every_review = list(ContentReview.objects.values_list("pk", flat=True))
+    assert violations(every_review) == []
+    assert where_found(needles()) == set()
+    assert ContentErasure.objects.get(review=review).actor_id == "ops-anna"
+
+    again = deliver(quoting, event_id="evt-erase-1")  # the decision's callback, re-delivered
+    late = deliver(quoting, event_id="evt-erase-2")  # a new event for the same operation
+    assert again.status_code == 200 and late.status_code == 200
+    assert ProviderCallback.objects.get(provider_event_id="evt-erase-1").duplicate_count == 1
+    assert ProviderCallback.objects.get(provider_event_id="evt-erase-2").outcome == ResultOutcome.DUPLICATE
+    assert where_found(needles()) == set()
+    assert violations(every_review) == []
 
 
 @pytest.mark.django_db(transaction=True)

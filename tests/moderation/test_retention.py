@@ -23,6 +23,8 @@ from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, collide
 
 OLD = timezone.now() - timedelta(days=400)
+# A result never applied: its payload is all there is of it, so prune keeps it whole.
+NEVER_PROCESSED = '{"type": "moderation.completed", "data": {"id": "prov-never", "results": [{"flagged": true}]}}'
 
 
 @pytest.fixture(autouse=True)
@@ -58,7 +60,7 @@ def an_old_history(api_client, receiver):
     deliver(completed(request.idempotency_key, score=0.95), event_id="evt-applied")
     deliver(completed(request.idempotency_key, score=0.95), event_id="evt-applied")  # a duplicate delivery
     deliver(completed(request.idempotency_key, score=0.1), event_id="evt-late")  # a duplicate result
-    stored = ProviderCallback.objects.create(provider="webhook", provider_event_id="evt-never", payload_json="{}")
+    stored = ProviderCallback.objects.create(provider="webhook", provider_event_id="evt-never", payload_json=NEVER_PROCESSED)
     notification = DecisionNotification.objects.get(decision__review=review)
     assert services.notification_deliver(notification_id=notification.pk) == "delivered"
     IdempotencyRecord.objects.create(client=api_client, key="k1", fingerprint="f" * 64)
@@ -84,7 +86,7 @@ def test_prune_deletes_what_outlived_its_setting_and_never_the_audit_chain(clien
     call_command("prune", "--for-real")
 
     assert set(ProviderCallback.objects.values_list("provider_event_id", flat=True)) == {"evt-applied", "evt-never"}
-    assert ProviderCallback.objects.get(pk=never_processed.pk).payload_json == "{}"  # its payload kept
+    assert ProviderCallback.objects.get(pk=never_processed.pk).payload_json == NEVER_PROCESSED  # its payload kept
     assert not PipelineEvent.objects.exists() and not NotificationAttempt.objects.exists()
     assert not IdempotencyRecord.objects.exists() and not Task.objects.filter(name="old").exists()
     assert (ReviewTransition.objects.count(), Decision.objects.count()) == (transitions, decisions)

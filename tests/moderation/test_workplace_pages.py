@@ -3,6 +3,7 @@ the workload and quality figures on the index and /metrics."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -217,13 +218,26 @@ class TestQualityFigures:
         assert low.queue == "low_confidence" and low.left == 5
         assert low.p50_s == pytest.approx(30, abs=2) and 700 < low.p95_s < 1000
 
-    def test_the_index_and_metrics_show_the_workplace_figures(self, moderator, api_client, client, settings):
+    def test_the_index_and_metrics_show_the_workplace_figures(self, moderator, api_client, client, settings,
+                                                              django_user_model):
+        from audit.models import ReviewTransition
+
         settings.METRICS_TOKEN, settings.METRICS_CACHE_S = "scrape-me", 0
         scored(api_client, 0.6)
         review = decided(api_client, "rejected")
         services.review_override(review_id=review.pk, label="approved", reason="fine", moderator=moderator.user)
+        waited = scored(api_client, 0.7)  # left the queue after 90 s: the time-in-queue figures
+        services.review_override(review_id=waited.pk, label="approved", reason="ok",
+                                 moderator=django_user_model.objects.create_user("sam"))
+        with connection.cursor() as cursor:  # the log is append-only: triggers briefly off (test only)
+            cursor.execute("SET session_replication_role = replica")
+            ReviewTransition.objects.filter(review=waited, to_status="manual_review").update(
+                created_at=timezone.now() - timedelta(seconds=90))
+            cursor.execute("SET session_replication_role = origin")
         html = moderator.get("/admin/").content.decode()
         assert 'id="queue-low_confidence"' in html and '<td class="depth">1</td>' in html
+        row = html.split('id="queue-low_confidence"')[1].split("</tr>")[0]
+        assert re.search(r"<td>1m (29|30)s / 1m (29|30)s \(1\)</td>", row), row  # p50 / p95 (reviews)
         assert "<td>mia</td><td>1</td>" in html.split('id="decisions-per-moderator"')[1]
         assert "<td>100%</td>" in html.split('id="overturns"')[1]
         body = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-me").content.decode()
@@ -235,3 +249,6 @@ class TestQualityFigures:
         key = (("category", "harassment"), ("policy_version", "1"))
         assert samples[("moderation_overturn_rate", key)] == 1.0
         assert samples[("moderation_model_decisions_overturned_total", key)] == 1
+        for quantile in ("0.5", "0.95"):
+            waited_s = samples[("moderation_time_in_queue_seconds", (("quantile", quantile), ("queue", "low_confidence")))]
+            assert waited_s == pytest.approx(90, abs=2)
