@@ -116,7 +116,6 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     paginator = EstimatedCountPaginator
     show_full_result_count = False
     list_per_page = 50
-    ordering = ["-created_at"]  # newest first
 
     # --- the list ------------------------------------------------------------------------------
 

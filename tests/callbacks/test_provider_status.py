@@ -4,6 +4,9 @@ completed answer through the same guarded finalize as a callback."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -131,6 +134,12 @@ def test_the_silence_deadline_follows_the_providers_expected_latency(settings):
         config.PROVIDER_CONNECT_TIMEOUT_S * (1 + config.PROVIDER_HTTP_RETRIES) + 2 * config.PROVIDER_TIMEOUT_S + 5,
     )
     assert config.MODERATION_STUCK_AFTER_S < 300
+    # A slower provider moves the deadline (a fresh interpreter reads the setting anew).
+    show = "import django; django.setup(); from django.conf import settings as s; print(s.MODERATION_STUCK_AFTER_S)"
+    env = {k: v for k, v in os.environ.items() if k != "MODERATION_STUCK_AFTER_S"}
+    process = subprocess.run([sys.executable, "-c", show], env={**env, "PROVIDER_EXPECTED_LATENCY_S": "20"},
+                             capture_output=True, text=True, cwd=settings.BASE_DIR, timeout=60)
+    assert process.stdout.strip() == "80.0", process.stderr
 
 
 def test_a_sweep_past_its_asking_budget_leaves_silent_operations_for_the_next(api_client, status_scripted, settings,

@@ -46,8 +46,13 @@ def platform():
 
 
 def test_make_run_serves_with_gunicorn_and_a_styled_admin_without_debug(platform):
-    _, port = platform
+    process, port = platform
     base = f"http://127.0.0.1:{port}"
+    # Beside gunicorn: the moderation cluster and the notification cluster (notifications never
+    # run on the moderation workers).
+    clusters = [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
+    names = sorted(p.environ().get("Q_CLUSTER_NAME", "") for p in clusters)
+    assert len(names) == 2 and names[0] == "" and names[1].endswith("-notify"), names
 
     login = httpx.get(f"{base}/admin/login/", timeout=10)
     css = httpx.get(f"{base}/static/admin/css/base.css", timeout=10)
