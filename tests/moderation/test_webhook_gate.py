@@ -4,6 +4,7 @@ circuit breaker of its own, and notifications run on their own cluster."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import timedelta
 
@@ -116,9 +117,22 @@ def test_a_client_whose_endpoint_keeps_failing_is_paused_alone_until_a_trial_suc
 
 def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, settings, monkeypatch):
     """The cap's guard matters: without the advisory lock, concurrent deliveries each count no
-    attempt in flight and all start (the control for the cap test above)."""
+    attempt in flight and all start (the control for the cap test above). A barrier after the
+    count makes every delivery count before any records its attempt, as the lock would prevent;
+    a sleep in the lock's place left that to the scheduler, and the test was flaky under load."""
+    from moderation.services import webhook_gate
+
     settings.NOTIFY_CLIENT_CONCURRENCY, settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1, 1.0, 1.0
-    monkeypatch.setattr(services.notifications, "lock_client", lambda client_id: time.sleep(0.2))
+    all_counted = threading.Barrier(4)
+    real_in_flight = webhook_gate.in_flight
+
+    def in_flight_counted_together(client_id, now):
+        busy = real_in_flight(client_id, now)
+        all_counted.wait(timeout=10)
+        return busy
+
+    monkeypatch.setattr(services.notifications, "lock_client", lambda client_id: None)
+    monkeypatch.setattr(webhook_gate, "in_flight", in_flight_counted_together)
     hanging = WebhookReceiver(mode="hang")
     point_at(api_client, hanging)
     from moderation.models import WebhookCircuit
@@ -133,7 +147,7 @@ def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, 
         hanging.stop()
 
     assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
-    assert NotificationAttempt.objects.count() > 1
+    assert NotificationAttempt.objects.count() == 4  # the cap is 1
 
 
 def test_the_gate_settings_are_sane():
