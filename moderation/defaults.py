@@ -22,6 +22,7 @@ def ensure_defaults(**kwargs) -> None:
     from django_q.models import Schedule
 
     from moderation.roles import ensure_roles
+    from moderation.services.heartbeat import notifier_schedule_ensure
     from moderation.services.policy import policy_ensure_default
 
     policy_ensure_default()
@@ -37,6 +38,9 @@ def ensure_defaults(**kwargs) -> None:
         Schedule.objects.update_or_create(
             name=name, defaults=every, create_defaults={**every, "next_run": now + timedelta(seconds=offset)}
         )
+    # The notification cluster's heartbeat: a schedule only that cluster runs (the sweeper's
+    # proves the moderation cluster is up).
+    notifier_schedule_ensure()
     # Retention (moderation/retention.py): daily, first run an hour after the first migrate.
     Schedule.objects.get_or_create(
         name=PRUNE,

@@ -91,7 +91,15 @@ def sweep(job_id: str = "", web_request_id: str = "", trace_parent: str = "") ->
         # reads this instead. Written once the sweep completed; a failing sweep is stored as a
         # failed task and beats nothing.
         services.heartbeat_beat(name=services.SWEEPER, detail=summary)
+        services.notifier_schedule_ensure()
         return summary
+
+
+def notifier_heartbeat(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """Scheduled on the notification cluster only (services.notifier_schedule_ensure): /readyz
+    reads its beat to know that this deployment's notifications are being delivered."""
+    services.heartbeat_beat(name=services.notifier(), detail=worker_id())
+    return "beat"
 
 
 def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

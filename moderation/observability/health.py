@@ -2,8 +2,9 @@
 only for staff or the metrics token).
 
 /healthz: the process answers. /readyz: it can do its work: the database answers, the job
-broker answers, and a django-q2 cluster completed a sweep recently (it runs every
-MODERATION_SWEEP_EVERY_MIN minutes, on some cluster, and leaves a heartbeat: audit.Heartbeat).
+broker answers, a django-q2 cluster completed a sweep recently (it runs every
+MODERATION_SWEEP_EVERY_MIN minutes, on some cluster, and leaves a heartbeat: audit.Heartbeat),
+and the notification cluster beat recently (a schedule bound to it, every minute).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from django.views.decorators.http import require_GET
 
 from audit.admin_base import is_operator
 from audit.models import Heartbeat
-from moderation.services.heartbeat import SWEEPER
+from moderation.services.heartbeat import NOTIFIER_EVERY_MIN, SWEEPER, notifier
 
 
 @require_GET
@@ -45,25 +46,40 @@ def _broker() -> str:
     return f"ok (database, {waiting} queued)"
 
 
+def _last_beat(name: str, every_min: int):
+    """The heartbeat's time, or None when it is missing or older than three intervals and a minute."""
+    last = Heartbeat.objects.filter(name=name).values_list("beat_at", flat=True).first()
+    fresh = last is not None and last >= timezone.now() - timedelta(minutes=3 * every_min + 1)
+    return last, fresh
+
+
 def _cluster() -> str:
-    horizon = timedelta(minutes=3 * settings.MODERATION_SWEEP_EVERY_MIN + 1)
-    last = Heartbeat.objects.filter(name=SWEEPER).values_list("beat_at", flat=True).first()
-    if last is None or last < timezone.now() - horizon:
+    last, fresh = _last_beat(SWEEPER, settings.MODERATION_SWEEP_EVERY_MIN)
+    if not fresh:
         raise RuntimeError(f"no cluster has completed a sweep since {last.isoformat() if last else 'ever'}")
     return f"ok (sweeper ran at {last.isoformat()})"
+
+
+def _notifications() -> str:
+    last, fresh = _last_beat(notifier(), NOTIFIER_EVERY_MIN)
+    if not fresh:
+        raise RuntimeError(f"the notification cluster ({settings.NOTIFY_CLUSTER}) has not run since "
+                           f"{last.isoformat() if last else 'ever'}: decisions are not delivered to clients")
+    return f"ok (beat at {last.isoformat()})"
 
 
 @require_GET
 def readyz(request):
     checks, ready = {}, True
-    for name, check in (("database", _database), ("broker", _broker), ("cluster", _cluster)):
+    for name, check in (("database", _database), ("broker", _broker), ("cluster", _cluster),
+                        ("notifications", _notifications)):
         try:
             checks[name] = check()
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none is raised
             checks[name] = f"failing: {type(exc).__name__}: {exc}".strip()[:300]
             ready = False
             if name == "database":  # the other two need it
-                checks.update(broker="not checked", cluster="not checked")
+                checks.update(broker="not checked", cluster="not checked", notifications="not checked")
                 break
     if not is_operator(request):  # exception texts name hosts and users
         checks = {name: value.split(":", 1)[0].split(" (", 1)[0] for name, value in checks.items()}

@@ -18,7 +18,7 @@ from moderation.services.clients import (
     api_client_create,
     api_client_revoke,
 )
-from moderation.services.heartbeat import SWEEPER, heartbeat_beat
+from moderation.services.heartbeat import SWEEPER, heartbeat_beat, notifier, notifier_schedule_ensure
 from moderation.services.idempotency import idempotency_records_expire, idempotent_call
 from moderation.services.moderator import (
     review_escalate,
@@ -43,6 +43,8 @@ __all__ = [
     "DispatchReport",
     "SWEEPER",
     "heartbeat_beat",
+    "notifier",
+    "notifier_schedule_ensure",
     "ReportFiled",
     "appeal_file",
     "report_file",

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.utils import timezone
 
 from audit.models import Heartbeat
 
 SWEEPER = "sweeper"
+# The notification cluster's own proof of life. django-q2 runs a schedule bound to a cluster's
+# name only on that cluster, so a schedule bound to this deployment's NOTIFY_CLUSTER beats only
+# while a notification cluster of this deployment runs.
+NOTIFIER_EVERY_MIN = 1
+
+
+def notifier() -> str:
+    """The heartbeat (and schedule) name of this deployment's notification cluster: deployments
+    that share a database (by Q_NAME) each have their own."""
+    return f"notify:{settings.NOTIFY_CLUSTER}"[:64]
+
+
+def notifier_schedule_ensure() -> None:
+    """Bind the notification cluster's heartbeat schedule to this deployment's cluster. Called
+    after every migrate and by every sweep (one read when it exists), so a deployment whose
+    Q_NAME changed is bound without a migrate."""
+    from django_q.models import Schedule
+
+    name = notifier()
+    if Schedule.objects.filter(name=name, cluster=settings.NOTIFY_CLUSTER).exists():
+        return
+    beat = {"func": "moderation.tasks.notifier_heartbeat", "schedule_type": Schedule.MINUTES,
+            "minutes": NOTIFIER_EVERY_MIN, "repeats": -1, "cluster": settings.NOTIFY_CLUSTER}
+    Schedule.objects.update_or_create(name=name, defaults=beat, create_defaults={**beat, "next_run": timezone.now()})
 
 
 def heartbeat_beat(*, name: str, detail: str = "") -> None:
