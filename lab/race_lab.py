@@ -121,8 +121,8 @@ def spawn(env: dict, *args: str, cwd=None) -> subprocess.Popen:
 
 
 def stop(processes) -> None:
-    """SIGTERM each process group, then SIGKILL what is left of it 20 s later: also the groups
-    whose leader has exited already (a cluster master killed leaves its workers running)."""
+    """SIGTERM each process's leader (or its group, when the leader has exited already: a cluster
+    master killed leaves its workers running), then SIGKILL what is left of the group 20 s later."""
     stop_groups(dict(enumerate(processes)), grace_s=20)
 
 

@@ -40,9 +40,19 @@ def group_alive(process: subprocess.Popen) -> bool:
 
 
 def stop_groups(children: dict, *, grace_s: float = STOP_GRACE_S, log=lambda message: None) -> None:
-    """SIGTERM every child's group, SIGKILL those still alive after `grace_s`, reap them."""
+    """SIGTERM every child's leader, SIGKILL the groups still alive after `grace_s`, reap them.
+
+    The leader alone, as systemd's `KillMode=mixed` does (deploy/systemd): a django-q2 master
+    stops its own workers after their running tasks, in about a second, but a cluster whose
+    workers get SIGTERM themselves loses them at once and its master then waits forever (it
+    was killed at the grace every time). gunicorn's master stops its workers the same way. A
+    group whose leader has exited already (a cluster master killed) gets SIGTERM as a group:
+    nothing else would stop its orphans."""
     for process in children.values():
-        signal_group(process, signal.SIGTERM)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        else:
+            signal_group(process, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     for name, process in children.items():
         while group_alive(process) and time.monotonic() < deadline:

@@ -62,6 +62,19 @@ def test_make_run_serves_with_gunicorn_and_a_styled_admin_without_debug(platform
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
 
 
+def test_stopping_the_platform_stops_every_process_gracefully(platform):
+    """SIGTERM (or Ctrl-C) reaches each master alone: both clusters finish and exit on their own,
+    nothing is killed at the grace (SIGTERM to a cluster's whole group made its master hang)."""
+    process, _ = platform
+    started = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=60)[0]
+
+    assert "did not stop in time" not in output, output
+    assert "Stopped (web exit 0, moderation cluster exit 0, notification cluster exit 0)" in output, output
+    assert time.monotonic() - started < 10
+
+
 def test_a_cluster_master_killed_leaves_no_worker_behind(platform):
     process, _ = platform
     masters = [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
