@@ -47,7 +47,7 @@ def _broker() -> str:
 
 
 def _last_beat(name: str, every_min: int):
-    """The heartbeat's time, or None when it is missing or older than three intervals and a minute."""
+    """The heartbeat's time (None if it never beat), and whether it is within three intervals and a minute."""
     last = Heartbeat.objects.filter(name=name).values_list("beat_at", flat=True).first()
     fresh = last is not None and last >= timezone.now() - timedelta(minutes=3 * every_min + 1)
     return last, fresh
@@ -78,7 +78,7 @@ def readyz(request):
         except Exception as exc:  # noqa: BLE001 - every failure is reported, none is raised
             checks[name] = f"failing: {type(exc).__name__}: {exc}".strip()[:300]
             ready = False
-            if name == "database":  # the other two need it
+            if name == "database":  # the other checks need it
                 checks.update(broker="not checked", cluster="not checked", notifications="not checked")
                 break
     if not is_operator(request):  # exception texts name hosts and users
