@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import socketserver
 import threading
 from collections import Counter
@@ -22,7 +21,15 @@ from callbacks.models import ProviderCallback
 from moderation.invariants import violations
 from moderation.models import Content, ContentReview, ReviewStatus
 
-needs_wrk = pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (bench/wrk.py installs it)")
+
+
+@pytest.fixture(scope="module")
+def installed_wrk() -> str:
+    """wrk, installed from Debian's package when missing, as the benchmarks do (bench/wrk.py)."""
+    try:
+        return wrk.ensure()
+    except wrk.WrkUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 class _Recorder(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -64,8 +71,7 @@ def recorder():
     server.server_close()
 
 
-@needs_wrk
-def test_wrk_sends_each_prepared_request_once_and_counts_every_status(recorder, tmp_path):
+def test_wrk_sends_each_prepared_request_once_and_counts_every_status(installed_wrk, recorder, tmp_path):
     bodies = [b"ok-%d" % i for i in range(45)] + [b"bad-%d" % i for i in range(5)]
     raw = [b"POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n%s" % (len(b), b) for b in bodies]
     wrk.write_requests(raw, tmp_path / "requests")
@@ -78,8 +84,7 @@ def test_wrk_sends_each_prepared_request_once_and_counts_every_status(recorder, 
     assert 0 < result.seconds < 30 and 0 < result.p50_ms <= result.p99_ms
 
 
-@needs_wrk
-def test_wrk_submissions_have_unique_external_ids_and_stop_at_the_count(recorder):
+def test_wrk_submissions_have_unique_external_ids_and_stop_at_the_count(installed_wrk, recorder):
     result = wrk.submissions(recorder.port, "token", tag="run", count=60, texts=["hello", "there"], connections=4)
 
     ids = [json.loads(body)["external_id"] for body in recorder.bodies]
