@@ -7,6 +7,16 @@ from django.db.migrations.executor import MigrationExecutor
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def no_lab_starts(monkeypatch):
+    """A refusal must come before any process starts: a lab that starts fails the test at once."""
+
+    def started(config):
+        raise AssertionError("the lab started")
+
+    monkeypatch.setattr("lab.management.commands.race_lab.RaceLab", started)
+
+
 def test_an_unmigrated_database_is_refused_with_the_step_that_fixes_it(monkeypatch):
     monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("moderation", "0001")])
     with pytest.raises(CommandError, match=r"is not migrated: run `python manage.py migrate`"):
