@@ -2,12 +2,14 @@
 
 Debian's `pgbouncer` package (installed here when missing, as root), with a configuration of
 its own in a temporary directory and a port of its own on loopback, in front of the configured
-PostgreSQL. docs/operations.md ("PgBouncer") gives the same settings for production.
+PostgreSQL: a TCP server, or one on a unix socket only, as the embedded server
+(config/embedded_db.py) is. docs/operations.md ("PgBouncer") gives the same settings for production.
 """
 
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -44,6 +46,15 @@ def ensure_installed() -> str:
     raise RuntimeError("PgBouncer is not installed and could not be: run `apt-get install pgbouncer` as root")
 
 
+def server_address(settings_dict: dict) -> tuple[str, int]:
+    """Where a Django database's PostgreSQL listens: (TCP host or unix socket directory, port).
+    A URL without a host, as the embedded server's (`postgresql://postgres:@/postgres?host=<dir>`),
+    names its socket directory (and port) in the query string, which Django keeps in OPTIONS."""
+    options = settings_dict.get("OPTIONS", {})
+    host = settings_dict["HOST"] or options.get("host", "")
+    return host or "127.0.0.1", int(settings_dict["PORT"] or options.get("port") or 5432)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -55,6 +66,7 @@ class PgBouncer:
 
     def __init__(self, *, host: str, port: int, user: str, password: str = "", pool_size: int = 10,
                  max_clients: int = 300):
+        # A host starting with "/" is a unix socket directory, to pgbouncer as to libpq.
         self.upstream = {"host": host or "127.0.0.1", "port": port or 5432, "user": user, "password": password}
         self.pool_size, self.max_clients = pool_size, max_clients
         self.port = 0
@@ -64,8 +76,9 @@ class PgBouncer:
 
     @classmethod
     def for_database(cls, settings_dict: dict, **kwargs) -> PgBouncer:
-        return cls(host=settings_dict["HOST"], port=int(settings_dict["PORT"] or 5432),
-                   user=settings_dict["USER"], password=settings_dict["PASSWORD"] or "", **kwargs)
+        host, port = server_address(settings_dict)
+        return cls(host=host, port=port, user=settings_dict["USER"], password=settings_dict["PASSWORD"] or "",
+                   **kwargs)
 
     def url(self, dbname: str) -> str:
         return f"postgresql://{self.upstream['user']}@127.0.0.1:{self.port}/{dbname}"
@@ -100,11 +113,21 @@ class PgBouncer:
             path.chmod(0o644)
         command = [binary, str(config)]
         if os.geteuid() == 0:
-            command[1:1] = ["-u", "nobody"]  # it refuses to run as root
+            command[1:1] = ["-u", self._system_user()]  # it refuses to run as root
         log = (self.directory / "pgbouncer.log").open("wb")
         self.process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self._wait_ready()
         return self
+
+    def _system_user(self) -> str:
+        """Whom pgbouncer runs as when started by root. `nobody` in front of a TCP server; in front
+        of a unix socket, the socket's owner, the server's own user: the embedded server keeps its
+        socket in its data directory, which only that user may enter (pgserver runs it as
+        `pgserver` under root)."""
+        if not self.upstream["host"].startswith("/"):
+            return "nobody"
+        socket_path = Path(self.upstream["host"]) / f".s.PGSQL.{self.upstream['port']}"
+        return pwd.getpwuid(socket_path.stat().st_uid).pw_name
 
     def _wait_ready(self, timeout_s: float = 15) -> None:
         deadline = time.monotonic() + timeout_s

@@ -36,7 +36,7 @@ from moderation.models import ResultOutcome
 from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentErasure, ContentReview, ProviderAttempt
 from moderation.retention import prune
-from lab.pgbouncer import PgBouncer
+from lab.pgbouncer import PgBouncer, server_address
 from lab.user_traffic import UserTraffic
 from lab.simulator import Faults, ProviderSimulator
 from moderation.management.processes import notification_cluster_env, signal_group, start, stop_groups
@@ -81,11 +81,11 @@ class LabReport:
 def database_url() -> str:
     """The configured database, as a URL for child processes (TCP host or unix socket dir)."""
     db = connection.settings_dict
-    host = db["HOST"] or db["OPTIONS"].get("host", "")
+    host, port = server_address(db)
     credentials = f"{db['USER']}:{db['PASSWORD'] or ''}"
     if host.startswith("/"):
-        return f"postgresql://{credentials}@/{db['NAME']}?host={host}"
-    return f"postgresql://{credentials}@{host or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+        return f"postgresql://{credentials}@/{db['NAME']}?host={host}&port={port}"
+    return f"postgresql://{credentials}@{host}:{port}/{db['NAME']}"
 
 
 def where_found(words) -> set[str]:

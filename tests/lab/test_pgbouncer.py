@@ -4,10 +4,15 @@ SET LOCAL timeouts. And why the code never uses session state: a plain SET leaks
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
+import environ
 import pytest
 from django.db import connection
 from psycopg import connect, errors
 
+from config import embedded_db
 from lab.pgbouncer import PgBouncer, ensure_installed
 from moderation import services
 
@@ -15,11 +20,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def bouncer():
+def installed():
     try:
         ensure_installed()
     except RuntimeError as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture
+def bouncer(installed):
     # At most two server connections, whatever the clients (each test opens two or three).
     with PgBouncer.for_database(connection.settings_dict, pool_size=2) as bouncer:
         yield bouncer
@@ -67,3 +76,25 @@ def test_a_set_local_timeout_applies_to_its_transaction_only_while_a_plain_set_l
             with client(single) as c, client(single) as d:
                 c.execute("SET statement_timeout = '1234ms'")
                 assert d.execute("SHOW statement_timeout").fetchone()[0] == "1234ms"
+
+
+@pytest.fixture
+def embedded_server():
+    """An embedded PostgreSQL of its own (config/embedded_db.py), stopped and deleted afterwards:
+    the README's path whatever DATABASE_URL says. Not under pytest's tmp_path: pgserver opens the
+    directories above its data to its system user, and pytest closes its own again."""
+    with tempfile.TemporaryDirectory(prefix="embedded-pg-") as directory:
+        data_dir = Path(directory).resolve() / "pgdata"
+        try:
+            yield data_dir, embedded_db.database_url(data_dir)
+        finally:
+            embedded_db.stop(data_dir)
+
+
+def test_pgbouncer_reaches_the_embedded_server_through_its_unix_socket(installed, embedded_server):
+    """The embedded server listens on no TCP port, only on a unix socket in its data directory,
+    which only the server's own system user may enter."""
+    data_dir, url = embedded_server
+    with PgBouncer.for_database(environ.Env.db_url_config(url), pool_size=1) as bouncer, \
+            connect(bouncer.url("postgres"), autocommit=True) as conn:
+        assert conn.execute("SHOW data_directory").fetchone() == (str(data_dir),)
