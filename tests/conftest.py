@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 from rest_framework.test import APIClient
 
+from config import embedded_db
 from moderation import providers, services
 from tests.helpers import ScriptedProvider
 
@@ -61,3 +65,24 @@ def scripted(settings):
     settings.MODERATION_PROVIDER = "scripted"
     yield provider
     providers.unregister("scripted")
+
+
+@pytest.fixture
+def embedded_server():
+    """Starts embedded PostgreSQLs of the test's own (config/embedded_db.py), as a checkout without
+    DATABASE_URL does: `embedded_server(name)` -> (data directory, URL). Stopped and deleted after.
+    Not under pytest's tmp_path: pgserver opens the directories above a data directory to its
+    system user, and pytest closes its own again."""
+    with tempfile.TemporaryDirectory(prefix="embedded-pg-") as directory:
+        started = []
+
+        def start(name: str) -> tuple[Path, str]:
+            data_dir = Path(directory).resolve() / name
+            started.append(data_dir)
+            return data_dir, embedded_db.database_url(data_dir)
+
+        try:
+            yield start
+        finally:
+            for data_dir in started:
+                embedded_db.stop(data_dir)

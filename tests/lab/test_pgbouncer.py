@@ -4,15 +4,11 @@ SET LOCAL timeouts. And why the code never uses session state: a plain SET leaks
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import environ
 import pytest
 from django.db import connection
 from psycopg import connect, errors
 
-from config import embedded_db
 from lab.pgbouncer import PgBouncer, ensure_installed
 from moderation import services
 
@@ -78,23 +74,11 @@ def test_a_set_local_timeout_applies_to_its_transaction_only_while_a_plain_set_l
                 assert d.execute("SHOW statement_timeout").fetchone()[0] == "1234ms"
 
 
-@pytest.fixture
-def embedded_server():
-    """An embedded PostgreSQL of its own (config/embedded_db.py), stopped and deleted afterwards:
-    the README's path whatever DATABASE_URL says. Not under pytest's tmp_path: pgserver opens the
-    directories above its data to its system user, and pytest closes its own again."""
-    with tempfile.TemporaryDirectory(prefix="embedded-pg-") as directory:
-        data_dir = Path(directory).resolve() / "pgdata"
-        try:
-            yield data_dir, embedded_db.database_url(data_dir)
-        finally:
-            embedded_db.stop(data_dir)
-
-
 def test_pgbouncer_reaches_the_embedded_server_through_its_unix_socket(installed, embedded_server):
-    """The embedded server listens on no TCP port, only on a unix socket in its data directory,
-    which only the server's own system user may enter."""
-    data_dir, url = embedded_server
+    """The README's path (no DATABASE_URL), whatever DATABASE_URL says here: the embedded server
+    listens on no TCP port, only on a unix socket in its data directory, which only the server's
+    own system user may enter."""
+    data_dir, url = embedded_server("pgdata")
     with PgBouncer.for_database(environ.Env.db_url_config(url), pool_size=1) as bouncer, \
             connect(bouncer.url("postgres"), autocommit=True) as conn:
         assert conn.execute("SHOW data_directory").fetchone() == (str(data_dir),)
