@@ -122,6 +122,8 @@ class TermMatcher:
     def _match(self, words: list[str], gaps: list[str]) -> list[tuple[int, int, int]]:
         """(term index, first word, last word) of each whole-word match in `words`. Word i and
         i+1 are joined by gaps[i]: a space, or a newline that no phrase may span."""
+        if not words:
+            return []  # a text of emoji, punctuation, marks or invisible characters only: no word to match
         squeezed = list(map(_squeeze, words))
         haystack = "".join(chain.from_iterable(zip(squeezed, [*gaps, ""], strict=True)))
         found = list(self._automaton.iter(haystack))

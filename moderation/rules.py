@@ -9,6 +9,7 @@ matched case-insensitively against the text as written.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 from threading import Lock
@@ -141,7 +142,9 @@ def _term_errors(term: object) -> list[str]:
     if len(term) > MAX_TERM_CHARS:
         return [f"term longer than {MAX_TERM_CHARS} characters: {term[:40]}…"]
     if not canonical(term):
-        return [f"term {term!r} has no letter or digit to match; write it as a pattern (re:...)"]
+        # Emoji and punctuation are matched as written, by a pattern: say which one to paste.
+        return [f"term {term!r} has no letter or digit to match; write it as a pattern: "
+                f"{PATTERN_PREFIX}{re.escape(term.strip())}"]
     return []
 
 
@@ -185,7 +188,8 @@ class CompiledRules:
         """(rule index, term, start, end) of every match in `text`, in text order."""
         found = [(self._terms[h.term][0], self._terms[h.term][1], h.start, h.end) for h in self._matcher.find(text)]
         if self._set is not None:
-            for i in self._set.Match(text):
+            # google-re2's Set.Match answers None, not an empty list, when no pattern matches.
+            for i in self._set.Match(text) or ():
                 index, term, regexp = self._patterns[i]
                 found += [(index, term, *m.span()) for m in regexp.finditer(text) if m.end() > m.start()]
         return sorted(found, key=lambda f: (f[2], f[3], f[0]))

@@ -180,3 +180,67 @@ def test_rules_read_a_texts_own_text_or_the_string_values_of_metadata():
     metadata = Content(kind="metadata", metadata={"title": "hi", "comments": [{"body": "kamu bodoh"}], "n": 3})
     assert rule_text(metadata) == "hi\nkamu bodoh"
     assert rule_text(Content(kind="image", media_url="https://example.com/x.png")) == ""
+
+
+# Every kind of rule, each with a text it matches and a text it does not. Each policy also holds a
+# pattern that matches none of these texts and an emoji pattern: a rule that does not match a text
+# must leave it alone, whatever else the policy holds.
+BYSTANDERS = [{"category": "spam", "action": "manual_review", "language": "", "terms": ["re:zzq\\d{6}"]},
+              {"category": "abuse", "action": "reject", "language": "", "terms": ["re:(🤬\\s*){3,}"]}]
+KILL = {"category": "violence", "action": "reject", "language": "", "terms": ["kill"]}
+ALLOW_PROCESS = {"category": "violence", "action": "allow", "language": "", "terms": ["kill the process"]}
+RULE_KINDS = {
+    "term": [{"category": "insult", "action": "reject", "language": "", "terms": ["bodoh"]}],
+    "phrase": [{"category": "insult", "action": "manual_review", "language": "", "terms": ["dasar bodoh"]}],
+    "spelt apart": [{"category": "insult", "action": "reject", "language": "", "terms": ["goblok"]}],
+    "pattern": [{"category": "spam", "action": "reject", "language": "", "terms": ["re:https?://\\S+"]}],
+    "allow": [KILL, ALLOW_PROCESS],
+    "language-scoped": [INSULT_ID],
+    "emoji pattern": [],
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "detection", "label", "terms"),
+    [
+        ("term", "kamu bodoh sekali", SURE_ID, "rejected", ["bodoh"]),
+        ("term", "kamu baik sekali, bodohnya tidak", SURE_ID, "approved", []),
+        ("phrase", "Dasar, b0d0h!", UNSURE, "manual_review", ["dasar bodoh"]),
+        ("phrase", "dasar sangat bodoh", UNSURE, "approved", []),
+        ("spelt apart", "dasar g.o.b.l.o.k", UNSURE, "rejected", ["goblok"]),
+        ("spelt apart", "g.o.b.l.i.n g o b l o", UNSURE, "approved", []),
+        ("pattern", "see http://spam.example/x now", SURE_EN, "rejected", ["re:https?://\\S+"]),
+        ("pattern", "no link here, only http talk", SURE_EN, "approved", []),
+        ("allow", "please kill the process", SURE_EN, "approved", ["kill the process"]),
+        ("allow", "kill the process, then kill him", SURE_EN, "rejected", ["kill the process", "kill"]),
+        ("allow", "a skilled process", SURE_EN, "approved", []),
+        ("language-scoped", "dasar bodoh kamu", SURE_ID, "rejected", ["dasar bodoh", "bodoh"]),
+        ("language-scoped", "dasar bodoh kamu", SURE_EN, "approved", []),
+        ("emoji pattern", "🤬🤬 🤬", Detection("", ()), "rejected", ["re:(🤬\\s*){3,}"]),
+        ("emoji pattern", "🤬🖕🤬", Detection("", ()), "approved", []),
+    ],
+)
+def test_each_kind_of_rule_decides_the_texts_it_matches_and_leaves_the_others(kind, text, detection, label, terms):
+    verdict = decide(policy(RULE_KINDS[kind] + BYSTANDERS, model_languages=[]), scored(0.1), text=text,
+                     detection=detection)
+    assert (verdict.label, [m.term for m in verdict.rule_matches]) == (label, terms)
+
+
+@pytest.mark.parametrize("text", ["🤬🤬🤬🖕🖕", "!!! ???", "\u202e\u200b\u200d", "... --- ...", "🤬", "\u0301\u0302"])
+def test_a_text_with_no_word_is_decided_by_a_policy_with_every_kind_of_rule(text):
+    every = [rule for rules in RULE_KINDS.values() for rule in rules if rule is not INSULT_ID] + BYSTANDERS
+    verdict = decide(policy(every, model_languages=[]), scored(0.1), text=text, detection=Detection("", ()))
+    assert verdict.label == ("rejected" if text.startswith("🤬🤬🤬") else "approved")
+
+
+@pytest.mark.parametrize("term", ["🤬🤬", "!!!", "(╯°□°)╯ ┻━┻", "🖕🏻", "*** ???"])
+def test_the_pattern_suggested_for_a_term_without_letters_is_valid_and_matches_it(term):
+    from moderation.rules import CompiledRules, validate_term_lists
+
+    [error] = validate_term_lists([{"category": "abuse", "action": "reject", "language": "", "terms": [term]}],
+                                  languages=("en",))
+    pattern = error.split("write it as a pattern: ")[1]
+    rule = {"category": "abuse", "action": "reject", "language": "", "terms": [pattern]}
+    assert validate_term_lists([rule], languages=("en",)) == []
+    text = f"well {term} then"
+    assert [(text[start:end]) for _, _, start, end in CompiledRules([rule]).find(text)] == [term]
