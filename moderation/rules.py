@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
+from operator import attrgetter
 from threading import Lock
 from typing import NamedTuple
 
@@ -25,6 +26,9 @@ PATTERN_PREFIX = "re:"
 MAX_TERM_CHARS = 200
 MAX_PATTERN_CHARS = 500
 MAX_TERMS = 100_000
+# Matches each matching pass examines in full per text (rule_matches): what bounds the work of one
+# review whatever its text. 5,000 is far above what a real text holds and takes a few milliseconds.
+MATCH_BUDGET = 5_000
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.case_sensitive = False
 _RE2_OPTIONS.log_errors = False
@@ -162,6 +166,17 @@ class RuleMatch(NamedTuple):  # a tuple: a hostile text can match hundreds of ti
         return self._asdict()
 
 
+_IN_TEXT_ORDER = attrgetter("start", "end", "rule")
+
+
+class Found(NamedTuple):
+    rule: int  # index of the rule in the policy's term lists
+    term: str
+    start: int
+    end: int
+    past_budget: bool = False
+
+
 class CompiledRules:
     """A policy's term lists ready to match: one automaton for the terms, one RE2 set for the
     patterns. Built once per policy version and process."""
@@ -184,15 +199,24 @@ class CompiledRules:
                 self._set.Add(regexp.pattern)
             self._set.Compile()
 
-    def find(self, text: str) -> list[tuple[int, str, int, int]]:
-        """(rule index, term, start, end) of every match in `text`, in text order."""
-        found = [(self._terms[h.term][0], self._terms[h.term][1], h.start, h.end) for h in self._matcher.find(text)]
+    def find(self, text: str, *, budget: int | None = None) -> list[Found]:
+        """Every match in `text`, in text order. With a `budget`, each matching pass (words,
+        words spelt apart, patterns) reports its first `budget` matches in full, then only the
+        first further match of each term, marked `past_budget` (TermMatcher.find)."""
+        found = [Found(self._terms[h.term][0], self._terms[h.term][1], h.start, h.end, h.past_budget)
+                 for h in self._matcher.find(text, budget=budget)]
         if self._set is not None:
+            left = len(text) if budget is None else budget
             # google-re2's Set.Match answers None, not an empty list, when no pattern matches.
-            for i in self._set.Match(text) or ():
+            for i in sorted(self._set.Match(text) or ()):
                 index, term, regexp = self._patterns[i]
-                found += [(index, term, *m.span()) for m in regexp.finditer(text) if m.end() > m.start()]
-        return sorted(found, key=lambda f: (f[2], f[3], f[0]))
+                for match in regexp.finditer(text):
+                    if match.end() > match.start():
+                        found.append(Found(index, term, *match.span(), left <= 0))
+                        if left <= 0:
+                            break  # this pattern's first match past the budget: it counts, that is enough
+                        left -= 1
+        return sorted(found, key=_IN_TEXT_ORDER)  # runs already in order: sorting them is a merge
 
 
 _CACHE: OrderedDict = OrderedDict()
@@ -220,17 +244,51 @@ def compiled(policy) -> CompiledRules:
 
 def rule_matches(policy, text: str, detection: Detection) -> list[RuleMatch]:
     """The matches that count: rules in scope for the text's language, minus every match that
-    lies inside an `allow` match (the allow match is kept, to say why). Pure: no database."""
+    lies inside an `allow` match (the allow match is kept, to say why). Pure: no database.
+
+    Work per text is bounded by MATCH_BUDGET, whatever the text: each matching pass examines its
+    first MATCH_BUDGET matches in full, then reports only each term's first further match
+    (CompiledRules.find). Past the budget the outcome stays the strictest one: a further match
+    of a reject or manual_review term still counts, and no allow match cancels it, since the
+    other matches of its term there were not examined. So a text is never approved by an
+    exception the matcher did not examine; at worst, one with more matches than the budget is
+    judged more strictly than in full (docs/policy-rules.md, "Work per text").
+    """
     rules = compiled(policy)
-    matches = []
-    for index, term, start, end in rules.find(text):
-        rule = rules.rules[index]
+    allows, examined, late = [], [], []
+    for found in rules.find(text, budget=MATCH_BUDGET):
+        rule = rules.rules[found.rule]
         if rule["language"] and detection.sure and not detection.leads(rule["language"]):
             continue  # scoped to another language
-        matches.append(RuleMatch(rule_name(rule), rule["category"], rule["action"], rule["language"], term,
-                                 text[start:end], start, end))
-    allowed = [m for m in matches if m.action == RuleAction.ALLOW]
-    kept = [m for m in matches if m.action != RuleAction.ALLOW
-            and not any(a.start <= m.start and m.end <= a.end for a in allowed)]
-    used = [a for a in allowed if any(a.start <= m.start and m.end <= a.end for m in matches if m.action != RuleAction.ALLOW)]
-    return sorted(kept + used, key=lambda m: (m.start, m.end, m.rule))
+        match = RuleMatch(rule_name(rule), rule["category"], rule["action"], rule["language"], found.term,
+                          text[found.start:found.end], found.start, found.end)
+        (allows if match.action == RuleAction.ALLOW else late if found.past_budget else examined).append(match)
+    inside, used = _containment(allows, examined)
+    kept = [m for m, cancelled in zip(examined, inside, strict=True) if not cancelled]
+    kept += late
+    kept += [a for a, cancelled_some in zip(allows, used, strict=True) if cancelled_some]
+    return sorted(kept, key=_IN_TEXT_ORDER)
+
+
+def _containment(allows: list[RuleMatch], others: list[RuleMatch]) -> tuple[list[bool], list[bool]]:
+    """Which of `others` lie inside some allow match, and which allow matches hold one of
+    `others`. Both lists in text order (by start). One sweep each way: linear in the matches, where
+    testing every pair was quadratic (a 100 KB text of "kill the process" took seconds).
+    """
+    # A match lies inside an allow match iff, among the allow matches starting at or before it,
+    # the furthest-reaching one ends at or after it.
+    inside, reach, i = [], -1, 0
+    for match in others:
+        while i < len(allows) and allows[i].start <= match.start:
+            reach = max(reach, allows[i].end)
+            i += 1
+        inside.append(match.end <= reach)
+    # An allow match holds one iff, among the matches starting at or after it, the one ending
+    # first ends within it.
+    used, nearest, j = [False] * len(allows), float("inf"), len(others)
+    for k in range(len(allows) - 1, -1, -1):
+        while j and others[j - 1].start >= allows[k].start:
+            j -= 1
+            nearest = min(nearest, others[j].end)
+        used[k] = nearest <= allows[k].end
+    return inside, used

@@ -243,4 +243,4 @@ def test_the_pattern_suggested_for_a_term_without_letters_is_valid_and_matches_i
     rule = {"category": "abuse", "action": "reject", "language": "", "terms": [pattern]}
     assert validate_term_lists([rule], languages=("en",)) == []
     text = f"well {term} then"
-    assert [(text[start:end]) for _, _, start, end in CompiledRules([rule]).find(text)] == [term]
+    assert [text[found.start:found.end] for found in CompiledRules([rule]).find(text)] == [term]
