@@ -43,14 +43,20 @@ def rule_name(rule: dict) -> str:
 
 
 def parse_terms(text: str) -> list[str]:
-    """One term or phrase per line; `#` at the start of a line or after a space starts a comment."""
-    terms: list[str] = []
+    """One term or phrase per line; `#` at the start of a line or after a space starts a comment.
+    Each term once, in the order of its first line."""
+    terms = []
     for line in text.splitlines():
         cut = line.find("#") if line.lstrip().startswith("#") else line.find(" #")
-        term = (line if cut < 0 else line[:cut]).strip()
-        if term and term not in terms:
-            terms.append(term)
-    return terms
+        terms.append((line if cut < 0 else line[:cut]).strip())
+    return merge_terms(terms)
+
+
+def merge_terms(*lists) -> list[str]:
+    """The terms of `lists`, each once, in order of first appearance; empty ones left out. A dict
+    keeps the order and makes each look-up constant time (a list's `in` made 30,000 + 30,000 terms
+    a 20 s preview)."""
+    return [term for term in dict.fromkeys(term for terms in lists for term in terms) if term]
 
 
 def _key(rule: dict) -> tuple[str, str, str]:
@@ -63,10 +69,9 @@ def term_lists_with(term_lists: list[dict], *, category: str, action: str, langu
     rule is created when new and dropped when left empty. Rules come out in a stable order."""
     wanted = (category, action, language)
     rules = {_key(r): list(r["terms"]) for r in term_lists}
-    terms = [] if replace else rules.get(wanted, [])
-    terms += [t for t in add if t not in terms]
-    terms = [t for t in terms if t not in set(remove)]
-    rules[wanted] = terms
+    removed = set(remove)
+    merged = merge_terms([] if replace else rules.get(wanted, []), add)
+    rules[wanted] = [t for t in merged if t not in removed]
     return [
         {"category": c, "action": a, "language": lang, "terms": ts}
         for (c, a, lang), ts in sorted(rules.items())
@@ -89,8 +94,9 @@ def term_lists_diff(old: list[dict], new: list[dict]) -> list[RuleDiff]:
     for key in sorted(set(before) | set(after)):
         was = before.get(key, {}).get("terms", [])
         now = after.get(key, {}).get("terms", [])
-        added = tuple(t for t in now if t not in was)
-        removed = tuple(t for t in was if t not in now)
+        was_set, now_set = set(was), set(now)
+        added = tuple(t for t in now if t not in was_set)
+        removed = tuple(t for t in was if t not in now_set)
         if added or removed:
             diffs.append(RuleDiff(rule_name(after.get(key) or before[key]), added, removed))
     return diffs
