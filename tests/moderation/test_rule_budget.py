@@ -112,3 +112,28 @@ def test_hostile_allow_dense_texts_from_one_client_do_not_hold_up_another_client
     # Before the normal review was decided: three matching passes per hostile text, each examining
     # at most MATCH_BUDGET matches in full, a few span reads each.
     assert span_reads[0] <= len(hostile) * 40 * rules.MATCH_BUDGET, span_reads[0]
+
+
+@pytest.mark.django_db
+def test_a_dry_run_over_the_last_reviews_of_allow_dense_texts_costs_work_linear_in_their_matches(
+    api_client, span_reads
+):
+    """The editor's dry run decides each of the last N reviews twice (draft and active): with the
+    quadratic allow step, 50 reviews of such texts did not answer within 30 s."""
+    from moderation import services
+    from moderation.observability.dry_run import policy_dry_run
+    from tests.helpers import result, submit
+
+    active = services.policy_publish(reject_threshold=0.9, review_threshold=0.5, term_lists=[KILL, ALLOW])
+    text = "please kill the process and kill him " * 540  # 1,620 matches, 540 of them allow matches
+    for _ in range(5):
+        review = submit(api_client, text=text)
+        request = services.review_claim(review_id=review.pk, worker_id="worker-1")
+        services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1), cause="provider_result")
+    draft = services.policy_draft(active, term_lists=[KILL, ALLOW, LINKS])
+    span_reads[0] = 0
+
+    rows = policy_dry_run(draft=draft, active=active, last=5)
+
+    assert [(row.active.label, row.draft.label) for row in rows] == [("rejected", "rejected")] * 5
+    assert span_reads[0] <= 5 * 2 * 20 * 1_620, span_reads[0]

@@ -275,3 +275,34 @@ def test_the_pattern_suggested_for_a_term_without_letters_is_valid_and_matches_i
     assert validate_term_lists([rule], languages=("en",)) == []
     text = f"well {term} then"
     assert [text[found.start:found.end] for found in CompiledRules([rule]).find(text)] == [term]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "matched"),
+    [  # docs/policy-rules.md, "Emoji and symbols, exactly what works": one case per claim
+        ("re:🤬", "a 🤬🤬 b", ["🤬", "🤬"]),
+        ("re:🖕", "🖕🏻", ["🖕"]),
+        ("re:(🤬\\s*){3,}", "🤬🤬 🤬", ["🤬🤬 🤬"]),
+        ("re:(🤬\\s*){3,}", "🤬🤬", []),
+        ("re:(🤬\\s*){3,}", "🤬🖕🤬🖕🤬", []),
+        ("re:(❤\\x{FE0F}?\\s*){3,}", "❤️❤️❤️", ["❤️❤️❤️"]),
+        ("re:(❤\\s*){3,}", "❤️❤️❤️", []),
+        ("re:[#]tag", "a #tag", ["#tag"]),
+        ("re:\\x23tag", "a #tag", ["#tag"]),
+    ],
+)
+def test_emoji_and_symbol_patterns_match_as_the_policy_rules_doc_says(pattern, text, matched):
+    from moderation.rules import CompiledRules
+
+    assert parse_terms(f"{pattern}   # a comment") == [pattern]
+    rule = {"category": "abuse", "action": "reject", "language": "", "terms": [pattern]}
+    assert [text[f.start:f.end] for f in CompiledRules([rule]).find(text)] == matched
+    verdict = decide(policy([rule, INSULT_ID], model_languages=[]), scored(0.1), text=text, detection=Detection("", ()))
+    assert verdict.label == ("rejected" if matched else "approved")
+
+
+@pytest.mark.parametrize(("term", "suggested"), [("🤬", "re:🤬"), ("!!!", "re:!!!")])
+def test_the_validator_names_the_pattern_the_doc_says(term, suggested):
+    rule = {"category": "abuse", "action": "reject", "language": "", "terms": [term]}
+    assert f"write it as a pattern: {suggested}" in validate_policy(
+        {"reject_threshold": 0.9, "review_threshold": 0.5, "term_lists": [rule]})[0]
