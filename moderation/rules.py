@@ -167,9 +167,13 @@ class RuleMatch(NamedTuple):  # a tuple: a hostile text can match hundreds of ti
     matched: str  # the text as written
     start: int
     end: int
+    past_budget: bool = False  # found past the text's match budget: counts, and no allow cancels it
 
     def as_json(self) -> dict:
-        return self._asdict()
+        data = self._asdict()
+        if not self.past_budget:
+            del data["past_budget"]  # the stored shape of every ordinary match stays as it was
+        return data
 
 
 _IN_TEXT_ORDER = attrgetter("start", "end", "rule")
@@ -267,7 +271,7 @@ def rule_matches(policy, text: str, detection: Detection) -> list[RuleMatch]:
         if rule["language"] and detection.sure and not detection.leads(rule["language"]):
             continue  # scoped to another language
         match = RuleMatch(rule_name(rule), rule["category"], rule["action"], rule["language"], found.term,
-                          text[found.start:found.end], found.start, found.end)
+                          text[found.start:found.end], found.start, found.end, found.past_budget)
         (allows if match.action == RuleAction.ALLOW else late if found.past_budget else examined).append(match)
     inside, used = _containment(allows, examined)
     kept = [m for m, cancelled in zip(examined, inside, strict=True) if not cancelled]

@@ -68,6 +68,7 @@ def test_matches_past_the_budget_still_count_and_no_allow_cancels_them(monkeypat
     verdict = decide(policy(KILL, ALLOW), LOW, text=allowed_only, detection=SURE_EN)
     assert verdict.label == "rejected"
     assert 'rule violence:reject matched "kill"' in verdict.explanation
+    assert "more rule matches than the match budget: past it, each term's first match counts" in verdict.explanation
     # A term whose only match lies past the budget still counts.
     late = "kill the process. " * 30 + "http://spam.example"
     assert "spam:manual_review" in {m.rule for m in rule_matches(policy(ALLOW, LINKS), late, SURE_EN)}
@@ -76,6 +77,8 @@ def test_matches_past_the_budget_still_count_and_no_allow_cancels_them(monkeypat
 def test_within_the_budget_an_allow_match_cancels_what_it_contains():
     verdict = decide(policy(KILL, ALLOW), LOW, text="kill the process. " * 30, detection=SURE_EN)
     assert verdict.label == "approved" and {m.action for m in verdict.rule_matches} == {"allow"}
+    assert "match budget" not in verdict.explanation
+    assert "past_budget" not in verdict.rule_matches[0].as_json()  # the stored shape of a match is unchanged
 
 
 def test_the_budget_bounds_the_matches_of_a_text_however_many_there_are():
