@@ -140,3 +140,11 @@ def test_a_dry_run_over_the_last_reviews_of_allow_dense_texts_costs_work_linear_
 
     assert [(row.active.label, row.draft.label) for row in rows] == [("rejected", "rejected")] * 5
     assert span_reads[0] <= 5 * 2 * 20 * 1_620, span_reads[0]
+
+
+def test_the_policy_rules_doc_states_the_budget_the_code_has():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "policy-rules.md").read_text(encoding="utf-8")
+    assert f"`moderation.rules.MATCH_BUDGET` ({rules.MATCH_BUDGET:,})" in doc
+    assert f"examines its first {rules.MATCH_BUDGET:,} matches in full" in doc
