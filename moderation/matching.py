@@ -5,7 +5,9 @@ leetspeak are folded away, and a letter repeated in the text ("bodohhh") matches
 in the term. Words are matched whole, so "class" does not contain "ass" and "Scunthorpe" no
 watched word. A second pass reads words spelt across separators ("b.o.d.o.h", "b o d o h",
 "sh!t"). All terms sit in one Aho-Corasick automaton: a text is scanned once per pass, however
-many terms there are (bench/terms.py measures it).
+many terms there are (bench/terms.py measures it). A text with no word (emoji, punctuation,
+invisible characters) matches no term; patterns (moderation.rules) are what match it. With a
+budget, a pass examines a bounded number of matches in full (TermMatcher.find).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Hit(NamedTuple):
     term: int   # index into the terms the matcher was built from
     start: int  # span in the original text
     end: int
+    past_budget: bool = False  # found once the pass's budget was spent (see TermMatcher.find)
 
 
 class _Entry(NamedTuple):
@@ -96,49 +99,64 @@ class TermMatcher:
         if not self._empty:
             self._automaton.make_automaton()
 
-    def find(self, text: str) -> list[Hit]:
-        """Whole-word matches of the terms in `text`, in text order."""
+    def find(self, text: str, *, budget: int | None = None) -> list[Hit]:
+        """Whole-word matches of the terms in `text`, in text order.
+
+        With a `budget`, each of the two passes reports its first `budget` matches in full and,
+        once they are spent, only the first further match of each term, marked `past_budget`:
+        the work per text stays bounded (a Python step per match is the matcher's cost), and no
+        term that matches the text goes unreported.
+        """
         if self._empty or not text:
             return []
+        budget = len(text) if budget is None else budget  # a text has fewer matches than characters
         # Pass 1, every word. Per-word work runs in C (split, map, accumulate, bisect): a
         # 10,000-character text has some 1,600 words, and a Python loop over them would cost
         # more than the automaton itself.
         parts = _WORD.split(text)  # separator, word, separator, ..., word, separator
         words = list(map(fold, parts[1::2]))
-        found = self._match(words, [" "] * (len(words) - 1))
-        hits = set()
+        found = self._match(words, [" "] * (len(words) - 1), budget)
+        hits: dict[tuple[int, int, int], bool] = {}  # (start, end, term): past the budget
         if found:
             offsets = list(accumulate(map(len, parts), initial=0))  # word i is offsets[2i+1]:offsets[2i+2]
-            hits.update(Hit(index, offsets[2 * first + 1], offsets[2 * last + 2]) for index, first, last in found)
+            for index, first, last, late in found:
+                hits[offsets[2 * first + 1], offsets[2 * last + 2], index] = late
         # Pass 2, only the words spelt across separators (few, in most texts), each on its own.
         spelt = [(m.span(), fold(m.group().translate(_UNSPACE))) for m in _SPELT_WORD.finditer(text)]
         if spelt:
             # Neighbours (nothing but separators between them) may form a phrase; others not.
             gaps = [" " if not _WORD.search(text, a[1], b[0]) else "\n" for (a, _), (b, _) in pairwise(spelt)]
-            found = self._match([word for _, word in spelt], gaps)
-            hits.update(Hit(index, spelt[first][0][0], spelt[last][0][1]) for index, first, last in found)
-        return sorted(hits, key=lambda h: (h.start, h.end, h.term))
+            for index, first, last, late in self._match([word for _, word in spelt], gaps, budget):
+                key = (spelt[first][0][0], spelt[last][0][1], index)
+                hits[key] = hits.get(key, False) or late  # past the budget in either pass: counted as such
+        return [Hit(index, start, end, late) for (start, end, index), late in sorted(hits.items())]
 
-    def _match(self, words: list[str], gaps: list[str]) -> list[tuple[int, int, int]]:
-        """(term index, first word, last word) of each whole-word match in `words`. Word i and
-        i+1 are joined by gaps[i]: a space, or a newline that no phrase may span."""
+    def _match(self, words: list[str], gaps: list[str], budget: int) -> list[tuple[int, int, int, bool]]:
+        """(term index, first word, last word, past budget) of each whole-word match in `words`:
+        the first `budget` in full, then the first of each term. Word i and i+1 are joined by
+        gaps[i]: a space, or a newline that no phrase may span."""
+        if not words:
+            return []  # a text of emoji, punctuation, marks or invisible characters only: no word to match
         squeezed = list(map(_squeeze, words))
         haystack = "".join(chain.from_iterable(zip(squeezed, [*gaps, ""], strict=True)))
-        found = list(self._automaton.iter(haystack))
-        if not found:
-            return []
         word_ends = list(map(add, accumulate(map(len, squeezed)), count()))  # exclusive, in haystack
-        size, matches = len(haystack), []
-        for end, (length, entries) in found:
+        size, matches, late = len(haystack), [], set()
+        for end, (length, entries) in self._automaton.iter(haystack):
+            if budget <= 0:
+                entries = [entry for entry in entries if entry.index not in late]
+                if not entries:
+                    continue  # this pass already reported each of these terms past its budget
             start = end - length + 1
             if (start and haystack[start - 1] not in " \n") or (end + 1 < size and haystack[end + 1] not in " \n"):
                 continue  # inside a word: "class" does not contain "ass"
             first, last = bisect_right(word_ends, start), bisect_right(word_ends, end)
             spelled = " ".join(words[first:last + 1])
-            matches += [
-                (entry.index, first, last) for entry in entries
-                if spelled == entry.canonical or _repeats_at_least(_runs(spelled), entry.runs)
-            ]
+            for entry in entries:
+                if spelled == entry.canonical or _repeats_at_least(_runs(spelled), entry.runs):
+                    matches.append((entry.index, first, last, budget <= 0))
+                    if budget <= 0:
+                        late.add(entry.index)
+                    budget -= 1
         return matches
 
 

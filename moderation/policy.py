@@ -113,6 +113,9 @@ def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, det
         if match.action != RuleAction.ALLOW:
             label = _stricter(label, _ACTION_LABEL[match.action])
     reasons = _rule_reasons(matches)
+    if any(m.past_budget for m in matches):
+        reasons.append("more rule matches than the match budget: past it, each term's first match counts and "
+                       "no allow rule cancels it")
     used = model_judges(policy, detection)
     if used:
         model = evaluate(policy, result)

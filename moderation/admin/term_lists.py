@@ -16,7 +16,7 @@ from moderation.errors import PolicyChanged
 from moderation.models import RuleAction
 from moderation.observability.dry_run import MAX_REVIEWS, MAX_TEXTS, policy_dry_run
 from moderation.policy import policy_categories, validate_policy
-from moderation.rules import parse_terms, term_lists_diff, term_lists_with
+from moderation.rules import merge_terms, parse_terms, term_lists_diff, term_lists_with
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 
@@ -53,7 +53,7 @@ class TermListForm(forms.Form):
             if upload.size > MAX_UPLOAD_BYTES:
                 raise ValidationError(f"the file is larger than {MAX_UPLOAD_BYTES // 1024} KiB")
             try:
-                terms += [t for t in parse_terms(upload.read().decode("utf-8")) if t not in terms]
+                terms = merge_terms(terms, parse_terms(upload.read().decode("utf-8")))
             except UnicodeDecodeError:
                 raise ValidationError("the file is not UTF-8 text") from None
         if not terms and data["mode"] != "replace":

@@ -80,3 +80,14 @@ def test_percentile_is_the_nearest_rank():
     assert common.percentile(values, 99) == 99.0
     assert common.percentile(values, 100) == 100.0
     assert common.percentile([7.0], 99) == 7.0
+
+
+def test_the_rules_benchmark_runs_and_prints_each_path(monkeypatch, capsys):
+    from bench import rules as bench_rules
+
+    monkeypatch.setattr("sys.argv", ["bench.rules", "--chars", "3000", "--runs", "3"])
+    bench_rules.main()
+    out = capsys.readouterr().out
+    for kind in bench_rules.TEXTS:
+        assert all(f"{kind:<26}{path:<7}" in out for path in ("rules", "scan", "old")), out
+    assert out.count(" ms goal (p95 ") == len(bench_rules.TEXTS)

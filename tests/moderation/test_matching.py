@@ -109,3 +109,16 @@ def test_an_empty_matcher_matches_nothing():
 def test_a_phrase_spelt_apart_word_by_word_still_matches_but_not_across_other_words():
     assert ("dasar bodoh", "d.a.s.a.r b.o.d.o.h") in matched("kamu d.a.s.a.r b.o.d.o.h")
     assert ("dasar bodoh", "d.a.s.a.r sangat b.o.d.o.h") not in matched("d.a.s.a.r sangat b.o.d.o.h")
+
+
+# Texts with no word at all: emoji, punctuation, bidi and zero-width characters, combining marks.
+WORDLESS = ["🤬🤬🤬🖕🖕", "!!! ???", "\u202e\u200b\u200d", "... --- ...", "🤬", "\u0301\u0302\u0303", " ", ""]
+
+
+@pytest.mark.parametrize("text", WORDLESS)
+def test_a_text_with_no_word_matches_nothing_and_does_not_fail(text):
+    assert TermMatcher(TERMS).find(text) == []
+
+
+def test_words_around_a_wordless_stretch_still_match():
+    assert matched("🤬🤬 bodoh 🖕 ... k.i.l.l") == [("bodoh", "bodoh"), ("kill", "k.i.l.l")]

@@ -133,6 +133,37 @@ class TestTermLists:
         assert term_lists_with([INSULT_ID], category="insult", action="reject", language="id",
                                remove=INSULT_ID["terms"]) == []
 
+    def test_adding_removing_and_diffing_compare_each_term_a_bounded_number_of_times(self):
+        """Membership in a list compared every term with every other: 30,000 terms added to
+        30,000 took a 20 s preview. Every string comparison of the list handling is counted."""
+        compared = [0]
+
+        class Counted(str):
+            __hash__ = str.__hash__
+
+            def __eq__(self, other):
+                compared[0] += 1
+                return str.__eq__(self, other)
+
+        old = [Counted(f"term{n}") for n in range(2000)]
+        new = [Counted(f"term{n}") for n in range(1000, 3000)]
+        rule = {"category": "insult", "action": "reject", "language": "", "terms": old}
+        added = term_lists_with([rule], category="insult", action="reject", add=new, remove=old[:10])
+        assert added[0]["terms"] == old[10:] + new[1000:]  # order kept: the old list, then what is new
+        [change] = term_lists_diff([rule], added)
+        assert (change.added, change.removed) == (tuple(new[1000:]), tuple(old[:10]))
+        assert compared[0] <= 10 * (len(old) + len(new)), compared[0]
+
+    def test_parsing_a_long_list_takes_time_linear_in_its_length(self):
+        # 30,000 terms sharing a long prefix: comparing each with every other took 6 s; reading
+        # them once takes milliseconds (a generous bound, not a benchmark).
+        import time
+
+        lines = [f"{'x' * 180} {n:08d}" for n in range(30_000)]
+        started = time.perf_counter()
+        assert parse_terms("\n".join(lines + lines[:10])) == lines
+        assert time.perf_counter() - started < 2
+
     def test_rule_categories_are_policy_categories(self):
         assert {"hate", "insult"} <= set(policy_categories(policy([INSULT_ID], category_thresholds={"hate": {"reject": 0.5}})))
 
@@ -180,3 +211,98 @@ def test_rules_read_a_texts_own_text_or_the_string_values_of_metadata():
     metadata = Content(kind="metadata", metadata={"title": "hi", "comments": [{"body": "kamu bodoh"}], "n": 3})
     assert rule_text(metadata) == "hi\nkamu bodoh"
     assert rule_text(Content(kind="image", media_url="https://example.com/x.png")) == ""
+
+
+# Every kind of rule, each with a text it matches and a text it does not. Each policy also holds a
+# pattern that matches none of these texts and an emoji pattern: a rule that does not match a text
+# must leave it alone, whatever else the policy holds.
+BYSTANDERS = [{"category": "spam", "action": "manual_review", "language": "", "terms": ["re:zzq\\d{6}"]},
+              {"category": "abuse", "action": "reject", "language": "", "terms": ["re:(🤬\\s*){3,}"]}]
+KILL = {"category": "violence", "action": "reject", "language": "", "terms": ["kill"]}
+ALLOW_PROCESS = {"category": "violence", "action": "allow", "language": "", "terms": ["kill the process"]}
+RULE_KINDS = {
+    "term": [{"category": "insult", "action": "reject", "language": "", "terms": ["bodoh"]}],
+    "phrase": [{"category": "insult", "action": "manual_review", "language": "", "terms": ["dasar bodoh"]}],
+    "spelt apart": [{"category": "insult", "action": "reject", "language": "", "terms": ["goblok"]}],
+    "pattern": [{"category": "spam", "action": "reject", "language": "", "terms": ["re:https?://\\S+"]}],
+    "allow": [KILL, ALLOW_PROCESS],
+    "language-scoped": [INSULT_ID],
+    "emoji pattern": [],
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "text", "detection", "label", "terms"),
+    [
+        ("term", "kamu bodoh sekali", SURE_ID, "rejected", ["bodoh"]),
+        ("term", "kamu baik sekali, bodohnya tidak", SURE_ID, "approved", []),
+        ("phrase", "Dasar, b0d0h!", UNSURE, "manual_review", ["dasar bodoh"]),
+        ("phrase", "dasar sangat bodoh", UNSURE, "approved", []),
+        ("spelt apart", "dasar g.o.b.l.o.k", UNSURE, "rejected", ["goblok"]),
+        ("spelt apart", "g.o.b.l.i.n g o b l o", UNSURE, "approved", []),
+        ("pattern", "see http://spam.example/x now", SURE_EN, "rejected", ["re:https?://\\S+"]),
+        ("pattern", "no link here, only http talk", SURE_EN, "approved", []),
+        ("allow", "please kill the process", SURE_EN, "approved", ["kill the process"]),
+        ("allow", "kill the process, then kill him", SURE_EN, "rejected", ["kill the process", "kill"]),
+        ("allow", "a skilled process", SURE_EN, "approved", []),
+        ("language-scoped", "dasar bodoh kamu", SURE_ID, "rejected", ["dasar bodoh", "bodoh"]),
+        ("language-scoped", "dasar bodoh kamu", SURE_EN, "approved", []),
+        ("emoji pattern", "🤬🤬 🤬", Detection("", ()), "rejected", ["re:(🤬\\s*){3,}"]),
+        ("emoji pattern", "🤬🖕🤬", Detection("", ()), "approved", []),
+    ],
+)
+def test_each_kind_of_rule_decides_the_texts_it_matches_and_leaves_the_others(kind, text, detection, label, terms):
+    verdict = decide(policy(RULE_KINDS[kind] + BYSTANDERS, model_languages=[]), scored(0.1), text=text,
+                     detection=detection)
+    assert (verdict.label, [m.term for m in verdict.rule_matches]) == (label, terms)
+
+
+@pytest.mark.parametrize("text", ["🤬🤬🤬🖕🖕", "!!! ???", "\u202e\u200b\u200d", "... --- ...", "🤬", "\u0301\u0302"])
+def test_a_text_with_no_word_is_decided_by_a_policy_with_every_kind_of_rule(text):
+    every = [rule for rules in RULE_KINDS.values() for rule in rules if rule is not INSULT_ID] + BYSTANDERS
+    verdict = decide(policy(every, model_languages=[]), scored(0.1), text=text, detection=Detection("", ()))
+    assert verdict.label == ("rejected" if text.startswith("🤬🤬🤬") else "approved")
+
+
+@pytest.mark.parametrize("term", ["🤬🤬", "!!!", "(╯°□°)╯ ┻━┻", "🖕🏻", "*** ???"])
+def test_the_pattern_suggested_for_a_term_without_letters_is_valid_and_matches_it(term):
+    from moderation.rules import CompiledRules, validate_term_lists
+
+    [error] = validate_term_lists([{"category": "abuse", "action": "reject", "language": "", "terms": [term]}],
+                                  languages=("en",))
+    pattern = error.split("write it as a pattern: ")[1]
+    rule = {"category": "abuse", "action": "reject", "language": "", "terms": [pattern]}
+    assert validate_term_lists([rule], languages=("en",)) == []
+    text = f"well {term} then"
+    assert [text[found.start:found.end] for found in CompiledRules([rule]).find(text)] == [term]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "text", "matched"),
+    [  # docs/policy-rules.md, "Emoji and symbols, exactly what works": one case per claim
+        ("re:🤬", "a 🤬🤬 b", ["🤬", "🤬"]),
+        ("re:🖕", "🖕🏻", ["🖕"]),
+        ("re:(🤬\\s*){3,}", "🤬🤬 🤬", ["🤬🤬 🤬"]),
+        ("re:(🤬\\s*){3,}", "🤬🤬", []),
+        ("re:(🤬\\s*){3,}", "🤬🖕🤬🖕🤬", []),
+        ("re:(❤\\x{FE0F}?\\s*){3,}", "❤️❤️❤️", ["❤️❤️❤️"]),
+        ("re:(❤\\s*){3,}", "❤️❤️❤️", []),
+        ("re:[#]tag", "a #tag", ["#tag"]),
+        ("re:\\x23tag", "a #tag", ["#tag"]),
+    ],
+)
+def test_emoji_and_symbol_patterns_match_as_the_policy_rules_doc_says(pattern, text, matched):
+    from moderation.rules import CompiledRules
+
+    assert parse_terms(f"{pattern}   # a comment") == [pattern]
+    rule = {"category": "abuse", "action": "reject", "language": "", "terms": [pattern]}
+    assert [text[f.start:f.end] for f in CompiledRules([rule]).find(text)] == matched
+    verdict = decide(policy([rule, INSULT_ID], model_languages=[]), scored(0.1), text=text, detection=Detection("", ()))
+    assert verdict.label == ("rejected" if matched else "approved")
+
+
+@pytest.mark.parametrize(("term", "suggested"), [("🤬", "re:🤬"), ("!!!", "re:!!!")])
+def test_the_validator_names_the_pattern_the_doc_says(term, suggested):
+    rule = {"category": "abuse", "action": "reject", "language": "", "terms": [term]}
+    assert f"write it as a pattern: {suggested}" in validate_policy(
+        {"reject_threshold": 0.9, "review_threshold": 0.5, "term_lists": [rule]})[0]
