@@ -11,7 +11,7 @@ import pytest
 from django.utils import timezone
 
 from audit.models import ReviewTransition
-from moderation import policy, tasks
+from moderation import tasks
 from moderation.invariants import violations
 from moderation.models import (
     FINAL_STATUSES,
@@ -27,11 +27,10 @@ from moderation.models import (
 from moderation.providers import local as local_model
 from moderation.services import batch, circuit_get, pipeline, reviews_sweep
 from moderation.services import policy as policy_service
-from tests.helpers import submit
+from tests.helpers import POISON, poison_the_rules, raise_on_poison, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-POISON = "poisoned"  # a review whose text holds it breaks wherever the test puts the poison
 TEXTS = ["thanks, see you on sunday", "shut up, you idiot", "a perfectly friendly sentence"]
 
 
@@ -48,32 +47,20 @@ def sixteen_with_one_poison(api_client) -> tuple[list[ContentReview], ContentRev
     return reviews, poison
 
 
-def _raise_on_poison(texts) -> None:
-    if any(POISON in text for text in ([texts] if isinstance(texts, str) else texts)):
-        raise RuntimeError(f"{POISON} input")
-
-
 def poison_the_model(monkeypatch, poison) -> None:
     """The local model raises when any text it is given holds the poison (a vectorised call too)."""
     real = local_model._model
 
     def model():
         predict = real()
-        return lambda texts: _raise_on_poison(texts) or predict(texts)
+        return lambda texts: raise_on_poison(texts) or predict(texts)
 
     monkeypatch.setattr(local_model, "_model", model)
 
 
-def poison_the_rules(monkeypatch, poison) -> None:
-    """The term matcher raises on the poisoned text (as it once did on a text without words)."""
-    real = policy.rule_matches
-    monkeypatch.setattr(policy, "rule_matches",
-                        lambda policy_, text, detection: _raise_on_poison(text) or real(policy_, text, detection))
-
-
 def poison_language_detection(monkeypatch, poison) -> None:
     real = policy_service.detect
-    monkeypatch.setattr(policy_service, "detect", lambda text: _raise_on_poison(text) or real(text))
+    monkeypatch.setattr(policy_service, "detect", lambda text: raise_on_poison(text) or real(text))
 
 
 def poison_the_finalize(monkeypatch, poison) -> None:
@@ -92,7 +79,7 @@ def poison_the_finalize(monkeypatch, poison) -> None:
 
 POISONS = {
     "model": poison_the_model,
-    "rules": poison_the_rules,
+    "rules": lambda monkeypatch, poison: poison_the_rules(monkeypatch),
     "language": poison_language_detection,
     "finalize": poison_the_finalize,
 }
@@ -143,7 +130,7 @@ def test_a_review_that_keeps_failing_is_retried_to_its_budget_then_handed_to_a_h
     # A failure of one item says nothing of the provider: even a hair-trigger circuit stays closed.
     settings.BREAKER_MIN_CALLS, settings.BREAKER_FAILURE_RATIO = 1, 0.01
     reviews, poison = sixteen_with_one_poison(api_client)
-    poison_the_rules(monkeypatch, poison)
+    poison_the_rules(monkeypatch)
     assert run_jobs(reviews, 16) == ["batch of 16: 15 finalized, 1 retry_scheduled"]
 
     for attempt_no in range(2, settings.MODERATION_MAX_ATTEMPTS + 1):
