@@ -248,7 +248,10 @@ def attempt_settle(
     transaction open, after the provider call (one call per attempt, or one call for a batch's
     attempts)."""
     if isinstance(reply, ProviderError):
-        logger.warning("provider %s failed (%s): %s", request.provider, reply.kind, reply)
+        if isinstance(reply, ItemError):
+            logger.warning("the attempt failed on its own item, not the provider: %s", reply)
+        else:
+            logger.warning("provider %s failed (%s): %s", request.provider, reply.kind, reply)
         report = _attempt_failed(request, attempt, reply, latency_ms)
         breaker_record(provider=request.provider, outcome=reply.kind, started_at=attempt.started_at)
         return report
