@@ -231,3 +231,25 @@ def count_model_calls(monkeypatch) -> list[list[str]]:
 
     monkeypatch.setattr(local, "_model", counting)
     return calls
+
+
+POISON = "poisoned"  # a text holding it breaks wherever a test puts the poison (tests of isolation)
+
+
+def raise_on_poison(texts: str | list[str]) -> None:
+    if any(POISON in text for text in ([texts] if isinstance(texts, str) else texts)):
+        raise RuntimeError(f"{POISON} input")
+
+
+def poison_the_rules(monkeypatch) -> None:
+    """The rules' term matcher raises on a text holding POISON (as it once did on a text without
+    words): deciding that one review fails, wherever it is decided."""
+    from moderation import policy
+
+    real = policy.rule_matches
+
+    def rule_matches(policy_, text, *args, **kwargs):
+        raise_on_poison(text)
+        return real(policy_, text, *args, **kwargs)
+
+    monkeypatch.setattr(policy, "rule_matches", rule_matches)

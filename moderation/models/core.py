@@ -405,6 +405,9 @@ class AttemptOutcome(models.TextChoices):
     MALFORMED = "malformed", "Malformed answer"
     UNSUPPORTED = "unsupported", "Unsupported content"
     ERROR = "error", "Other provider error"
+    # This one item failed (scoring, deciding or recording it), not the provider: retried like
+    # any failed attempt, never counted against the provider's circuit.
+    ITEM_ERROR = "item_error", "Failed on this item"
     ABANDONED = "abandoned", "Abandoned (worker lost)"
 
 

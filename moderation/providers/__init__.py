@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from moderation.providers.base import (
     Accepted,
+    ItemError,
     MalformedAnswer,
     ModerationInput,
     ModerationResult,
@@ -17,6 +18,7 @@ from moderation.providers.base import (
 
 __all__ = [
     "Accepted",
+    "ItemError",
     "MalformedAnswer",
     "ModerationInput",
     "ModerationResult",

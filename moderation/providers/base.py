@@ -91,6 +91,13 @@ class ProviderError(Exception):
         super().__init__(message)
         self.http_status = http_status
 
+    @classmethod
+    def unexpected(cls, exc: Exception) -> ProviderError:
+        """The attempt's error for an exception nobody expected (a bug), chained to it."""
+        error = cls(f"unexpected {type(exc).__name__}: {exc}")
+        error.__cause__ = exc
+        return error
+
 
 class ProviderTimeout(ProviderError):
     kind = "timeout"
@@ -111,6 +118,14 @@ class ProviderClientError(ProviderError):
 
 class MalformedAnswer(ProviderError):
     kind = "malformed"
+
+
+class ItemError(ProviderError):
+    """This one input failed (an exception scoring, deciding or recording it), not the provider:
+    its attempt alone fails, and is retried as any other; the others of its batch go on, and the
+    provider's circuit does not count it (docs/design.md, "Batches")."""
+
+    kind = "item_error"
 
 
 class UnsupportedContent(ProviderError):

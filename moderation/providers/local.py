@@ -6,10 +6,20 @@ them as UnsupportedContent and the pipeline hands them to a human.
 
 from __future__ import annotations
 
+import logging
 import threading
 from importlib.metadata import version
 
-from moderation.providers.base import ModerationInput, ModerationResult, ProviderError, UnsupportedContent, text_values
+from moderation.providers.base import (
+    ItemError,
+    ModerationInput,
+    ModerationResult,
+    ProviderError,
+    UnsupportedContent,
+    text_values,
+)
+
+logger = logging.getLogger(__name__)
 
 # One category: the model scores offensive language, nothing else. Reporting scores for
 # categories it never evaluated would be a lie the policy would then act on.
@@ -54,17 +64,22 @@ class LocalProvider:
     def moderate_many(self, requests: list[ModerationInput]) -> list[ModerationResult | ProviderError]:
         """Judge several inputs with one call of the model over all their texts (a batch,
         docs/design.md "Batches"): one answer per input, in order. Content the model cannot judge
-        is an UnsupportedContent in its own slot; the others are judged all the same."""
-        texts: list[list[str] | ProviderError] = []
-        for request in requests:
-            try:
-                texts.append([t for t in _texts(request) if t.strip()])
-            except UnsupportedContent as exc:
-                texts.append(exc)
-        flat = [t for group in texts if isinstance(group, list) for t in group]
-        scores = iter(_model()(flat) if flat else ())
+        is an UnsupportedContent in its own slot, an input whose scoring raised an ItemError in
+        its own; the others are judged all the same. A model that cannot load fails them all."""
+        predict = _model()  # outside every try below: a model that cannot run is not one input's fault
+        groups = [_passages(request) for request in requests]
+        try:
+            return self._judge(predict, groups)
+        except Exception:  # noqa: BLE001 - one input may have broken the call over all of them
+            logger.warning("the model failed over %d inputs: each is judged alone", len(groups), exc_info=True)
+        return [self._judge_alone(predict, group) for group in groups]
+
+    def _judge(self, predict, groups: list) -> list[ModerationResult | ProviderError]:
+        """One model call over every passage of `groups` (an error stands in its own slot)."""
+        flat = [t for group in groups if isinstance(group, list) for t in group]
+        scores = iter(predict(flat) if flat else ())
         answers: list[ModerationResult | ProviderError] = []
-        for group in texts:
+        for group in groups:
             if isinstance(group, ProviderError):
                 answers.append(group)
                 continue
@@ -77,6 +92,23 @@ class LocalProvider:
                 category_scores={CATEGORY: score},
             ))
         return answers
+
+    def _judge_alone(self, predict, group) -> ModerationResult | ProviderError:
+        try:
+            (answer,) = self._judge(predict, [group])
+        except Exception as exc:  # noqa: BLE001 - this input alone fails
+            return ItemError.unexpected(exc)
+        return answer
+
+
+def _passages(request: ModerationInput) -> list[str] | ProviderError:
+    """The input's texts worth scoring, or the error that stands for it."""
+    try:
+        return [t for t in _texts(request) if t.strip()]
+    except UnsupportedContent as exc:
+        return exc
+    except Exception as exc:  # noqa: BLE001 - this input alone fails
+        return ItemError.unexpected(exc)
 
 
 def _texts(request: ModerationInput) -> list[str]:

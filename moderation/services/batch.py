@@ -21,11 +21,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
-from django_fsm import ConcurrentTransition
 
 from audit import context, tracing
 from audit.models import Actor, EventKind, ReviewTransition
-from moderation.errors import IllegalTransition
 from moderation.models import (
     AttemptOutcome,
     Cause,
@@ -45,9 +43,15 @@ from moderation.services._audit import (
     transitions_record_bulk,
 )
 from moderation.services.breaker import breaker_record
-from moderation.services.dispatch import DispatchReport, attempt_settle, attempts_begin_locked_many, request_dispatch
-from moderation.services.pipeline import _OUTCOME_EVENTS, _apply_result_locked, _classify, review_finalize
-from moderation.services.policy import content_language
+from moderation.services.dispatch import (
+    DispatchReport,
+    attempt_prepare,
+    attempt_settle,
+    attempts_begin_locked_many,
+    request_dispatch,
+    result_apply,
+)
+from moderation.services.pipeline import _OUTCOME_EVENTS, _apply_result_locked, _classify
 
 logger = logging.getLogger(__name__)
 
@@ -171,27 +175,39 @@ def requests_dispatch_batch(*, requests: list[ModerationRequest], worker_id: str
             reports.append(request_dispatch(request_id=request.pk, worker_id=worker_id, job_id=job_id))
         return reports
     with context.bind(worker_id=worker_id, job_id=job_id):
-        started, reports = _attempts_begin(requests, worker_id=worker_id, job_id=job_id)
-        for _, _, _, content in started:
-            content_language(content)  # the rules' language, read before the call, no transaction open
+        begun, reports = _attempts_begin(requests, worker_id=worker_id, job_id=job_id)
+        started = []
+        for request, attempt, payload, content in begun:
+            with _bound(request, attempt):
+                failed = attempt_prepare(request, attempt, content)  # one that fails stays out of the call
+            if failed is None:
+                started.append((request, attempt, payload, content))
+            else:
+                reports.append(failed)
         replies, latency_ms = _call_many(provider, [payload for _, _, payload, _ in started])
         answered = []
         for (request, attempt, _, _), reply in zip(started, replies, strict=True):
             if isinstance(reply, ModerationResult):
                 answered.append((request, attempt, reply))
                 continue
-            with context.bind(review_id=request.review_id, idempotency_key=request.idempotency_key,
-                              attempt_no=attempt.attempt_no):  # an error (content it cannot judge): as alone
+            with _bound(request, attempt):  # an error (content it cannot judge, one that broke): as alone
                 reports.append(attempt_settle(request, attempt, reply, latency_ms))
         return reports + _results_settle(answered, latency_ms)
+
+
+def _bound(request: ModerationRequest, attempt: ProviderAttempt):
+    """The log context of one of the batch's attempts."""
+    return context.bind(review_id=request.review_id, idempotency_key=request.idempotency_key,
+                        attempt_no=attempt.attempt_no)
 
 
 def _results_settle(answered: list, latency_ms: int) -> list[DispatchReport]:
     """Close the attempts the batch call answered, feed the breaker, and finalize each result:
     in one transaction that locks the reviews in a fixed order (by id) and classifies each result
     under its review's lock exactly as `review_finalize` does (docs/design.md, invariant 4). Should
-    anything in it be refused (an illegal or concurrent transition), it rolls back whole and each
-    result goes through `review_finalize` alone."""
+    anything in it fail (an illegal or concurrent transition, an exception deciding one review),
+    it rolls back whole and each result is finalized alone (`result_apply`): one that fails again
+    fails its own attempt, to its retry path, and holds none of the others."""
     if not answered:
         return []
     now = timezone.now()
@@ -205,18 +221,18 @@ def _results_settle(answered: list, latency_ms: int) -> list[DispatchReport]:
     breaker_record(provider=first.provider, outcome=AttemptOutcome.RESULT, started_at=first.started_at)
     try:
         outcomes = _finalize_together(answered)
-    except (IllegalTransition, ConcurrentTransition):
-        logger.warning("a batch's finalize was refused as a whole: each result is finalized alone")
+    except Exception as exc:  # noqa: BLE001 - rolled back whole: each result is finalized alone, below
+        logger.warning("a batch's finalize failed as a whole (%s: %s): each result is finalized alone",
+                       type(exc).__name__, exc)
         outcomes = {}
     reports = []
     for request, attempt, result in answered:
-        with context.bind(review_id=request.review_id, idempotency_key=request.idempotency_key,
-                          attempt_no=attempt.attempt_no):
+        with _bound(request, attempt):
             outcome = outcomes.get(request.pk)
             if outcome is None:
-                outcome = review_finalize(idempotency_key=request.idempotency_key, result=result,
-                                          cause=Cause.PROVIDER_RESULT, attempt_no=attempt.attempt_no)
-            elif outcome is not ResultOutcome.APPLIED:
+                reports.append(result_apply(request, attempt, result, latency_ms))
+                continue
+            if outcome is not ResultOutcome.APPLIED:
                 record_event(_OUTCOME_EVENTS[outcome], review_id=request.review_id,
                              idempotency_key=request.idempotency_key, cause=Cause.PROVIDER_RESULT)
             reports.append(DispatchReport("finalized", outcome))
@@ -263,7 +279,9 @@ def _attempts_begin(requests: list[ModerationRequest], *, worker_id: str, job_id
 
 def _call_many(provider, payloads: list) -> tuple[list, int]:
     """One provider call for the whole batch, with no transaction open (docs/design.md, invariant
-    6). An unexpected exception (a bug in an adapter) ends every attempt of the batch as an error."""
+    6). An unexpected exception from the call as a whole (a bug in an adapter, a model that cannot
+    load) ends every attempt of the batch as an error: the provider's failure, not one item's (an
+    adapter that judges item by item puts one item's error in that item's slot)."""
     if connection.in_atomic_block:
         raise RuntimeError("a provider must never be called inside a database transaction")
     if not payloads:
@@ -279,8 +297,7 @@ def _call_many(provider, payloads: list) -> tuple[list, int]:
             raise ValueError(f"{len(replies)} answers for {len(payloads)} inputs")
     except Exception as exc:  # noqa: BLE001 - every attempt is closed with it, below
         logger.exception("provider %s raised unexpectedly", provider.name)
-        error = ProviderError(f"unexpected {type(exc).__name__}: {exc}")
-        replies = [error] * len(payloads)
+        replies = [ProviderError.unexpected(exc)] * len(payloads)
     return replies, int((time.monotonic() - clock) * 1000)
 
 

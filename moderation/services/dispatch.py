@@ -31,7 +31,7 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
-from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
+from moderation.providers import Accepted, ItemError, ModerationInput, ModerationResult, ProviderError, get_provider
 from moderation.services._audit import record_event
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at, circuit_get
 from moderation.services.pipeline import request_give_up_locked, review_finalize
@@ -61,13 +61,10 @@ def request_dispatch(
         if isinstance(started, DispatchReport):
             return started
         request, attempt, payload, content = started
-        # The rules' language, read once per content before the provider is called, with no
-        # transaction open (detection is CPU only, a few milliseconds).
-        content_language(content)
         with context.bind(
             review_id=request.review_id, idempotency_key=request.idempotency_key, attempt_no=attempt.attempt_no
         ):
-            return _attempt_call(request, attempt, payload)
+            return attempt_prepare(request, attempt, content) or _attempt_call(request, attempt, payload)
 
 
 def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetime | None, trial: bool = False):
@@ -206,6 +203,19 @@ def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: da
     return ""
 
 
+def attempt_prepare(request: ModerationRequest, attempt: ProviderAttempt, content) -> DispatchReport | None:
+    """Read the rules' language of the attempt's content, once, before the provider is called and
+    with no transaction open (detection is CPU only, a few milliseconds). None: the attempt may
+    go. Should detection raise, this attempt alone fails, unsent, to its retry path (an
+    ItemError): the report says so."""
+    try:
+        content_language(content)
+    except Exception as exc:  # noqa: BLE001 - this item alone fails (docs/design.md, "Batches")
+        logger.exception("detecting the content's language failed: this attempt alone fails")
+        return attempt_settle(request, attempt, ItemError.unexpected(exc), 0)
+    return None
+
+
 def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload: ModerationInput) -> DispatchReport:
     # The provider may take PROVIDER_TIMEOUT_S to answer. Holding the review's row lock that
     # long would stall the callback that may arrive meanwhile, and every other worker (docs/design.md, invariant 6).
@@ -225,8 +235,7 @@ def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload:
         # A bug in an adapter must still close the attempt (and feed the breaker) rather
         # than leave it in flight until its lease runs out.
         logger.exception("provider %s raised unexpectedly", request.provider)
-        reply = ProviderError(f"unexpected {type(exc).__name__}: {exc}")
-        reply.__cause__ = exc
+        reply = ProviderError.unexpected(exc)
     return attempt_settle(request, attempt, reply, int((time.monotonic() - clock) * 1000))
 
 
@@ -235,10 +244,14 @@ def attempt_settle(
     latency_ms: int,
 ) -> DispatchReport:
     """Record how an attempt ended (the provider's answer, or the error it ended with), feed the
-    breaker, and apply a result through the guarded finalize. Call with no transaction open,
-    after the provider call (one call per attempt, or one call for a batch's attempts)."""
+    breaker, and apply a result through the guarded finalize (`result_apply`). Call with no
+    transaction open, after the provider call (one call per attempt, or one call for a batch's
+    attempts)."""
     if isinstance(reply, ProviderError):
-        logger.warning("provider %s failed (%s): %s", request.provider, reply.kind, reply)
+        if isinstance(reply, ItemError):
+            logger.warning("the attempt failed on its own item, not the provider: %s", reply)
+        else:
+            logger.warning("provider %s failed (%s): %s", request.provider, reply.kind, reply)
         report = _attempt_failed(request, attempt, reply, latency_ms)
         breaker_record(provider=request.provider, outcome=reply.kind, started_at=attempt.started_at)
         return report
@@ -248,12 +261,26 @@ def attempt_settle(
         return DispatchReport("accepted", reply.provider_request_id)
     _attempt_close(attempt, AttemptOutcome.RESULT, latency_ms)
     breaker_record(provider=request.provider, outcome=AttemptOutcome.RESULT, started_at=attempt.started_at)
-    outcome = review_finalize(
-        idempotency_key=request.idempotency_key,
-        result=reply,
-        cause=Cause.PROVIDER_RESULT,
-        attempt_no=attempt.attempt_no,
-    )
+    return result_apply(request, attempt, reply, latency_ms)
+
+
+def result_apply(request: ModerationRequest, attempt: ProviderAttempt, result: ModerationResult,
+                 latency_ms: int) -> DispatchReport:
+    """Apply an attempt's result (its attempt closed as `result`) through the guarded finalize.
+    An exception deciding or recording this one review (the rules, its finalize transaction)
+    fails this attempt alone, as an ItemError: the finalize rolled back whole, so nothing of it
+    is written, and the review goes its retry path; whoever else the caller serves goes on
+    (docs/design.md, "Batches"). Call with no transaction open."""
+    try:
+        outcome = review_finalize(
+            idempotency_key=request.idempotency_key,
+            result=result,
+            cause=Cause.PROVIDER_RESULT,
+            attempt_no=attempt.attempt_no,
+        )
+    except Exception as exc:  # noqa: BLE001 - this item alone fails
+        logger.exception("finalizing the result failed: this attempt alone fails")
+        return attempt_settle(request, attempt, ItemError.unexpected(exc), latency_ms)
     return DispatchReport("finalized", outcome)
 
 

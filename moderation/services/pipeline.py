@@ -344,8 +344,10 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
 
 
 @records_illegal_transitions
-def request_fail_reported(*, idempotency_key, error: str, provider: str | None = None) -> ResultOutcome:
-    """The provider reports it could not moderate an operation (a `moderation.failed` callback).
+def request_fail_reported(*, idempotency_key, error: str, provider: str | None = None,
+                          reported: bool = True) -> ResultOutcome:
+    """The provider reports it could not moderate an operation (a `moderation.failed` callback);
+    or, `reported` False, its answer could not be applied here (`error` says why).
 
     An idempotent provider would give the same key the same answer, so the live operation is
     superseded by a new one (new key), or handed to a human after MODERATION_MAX_SUPERSEDES.
@@ -356,7 +358,7 @@ def request_fail_reported(*, idempotency_key, error: str, provider: str | None =
             review, request = _lock_by_key(idempotency_key)
             outcome = _classify(review, request, provider) if review else ResultOutcome.ORPHAN
             if outcome is ResultOutcome.APPLIED:
-                reason = f"provider reported failure: {error}"[:2000]
+                reason = (f"provider reported failure: {error}" if reported else error)[:2000]
                 ModerationRequest.objects.filter(pk=request.pk).update(last_error=reason)
                 if request.generation >= settings.MODERATION_MAX_SUPERSEDES:
                     request_give_up_locked(review, request, reason, actor=Actor.WEBHOOK)
