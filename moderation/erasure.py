@@ -178,7 +178,7 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
         tombstone = content.erasure
         return ErasureReport(review.pk, content.pk, tombstone.erased_at, tombstone.reason, already_erased=True,
                              stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted)
-    quotes = _quotes(content)
+    quotes = content_quotes(content)
     _close_appeal_locked(review, actor=actor, actor_id=actor_id)
     stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)
     counts = _redact(review, quotes)
@@ -296,7 +296,7 @@ class Quotes:
     whole: tuple[str, ...]
 
 
-def _quotes(content) -> Quotes:
+def content_quotes(content) -> Quotes:
     """The quotes of the text, the media URL and the metadata's values, each as written and as
     it appears inside JSON (escaped, with and without \\u escapes)."""
     found = {content.text, content.media_url}

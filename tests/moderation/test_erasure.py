@@ -553,7 +553,7 @@ def test_a_quote_of_the_content_from_anywhere_in_it_is_scrubbed_from_any_text(co
     if escaped:
         quote = json.dumps(quote)[1:-1]
     assume(quote not in f"{before}{after}")  # what was not quoted (Hypothesis may write it anyway)
-    quotes = erasure._quotes(SimpleNamespace(text=content, media_url="", metadata={}))
+    quotes = erasure.content_quotes(SimpleNamespace(text=content, media_url="", metadata={}))
 
     scrubbed = erasure.scrub(f"{before}{quote}{after}", quotes)
 
