@@ -97,6 +97,10 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.Decision", "reason", review="review"),
     Redact("moderation.Decision", "explanation", review="review"),
     Redact("moderation.Decision", "rule_matches", How.MATCHES, review="review"),
+    # What a provider named (a model, categories): a hostile or careless one may echo the input.
+    Redact("moderation.Decision", "model", review="review"),
+    Redact("moderation.Decision", "categories", review="review"),
+    Redact("moderation.Decision", "category_scores", review="review"),
     Redact("moderation.DecisionNotification", "payload", review="review"),
     Redact("moderation.DecisionNotification", "last_error", review="review"),
     Redact("moderation.NotificationAttempt", "error", review="notification__review"),

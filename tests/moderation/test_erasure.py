@@ -347,9 +347,10 @@ def columns_holding(marker: str) -> set[str]:
     return found
 
 
-def marked_review(api_client, scripted) -> tuple[ContentReview, ModerationRequest]:
+def marked_review(api_client, scripted, *, echo: bool = False) -> tuple[ContentReview, ModerationRequest]:
     """A review rejected by the policy's rules (a term spelt with evasions, a phrase, a pattern
-    over a long span), each match holding MARKER, through a provider's signed callback."""
+    over a long span), each match holding MARKER, through a provider's signed callback (`echo`:
+    whose model and a category name quote the content)."""
     services.policy_publish(reject_threshold=0.9, review_threshold=0.5, term_lists=TERMS)
     api_client.webhook_url = "https://hooks.example.test/moderation"
     api_client.save(update_fields=["webhook_url"])
@@ -357,6 +358,9 @@ def marked_review(api_client, scripted) -> tuple[ContentReview, ModerationReques
     request = services.review_claim(review_id=review.pk, worker_id="w1")  # the scripted provider's operation
     body = completed(request.idempotency_key, score=0.1, provider_id="prov-m")
     body["data"]["input"] = MARKED  # some providers echo what they judged
+    if echo:  # a hostile or careless one, in names too
+        body["data"]["model"] = f"echo: {MARKED[20:80]}"
+        body["data"]["results"][0]["category_scores"][MARKED[30:70]] = 0.1
     assert deliver(body, event_id="evt-m-1").status_code == 200
     review.refresh_from_db()
     assert review.status == ReviewStatus.REJECTED, review.decision.explanation
@@ -418,7 +422,7 @@ def test_erasure_leaves_a_marker_in_no_column_of_any_table(api_client, scripted,
     """The marker sits in the content, in each rule's matched words, in a report, a moderator's
     note, an appeal and callbacks (valid, signed but malformed, and both again after the erasure):
     afterwards no text, JSON, array or bytea column of the database holds it, in any case."""
-    review, request = marked_review(api_client, scripted)
+    review, request = marked_review(api_client, scripted, echo=True)
     key = request.idempotency_key
     malformed(key, "evt-m-2")
     moderator = django_user_model.objects.create_user("mod", is_staff=True)
@@ -429,7 +433,9 @@ def test_erasure_leaves_a_marker_in_no_column_of_any_table(api_client, scripted,
     # The test can fail: the marker really is stored (nothing the platform writes quotes it).
     assert columns_holding(MARKER) == {"moderation_content.text", "callbacks_providercallback.payload_json",
                                        "moderation_report.detail", "moderation_moderatornote.text",
-                                       "moderation_appeal.statement"}
+                                       "moderation_appeal.statement", "moderation_decision.model",
+                                       "moderation_decision.category_scores",
+                                       "moderation_decisionnotification.payload"}  # the provider's names
 
     assert erase_via_api(api_client, review.pk, reason="GDPR request #79").status_code == 200
     assert deliver(quoting_result(key), event_id="evt-m-3").status_code == 200
