@@ -230,9 +230,11 @@ def _close_appeal_locked(review: ContentReview, *, actor: str, actor_id: str) ->
         return False
     appealed = appeal.decision
     why = f"content erased while appeal {appeal.pk} was open: the appeal is closed and the rejection stands"
+    review.claimed_by, review.claim_expires_at = None, None  # a moderator's lease on it ends, as a decision ends it
     decide_locked(
         review, cause=Cause.CONTENT_ERASED, label=ReviewStatus.REJECTED, source=DecisionSource.SYSTEM,
         actor=actor, actor_id=actor_id, transition_reason=why, job_id=context.current().get("job_id", ""),
+        update_fields=("claimed_by", "claim_expires_at"),
         appeal=appeal, reason=why, explanation=ERASED_UNDER_APPEAL, policy=appealed.policy,
         score=appealed.score, category=next((r["category"] for r in reasons(appealed)), ""),
         rule_matches=appealed.rule_matches,

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -488,6 +489,8 @@ def appealed(api_client, scripted) -> tuple[ContentReview, Appeal]:
 def test_erasing_content_under_appeal_closes_the_appeal_with_a_reason_and_tells_the_client(api_client, scripted):
     review, appeal = appealed(api_client, scripted)
     appealed_decision = review.decision
+    moderator = get_user_model().objects.create_user("mia", is_staff=True)
+    assert services.review_take_next(moderator=moderator).pk == review.pk  # a moderator holds its lease
 
     # One transaction: a dry run, rolled back, leaves the appeal open; the erasure closes it.
     content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="x", for_real=False)
@@ -509,6 +512,7 @@ def test_erasing_content_under_appeal_closes_the_appeal_with_a_reason_and_tells_
     assert body["data"]["appeal_id"] == str(appeal.pk) and body["data"]["outcome"] == "upheld"
     assert "erased" in body["data"]["decision"]["explanation"]
     assert review.queue == "" and Appeal.objects.filter(review=review, status="open").count() == 0
+    assert (review.claimed_by, review.claim_expires_at) == (None, None)
     assert violations([review.pk]) == []
 
 
