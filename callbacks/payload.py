@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from moderation.models import ERASED
 from moderation.providers import MalformedAnswer, ModerationResult
 
 COMPLETED = "moderation.completed"
-ERASED = "[erased]"
 FAILED = "moderation.failed"
 
 
@@ -63,12 +64,36 @@ def parse(body: str) -> CallbackEvent:
     return CallbackEvent(kind, provider_id, key, result)
 
 
-def redacted(body: str, scrub: Callable[[str], str] | None = None) -> str:
+# The key a body names, found in text that is not JSON (a malformed body cut short).
+_NAMED_KEY = re.compile(r'"idempotency_key"\s*:\s*"([0-9A-Fa-f-]{32,36})"')
+
+
+def named_key(body: str) -> uuid.UUID | None:
+    """The operation a callback body names, even when it is not a valid callback: its
+    `data.idempotency_key` when the body is JSON, else the first `"idempotency_key": "<uuid>"`
+    written in it. A signed but malformed body is stored with it, so erasure finds it."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        found = _NAMED_KEY.search(body)
+        key = found.group(1) if found else None
+    else:
+        data = document.get("data") if isinstance(document, dict) else None
+        key = data.get("idempotency_key") if isinstance(data, dict) else None
+    try:
+        return uuid.UUID(key) if isinstance(key, str) else None
+    except ValueError:
+        return None
+
+
+def redacted(body: str, scrub: Callable[[str], str] | None = None, *, known: frozenset[str] = frozenset()) -> str:
     """The body of a callback whose content was erased: what de-duplication, replay and the
     decision's explanation need (type, ids, model, flags and scores), nothing a provider may
-    have quoted of the input. `scrub` removes quotes from what is kept (an `error`, a category
-    name); without it (the erased words are gone by then) an `error` is dropped whole. A body
-    that is not a JSON object keeps nothing.
+    have quoted of the input. `scrub` removes quotes from what is kept (an `error`, a model or
+    category name). Without it (a callback arriving after the erasure: the erased words are
+    gone) nothing a provider named is kept: an `error` and the `model` become ERASED, and a
+    category not in `known` (the platform's own names) becomes "[erased] N". A body that is
+    not a JSON object keeps nothing.
 
     What is kept still parses: a stored callback that was not processed yet is processed
     after the erasure like any other (its review is final, so it changes nothing).
@@ -81,12 +106,16 @@ def redacted(body: str, scrub: Callable[[str], str] | None = None) -> str:
         return ""
     data = document.get("data") if isinstance(document.get("data"), dict) else {}
     kept: dict = {k: data[k] for k in ("id", "idempotency_key", "model") if isinstance(data.get(k), str)}
+    if scrub is None and "model" in kept:
+        kept["model"] = ERASED
     if isinstance(data.get("results"), list):
         kept["results"] = [
             {k: item[k] for k in ("flagged", "categories", "category_scores") if k in item}
             for item in data["results"]
             if isinstance(item, dict)
         ]
+        if scrub is None:
+            kept["results"] = [_known_names(item, known) for item in kept["results"]]
     if "error" in data:
         error = data["error"] if isinstance(data["error"], str) else json.dumps(data["error"])
         kept["error"] = error if scrub else ERASED
@@ -100,6 +129,23 @@ def redacted(body: str, scrub: Callable[[str], str] | None = None) -> str:
     except ValueError:  # a quote that spanned the JSON's own syntax: keep nothing rather than guess
         return ""
     return text
+
+
+def _known_names(item: dict, known: frozenset[str]) -> dict:
+    """A result item keeping only flags and scores, its category names outside `known` replaced
+    by "[erased] N" (the same N for one name in `categories` and `category_scores`)."""
+    aliases: dict[str, str] = {}
+
+    def name(category: str) -> str:
+        if category in known:
+            return category
+        return aliases.setdefault(category, f"{ERASED} {len(aliases) + 1}")
+
+    kept: dict = {"flagged": item["flagged"]} if isinstance(item.get("flagged"), bool) else {}
+    for key in ("categories", "category_scores"):
+        if isinstance(item.get(key), dict):
+            kept[key] = {name(str(c)): v for c, v in item[key].items() if isinstance(v, bool | int | float)}
+    return kept
 
 
 def _unstorable(value, path: str = "body") -> str:

@@ -16,10 +16,15 @@ from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
 from moderation.models import Cause, ModerationRequest
+from moderation.policy import policy_categories
+from moderation.services.policy import policy_active
 from moderation.services.pipeline import request_fail_reported, review_finalize, review_id_for_key
 
 logger = logging.getLogger(__name__)
 
+# The reason kept for an invalid callback that arrived after its content was erased: the parser's
+# own reason may quote a value of the body.
+ERASED_REASON = "invalid; its body and reason were not kept: the content it names was erased"
 # Callbacks younger than this are left to the request that stored them (the fast path).
 SWEEP_GRACE = timedelta(seconds=10)
 # After this many failed processings the sweeper leaves a callback to an operator
@@ -57,19 +62,26 @@ def callback_store(
     headers: dict[str, str],
     event: CallbackEvent | None,
     invalid_reason: str = "",
+    named_key=None,
 ) -> Stored:
     """Store a callback before anything acts on it (docs/design.md, invariant 5), in one statement.
 
     `INSERT ... ON CONFLICT DO UPDATE` makes concurrent deliveries of one event queue up on the
     unique index: one inserts the row, every other only increments its duplicate_count.
-    A body that failed validation (`event` None) is stored already processed, as invalid.
+    A body that failed validation (`event` None) is stored already processed, as invalid, with
+    the key it names (`named_key`, callbacks.payload.named_key) so that erasure finds it; when
+    that key's content was erased already, it is stored redacted, its reason too (either may
+    quote what was erased: invariant 16).
     """
     now = timezone.now()
+    key = event.idempotency_key if event else named_key
+    if event is None and key is not None and _content_erased(key):
+        body, invalid_reason = redacted(body, known=known_categories()), ERASED_REASON
     values = [
         provider,
         event_id,
         event.type if event else "",
-        event.idempotency_key if event else None,
+        key,
         event.provider_request_id if event else "",
         body,
         json.dumps(headers),
@@ -121,7 +133,7 @@ def callback_process(*, callback_id: int) -> str | None:
             if outcome != ResultOutcome.APPLIED and _content_erased(callback.idempotency_key):
                 # A late callback for erased content (an erased review is never processing, so
                 # it cannot apply): it must not bring back what the provider quoted of it (16).
-                callback.payload_json = redacted(callback.payload_json)
+                callback.payload_json = redacted(callback.payload_json, known=known_categories())
                 fields.append("payload_json")
             callback.save(update_fields=fields)
             logger.info("callback %s: %s", callback.provider_event_id, outcome)
@@ -133,6 +145,11 @@ def _trace_parent(idempotency_key) -> str:
         return ""  # tracing off: not one more query
     found = ModerationRequest.objects.filter(idempotency_key=idempotency_key).values_list("trace_parent", flat=True)
     return next(iter(found), "")
+
+
+def known_categories() -> frozenset[str]:
+    """Category names that are the platform's own (the active policy's), not a provider's words."""
+    return frozenset(policy_categories(policy_active()))
 
 
 def _content_erased(idempotency_key) -> bool:

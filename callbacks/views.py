@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from audit import context
 from callbacks import services
-from callbacks.payload import InvalidCallback, parse, storable_body
+from callbacks.payload import InvalidCallback, named_key, parse, storable_body
 from moderation.models import ResultOutcome
 from moderation.signing import InvalidSignature, verify
 from moderation.api.errors import error_body
@@ -119,11 +119,12 @@ class ProviderCallbackView(APIView):
         body = storable_body(text)
         if body is not text:
             reason += " (the body holds NUL characters: stored as base64 of its bytes)"
-        key = event.idempotency_key if event else None
+        # An invalid body is still linked to the operation it names (so erasure finds it).
+        key = event.idempotency_key if event else named_key(text)
         with context.bind(provider_event_id=event_id, idempotency_key=key):
             stored = services.callback_store(
                 provider=provider, event_id=event_id, body=body,
-                headers=headers, event=event, invalid_reason=reason,
+                headers=headers, event=event, invalid_reason=reason, named_key=key,
             )
             if event is None:
                 return _error(status.HTTP_400_BAD_REQUEST, "invalid", reason, id=stored.id)

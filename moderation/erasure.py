@@ -13,6 +13,13 @@ user's words (a report's detail, an appeal's statement, a notification's payload
 line here; the test that erases a content then searches every text column of the database for
 what it erased, so a column missing here fails it. Copies kept by django-simple-history of a
 listed model are redacted with it.
+
+Nothing the platform writes quotes what a rule matched (explanations, transition reasons and
+notifications name the rule, the policy's term and the span: moderation.policy), so the quotes
+left to find are those of providers (errors, callback bodies): a run of QUOTE_MIN characters of
+the content anywhere in them. People's own words about the content (a report's detail, an
+appeal's statement, a moderator's note) can quote it at any length: they are replaced whole.
+An appeal still open on the content is closed in the same transaction (`_close_appeal_locked`).
 """
 
 from __future__ import annotations
@@ -30,9 +37,9 @@ from simple_history.exceptions import NotHistoricalModelError
 from simple_history.utils import get_history_model_for_model
 
 from audit import context
-from callbacks.payload import ERASED
 from callbacks.payload import redacted as redacted_callback
 from moderation.models import (
+    ERASED,
     Cause,
     ContentErasure,
     ContentReview,
@@ -41,23 +48,31 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.providers.base import text_values
+from moderation.reasons import reasons
+from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.pipeline import request_close_live_locked
 
-# Free text quoting a content usually quotes its beginning (an error body cut at N characters):
-# a quote is found by its first characters and extended for as long as it matches.
-QUOTE_PROBE = 24
+# A run of this many characters of the content, anywhere in other text, is a quote of it (an
+# error body echoing the input, cut at either end). Shorter texts are looked for whole.
+QUOTE_MIN = 16
 # Metadata values shorter than this are not looked for inside other text (a "en" or a "1" would
 # match everywhere); the metadata itself is cleared whatever its size.
 METADATA_MIN_QUOTE = 4
 REASON_MAX_CHARS = 2000
+# What the client reads of the system decisions erasure makes (moderation.reasons shows a system
+# decision's explanation as written: it is the platform's own text, never a provider's error).
+ERASED_BEFORE_DECISION = "The content was erased before a decision: nothing is left to moderate."
+ERASED_UNDER_APPEAL = ("The content was erased while its appeal was open: nothing is left to judge, so the "
+                       "appeal is closed and the rejection stands.")
 
 
 class How(enum.StrEnum):
     CLEAR = "clear"  # the column is the content: emptied ("" or {})
     QUOTES = "quotes"  # free text that may quote it (errors, reasons, payloads): each quote replaced
+    WHOLE = "whole"  # people's words about it (reports, appeals, notes): replaced whole, a quote can be any length
     CALLBACK = "callback"  # a provider's raw callback body: cut to the protocol's ids and scores
-    MATCHES = "matches"  # a decision's rule matches: the policy's rule and term stay, the text as written goes
+    MATCHES = "matches"  # a decision's rule matches: rule, term and span stay; words as written (old rows) go
 
 
 @dataclass(frozen=True)
@@ -82,13 +97,17 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.Decision", "reason", review="review"),
     Redact("moderation.Decision", "explanation", review="review"),
     Redact("moderation.Decision", "rule_matches", How.MATCHES, review="review"),
+    # What a provider named (a model, categories): a hostile or careless one may echo the input.
+    Redact("moderation.Decision", "model", review="review"),
+    Redact("moderation.Decision", "categories", review="review"),
+    Redact("moderation.Decision", "category_scores", review="review"),
     Redact("moderation.DecisionNotification", "payload", review="review"),
     Redact("moderation.DecisionNotification", "last_error", review="review"),
     Redact("moderation.NotificationAttempt", "error", review="notification__review"),
-    Redact("moderation.Report", "detail", review="review"),
-    Redact("moderation.Appeal", "statement", review="review"),
+    Redact("moderation.Report", "detail", How.WHOLE, review="review"),
+    Redact("moderation.Appeal", "statement", How.WHOLE, review="review"),
     # Append-only like the transition log, with the same sanctioned path (migration 0009).
-    Redact("moderation.ModeratorNote", "text", review="review"),
+    Redact("moderation.ModeratorNote", "text", How.WHOLE, review="review"),
     Redact("audit.ReviewTransition", "reason", review="review"),
     Redact("audit.PipelineEvent", "detail", review="review"),
     Redact("callbacks.ProviderCallback", "payload_json", How.CALLBACK, key="idempotency_key"),
@@ -163,7 +182,8 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
         tombstone = content.erasure
         return ErasureReport(review.pk, content.pk, tombstone.erased_at, tombstone.reason, already_erased=True,
                              stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted)
-    quotes = _quotes(content)
+    quotes = content_quotes(content)
+    _close_appeal_locked(review, actor=actor, actor_id=actor_id)
     stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)
     counts = _redact(review, quotes)
     now = timezone.now()
@@ -192,11 +212,37 @@ def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str)
         review, cause=Cause.CONTENT_ERASED, label=ReviewStatus.MANUAL_REVIEW, source=DecisionSource.SYSTEM,
         actor=actor, actor_id=actor_id, transition_reason=why, idempotency_key=review.active_idempotency_key,
         job_id=context.current().get("job_id", ""), update_fields=("provider_wait_since",), reason=why,
+        explanation=ERASED_BEFORE_DECISION,
     )
     return True
 
 
-def _redact(review: ContentReview, quotes: list[str]) -> dict[str, int]:
+def _close_appeal_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:
+    """An appeal still open on the review is closed: no queue offers erased content, so no
+    moderator would ever decide it. The appealed rejection stands: a system decision to reject
+    again (manual_review -> rejected, cause content_erased) resolves the appeal (`upheld`, the
+    contract's outcome for a rejection kept), and the client is told as for any resolved appeal
+    (`appeal.resolved`), the explanation saying why. The decision keeps the appealed one's
+    policy, category and rule matches (rules, terms and spans), so its reasons stay the same.
+    Call holding the review's row lock, in the erasure's transaction."""
+    appeal = appeal_open_locked(review)
+    if appeal is None:
+        return False
+    appealed = appeal.decision
+    why = f"content erased while appeal {appeal.pk} was open: the appeal is closed and the rejection stands"
+    review.claimed_by, review.claim_expires_at = None, None  # a moderator's lease on it ends, as a decision ends it
+    decide_locked(
+        review, cause=Cause.CONTENT_ERASED, label=ReviewStatus.REJECTED, source=DecisionSource.SYSTEM,
+        actor=actor, actor_id=actor_id, transition_reason=why, job_id=context.current().get("job_id", ""),
+        update_fields=("claimed_by", "claim_expires_at"),
+        appeal=appeal, reason=why, explanation=ERASED_UNDER_APPEAL, policy=appealed.policy,
+        score=appealed.score, category=next((r["category"] for r in reasons(appealed)), ""),
+        rule_matches=appealed.rule_matches,
+    )
+    return True
+
+
+def _redact(review: ContentReview, quotes: Quotes) -> dict[str, int]:
     keys = list(ModerationRequest.objects.filter(review=review).values_list("idempotency_key", flat=True))
     counts: dict[str, int] = {}
     with connection.cursor() as cursor:
@@ -222,7 +268,7 @@ def _redact(review: ContentReview, quotes: list[str]) -> dict[str, int]:
     return counts
 
 
-def _redact_rows(rows, entry: Redact, quotes: list[str]) -> int:
+def _redact_rows(rows, entry: Redact, quotes: Quotes) -> int:
     model_field = rows.model._meta.get_field(entry.field)
     changed = 0
     for pk, value in rows.values_list("pk", entry.field):
@@ -233,36 +279,48 @@ def _redact_rows(rows, entry: Redact, quotes: list[str]) -> int:
     return changed
 
 
-def _redacted_value(value, how: How, model_field, quotes: list[str]):
+def _redacted_value(value, how: How, model_field, quotes: Quotes):
     if value in (None, "", {}, []):
         return value
     if how is How.CLEAR:
         return {} if isinstance(model_field, models.JSONField) else ""
     if how is How.CALLBACK:
         return redacted_callback(value, lambda text: scrub(text, quotes))
-    if how is How.MATCHES:  # what matched is the user's own words; which rule and term matched is policy
-        return [{**match, "matched": ERASED, "start": 0, "end": 0} for match in value]
+    if how is How.WHOLE:
+        return ERASED
+    if how is How.MATCHES:  # rows written before matches stopped keeping the words as written
+        return [{k: v for k, v in match.items() if k != "matched"} for match in value]
     return scrub(value, quotes)
 
 
-def _quotes(content) -> list[str]:
-    """What to look for in other columns: the text, the media URL and the metadata's values,
-    longest first (so a longer quote is replaced whole before a shorter one inside it)."""
+@dataclass(frozen=True)
+class Quotes:
+    """What to look for in other columns: every QUOTE_MIN-character run of the longer texts
+    (`runs`), and the shorter ones whole, longest first (`whole`)."""
+
+    runs: frozenset[str]
+    whole: tuple[str, ...]
+
+
+def content_quotes(content) -> Quotes:
+    """The quotes of the text, the media URL and the metadata's values, each as written and as
+    it appears inside JSON (escaped, with and without \\u escapes)."""
     found = {content.text, content.media_url}
     found.update(s for s in text_values(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
     forms = set()
     for s in found:
         if s and s.strip():
-            # As written, and as it appears inside JSON (escaped, with and without \\u escapes).
             forms.update({s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]})
-    return sorted(forms, key=len, reverse=True)
+    runs = frozenset(form[i:i + QUOTE_MIN] for form in forms for i in range(len(form) - QUOTE_MIN + 1))
+    return Quotes(runs, tuple(sorted((f for f in forms if len(f) < QUOTE_MIN), key=len, reverse=True)))
 
 
-def scrub(value, quotes: list[str]):
+def scrub(value, quotes: Quotes):
     """`value` (text, or JSON-like data) with every quote of `quotes` replaced by ERASED."""
     if isinstance(value, str):
-        for quote in quotes:
-            value = _replace_quotes(value, quote)
+        value = _replace_runs(value, quotes.runs)
+        for quote in quotes.whole:
+            value = value.replace(quote, ERASED)
         return value
     if isinstance(value, list):
         return [scrub(item, quotes) for item in value]
@@ -271,15 +329,20 @@ def scrub(value, quotes: list[str]):
     return value
 
 
-def _replace_quotes(text: str, quote: str) -> str:
-    probe = quote[:QUOTE_PROBE]
-    parts, start = [], 0
-    while (found := text.find(probe, start)) != -1:
-        end = found + len(probe)
-        while end - found < len(quote) and end < len(text) and text[end] == quote[end - found]:
-            end += 1
-        parts += [text[start:found], ERASED]
-        start = end
-    if not parts:
+def _replace_runs(text: str, runs: frozenset[str]) -> str:
+    """`text` with each stretch covered by runs of the content replaced by one ERASED: a quote
+    of any length (at least QUOTE_MIN), from anywhere in the content, cut anywhere."""
+    stretches: list[list[int]] = []  # [start, end) of each stretch to replace
+    for i in range(len(text) - QUOTE_MIN + 1) if runs else ():
+        if text[i:i + QUOTE_MIN] in runs:
+            if stretches and i <= stretches[-1][1]:
+                stretches[-1][1] = i + QUOTE_MIN
+            else:
+                stretches.append([i, i + QUOTE_MIN])
+    if not stretches:
         return text
-    return "".join([*parts, text[start:]])
+    parts, pos = [], 0
+    for start, end in stretches:
+        parts += [text[pos:start], ERASED]
+        pos = end
+    return "".join([*parts, text[pos:]])

@@ -42,6 +42,7 @@ LEGAL = {
     (S.REJECTED, S.MANUAL_REVIEW, Cause.APPEAL),
     (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
+    (S.MANUAL_REVIEW, S.REJECTED, Cause.CONTENT_ERASED),  # erased under appeal: the rejection stands
 }
 # Transitions that send a decided review to a human without a decision of their own: the
 # decision they contest (its label) stays the review's until a moderator decides.
@@ -170,7 +171,8 @@ def appeal_violations(review_ids: Iterable) -> list[str]:
     a human with the appealed decision; resolved by another moderator's decision that matches
     its outcome."""
     problems = []
-    appeals = list(Appeal.objects.filter(review_id__in=review_ids).select_related("review", "decision", "resolution"))
+    appeals = list(Appeal.objects.filter(review_id__in=review_ids)
+                   .select_related("review__content", "decision", "resolution"))
     transitions = dict(ReviewTransition.objects.filter(review_id__in=review_ids, cause=Cause.APPEAL)
                        .values_list("review_id").annotate(n=Count("id")).order_by())
     per_review: dict = {}
@@ -189,11 +191,18 @@ def appeal_violations(review_ids: Iterable) -> list[str]:
 def _appeal_problems(appeal: Appeal) -> list[str]:
     review, appealed, resolution = appeal.review, appeal.decision, appeal.resolution
     problems = [] if appealed.label == S.REJECTED and appealed.review_id == review.pk else ["contests no rejection"]
+    erased = review.content.erased_at is not None
     if appeal.status == AppealStatus.OPEN:
         if review.status != S.MANUAL_REVIEW or review.decision_id != appealed.pk:
             problems.append(f"open while the review is {review.status} with decision {review.decision_id}")
+        elif erased or not review.queue:
+            # No moderator would ever decide it: "review next" and the queues offer only queued,
+            # unerased reviews (erasure closes the appeal instead).
+            problems.append(f"open, but no queue offers it{' (its content was erased)' if erased else ''}")
         return problems
-    if resolution.review_id != review.pk or resolution.source != DecisionSource.MODERATOR or resolution.pk < appealed.pk:
+    # A moderator's later decision resolves an appeal; erasure closes one with a system decision.
+    by = DecisionSource.SYSTEM if erased and resolution.source == DecisionSource.SYSTEM else DecisionSource.MODERATOR
+    if resolution.review_id != review.pk or resolution.source != by or resolution.pk < appealed.pk:
         problems.append("resolved by something other than a later moderator decision")
     if appeal_outcome(resolution.label) != appeal.status:
         problems.append(f"{appeal.status} by a decision to {resolution.label}")

@@ -44,6 +44,17 @@ class Verdict:
     model_used: bool = True
 
 
+# What a decision stores of a rule match: the policy's rule and term and the span in the text.
+# Not the words as written (RuleMatch.matched): they are the user's, erasure could not find every
+# quote of them, and the review page cuts them from the content while it exists.
+STORED_MATCH_KEYS = ("rule", "category", "action", "language", "term", "start", "end")
+
+
+def match_record(match: RuleMatch) -> dict:
+    """A rule match as `Decision.rule_matches` keeps it (STORED_MATCH_KEYS)."""
+    return {key: getattr(match, key) for key in STORED_MATCH_KEYS}
+
+
 def policy_categories(policy: ModerationPolicy) -> list[str]:
     """The violation categories of a policy version (what reports, rules and moderators may name):
     its list, any category it sets thresholds for, and its rules' categories (importing a term list
@@ -146,11 +157,16 @@ def _rule_reasons(matches: tuple[RuleMatch, ...]) -> list[str]:
         seen.setdefault((match.rule, match.term), []).append(match)
     reasons = []
     for (rule, term), found in list(seen.items())[:MAX_REASONS]:
+        # Named by the policy's own term and the span (start-end) in the text, never by the
+        # words as written: those are the user's, and erasure could not find every quote of
+        # them (a pattern can match anywhere, at any length). The review page shows the words,
+        # cut from the content while it exists (docs/design.md, invariant 16).
         first, times = found[0], f" ({len(found)} times)" if len(found) > 1 else ""
+        where = f'term "{term}" at {first.start}-{first.end}'
         if first.action == RuleAction.ALLOW:
-            reasons.append(f'rule {rule} allows "{first.matched}" (term "{term}"){times}')
+            reasons.append(f"rule {rule} allows {where}{times}")
         else:
-            reasons.append(f'rule {rule} matched "{first.matched}" (category {first.category}, term "{term}"){times}')
+            reasons.append(f"rule {rule} matched {where} (category {first.category}){times}")
     if len(seen) > MAX_REASONS:
         reasons.append(f"{len(seen) - MAX_REASONS} more rule terms matched")
     return reasons

@@ -36,8 +36,9 @@ def _rule_reasons(decision: Decision) -> list[Reason]:
 
 
 def _moderator_reasons(decision: Decision) -> list[Reason]:
-    """A moderator's violation category."""
-    if decision.source != DecisionSource.MODERATOR or not decision.category:
+    """A moderator's violation category (or the one a system decision keeps of the rejection it
+    stands by: erasure closing an appeal)."""
+    if decision.source not in (DecisionSource.MODERATOR, DecisionSource.SYSTEM) or not decision.category:
         return []
     return [{"category": decision.category, "score": None}]
 
@@ -74,7 +75,9 @@ def reasons(decision: Decision) -> list[Reason]:
 
 def explanation(decision: Decision) -> str:
     if decision.source == DecisionSource.SYSTEM:
-        return SYSTEM_EXPLANATION
+        # Its explanation, when it has one, is the platform's own text for the client (erasure's);
+        # a provider's failure is kept in `reason`, internal, and the client reads SYSTEM_EXPLANATION.
+        return decision.explanation or SYSTEM_EXPLANATION
     if decision.source == DecisionSource.MODERATOR:
         verb = "sent this content to human review" if decision.label == ReviewStatus.MANUAL_REVIEW else "reviewed this content"
         return f"A moderator {verb}: {decision.reason}" if decision.reason else f"A moderator {verb}."

@@ -23,6 +23,7 @@ VIEW_ALL = [
     "audit.view_reviewtransition",
     "audit.view_pipelineevent",
     "callbacks.view_providercallback",
+    "moderation.view_contenterasure",  # erasure tombstones: who erased a content, when and why
 ]
 MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review"]
 ROLES = {

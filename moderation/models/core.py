@@ -300,8 +300,10 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
         """The rejected content's owner appealed: a human decides again (docs/design.md, 13)."""
 
     @transition(field=status, source=[ReviewStatus.PENDING, ReviewStatus.PROCESSING], target=ReviewStatus.MANUAL_REVIEW)
+    @transition(field=status, source=ReviewStatus.MANUAL_REVIEW, target=ReviewStatus.REJECTED)
     def stop_for_erasure(self) -> None:
-        """The content was erased before a decision: nothing is left to moderate (docs/design.md, 16)."""
+        """The content was erased before a decision: nothing is left to moderate; or while an
+        appeal of its rejection was open: the rejection stands (docs/design.md, 16)."""
 
 
 # Which transition method each cause runs. The legal (from, to) pairs follow from the decorators.
@@ -503,7 +505,7 @@ class Decision(models.Model):
     # and for decisions computed from category scores, which carry their own.
     category = models.CharField(max_length=64, blank=True, default="", db_default="")
     # The policy's watched-term rules that matched, each {rule, category, action, language, term,
-    # matched, start, end} (moderation.rules.RuleMatch), and whether the model's score was used
+    # start, end} (moderation.policy.match_record: never the words as written), and whether the model's score was used
     # (not for a language the policy says the model cannot judge; NULL: no model involved).
     rule_matches = models.JSONField(default=list, blank=True, db_default=[])
     model_used = models.BooleanField(null=True, blank=True)

@@ -5,6 +5,9 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+# What stands where erasure removed words (and where words about erased content are not kept).
+ERASED = "[erased]"
+
 
 class ContentErasure(models.Model):
     """Who erased a content, when and why, and what was redacted.

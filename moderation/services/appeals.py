@@ -28,7 +28,7 @@ def appeal_file(*, review_id, appellant_id: str, statement: str) -> Appeal:
     unique constraint on the appealed decision holds even without the lock.
     """
     with context.bind(review_id=review_id), transaction.atomic():
-        review = ContentReview.objects.select_for_update(of=("self",)).get(pk=review_id)
+        review = ContentReview.objects.select_for_update(of=("self",)).select_related("content").get(pk=review_id)
         if review.decision_id and Appeal.objects.filter(
             Q(decision_id=review.decision_id) | Q(resolution_id=review.decision_id)
         ).exists():
@@ -36,6 +36,9 @@ def appeal_file(*, review_id, appellant_id: str, statement: str) -> Appeal:
             raise AppealExists(f"the decision in force on review {review.pk} was already appealed")
         if review.status != ReviewStatus.REJECTED:
             raise NotAppealable(f"review {review.pk} is {review.status}: only a rejection can be appealed")
+        if review.content.erased_at is not None:
+            # No queue offers erased content: the appeal would wait for ever (docs/design.md, 16).
+            raise NotAppealable(f"the content of review {review.pk} was erased: there is nothing left to judge")
         appeal = Appeal.objects.create(
             review=review, decision_id=review.decision_id, appellant_id=appellant_id, statement=statement
         )

@@ -27,7 +27,7 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
-from moderation.policy import decide, rule_text
+from moderation.policy import decide, match_record, rule_text
 from moderation.providers import ModerationResult
 from moderation.queue import enqueue_on_commit
 from moderation.services._one_statement import OneStatement
@@ -326,7 +326,7 @@ def _apply_result_locked(review, request, result: ModerationResult, cause, callb
         model=result.model,
         policy=policy,
         explanation=verdict.explanation,
-        rule_matches=[match.as_json() for match in verdict.rule_matches],
+        rule_matches=[match_record(match) for match in verdict.rule_matches],
         model_used=verdict.model_used,
         request=request,
         callback_id=callback_id,

@@ -15,6 +15,7 @@ from django.db import transaction
 from audit import context
 from audit.models import Actor
 from moderation.models import (
+    ERASED,
     Cause,
     ContentReview,
     NotificationKind,
@@ -51,12 +52,16 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "") -
         )
         report = Report.objects.filter(review=review, reporter_id=reporter_id).first()
         created = report is None
+        erased = review.content.erased_at is not None
         if created:
+            # A report of erased content is counted, but its detail (which may quote what was
+            # erased) is not kept, and it sends nothing to a human: there is nothing to judge.
             report = Report.objects.create(
-                review=review, decision=review.decision, reporter_id=reporter_id, reason=reason, detail=detail
+                review=review, decision=review.decision, reporter_id=reporter_id, reason=reason,
+                detail=ERASED if erased and detail else detail,
             )
         count = Report.objects.filter(review=review).count()
-        if created:
+        if created and not erased:
             _escalate_if_due(review, count)
     return ReportFiled(report=report, created=created, report_count=count)
 

@@ -3,6 +3,11 @@
     {% load moderation_rules %}
     {% rule_matches review %}                 the whole block: language, highlighted text, rules
     {{ text|highlight_terms:matches }}         only the highlighted text (matches as stored)
+    {{ match|words_in:text }}                  the words a match spans, cut from the text
+
+A decision stores where each match lies, never the words (moderation.policy.match_record): they
+are cut from the content here, so the page shows them while the content exists, and nothing
+once it is erased.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from moderation.language import Detection
 from moderation.models import ContentReview
-from moderation.policy import rule_text
+from moderation.policy import match_record, rule_text
 from moderation.rules import rule_matches as policy_rule_matches
 from moderation.services import policy_active
 
@@ -46,6 +51,15 @@ def highlight_terms(text: str, matches) -> SafeString:
     return mark_safe("".join(out))  # every piece above is escaped
 
 
+@register.filter
+def words_in(match: dict, text: str) -> str:
+    """The words of `text` a stored match spans ("" when the text no longer holds them: erased)."""
+    start, end = match.get("start"), match.get("end")
+    if not text or not isinstance(start, int) or not isinstance(end, int) or not 0 <= start < end <= len(text):
+        return ""
+    return text[start:end]
+
+
 @register.inclusion_tag("moderation/includes/rule_matches.html")
 def rule_matches(review: ContentReview) -> dict:
     """The content's detected language and its text with matched terms highlighted: the matches
@@ -59,7 +73,7 @@ def rule_matches(review: ContentReview) -> dict:
     else:
         policy = policy_active()
         detection = Detection(content.language, tuple(tuple(c) for c in content.language_candidates or ()))
-        matches = [m.as_json() for m in policy_rule_matches(policy, text, detection)]
+        matches = [match_record(m) for m in policy_rule_matches(policy, text, detection)]
         source = f"terms of the active {policy}"
     return {"content": content, "text": text, "matches": matches, "source": source,
             "candidates": content.language_candidates}

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -19,15 +24,18 @@ from callbacks.payload import parse
 from moderation import services, tasks
 from moderation import erasure
 from moderation.erasure import Redact, content_erase
-from moderation.errors import ContentErased
+from moderation.errors import ContentErased, NotAppealable
 from moderation.invariants import violations
 from moderation.models import (
+    Appeal,
     Cause,
     ContentErasure,
     ContentReview,
     Decision,
+    DecisionNotification,
     DecisionSource,
     ModerationRequest,
+    NotificationKind,
     ResultOutcome,
     ReviewStatus,
 )
@@ -36,7 +44,7 @@ from moderation.providers.base import ProviderServerError
 from moderation.signing import sign
 from lab.race_lab import where_found
 from tests.callbacks.conftest import SECRET, completed
-from tests.helpers import collide, result
+from tests.helpers import collide, decided, result
 
 TEXT = 'Zorblax the unforgivable \U0001f419 \u00absaid\u00bb "things" about Qwertyuiop-Flange, twice over'
 AUTHOR = "Vexillum-Stradivarius"
@@ -47,9 +55,9 @@ def callback_secret(settings):
     settings.CALLBACK_SECRETS = {"scripted": [SECRET]}
 
 
-def deliver(body: dict, *, event_id: str):
+def deliver(body: dict | bytes, *, event_id: str):
     """A signed callback from the scripted provider (whose operations these are)."""
-    raw = json.dumps(body).encode()
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     headers = {f"HTTP_{k.upper().replace('-', '_')}": v for k, v in sign(SECRET, event_id=event_id, body=raw).items()}
     return APIClient().generic("POST", "/api/v1/callbacks/scripted/", raw, content_type="application/json", **headers)
 
@@ -301,3 +309,284 @@ def test_the_history_copies_of_a_registered_column_are_redacted_with_it(api_clie
 
     assert not columns & where_found([TEXT[:40]])
     assert report.redacted["moderation.ContentReview.worker_id"] == 1 + 2  # the row, and its two history rows
+
+
+# --- issue 22: nothing quotes the matched words; every column is searched for a marker --------
+
+MARKER = "Qu4ntumB4n4n4"  # how the user spelt the watched term "quantumbanana": never policy text
+WATCHED = "quantumbanana"
+PATTERN = "re:<<[^>]{20,}>>"  # matches a long span, far from the content's first characters
+MARKED = (f"Morning all, nothing to see here. zorp {MARKER} said the one at the back, "
+          f"<<and then a long aside in which {MARKER} hides in the middle of it all>> and that was it.")
+TERMS = [{"category": "harassment", "action": "reject", "language": "",
+          "terms": [WATCHED, f"zorp {WATCHED}", PATTERN]}]
+
+
+def columns_holding(marker: str) -> set[str]:
+    """Every column of every table, found by introspection, whose value holds `marker` in any
+    case: text, character, JSON, arrays (as text) and bytea (as UTF-8 bytes)."""
+    found = set()
+    with connection.cursor() as cursor:
+        tables = connection.introspection.table_names(cursor)
+        cursor.execute(
+            "SELECT table_name, column_name, data_type FROM information_schema.columns WHERE table_schema = "
+            "current_schema() AND data_type IN ('text', 'character varying', 'character', 'json', 'jsonb', "
+            "'ARRAY', 'USER-DEFINED', 'xml', 'bytea')"
+        )
+        columns = [row for row in cursor.fetchall() if row[0] in tables]
+        assert {"moderation_content", "callbacks_providercallback", "audit_reviewtransition"} <= {c[0] for c in columns}
+        for table, column, kind in columns:
+            table, column = connection.ops.quote_name(table), connection.ops.quote_name(column)
+            if kind == "bytea":
+                cursor.execute(f"SELECT 1 FROM {table} WHERE position(convert_to(%s, 'UTF8') in {column}) > 0 LIMIT 1",
+                               [marker])
+            else:
+                cursor.execute(f"SELECT 1 FROM {table} WHERE strpos(lower({column}::text), lower(%s)) > 0 LIMIT 1",
+                               [marker])
+            if cursor.fetchone():
+                found.add(f"{table}.{column}".replace('"', ""))
+    return found
+
+
+def marked_review(api_client, scripted, *, echo: bool = False) -> tuple[ContentReview, ModerationRequest]:
+    """A review rejected by the policy's rules (a term spelt with evasions, a phrase, a pattern
+    over a long span), each match holding MARKER, through a provider's signed callback (`echo`:
+    whose model and a category name quote the content)."""
+    services.policy_publish(reject_threshold=0.9, review_threshold=0.5, term_lists=TERMS)
+    api_client.webhook_url = "https://hooks.example.test/moderation"
+    api_client.save(update_fields=["webhook_url"])
+    review, _ = services.review_submit(client=api_client, external_id="marked", kind="text", text=MARKED)
+    request = services.review_claim(review_id=review.pk, worker_id="w1")  # the scripted provider's operation
+    body = completed(request.idempotency_key, score=0.1, provider_id="prov-m")
+    body["data"]["input"] = MARKED  # some providers echo what they judged
+    if echo:  # a hostile or careless one, in names too
+        body["data"]["model"] = f"echo: {MARKED[20:80]}"
+        body["data"]["results"][0]["category_scores"][MARKED[30:70]] = 0.1
+    assert deliver(body, event_id="evt-m-1").status_code == 200
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.REJECTED, review.decision.explanation
+    return review, request
+
+
+def malformed(key, event_id: str):
+    """A correctly signed callback naming the operation `key`, whose body quotes the content
+    and is not a result (stored as invalid)."""
+    body = completed(key, score=0.9, provider_id="prov-m")
+    body["data"]["results"] = f"echo: {MARKED}"
+    response = deliver(body, event_id=event_id)
+    assert response.status_code == 400, response.content
+    return ProviderCallback.objects.get(provider_event_id=event_id)
+
+
+def quoting_result(key) -> dict:
+    """A result for the operation `key` whose model and category names quote the content."""
+    body = completed(key, score=0.9, provider_id="prov-m")
+    body["data"].update(input=MARKED, model=f"echo-{MARKER}")
+    body["data"]["results"] = [{"flagged": True, "categories": {MARKER: True, "hate": True},
+                                "category_scores": {MARKER: 0.9, "hate": 0.9}}]
+    return body
+
+
+@pytest.mark.django_db
+def test_explanations_transition_reasons_and_payloads_name_the_rule_term_and_span_never_the_words(api_client, scripted):
+    review, _ = marked_review(api_client, scripted)
+
+    first = MARKED.index(MARKER)
+    pattern_start = MARKED.index("<<")
+    explanation = review.decision.explanation
+    assert f'rule harassment:reject matched term "{WATCHED}" at {first}-{first + len(MARKER)} (category harassment) (2 times)' in explanation
+    assert f'matched term "zorp {WATCHED}" at {first - 5}-{first + len(MARKER)}' in explanation
+    assert f'matched term "{PATTERN}" at {pattern_start}-{MARKED.index(">>") + 2}' in explanation
+    reason = ReviewTransition.objects.filter(review=review).last().reason
+    payloads = list(DecisionNotification.objects.filter(review=review).values_list("payload", flat=True))
+    assert payloads
+    for text in (explanation, reason, *payloads, json.dumps(review.decision.rule_matches)):
+        assert MARKER.lower() not in text.lower(), text
+    assert reason == explanation
+
+
+@pytest.mark.django_db
+def test_the_review_page_quotes_the_matched_words_from_the_content_only_while_it_exists(api_client, scripted, admin_client):
+    review, _ = marked_review(api_client, scripted)
+    page = f"/admin/moderation/contentreview/{review.pk}/timeline/"
+
+    before = admin_client.get(page).content.decode()
+    content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
+    after = admin_client.get(page).content.decode()
+
+    assert f"\u201c{MARKER}\u201d (term \u201c{WATCHED}\u201d)" in before  # the quote, cut from the content
+    assert MARKER.lower() not in after.lower()
+
+
+@pytest.mark.django_db
+def test_erasure_leaves_a_marker_in_no_column_of_any_table(api_client, scripted, django_user_model):
+    """The marker sits in the content, in each rule's matched words, in a report, a moderator's
+    note, an appeal and callbacks (valid, signed but malformed, and both again after the erasure):
+    afterwards no text, JSON, array or bytea column of the database holds it, in any case."""
+    review, request = marked_review(api_client, scripted, echo=True)
+    key = request.idempotency_key
+    malformed(key, "evt-m-2")
+    moderator = django_user_model.objects.create_user("mod", is_staff=True)
+    services.report_file(review_id=review.pk, reporter_id="reader-1", reason="harassment",
+                         detail=f"they wrote {MARKER} again")
+    services.review_note_add(review_id=review.pk, author=moderator, text=f"{MARKER} is a known slur here")
+    services.appeal_file(review_id=review.pk, appellant_id="author-1", statement=f"I only said {MARKER} in jest")
+    # The test can fail: the marker really is stored (nothing the platform writes quotes it).
+    assert columns_holding(MARKER) == {"moderation_content.text", "callbacks_providercallback.payload_json",
+                                       "moderation_report.detail", "moderation_moderatornote.text",
+                                       "moderation_appeal.statement", "moderation_decision.model",
+                                       "moderation_decision.category_scores",
+                                       "moderation_decisionnotification.payload"}  # the provider's names
+
+    assert erase_via_api(api_client, review.pk, reason="GDPR request #79").status_code == 200
+    assert deliver(quoting_result(key), event_id="evt-m-3").status_code == 200
+    late_malformed = malformed(key, "evt-m-4")
+
+    assert columns_holding(MARKER) == set()
+    assert violations([review.pk]) == []
+    # What stays of the late result still parses, with its ids and scores; both late callbacks
+    # are linked to the operation they name.
+    late = ProviderCallback.objects.get(provider_event_id="evt-m-3")
+    assert late.outcome == ResultOutcome.DUPLICATE and parse(late.payload_json).provider_request_id == "prov-m"
+    assert late_malformed.idempotency_key == key and late_malformed.outcome == ResultOutcome.INVALID
+
+
+@pytest.mark.django_db
+def test_a_signed_but_malformed_callback_is_linked_to_the_operation_it_names(api_client, scripted):
+    review, request = marked_review(api_client, scripted)
+
+    stored = malformed(request.idempotency_key, "evt-m-2")
+    unjson = deliver(b'{"type": "moderation.completed", "data": {"idempotency_key": "%s", "input": "cut'
+                     % str(request.idempotency_key).encode(), event_id="evt-m-5")
+
+    assert stored.idempotency_key == request.idempotency_key
+    assert unjson.status_code == 400
+    assert ProviderCallback.objects.get(provider_event_id="evt-m-5").idempotency_key == request.idempotency_key
+    assert ProviderCallback.objects.get(provider_event_id="evt-m-2").outcome == ResultOutcome.INVALID
+
+
+@pytest.mark.django_db
+def test_a_callback_after_erasure_keeps_no_quote_in_its_model_category_names_or_body(api_client, scripted):
+    review, request = marked_review(api_client, scripted)
+    content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
+
+    assert deliver(quoting_result(request.idempotency_key), event_id="evt-m-3").status_code == 200
+
+    stored = ProviderCallback.objects.get(provider_event_id="evt-m-3")
+    assert MARKER.lower() not in stored.payload_json.lower(), stored.payload_json
+    event = parse(stored.payload_json)
+    assert event.idempotency_key == request.idempotency_key and event.result.category_scores["hate"] == 0.9
+
+
+def appealed(api_client, scripted) -> tuple[ContentReview, Appeal]:
+    review, _ = marked_review(api_client, scripted)
+    appeal = services.appeal_file(review_id=review.pk, appellant_id="author-1", statement="it was a joke")
+    assert Appeal.objects.get(pk=appeal.pk).status == "open"
+    return review, appeal
+
+
+@pytest.mark.django_db
+def test_erasing_content_under_appeal_closes_the_appeal_with_a_reason_and_tells_the_client(api_client, scripted):
+    review, appeal = appealed(api_client, scripted)
+    appealed_decision = review.decision
+    moderator = get_user_model().objects.create_user("mia", is_staff=True)
+    assert services.review_take_next(moderator=moderator).pk == review.pk  # a moderator holds its lease
+
+    # One transaction: a dry run, rolled back, leaves the appeal open; the erasure closes it.
+    content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="x", for_real=False)
+    assert Appeal.objects.get(pk=appeal.pk).status == "open"
+    content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="GDPR request #80")
+
+    appeal.refresh_from_db()
+    review.refresh_from_db()
+    closing = review.decision
+    assert (appeal.status, appeal.resolution_id, review.status) == ("upheld", closing.pk, ReviewStatus.REJECTED)
+    assert closing.source == DecisionSource.SYSTEM and closing.pk != appealed_decision.pk
+    assert "erased" in closing.reason and "appeal" in closing.reason
+    last = ReviewTransition.objects.filter(review=review).last()
+    assert (last.from_status, last.to_status, last.cause, last.actor_id) == (
+        ReviewStatus.MANUAL_REVIEW, ReviewStatus.REJECTED, Cause.CONTENT_ERASED, "ops-anna")
+    told = DecisionNotification.objects.get(decision=closing)
+    body = json.loads(told.payload)
+    assert told.kind == NotificationKind.APPEAL_RESOLVED
+    assert body["data"]["appeal_id"] == str(appeal.pk) and body["data"]["outcome"] == "upheld"
+    assert "erased" in body["data"]["decision"]["explanation"]
+    assert review.queue == "" and Appeal.objects.filter(review=review, status="open").count() == 0
+    assert (review.claimed_by, review.claim_expires_at) == (None, None)
+    assert violations([review.pk]) == []
+
+
+@pytest.mark.django_db
+def test_the_checker_flags_an_open_appeal_that_no_queue_offers(api_client, scripted, monkeypatch):
+    review, appeal = appealed(api_client, scripted)
+    # Erasure as it was: the review left its queue, its appeal stayed open.
+    monkeypatch.setattr(erasure, "_close_appeal_locked", lambda review, **kwargs: False, raising=False)
+    content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
+
+    assert any(f"appeal {appeal.pk}" in problem and "no queue" in problem for problem in violations([review.pk])), \
+        violations([review.pk])
+
+
+@pytest.mark.django_db
+def test_an_auditor_sees_erasure_tombstones(api_client, django_user_model):
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    review, _ = services.review_submit(client=api_client, external_id="p", kind="text", text=TEXT)
+    content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="GDPR request #81")
+    tombstone = ContentErasure.objects.get(review=review)
+    auditor = django_user_model.objects.create_user("ada", is_staff=True)
+    auditor.groups.add(Group.objects.get(name="auditor"))
+    browser = Client()
+    browser.force_login(auditor)
+
+    listing = browser.get("/admin/moderation/contenterasure/")
+    detail = browser.get(f"/admin/moderation/contenterasure/{tombstone.pk}/change/")
+
+    assert listing.status_code == 200 and str(review.pk) in listing.content.decode()
+    assert detail.status_code == 200 and "GDPR request #81" in detail.content.decode()
+    assert browser.post(f"/admin/moderation/contenterasure/{tombstone.pk}/delete/").status_code == 403
+
+
+QUOTED = 16  # the promise: a quote this long, from anywhere in the content, is found (erasure.QUOTE_MIN)
+
+
+@given(content=st.text(min_size=QUOTED), cut=st.tuples(st.integers(0), st.integers(0)),
+       before=st.text(max_size=40), after=st.text(max_size=40), escaped=st.booleans())
+@hypothesis_settings(max_examples=300, deadline=None)
+def test_a_quote_of_the_content_from_anywhere_in_it_is_scrubbed_from_any_text(content, cut, before, after, escaped):
+    """Any run of at least QUOTED characters of the content, cut anywhere, in any Unicode, as
+    written or JSON-escaped, is gone from a text quoting it."""
+    start = cut[0] % (len(content) - QUOTED + 1)
+    end = start + QUOTED + cut[1] % (len(content) - start - QUOTED + 1)
+    quote = content[start:end]
+    if escaped:
+        quote = json.dumps(quote)[1:-1]
+    assume(quote not in f"{before}{after}")  # what was not quoted (Hypothesis may write it anyway)
+    quotes = erasure.content_quotes(SimpleNamespace(text=content, media_url="", metadata={}))
+
+    scrubbed = erasure.scrub(f"{before}{quote}{after}", quotes)
+
+    assert quote not in scrubbed
+    assert erasure.QUOTE_MIN <= QUOTED
+
+
+@pytest.mark.django_db
+def test_erased_content_cannot_be_appealed_and_its_reports_keep_no_detail_and_reach_no_human(api_client, scripted):
+    """Found by the stateful test: an appeal of erased content would wait in the appeals queue
+    for ever, and reports reaching the threshold would send it to the reports queue."""
+    rejected, _ = marked_review(api_client, scripted)
+    services.policy_publish(reject_threshold=0.9, review_threshold=0.5, report_threshold=1)
+    approved = decided(api_client, ReviewStatus.APPROVED)
+    for review in (rejected, approved):
+        content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
+
+    with pytest.raises(NotAppealable, match="erased"):
+        services.appeal_file(review_id=rejected.pk, appellant_id="author-1", statement=f"but {MARKER} is fine")
+    filed = services.report_file(review_id=approved.pk, reporter_id="reader-1", reason="harassment",
+                                 detail=f"it said {MARKER}")
+
+    approved.refresh_from_db()
+    assert (approved.status, approved.queue, filed.report_count) == (ReviewStatus.APPROVED, "", 1)
+    assert filed.report.detail == "[erased]" and columns_holding(MARKER) == set()
+    assert violations([rejected.pk, approved.pk]) == []

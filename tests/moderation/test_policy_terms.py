@@ -95,7 +95,7 @@ class TestPipeline:
         assert review["status"] == "rejected" and review["language"] in ("id", "ms")
         decision = review["decision"]
         assert decision["policy_version"] == 2 and decision["model_used"] is False
-        assert 'rule insult:reject:id matched "bodoh" (category insult, term "bodoh")' in decision["explanation"]
+        assert 'rule insult:reject:id matched term "bodoh" at 6-11 (category insult)' in decision["explanation"]
         assert decision["rules"] == [
             {"rule": "insult:reject:id", "category": "insult", "action": "reject", "term": "bodoh"}
         ]

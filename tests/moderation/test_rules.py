@@ -29,7 +29,8 @@ def scored(score: float) -> ModerationResult:
 def test_a_reject_rule_rejects_even_when_the_model_approves():
     verdict = decide(policy([INSULT_ID], model_languages=[]), scored(0.03), text="dasar b0d0h kamu", detection=SURE_ID)
     assert verdict.label == "rejected"
-    assert 'rule insult:reject:id matched "dasar b0d0h" (category insult, term "dasar bodoh")' in verdict.explanation
+    assert 'rule insult:reject:id matched term "dasar bodoh" at 0-11 (category insult)' in verdict.explanation
+    assert "b0d0h" not in verdict.explanation  # the user's words: the page cuts them from the content
     assert [(m.rule, m.term, m.matched) for m in verdict.rule_matches] == [
         ("insult:reject:id", "dasar bodoh", "dasar b0d0h"), ("insult:reject:id", "bodoh", "b0d0h")
     ]
@@ -52,7 +53,7 @@ def test_an_allow_term_suppresses_the_matches_inside_it_not_the_model():
     allowed = decide(policy(rules), scored(0.1), text="please kill the process", detection=SURE_EN)
     assert allowed.label == "approved"
     assert [m.action for m in allowed.rule_matches] == ["allow"]
-    assert 'rule violence:allow allows "kill the process"' in allowed.explanation
+    assert 'rule violence:allow allows term "kill the process" at 7-23' in allowed.explanation
     assert decide(policy(rules), scored(0.1), text="kill the process and kill him", detection=SURE_EN).label == "rejected"
     assert decide(policy(rules), scored(0.95), text="kill the process", detection=SURE_EN).label == "rejected"
 
@@ -198,7 +199,7 @@ def test_a_text_matching_hundreds_of_times_gets_a_bounded_explanation():
     text = " ".join(f"word{n % 30}x" for n in range(600))
     verdict = decide(policy([many]), scored(0.1), text=text, detection=SURE_EN)
     assert verdict.label == "rejected"
-    assert '(category insult, term "word0x") (20 times)' in verdict.explanation
+    assert 'matched term "word0x" at 0-6 (category insult) (20 times)' in verdict.explanation
     assert "20 more rule terms matched" in verdict.explanation and len(verdict.explanation) < 2000
     assert len(verdict.rule_matches) == 100
 

@@ -32,6 +32,8 @@ LEGAL = {
     # The content was erased before a decision: nothing is left to moderate.
     (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
+    # ... or while an appeal of its rejection waited for a human: the rejection stands.
+    (S.MANUAL_REVIEW, S.REJECTED, Cause.CONTENT_ERASED),
 }
 LABELLED = {Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE}
 FIXED_TARGET = {
@@ -44,6 +46,13 @@ FIXED_TARGET = {
     Cause.APPEAL: S.MANUAL_REVIEW,
     Cause.CONTENT_ERASED: S.MANUAL_REVIEW,
 }
+
+
+def fixed_target(cause: Cause, src: str) -> str:
+    """The one status a cause without a label leads to from `src`."""
+    if cause == Cause.CONTENT_ERASED and src == S.MANUAL_REVIEW:
+        return S.REJECTED
+    return FIXED_TARGET[cause]
 
 
 def review_in(status, client) -> ContentReview:
@@ -60,7 +69,7 @@ def attempt(review: ContentReview, cause: Cause, to: str) -> None:
         locked = ContentReview.objects.select_for_update().get(pk=review.pk)
         if cause in LABELLED:
             transition_review(locked, cause, label=to, actor="system")
-        elif FIXED_TARGET[cause] == to:
+        elif fixed_target(cause, locked.status) == to:
             transition_review(locked, cause, actor="system")
         else:
             # This cause cannot even name that target: the model offers no such transition.
@@ -70,7 +79,7 @@ def attempt(review: ContentReview, cause: Cause, to: str) -> None:
 CASES = [
     (src, to, cause)
     for src, to, cause in itertools.product(S.values, S.values, Cause.values)
-    if cause in LABELLED or FIXED_TARGET[cause] == to
+    if cause in LABELLED or fixed_target(cause, src) == to
 ]
 
 
