@@ -7,6 +7,7 @@ parses, checks the permission, calls, and says what happened.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections import Counter
 from datetime import timedelta
@@ -42,6 +43,9 @@ from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import queue_figures
 
 EXCERPT_CHARS = 200
+# A review's version as a form posts it: ASCII digits that fit the column (str.isdigit also
+# takes "²", which int() refuses).
+VERSION = re.compile(r"[0-9]{1,9}")
 QUEUE_PAGE_ROWS = 50
 
 PERMISSIONS = {
@@ -409,13 +413,21 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
                 "opts": self.model._meta, "title": f"{action.capitalize()} {queryset.count()} reviews",
                 "form": form, "reviews": queryset, "action": f"{action}_selected",
             })
-        outcomes, skipped = Counter(), Counter()
-        for review in queryset.order_by("created_at"):
-            # The version each review had on the confirmation page: one changed since (another
-            # moderator, a provider result) is refused, not overwritten.
+        reviews = list(queryset.order_by("created_at"))
+        # The version each review had on the confirmation page: one changed since (another
+        # moderator, a provider result) is refused, not overwritten. All are read before any
+        # review is touched, so a bad one leaves the whole batch as it was.
+        versions = {}
+        for review in reviews:
             seen = request.POST.get(f"version_{review.pk}", "")
-            data = {**form.cleaned_data, "version": int(seen) if seen.isdigit() else review.version}
-            refused = act(request, action, review, data)
+            if seen and not VERSION.fullmatch(seen):
+                self.message_user(request, f"Nothing was {DONE[action]}: the version posted for review "
+                                           f"{review.short_id} is not a version number.", messages.ERROR)
+                return None
+            versions[review.pk] = int(seen) if seen else review.version
+        outcomes, skipped = Counter(), Counter()
+        for review in reviews:
+            refused = act(request, action, review, {**form.cleaned_data, "version": versions[review.pk]})
             if refused:
                 skipped[refused] += 1
             else:
