@@ -34,7 +34,7 @@ from moderation import services
 from moderation.admin import review_page
 from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
-from moderation.admin.paginator import EstimatedCountPaginator
+from moderation.admin.paginator import EstimatedCountPaginator, rows_page
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, DecideForm, NoteForm, ReasonForm
 from moderation.errors import ModerationError, StaleVersion
 from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
@@ -47,6 +47,8 @@ EXCERPT_CHARS = 200
 # takes "²", which int() refuses).
 VERSION = re.compile(r"[0-9]{1,9}")
 QUEUE_PAGE_ROWS = 50
+LIST_PAGE_ROWS = 50  # the review page's reports and notes
+TIMELINE_PAGE_ROWS = 100
 
 PERMISSIONS = {
     "override": "moderation.override_review",
@@ -260,7 +262,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
             review=review,
-            entries=review_timeline(review, notes=True),
+            # Each list a page at a time: a client can file thousands of reports on one review.
+            entries=rows_page(request.GET, "timeline_page", TIMELINE_PAGE_ROWS,
+                              lambda offset, limit: review_timeline(review, notes=True, first=offset + limit)[offset:]),
             media_host=review_page.media_host(review.content.media_url),
             metadata=review_page.metadata_rows(review.content.metadata),
             scored_decision=scored,
@@ -271,11 +275,14 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             if can["escalate"] and review.status in (ReviewStatus.PENDING, ReviewStatus.PROCESSING) else None,
             reprocess_form=ReasonForm(initial=version) if can["reprocess"] and is_final else None,
             note_form=NoteForm() if can["override"] or can["escalate"] else None,
-            notes=ModeratorNote.objects.filter(review=review).select_related("author", "decision"),
+            notes=rows_page(request.GET, "notes_page", LIST_PAGE_ROWS, lambda offset, limit: list(
+                ModeratorNote.objects.filter(review=review).select_related("author", "decision")
+                .order_by("created_at", "pk")[offset:offset + limit])),
             claimed_by_me=review.claimed_by_id == request.user.pk
             and review.claim_expires_at and review.claim_expires_at > timezone.now(),
             queue=queue,
-            reports=list(review.reports.order_by("created_at")[:50]),
+            reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
+                review.reports.order_by("created_at", "pk")[offset:offset + limit])),
             report_count=review.reports.count(),
             appeal=review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
         )
