@@ -21,7 +21,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from moderation import services
+from moderation import roles, services
 from moderation.erasure import content_erase
 from moderation.models import ContentReview
 from tests.helpers import result
@@ -65,7 +65,7 @@ POLICY_RULES = [
     {"category": "harassment", "action": "allow", "language": "", "terms": ["scunthorpe"]},
 ]
 REPORTS_ON_ONE_REVIEW = 320
-ROLES = ["superuser", "moderator", "supervisor", "auditor"]
+ROLES = ["superuser", *roles.ROLES]  # every group moderation/roles.py sets up, and a superuser
 # Pages a crawl opens per URL shape (ids and query values replaced): a few objects of each
 # model, a few filter combinations of each list. The seeded reviews' pages are opened besides.
 PER_SHAPE = 2
