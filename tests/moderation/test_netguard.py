@@ -246,3 +246,23 @@ def test_deprecated_and_local_tunnelling_forms_are_refused_even_carrying_a_publi
     from moderation.netguard import address_refusal
 
     assert address_refusal(_carriers(PUBLIC)[form])
+
+
+def test_any_ipv4_address_is_judged_the_same_through_nat64_and_every_other_carrier_is_refused():
+    import ipaddress
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from moderation.netguard import address_refusal
+
+    @settings(max_examples=500, deadline=None)
+    @given(st.integers(min_value=0, max_value=2**32 - 1))
+    def check(n):
+        v4 = str(ipaddress.IPv4Address(n))
+        assert (address_refusal(_carriers(v4)["NAT64"]) == "") == (address_refusal(v4) == "")
+        for form, address in _carriers(v4).items():
+            if form != "NAT64":
+                assert address_refusal(address), (form, address)
+
+    check()
