@@ -76,7 +76,8 @@ class PolicyForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["unjudged_label"].required = False
+        if "unjudged_label" in self.fields:  # a published version's page is read-only: no fields
+            self.fields["unjudged_label"].required = False
 
     def clean(self):
         data = super().clean()
@@ -114,6 +115,10 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         own = [path("terms/", self.admin_site.admin_view(lambda request: term_lists_view(self, request)),
                     name="moderation_moderationpolicy_terms")]
         return own + super().get_urls()
+
+    def get_fields(self, request, obj=None):
+        # A published version is read, not filled: it has no "based on" to carry.
+        return self.fields if obj is None else PolicyForm.Meta.fields
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()

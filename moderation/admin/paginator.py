@@ -1,17 +1,22 @@
-"""A paginator that never counts a large table row by row.
+"""Paginators that never count a large table row by row.
 
 Django's changelist asks its paginator for `count`, which is `SELECT count(*)` over the filtered
 list: a scan of every matching row, hundreds of milliseconds at a million reviews. This one asks
 the planner first (EXPLAIN: the statistics PostgreSQL keeps in pg_class and pg_statistic, no rows
-read) and counts exactly only when the planner expects few rows.
+read) and counts exactly only when the planner expects few rows. `rows_page` pages the lists
+of one review (its reports, notes, timeline and the change page's inlines) without a count.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.core.paginator import Paginator
 from django.db import connections
+from django.http import QueryDict
 from django.utils.functional import cached_property
 
 # Below this many rows (the planner's estimate) an exact count is cheap enough to run.
@@ -45,3 +50,48 @@ class EstimatedCountPaginator(Paginator):
                 self.estimated = True
                 return rows
         return super().count
+
+
+# A page number as a link carries it: digits, and few enough that the offset stays a number
+# PostgreSQL takes. Anything else ("²", "-1", 10^30) is the first page.
+PAGE_NUMBER = re.compile(r"[0-9]{1,6}")
+
+
+@dataclass(frozen=True)
+class RowsPage:
+    """One page of a list that may be long, read without counting it: `per_page + 1` rows are
+    asked for, and the extra one only says that a next page exists."""
+
+    rows: list
+    number: int
+    has_next: bool
+    param: str
+    query: QueryDict
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _url(self, number: int) -> str:
+        query = self.query.copy()
+        query[self.param] = str(number)
+        return "?" + query.urlencode()
+
+    @property
+    def previous_url(self) -> str:
+        return self._url(self.number - 1) if self.number > 1 else ""
+
+    @property
+    def next_url(self) -> str:
+        return self._url(self.number + 1) if self.has_next else ""
+
+
+def rows_page(query: QueryDict, param: str, per_page: int, fetch: Callable[[int, int], list]) -> RowsPage:
+    """The page `query[param]` (1 when missing or not a page number) of the rows
+    `fetch(offset, limit)` returns."""
+    raw = query.get(param, "")
+    number = max(int(raw), 1) if PAGE_NUMBER.fullmatch(raw) else 1
+    rows = fetch((number - 1) * per_page, per_page + 1)
+    return RowsPage(rows[:per_page], number, len(rows) > per_page, param, query)

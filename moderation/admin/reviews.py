@@ -7,6 +7,7 @@ parses, checks the permission, calls, and says what happened.
 
 from __future__ import annotations
 
+import re
 import secrets
 from collections import Counter
 from datetime import timedelta
@@ -33,7 +34,7 @@ from moderation import services
 from moderation.admin import review_page
 from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
-from moderation.admin.paginator import EstimatedCountPaginator
+from moderation.admin.paginator import EstimatedCountPaginator, rows_page
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, DecideForm, NoteForm, ReasonForm
 from moderation.errors import ModerationError, StaleVersion
 from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
@@ -42,7 +43,12 @@ from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import queue_figures
 
 EXCERPT_CHARS = 200
+# A review's version as a form posts it: ASCII digits that fit the column (str.isdigit also
+# takes "²", which int() refuses).
+VERSION = re.compile(r"[0-9]{1,9}")
 QUEUE_PAGE_ROWS = 50
+LIST_PAGE_ROWS = 50  # the review page's reports and notes
+TIMELINE_PAGE_ROWS = 100
 
 PERMISSIONS = {
     "override": "moderation.override_review",
@@ -256,7 +262,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
             review=review,
-            entries=review_timeline(review, notes=True),
+            # Each list a page at a time: a client can file thousands of reports on one review.
+            entries=rows_page(request.GET, "timeline_page", TIMELINE_PAGE_ROWS,
+                              lambda offset, limit: review_timeline(review, notes=True, first=offset + limit)[offset:]),
             media_host=review_page.media_host(review.content.media_url),
             metadata=review_page.metadata_rows(review.content.metadata),
             scored_decision=scored,
@@ -267,11 +275,14 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             if can["escalate"] and review.status in (ReviewStatus.PENDING, ReviewStatus.PROCESSING) else None,
             reprocess_form=ReasonForm(initial=version) if can["reprocess"] and is_final else None,
             note_form=NoteForm() if can["override"] or can["escalate"] else None,
-            notes=ModeratorNote.objects.filter(review=review).select_related("author", "decision"),
+            notes=rows_page(request.GET, "notes_page", LIST_PAGE_ROWS, lambda offset, limit: list(
+                ModeratorNote.objects.filter(review=review).select_related("author", "decision")
+                .order_by("created_at", "pk")[offset:offset + limit])),
             claimed_by_me=review.claimed_by_id == request.user.pk
             and review.claim_expires_at and review.claim_expires_at > timezone.now(),
             queue=queue,
-            reports=list(review.reports.order_by("created_at")[:50]),
+            reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
+                review.reports.order_by("created_at", "pk")[offset:offset + limit])),
             report_count=review.reports.count(),
             appeal=review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
         )
@@ -409,13 +420,21 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
                 "opts": self.model._meta, "title": f"{action.capitalize()} {queryset.count()} reviews",
                 "form": form, "reviews": queryset, "action": f"{action}_selected",
             })
-        outcomes, skipped = Counter(), Counter()
-        for review in queryset.order_by("created_at"):
-            # The version each review had on the confirmation page: one changed since (another
-            # moderator, a provider result) is refused, not overwritten.
+        reviews = list(queryset.order_by("created_at"))
+        # The version each review had on the confirmation page: one changed since (another
+        # moderator, a provider result) is refused, not overwritten. All are read before any
+        # review is touched, so a bad one leaves the whole batch as it was.
+        versions = {}
+        for review in reviews:
             seen = request.POST.get(f"version_{review.pk}", "")
-            data = {**form.cleaned_data, "version": int(seen) if seen.isdigit() else review.version}
-            refused = act(request, action, review, data)
+            if seen and not VERSION.fullmatch(seen):
+                self.message_user(request, f"Nothing was {DONE[action]}: the version posted for review "
+                                           f"{review.short_id} is not a version number.", messages.ERROR)
+                return None
+            versions[review.pk] = int(seen) if seen else review.version
+        outcomes, skipped = Counter(), Counter()
+        for review in reviews:
+            refused = act(request, action, review, {**form.cleaned_data, "version": versions[review.pk]})
             if refused:
                 skipped[refused] += 1
             else:

@@ -14,6 +14,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db.models import QuerySet
+
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
 from moderation.models import Appeal, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report
@@ -60,45 +62,59 @@ def _ids(**values) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if v not in (None, "")}
 
 
-def review_timeline(review: ContentReview, *, notes: bool = False) -> list[Entry]:
-    """Every entry of the review's timeline; moderators' internal notes only with `notes` (the
-    admin page and the operator command ask for them; the client API never does)."""
+def _head(rows: QuerySet, at: str, first: int | None) -> list:
+    """The rows of `rows` in the order of their time `at`; with `first`, only the first `first`
+    and any tied with the last of them. An entry among a timeline's first `first` has fewer than
+    `first` entries before it, so its row is among its record's first `first` by time: a page of
+    a review with 10,000 reports reads a page of reports, not all of them."""
+    if first is None:
+        return list(rows)
+    head = list(rows.order_by(at, "pk")[:first])
+    if len(head) == first:
+        last = getattr(head[-1], at)
+        head += rows.filter(**{at: last}).exclude(pk__in=[r.pk for r in head if getattr(r, at) == last])
+    return head
+
+
+def review_timeline(review: ContentReview, *, notes: bool = False, first: int | None = None) -> list[Entry]:
+    """Every entry of the review's timeline, or its first `first`; moderators' internal notes
+    only with `notes` (the admin page and the operator command ask for them; the client API
+    never does)."""
     content = review.content
     entries = [Entry(content.created_at, "submitted", f"submitted by {review.client} as {content.kind}",
                      {"external_id": content.external_id}, _ids(review_id=review.pk, content_id=content.pk),
                      f"content:{content.pk}")]
-    entries += _events(review)
-    requests = list(review.requests.select_related("supersedes").order_by("id"))
-    keys = [r.idempotency_key for r in requests]
-    for request in requests:
+    entries += _events(review, first)
+    for request in _head(review.requests.select_related("supersedes"), "created_at", first):
         supersedes = f", supersedes {request.supersedes.idempotency_key}" if request.supersedes_id else ""
         entries.append(Entry(request.created_at, "operation", f"operation started ({request.cause}{supersedes})",
                              {"status": request.status, "attempts": request.attempt_no, "max_attempts": request.max_attempts,
                               "last_error": request.last_error},
                              _ids(idempotency_key=request.idempotency_key, provider_request_id=request.provider_request_id),
                              f"request:{request.pk}"))
-    entries += _attempts(review)
-    entries += _callbacks(keys)
-    entries += _decisions(review)
-    entries += _reports_and_appeals(review)
-    for t in ReviewTransition.objects.filter(review=review):
+    entries += _attempts(review, first)
+    entries += _callbacks(review, first)
+    entries += _decisions(review, first)
+    entries += _reports_and_appeals(review, first)
+    for t in _head(ReviewTransition.objects.filter(review=review), "created_at", first):
         entries.append(Entry(t.created_at, "transition", f"{t.from_status} -> {t.to_status} ({t.cause})",
                              {"actor": f"{t.actor}:{t.actor_id}" if t.actor_id else t.actor, "reason": t.reason},
                              _ids(idempotency_key=t.idempotency_key, job_id=t.job_id, attempt_no=t.attempt_no),
                              f"transition:{t.pk}"))
-    for h in review.history.select_related("history_user").order_by("history_id"):
+    for h in _head(review.history.select_related("history_user"), "history_date", first):
         entries.append(Entry(h.history_date, "history", f"history: status {h.status} (version {h.version})",
                              {"change_reason": h.history_change_reason or "", "user": str(h.history_user or "")},
                              _ids(idempotency_key=h.active_idempotency_key), f"history:{h.history_id}"))
     if notes:
         entries += [Entry(n.created_at, "note", f"note by {n.author}", {"text": n.text}, {}, f"note:{n.pk}")
-                    for n in ModeratorNote.objects.filter(review=review).select_related("author")]
-    return sorted(entries, key=lambda e: (e.at, _RANK[e.kind], e.source))
+                    for n in _head(ModeratorNote.objects.filter(review=review).select_related("author"),
+                                   "created_at", first)]
+    return sorted(entries, key=lambda e: (e.at, _RANK[e.kind], e.source))[:first]
 
 
-def _events(review: ContentReview) -> list[Entry]:
+def _events(review: ContentReview, first: int | None) -> list[Entry]:
     entries = []
-    for event in PipelineEvent.objects.filter(review=review):
+    for event in _head(PipelineEvent.objects.filter(review=review), "created_at", first):
         kind = "job_enqueued" if event.kind == "job_enqueued" else "event"
         entries.append(Entry(event.created_at, kind, event.get_kind_display(), dict(event.detail),
                              _ids(idempotency_key=event.idempotency_key, job_id=event.job_id, worker_id=event.worker_id),
@@ -106,9 +122,10 @@ def _events(review: ContentReview) -> list[Entry]:
     return entries
 
 
-def _attempts(review: ContentReview) -> list[Entry]:
+def _attempts(review: ContentReview, first: int | None) -> list[Entry]:
     entries = []
-    for a in ProviderAttempt.objects.filter(request__review=review).select_related("request"):
+    # An attempt's end follows its start: the attempts that end early enough started earlier still.
+    for a in _head(ProviderAttempt.objects.filter(request__review=review).select_related("request"), "started_at", first):
         ids = _ids(idempotency_key=a.request.idempotency_key, attempt_no=a.attempt_no, job_id=a.job_id, worker_id=a.worker_id)
         entries.append(Entry(a.started_at, "attempt_started", f"attempt {a.attempt_no} sent to {a.provider}", {}, ids,
                              f"attempt:{a.pk}"))
@@ -119,7 +136,8 @@ def _attempts(review: ContentReview) -> list[Entry]:
     return entries
 
 
-def _callbacks(keys: list) -> list[Entry]:
+def _callbacks(review: ContentReview, first: int | None) -> list[Entry]:
+    keys = review.requests.values("idempotency_key")
     return [
         Entry(cb.received_at, "callback", f"callback {cb.event_type or 'received'}: {cb.outcome or 'unprocessed'}",
               {"duplicate_count": cb.duplicate_count, "processed_at": cb.processed_at.isoformat() if cb.processed_at else None,
@@ -127,13 +145,14 @@ def _callbacks(keys: list) -> list[Entry]:
               _ids(idempotency_key=cb.idempotency_key, provider_event_id=cb.provider_event_id,
                    provider_request_id=cb.provider_request_id),
               f"callback:{cb.pk}", payload=cb.payload_json)
-        for cb in ProviderCallback.objects.filter(idempotency_key__in=keys)
+        for cb in _head(ProviderCallback.objects.filter(idempotency_key__in=keys), "received_at", first)
     ]
 
 
-def _decisions(review: ContentReview) -> list[Entry]:
+def _decisions(review: ContentReview, first: int | None) -> list[Entry]:
     entries = []
-    for decision in Decision.objects.filter(review=review).select_related("policy", "moderator", "request"):
+    for decision in _head(Decision.objects.filter(review=review).select_related("policy", "moderator", "request"),
+                          "created_at", first):
         statement = statement_of_reasons(decision)
         entries.append(Entry(decision.created_at, "decision", f"decision: {decision.label} by {decision.decided_by}",
                              {"score": decision.score, "policy_version": statement["policy_version"],
@@ -147,13 +166,13 @@ def _decisions(review: ContentReview) -> list[Entry]:
     return entries
 
 
-def _reports_and_appeals(review: ContentReview) -> list[Entry]:
+def _reports_and_appeals(review: ContentReview, first: int | None) -> list[Entry]:
     entries = [
         Entry(report.created_at, "report", f"reported by {report.reporter_id} as {report.reason}",
               {"reported_as": report.reason, "text": report.detail}, _ids(report_id=report.pk), f"report:{report.pk}")
-        for report in Report.objects.filter(review=review)
+        for report in _head(Report.objects.filter(review=review), "created_at", first)
     ]
-    for appeal in Appeal.objects.filter(review=review):
+    for appeal in _head(Appeal.objects.filter(review=review), "created_at", first):  # resolved after filed
         ids = _ids(appeal_id=appeal.pk)
         entries.append(Entry(appeal.created_at, "appeal", f"appeal filed by {appeal.appellant_id}",
                              {"statement": appeal.statement, "appealed_decision": appeal.decision_id},
