@@ -17,7 +17,8 @@ from audit import context
 from moderation.signing import sign
 from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
 from moderation.netguard import guarded_transport
-from moderation.services.webhook_gate import gate_admit, gate_record, lock_client
+from moderation.queue import enqueue_batch
+from moderation.services.webhook_gate import Vacancies, attempt_lease, gate_admit, gate_record, lock_client
 
 logger = logging.getLogger(__name__)
 
@@ -85,13 +86,16 @@ def _begin(notification_id: int, now: datetime):
             return "failed"
         deferred = gate_admit(client_id=client_id, now=now)
         if deferred:
-            # Not an attempt: the sweeper enqueues it again when it is due.
-            notification.next_attempt_at, notification.last_enqueued_at = deferred.retry_at, None
+            # Not an attempt, and no job is out for it any more: it waits in its client's queue
+            # for a slot (an ending attempt hands it on, _hand_on), or until `retry_at`. Either
+            # way the sweeper enqueues it again once it is due and still waiting.
+            notification.next_attempt_at = deferred.retry_at or notification.next_attempt_at
+            notification.last_enqueued_at = None
             notification.save(update_fields=["next_attempt_at", "last_enqueued_at"])
             return f"deferred: {deferred.reason}"
         notification.attempts += 1
         # The lease outlives the attempt: its transport gives up at NOTIFY_DEADLINE_S.
-        notification.locked_until = now + timedelta(seconds=settings.NOTIFY_DEADLINE_S + 30)
+        notification.locked_until = now + attempt_lease()
         notification.last_enqueued_at = None
         notification.save(update_fields=["attempts", "locked_until", "last_enqueued_at"])
         # attempt_no numbers every attempt ever made (a resend starts a new budget, not a new log).
@@ -115,15 +119,35 @@ def _finish(notification: DecisionNotification, attempt: NotificationAttempt, st
         logger.warning("notification %s failed after %d attempts", notification.event_id, notification.attempts)
     else:
         fields.update(next_attempt_at=now + notification_backoff(notification.attempts))
-    # Only the attempt that holds the row may settle it: a stale attempt (its lease expired, a
-    # newer one started) must not undo what the newer one recorded.
-    settled = DecisionNotification.objects.filter(
-        pk=notification.pk, attempts=notification.attempts, status=NotificationStatus.PENDING
-    ).update(**fields)
-    if not settled:
-        return "superseded by a later attempt"
-    gate_record(client_id=notification.client_id, delivered=delivered, now=now)
+    with transaction.atomic():
+        # The client's lock before the slot is freed: a notification of this client refused for
+        # want of a slot meanwhile is then either refused before (and seen waiting below) or
+        # decided after (and finds the slot). Nothing waits for a slot that nobody hands on.
+        lock_client(notification.client_id)
+        # Only the attempt that holds the row may settle it: a stale attempt (its lease expired, a
+        # newer one started) must not undo what the newer one recorded.
+        settled = DecisionNotification.objects.filter(
+            pk=notification.pk, attempts=notification.attempts, status=NotificationStatus.PENDING
+        ).update(**fields)
+        if not settled:
+            return "superseded by a later attempt"
+        vacancies = gate_record(client_id=notification.client_id, delivered=delivered, took_s=latency_ms / 1000, now=now)
+        _hand_on(notification.client_id, vacancies, now)
     return str(fields.get("status", "retry_scheduled"))
+
+
+def _hand_on(client_id: int, vacancies: Vacancies, now: datetime) -> None:
+    """Enqueue the notifications waiting for the slots an ended attempt left: the client's own,
+    oldest first, then those of the slow clients that have waited longest (webhook_gate). Each
+    is marked enqueued, so the sweep leaves it be; its job meets the gate like any other. Call
+    in the transaction that freed the slots, holding the locks gate_record took."""
+    waiting = notifications_due(now).filter(last_enqueued_at__isnull=True)
+    for rows, limit in (
+        (waiting.filter(client_id=client_id), vacancies.client),
+        (waiting.exclude(client_id=client_id).filter(client__webhook_circuit__fast=False), vacancies.slow_share),
+    ):
+        enqueue_batch(rows, order_by="next_attempt_at", enqueued_before=None, now=now, limit=limit,
+                      task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="review_id")
 
 
 def notifications_due(now: datetime):
