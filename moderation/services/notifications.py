@@ -10,7 +10,8 @@ from datetime import datetime, timedelta
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from audit import context
@@ -155,6 +156,16 @@ def notifications_due(now: datetime):
     return DecisionNotification.objects.filter(status=NotificationStatus.PENDING, next_attempt_at__lte=now).filter(
         Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     )
+
+
+def notifications_to_sweep(now: datetime):
+    """The due notifications the sweep enqueues: each client's oldest NOTIFY_CLIENT_CONCURRENCY,
+    as many as could start at once. The others wait in their clients' queues and are handed on
+    as attempts end (_hand_on): a client's backlog costs the shared job queue a few jobs a
+    sweep, not one each ahead of every other client's."""
+    oldest_first = Window(RowNumber(), partition_by=F("client_id"), order_by=[F("next_attempt_at").asc(), F("pk").asc()])
+    oldest = notifications_due(now).annotate(place=oldest_first).filter(place__lte=settings.NOTIFY_CLIENT_CONCURRENCY)
+    return notifications_due(now).filter(pk__in=oldest.values("pk"))
 
 
 def notifications_resendable(*, ids=None, failed: bool = False):

@@ -31,7 +31,7 @@ from moderation.models import (
 from moderation.queue import enqueue_batch, enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions
 from moderation.services.breaker import breaker_may_claim, circuit_get
-from moderation.services.notifications import notifications_due
+from moderation.services.notifications import notifications_to_sweep
 from moderation.providers import OperationStatus, get_provider
 from moderation.selectors import stuck_cutoff, stuck_requests, stuck_review_ids
 from moderation.services.pipeline import (
@@ -65,7 +65,7 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     report = SweepReport()
     report.retries_enqueued = _enqueue_due_retries(now, limit)
     report.notifications_enqueued = enqueue_batch(
-        notifications_due(now), order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
+        notifications_to_sweep(now), order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
         task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="review_id",
     )
     circuit = circuit_get(settings.MODERATION_PROVIDER)

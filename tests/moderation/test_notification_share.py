@@ -12,13 +12,16 @@ bench/notify_share.py measures them with the production deadline.
 from __future__ import annotations
 
 import math
+import threading
 import time
 
 import pytest
+from django.utils import timezone
 
 from lab.notification_workers import NotificationWorkers, wait_until
 from lab.simulator import WebhookReceiver
 from moderation.models import ApiClient, DecisionNotification, NotificationAttempt, NotificationStatus
+from moderation import services
 from moderation.services import api_client_create
 from tests.helpers import decided
 
@@ -137,3 +140,116 @@ def test_a_burst_for_one_client_is_delivered_as_its_slots_free_not_at_the_next_s
     assert len(receiver.received) == 20
     assert len({headers["webhook-id"] for headers, _ in receiver.received}) == 20
     assert NotificationAttempt.objects.filter(notification__client=client).count() == 20
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["with the client lock", "control: without it"])
+def test_a_slot_freed_while_a_notification_is_refused_for_it_is_handed_on(api_client, settings, monkeypatch, guarded):
+    """The race of the hand-on: one notification is refused because the client's only slot is
+    taken, while the attempt holding that slot ends. The ending attempt settles under the
+    client's lock, so it either sees the refused one waiting and hands it on, or frees the slot
+    before the refusal is decided. The refusal here pauses (up to 2 s) after counting the slot
+    taken, until the attempt has ended: with the lock, the attempt waits for the refusal to
+    commit instead and hands it on; without it (the control), it ends first, sees nothing
+    waiting, and the refused notification waits for the sweep."""
+    from django.db import connection
+    from django_q.models import OrmQ
+
+    from moderation.services import notifications, webhook_gate
+    from moderation.services.notifications import _begin, _finish
+    from tests.helpers import queued_tasks
+    from tests.moderation.test_webhook_gate import proven_fast
+
+    settings.NOTIFY_CLIENT_CONCURRENCY = 1
+    receiver = WebhookReceiver()
+    ApiClient.objects.filter(pk=api_client.pk).update(webhook_url=receiver.url)
+    api_client.refresh_from_db()
+    proven_fast(api_client)
+    first, second = (DecisionNotification.objects.get(decision__review=decided(api_client, "approved")).pk for _ in range(2))
+    OrmQ.objects.all().delete()  # the jobs the decisions enqueued: only the hand-on's count below
+    holding = _begin(first, timezone.now())
+    counted, ended = threading.Event(), threading.Event()
+    real_in_flight, real_lock = webhook_gate.in_flight, notifications.lock_client
+
+    def in_flight(client_id, now):
+        busy = real_in_flight(client_id, now)
+        if threading.current_thread().name == "refused":
+            counted.set()
+            ended.wait(timeout=2)
+        return busy
+
+    monkeypatch.setattr(webhook_gate, "in_flight", in_flight)
+    if not guarded:
+        monkeypatch.setattr(notifications, "lock_client",
+                            lambda client_id: None if threading.current_thread().name == "ending" else real_lock(client_id))
+    outcomes: dict[str, str] = {}
+
+    def refused() -> None:
+        outcomes["refused"] = services.notification_deliver(notification_id=second)
+
+    def ending() -> None:
+        counted.wait(timeout=10)
+        outcomes["ending"] = _finish(*holding, 200, "", 5)
+        ended.set()
+
+    threads = [threading.Thread(target=closing(f), name=f.__name__) for f in (refused, ending)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+    finally:
+        receiver.stop()
+        connection.close()
+
+    assert outcomes == {"refused": "deferred: client has 1 deliveries in flight", "ending": "delivered"}, outcomes
+    handed = [t["kwargs"]["notification_id"] for t in queued_tasks("moderation.tasks.deliver_notification")]
+    waiting = DecisionNotification.objects.get(pk=second)
+    if guarded:
+        assert handed == [second] and waiting.last_enqueued_at is not None
+    else:
+        assert handed == [] and waiting.last_enqueued_at is None  # left for the sweep: the race the lock closes
+
+
+def closing(target):
+    """`target`, closing the thread's own database connection when it returns."""
+    from django.db import connection
+
+    def run() -> None:
+        try:
+            target()
+        finally:
+            connection.close()
+
+    run.__name__ = target.__name__
+    return run
+
+
+def test_a_clients_backlog_costs_the_sweep_only_as_many_jobs_as_it_has_slots(api_client, other_client, settings):
+    """The sweep enqueues each client's oldest due notifications, as many as could start at
+    once: the rest are handed on as its attempts end. One job per waiting notification would
+    put a slow client's whole backlog in the shared job queue ahead of everyone, every sweep."""
+    from datetime import timedelta
+
+    from django_q.models import OrmQ
+
+    from tests.helpers import queued_tasks
+
+    settings.NOTIFY_CLIENT_CONCURRENCY = 2
+    receivers = [WebhookReceiver(), WebhookReceiver()]
+    for client, receiver in zip((api_client, other_client), receivers, strict=True):
+        ApiClient.objects.filter(pk=client.pk).update(webhook_url=receiver.url)
+        client.refresh_from_db()
+    backlog = [decided(api_client, "approved") for _ in range(10)]
+    decided(other_client, "approved")
+    OrmQ.objects.all().delete()  # their jobs were lost: the sweep is all that is left
+    try:
+        services.reviews_sweep(now=timezone.now() + timedelta(minutes=10))
+    finally:
+        for receiver in receivers:
+            receiver.stop()
+
+    swept = [t["kwargs"]["notification_id"] for t in queued_tasks("moderation.tasks.deliver_notification")]
+    oldest = DecisionNotification.objects.filter(review__in=backlog).order_by("next_attempt_at", "pk")[:2]
+    mine = [n for n in swept if DecisionNotification.objects.get(pk=n).client_id == api_client.pk]
+    assert sorted(mine) == sorted(n.pk for n in oldest)
+    assert len(swept) == 2 + 1

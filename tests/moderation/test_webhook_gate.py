@@ -158,6 +158,63 @@ def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, 
     assert NotificationAttempt.objects.count() == 4  # the cap is 1
 
 
+def proven_fast(client) -> None:
+    """One notification delivered at once makes `client` fast (webhook_gate)."""
+    notification = DecisionNotification.objects.get(decision__review=decided(client, "approved"))
+    assert services.notification_deliver(notification_id=notification.pk) == "delivered"
+
+
+def slow_and_fast_clients_deliver_at_once(settings, count_together: bool, monkeypatch) -> list:
+    """Four clients not yet proven fast (hanging receivers) and one fast client (a healthy
+    receiver) deliver one notification each at once, with 4 workers and half for the slow."""
+    from moderation.services import webhook_gate
+
+    settings.NOTIFY_WORKERS, settings.NOTIFY_SLOW_SHARE, settings.NOTIFY_CLIENT_CONCURRENCY = 4, 0.5, 2
+    settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1.0, 1.0
+    receivers = [WebhookReceiver(mode="hang") for _ in range(4)] + [WebhookReceiver()]
+    clients = [services.api_client_create(name=f"client-{i}", webhook_url=r.url)[0] for i, r in enumerate(receivers)]
+    proven_fast(clients[4])
+    ids = [DecisionNotification.objects.get(decision__review=decided(client, "approved")).pk for client in clients]
+    if count_together:  # every slow client counts the share before any takes it
+        all_counted, counted = threading.Barrier(4), threading.Event()
+        real_count = webhook_gate.slow_in_flight
+
+        def slow_in_flight_counted_together(now):
+            taken = real_count(now)
+            if not counted.is_set():
+                all_counted.wait(timeout=10)
+                counted.set()
+            return taken
+
+        monkeypatch.setattr(webhook_gate, "slow_in_flight", slow_in_flight_counted_together)
+        monkeypatch.setattr(webhook_gate, "lock_slow_share", lambda: None)
+    try:
+        outcomes = collide(5, lambda i: services.notification_deliver(notification_id=ids[i]))
+    finally:
+        for receiver in receivers:
+            receiver.stop()
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+    return outcomes
+
+
+def test_slow_clients_together_hold_at_most_their_share_of_the_workers(settings, monkeypatch):
+    outcomes = slow_and_fast_clients_deliver_at_once(settings, False, monkeypatch)
+
+    slow, fast = outcomes[:4], outcomes[4]
+    assert fast == "delivered"  # a fast client finds a worker whatever the slow ones do
+    assert sorted(slow).count("retry_scheduled") == 2, slow  # half of the 4 workers, cut at the deadline
+    assert sum(o.startswith("deferred: the slow clients' share of the workers is taken (2 in flight)") for o in slow) == 2
+    assert NotificationAttempt.objects.count() == 1 + 3  # (the one that proved the fast client fast)
+
+
+def test_without_the_share_lock_slow_clients_take_every_worker(settings, monkeypatch):
+    """The control for the test above: the share's lock is what keeps its count true."""
+    outcomes = slow_and_fast_clients_deliver_at_once(settings, True, monkeypatch)
+
+    assert outcomes[:4] == ["retry_scheduled"] * 4
+    assert NotificationAttempt.objects.count() == 1 + 5
+
+
 def test_the_gate_settings_are_sane():
     from moderation.services import webhook_gate
 
