@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, Window
+from django.db.models import Exists, F, OuterRef, Q, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
@@ -19,7 +19,14 @@ from moderation.signing import sign
 from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
 from moderation.netguard import guarded_transport
 from moderation.queue import enqueue_batch
-from moderation.services.webhook_gate import Vacancies, attempt_lease, gate_admit, gate_record, lock_client
+from moderation.services.webhook_gate import (
+    Vacancies,
+    attempt_lease,
+    attempts_in_flight,
+    gate_admit,
+    gate_record,
+    lock_client,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -138,15 +145,19 @@ def _finish(notification: DecisionNotification, attempt: NotificationAttempt, st
 
 
 def _hand_on(client_id: int, vacancies: Vacancies, now: datetime) -> None:
-    """Enqueue the notifications waiting for the slots an ended attempt left: the client's own,
-    oldest first, then those of the slow clients that have waited longest (webhook_gate). Each
+    """Enqueue the notifications waiting for the slots an ended attempt left: those of the slow
+    clients that have waited longest (webhook_gate), then the client's own, oldest first. Each
     is marked enqueued, so the sweep leaves it be; its job meets the gate like any other. Call
     in the transaction that freed the slots, holding the locks gate_record took."""
     waiting = notifications_due(now).filter(last_enqueued_at__isnull=True)
-    for rows, limit in (
-        (waiting.filter(client_id=client_id), vacancies.client),
-        (waiting.exclude(client_id=client_id).filter(client__webhook_circuit__fast=False), vacancies.slow_share),
-    ):
+    # A slow client has one attempt in flight at a time: the share goes to those with none, the
+    # oldest of each, longest waiting first.
+    slow_and_idle = oldest_of_each_client(
+        waiting.exclude(client_id=client_id).filter(client__webhook_circuit__fast=False)
+        .exclude(Exists(attempts_in_flight(now).filter(client_id=OuterRef("client_id")))),
+        1,
+    )
+    for rows, limit in ((slow_and_idle, vacancies.slow_share), (waiting.filter(client_id=client_id), vacancies.client)):
         enqueue_batch(rows, order_by="next_attempt_at", enqueued_before=None, now=now, limit=limit,
                       task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="review_id")
 
@@ -163,9 +174,14 @@ def notifications_to_sweep(now: datetime):
     as many as could start at once. The others wait in their clients' queues and are handed on
     as attempts end (_hand_on): a client's backlog costs the shared job queue a few jobs a
     sweep, not one each ahead of every other client's."""
+    return oldest_of_each_client(notifications_due(now), settings.NOTIFY_CLIENT_CONCURRENCY)
+
+
+def oldest_of_each_client(rows, count: int):
+    """`rows` (notifications) cut to the `count` oldest of each client. (A subquery: PostgreSQL
+    locks no rows of a query with a window, and the callers lock these.)"""
     oldest_first = Window(RowNumber(), partition_by=F("client_id"), order_by=[F("next_attempt_at").asc(), F("pk").asc()])
-    oldest = notifications_due(now).annotate(place=oldest_first).filter(place__lte=settings.NOTIFY_CLIENT_CONCURRENCY)
-    return notifications_due(now).filter(pk__in=oldest.values("pk"))
+    return rows.filter(pk__in=rows.annotate(place=oldest_first).filter(place__lte=count).values("pk"))
 
 
 def notifications_resendable(*, ids=None, failed: bool = False):

@@ -13,12 +13,12 @@ host:
   notifications.py). The sweep stays the safety net for a hand-over lost with its process.
 - **Share of the workers:** a client is *fast* once its last attempt ended within
   NOTIFY_SLOW_AFTER_S and none of its attempts in flight has run longer. Every other client
-  (slow, or with no attempt yet) is *slow*, and the slow clients together hold at most
-  NOTIFY_SLOW_SHARE of NOTIFY_WORKERS attempts in flight (counted under a lock of its own, taken
-  after the client's), so a fast client always finds a free worker. A slow attempt that ends
-  hands the share on to the slow client that has waited longest. This is the slow lane of the
-  webhook senders that isolate slow endpoints: a trickling receiver costs its own client time,
-  not everyone's.
+  (slow, or with no attempt yet) is *slow*: it has one attempt in flight at a time, and the
+  slow clients together hold at most NOTIFY_SLOW_SHARE of NOTIFY_WORKERS attempts in flight
+  (counted under a lock of its own, taken after the client's), so a fast client always finds a
+  free worker. A slow attempt that ends hands the share on to the slow client, with none in
+  flight, that has waited longest. This is the slow lane of the webhook senders that isolate
+  slow endpoints: a trickling receiver costs its own client time, not everyone's.
 - **Circuit breaker**, like the provider's (moderation/services/breaker.py) but per client:
   NOTIFY_BREAKER_FAILURES failed attempts in a row open it; the client's notifications then
   wait NOTIFY_BREAKER_COOLDOWN_S, after which one trial attempt alone decides (half-open): a
@@ -83,7 +83,12 @@ def attempt_lease() -> timedelta:
 
 
 def in_flight(client_id: int, now: datetime) -> int:
-    return _attempts_in_flight(now).filter(client_id=client_id).count()
+    return attempts_in_flight(now).filter(client_id=client_id).count()
+
+
+def client_cap(*, fast: bool) -> int:
+    """Attempts of one client that may be in flight at once: a slow client's go one at a time."""
+    return settings.NOTIFY_CLIENT_CONCURRENCY if fast else 1
 
 
 def slow_share() -> int:
@@ -94,10 +99,11 @@ def slow_share() -> int:
 def slow_in_flight(now: datetime) -> int:
     """Attempts in flight that take the slow clients' share: those of slow clients, and those
     running longer than NOTIFY_SLOW_AFTER_S whoever's they are."""
-    return _attempts_in_flight(now).filter(Q(client__webhook_circuit__fast=False) | _running_long(now)).count()
+    return attempts_in_flight(now).filter(Q(client__webhook_circuit__fast=False) | _running_long(now)).count()
 
 
-def _attempts_in_flight(now: datetime):
+def attempts_in_flight(now: datetime):
+    """Notifications with an attempt in flight (its lease runs)."""
     return DecisionNotification.objects.filter(status=NotificationStatus.PENDING, locked_until__gt=now)
 
 
@@ -111,7 +117,7 @@ def _circuit(client_id: int) -> WebhookCircuit:
 
 
 def _is_fast(circuit: WebhookCircuit, busy: int, now: datetime) -> bool:
-    return circuit.fast and not (busy and _attempts_in_flight(now).filter(_running_long(now), client_id=circuit.client_id).exists())
+    return circuit.fast and not (busy and attempts_in_flight(now).filter(_running_long(now), client_id=circuit.client_id).exists())
 
 
 def gate_admit(*, client_id: int, now: datetime) -> Deferred | None:
@@ -126,9 +132,10 @@ def gate_admit(*, client_id: int, now: datetime) -> Deferred | None:
             return Deferred("client endpoint paused (an attempt is still in flight)")
     elif circuit.state == CircuitState.HALF_OPEN and busy:
         return Deferred("client endpoint on trial (one attempt in flight)")
-    elif busy >= settings.NOTIFY_CLIENT_CONCURRENCY:
-        return Deferred(f"client has {busy} deliveries in flight")
-    if not _is_fast(circuit, busy, now):
+    fast = _is_fast(circuit, busy, now)
+    if busy >= client_cap(fast=fast):
+        return Deferred(f"client has {busy} deliveries in flight" + ("" if fast else ", one at a time while slow"))
+    if not fast:
         lock_slow_share()
         taken = slow_in_flight(now)
         if taken >= slow_share():
@@ -143,9 +150,10 @@ def gate_record(*, client_id: int, delivered: bool, took_s: float, now: datetime
     for waiting notifications. Call in the transaction that settles the attempt, after
     lock_client, so that a notification refused meanwhile is seen waiting (or sees the slot)."""
     circuit = _circuit(client_id)
-    fast = took_s <= settings.NOTIFY_SLOW_AFTER_S
-    if fast != circuit.fast:
+    was_fast, fast = circuit.fast, took_s <= settings.NOTIFY_SLOW_AFTER_S
+    if fast != was_fast:
         WebhookCircuit.objects.filter(pk=circuit.pk).update(fast=fast)
+        circuit.fast = fast
     if delivered:
         if circuit.state != CircuitState.CLOSED:
             _set(circuit, CircuitState.CLOSED, now, "an attempt succeeded")
@@ -160,9 +168,10 @@ def gate_record(*, client_id: int, delivered: bool, took_s: float, now: datetime
             _set(circuit, CircuitState.OPEN, now, f"{failures} attempts in a row failed")
     own = 0
     if circuit.state == CircuitState.CLOSED:  # (open: its notifications wait out the cooldown)
-        own = max(settings.NOTIFY_CLIENT_CONCURRENCY - in_flight(client_id, now), 0)
+        busy = in_flight(client_id, now)
+        own = max(client_cap(fast=_is_fast(circuit, busy, now)) - busy, 0)
     shared = 0
-    if not (circuit.fast and fast):  # the attempt took a slot of the slow clients' share, or frees some
+    if not (was_fast and fast):  # the attempt took a slot of the slow clients' share, or frees some
         lock_slow_share()
         shared = max(slow_share() - slow_in_flight(now), 0)
     return Vacancies(client=own, slow_share=shared)

@@ -164,13 +164,29 @@ def proven_fast(client) -> None:
     assert services.notification_deliver(notification_id=notification.pk) == "delivered"
 
 
-def slow_and_fast_clients_deliver_at_once(settings, count_together: bool, monkeypatch) -> list:
-    """Four clients not yet proven fast (hanging receivers) and one fast client (a healthy
-    receiver) deliver one notification each at once, with 4 workers and half for the slow."""
-    from moderation.services import webhook_gate
-
+@pytest.fixture
+def half_for_the_slow(settings):
+    """4 workers, half of them for the slow clients; attempts cut at 1 s."""
     settings.NOTIFY_WORKERS, settings.NOTIFY_SLOW_SHARE, settings.NOTIFY_CLIENT_CONCURRENCY = 4, 0.5, 2
     settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1.0, 1.0
+
+
+def deliver_at_once(ids: list, receivers: list) -> list:
+    """Deliver the notifications `ids` in as many threads at once; then stop the receivers."""
+    try:
+        outcomes = collide(len(ids), lambda i: services.notification_deliver(notification_id=ids[i]))
+    finally:
+        for receiver in receivers:
+            receiver.stop()
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+    return outcomes
+
+
+def slow_and_fast_clients_deliver_at_once(count_together: bool, monkeypatch) -> list:
+    """Four clients not yet proven fast (hanging receivers) and one fast client (a healthy
+    receiver) deliver one notification each at once."""
+    from moderation.services import webhook_gate
+
     receivers = [WebhookReceiver(mode="hang") for _ in range(4)] + [WebhookReceiver()]
     clients = [services.api_client_create(name=f"client-{i}", webhook_url=r.url)[0] for i, r in enumerate(receivers)]
     proven_fast(clients[4])
@@ -188,17 +204,11 @@ def slow_and_fast_clients_deliver_at_once(settings, count_together: bool, monkey
 
         monkeypatch.setattr(webhook_gate, "slow_in_flight", slow_in_flight_counted_together)
         monkeypatch.setattr(webhook_gate, "lock_slow_share", lambda: None)
-    try:
-        outcomes = collide(5, lambda i: services.notification_deliver(notification_id=ids[i]))
-    finally:
-        for receiver in receivers:
-            receiver.stop()
-    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
-    return outcomes
+    return deliver_at_once(ids, receivers)
 
 
-def test_slow_clients_together_hold_at_most_their_share_of_the_workers(settings, monkeypatch):
-    outcomes = slow_and_fast_clients_deliver_at_once(settings, False, monkeypatch)
+def test_slow_clients_together_hold_at_most_their_share_of_the_workers(half_for_the_slow, monkeypatch):
+    outcomes = slow_and_fast_clients_deliver_at_once(False, monkeypatch)
 
     slow, fast = outcomes[:4], outcomes[4]
     assert fast == "delivered"  # a fast client finds a worker whatever the slow ones do
@@ -207,12 +217,27 @@ def test_slow_clients_together_hold_at_most_their_share_of_the_workers(settings,
     assert NotificationAttempt.objects.count() == 1 + 3  # (the one that proved the fast client fast)
 
 
-def test_without_the_share_lock_slow_clients_take_every_worker(settings, monkeypatch):
+def test_without_the_share_lock_slow_clients_take_every_worker(half_for_the_slow, monkeypatch):
     """The control for the test above: the share's lock is what keeps its count true."""
-    outcomes = slow_and_fast_clients_deliver_at_once(settings, True, monkeypatch)
+    outcomes = slow_and_fast_clients_deliver_at_once(True, monkeypatch)
 
     assert outcomes[:4] == ["retry_scheduled"] * 4
     assert NotificationAttempt.objects.count() == 1 + 5
+
+
+def test_a_slow_client_has_one_attempt_in_flight_at_a_time_so_another_slow_client_gets_its_turn(half_for_the_slow):
+    """Two clients not yet proven fast share the slow clients' two workers: the one with a
+    backlog may not take both while the other waits (each would then wait a whole deadline)."""
+    receivers = [WebhookReceiver(mode="hang"), WebhookReceiver(mode="hang")]
+    backlogged, other = (services.api_client_create(name=f"slow-{i}", webhook_url=r.url)[0] for i, r in enumerate(receivers))
+    ids = [DecisionNotification.objects.get(decision__review=decided(client, "approved")).pk
+           for client in (backlogged, backlogged, backlogged, other)]
+
+    outcomes = deliver_at_once(ids, receivers)
+
+    assert outcomes[3] == "retry_scheduled"  # the other slow client got a worker
+    assert sorted(outcomes[:3]) == ["deferred: client has 1 deliveries in flight, one at a time while slow"] * 2 + [
+        "retry_scheduled"], outcomes
 
 
 def test_the_gate_settings_are_sane():
