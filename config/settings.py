@@ -359,6 +359,16 @@ NOTIFY_WORKERS = int(_env_number("NOTIFY_WORKERS", 4, int))
 NOTIFY_CLIENT_CONCURRENCY = int(_env_number("NOTIFY_CLIENT_CONCURRENCY", 2, int))
 NOTIFY_BREAKER_FAILURES = int(_env_number("NOTIFY_BREAKER_FAILURES", 5, int))
 NOTIFY_BREAKER_COOLDOWN_S = _env_number("NOTIFY_BREAKER_COOLDOWN_S", 60.0)
+# A client whose last attempt took longer than NOTIFY_SLOW_AFTER_S (or has one in flight that
+# long), or that has made none yet, is slow: the slow clients together hold at most
+# NOTIFY_SLOW_SHARE of NOTIFY_WORKERS (at least one), so a client proven fast always finds a free
+# worker (docs/operations.md, "One client cannot stall the others"). 1: no reservation.
+NOTIFY_SLOW_AFTER_S = _env_number("NOTIFY_SLOW_AFTER_S", 5.0)
+NOTIFY_SLOW_SHARE = _env_number("NOTIFY_SLOW_SHARE", 0.5)
+if NOTIFY_SLOW_SHARE > 1:
+    raise ImproperlyConfigured("NOTIFY_SLOW_SHARE is a share of NOTIFY_WORKERS: at most 1")
+if NOTIFY_SLOW_AFTER_S >= NOTIFY_DEADLINE_S:
+    raise ImproperlyConfigured("NOTIFY_SLOW_AFTER_S must be below NOTIFY_DEADLINE_S, or no client is ever slow")
 # Webhook URLs may not reach loopback, private, link-local, multicast or reserved addresses,
 # and need https without DEBUG (moderation/netguard.py). 1: allow them (development, tests, the
 # race lab on loopback). Never in production.

@@ -12,7 +12,10 @@ import socket
 import uuid
 from functools import cache
 
+from datetime import datetime
+
 from django.db import transaction
+from django.db.models import Q
 
 
 @cache
@@ -107,3 +110,27 @@ def enqueue_on_commit(func: str, *, for_review=None, writes=None, **kwargs) -> s
     else:
         writes.on_executed(lambda: transaction.on_commit(push))
     return job_id
+
+
+def enqueue_batch(rows, *, order_by: str, enqueued_before: datetime | None, now: datetime, limit: int, task: str,
+                  id_kwarg: str, review_field: str) -> list:
+    """Take up to `limit` of `rows` not enqueued since `enqueued_before` (None: never enqueued),
+    mark them enqueued at `now`, and enqueue `task` for each after commit. SKIP LOCKED hands an
+    overlapping caller (another sweep, a delivery handing its slot on) the other rows."""
+    if limit <= 0:
+        return []
+    not_enqueued = Q(last_enqueued_at__isnull=True)
+    if enqueued_before is not None:
+        not_enqueued |= Q(last_enqueued_at__lt=enqueued_before)
+    with transaction.atomic():
+        taken = list(
+            rows.select_for_update(skip_locked=True, of=("self",))  # not the rows review_field joins
+            .filter(not_enqueued)
+            .order_by(order_by)
+            .values_list("pk", review_field)[:limit]
+        )
+        ids = [pk for pk, _ in taken]
+        rows.model.objects.filter(pk__in=ids).update(last_enqueued_at=now)
+        for pk, review_id in taken:
+            enqueue_on_commit(task, for_review=review_id, **{id_kwarg: pk})
+    return ids

@@ -144,7 +144,7 @@ class ProviderCircuitAdmin(ReadOnlyAdmin):
 
 @admin.register(WebhookCircuit)
 class WebhookCircuitAdmin(ReadOnlyAdmin):
-    list_display = ["client", "state", "failures", "opened_at", "changed_at"]
+    list_display = ["client", "state", "failures", "fast", "opened_at", "changed_at"]
     list_select_related = ["client"]
 
 

@@ -112,6 +112,11 @@ class WebhookCircuit(models.Model):
     failures = models.PositiveIntegerField(default=0, help_text="Failed attempts in a row.")
     opened_at = models.DateTimeField(null=True, blank=True)
     changed_at = models.DateTimeField(null=True, blank=True)
+    fast = models.BooleanField(
+        default=False,
+        help_text="Its last attempt ended within NOTIFY_SLOW_AFTER_S: it may use every notification worker. "
+                  "Otherwise (slow, or no attempt yet) it shares NOTIFY_SLOW_SHARE of them with the other slow clients.",
+    )
 
     def __str__(self) -> str:
         return f"webhook circuit of client {self.client_id}: {self.state}"

@@ -10,14 +10,23 @@ from datetime import datetime, timedelta
 import httpx
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, F, OuterRef, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from audit import context
 from moderation.signing import sign
 from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
 from moderation.netguard import guarded_transport
-from moderation.services.webhook_gate import gate_admit, gate_record, lock_client
+from moderation.queue import enqueue_batch
+from moderation.services.webhook_gate import (
+    Vacancies,
+    attempt_lease,
+    attempts_in_flight,
+    gate_admit,
+    gate_record,
+    lock_client,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -85,13 +94,16 @@ def _begin(notification_id: int, now: datetime):
             return "failed"
         deferred = gate_admit(client_id=client_id, now=now)
         if deferred:
-            # Not an attempt: the sweeper enqueues it again when it is due.
-            notification.next_attempt_at, notification.last_enqueued_at = deferred.retry_at, None
+            # Not an attempt, and no job is out for it any more: it waits in its client's queue
+            # for a slot (an ending attempt hands it on, _hand_on), or until `retry_at`. Either
+            # way the sweeper enqueues it again once it is due and still waiting.
+            notification.next_attempt_at = deferred.retry_at or notification.next_attempt_at
+            notification.last_enqueued_at = None
             notification.save(update_fields=["next_attempt_at", "last_enqueued_at"])
             return f"deferred: {deferred.reason}"
         notification.attempts += 1
         # The lease outlives the attempt: its transport gives up at NOTIFY_DEADLINE_S.
-        notification.locked_until = now + timedelta(seconds=settings.NOTIFY_DEADLINE_S + 30)
+        notification.locked_until = now + attempt_lease()
         notification.last_enqueued_at = None
         notification.save(update_fields=["attempts", "locked_until", "last_enqueued_at"])
         # attempt_no numbers every attempt ever made (a resend starts a new budget, not a new log).
@@ -115,15 +127,39 @@ def _finish(notification: DecisionNotification, attempt: NotificationAttempt, st
         logger.warning("notification %s failed after %d attempts", notification.event_id, notification.attempts)
     else:
         fields.update(next_attempt_at=now + notification_backoff(notification.attempts))
-    # Only the attempt that holds the row may settle it: a stale attempt (its lease expired, a
-    # newer one started) must not undo what the newer one recorded.
-    settled = DecisionNotification.objects.filter(
-        pk=notification.pk, attempts=notification.attempts, status=NotificationStatus.PENDING
-    ).update(**fields)
-    if not settled:
-        return "superseded by a later attempt"
-    gate_record(client_id=notification.client_id, delivered=delivered, now=now)
+    with transaction.atomic():
+        # The client's lock before the slot is freed: a notification of this client refused for
+        # want of a slot meanwhile is then either refused before (and seen waiting below) or
+        # decided after (and finds the slot). Nothing waits for a slot that nobody hands on.
+        lock_client(notification.client_id)
+        # Only the attempt that holds the row may settle it: a stale attempt (its lease expired, a
+        # newer one started) must not undo what the newer one recorded.
+        settled = DecisionNotification.objects.filter(
+            pk=notification.pk, attempts=notification.attempts, status=NotificationStatus.PENDING
+        ).update(**fields)
+        if not settled:
+            return "superseded by a later attempt"
+        vacancies = gate_record(client_id=notification.client_id, delivered=delivered, took_s=latency_ms / 1000, now=now)
+        _hand_on(notification.client_id, vacancies, now)
     return str(fields.get("status", "retry_scheduled"))
+
+
+def _hand_on(client_id: int, vacancies: Vacancies, now: datetime) -> None:
+    """Enqueue the notifications waiting for the slots an ended attempt left: those of the slow
+    clients that have waited longest (webhook_gate), then the client's own, oldest first. Each
+    is marked enqueued, so the sweep leaves it be; its job meets the gate like any other. Call
+    in the transaction that freed the slots, holding the locks gate_record took."""
+    waiting = notifications_due(now).filter(last_enqueued_at__isnull=True)
+    # A slow client has one attempt in flight at a time: the share goes to those with none, the
+    # oldest of each, longest waiting first.
+    slow_and_idle = oldest_of_each_client(
+        waiting.exclude(client_id=client_id).filter(client__webhook_circuit__fast=False)
+        .exclude(Exists(attempts_in_flight(now).filter(client_id=OuterRef("client_id")))),
+        1,
+    )
+    for rows, limit in ((slow_and_idle, vacancies.slow_share), (waiting.filter(client_id=client_id), vacancies.client)):
+        enqueue_batch(rows, order_by="next_attempt_at", enqueued_before=None, now=now, limit=limit,
+                      task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="review_id")
 
 
 def notifications_due(now: datetime):
@@ -131,6 +167,21 @@ def notifications_due(now: datetime):
     return DecisionNotification.objects.filter(status=NotificationStatus.PENDING, next_attempt_at__lte=now).filter(
         Q(locked_until__isnull=True) | Q(locked_until__lt=now)
     )
+
+
+def notifications_to_sweep(now: datetime):
+    """The due notifications the sweep enqueues: each client's oldest NOTIFY_CLIENT_CONCURRENCY,
+    as many as could start at once. The others wait in their clients' queues and are handed on
+    as attempts end (_hand_on): a client's backlog costs the shared job queue a few jobs a
+    sweep, not one each ahead of every other client's."""
+    return oldest_of_each_client(notifications_due(now), settings.NOTIFY_CLIENT_CONCURRENCY)
+
+
+def oldest_of_each_client(rows, count: int):
+    """`rows` (notifications) cut to the `count` oldest of each client. (A subquery: PostgreSQL
+    locks no rows of a query with a window, and the callers lock these.)"""
+    oldest_first = Window(RowNumber(), partition_by=F("client_id"), order_by=[F("next_attempt_at").asc(), F("pk").asc()])
+    return rows.filter(pk__in=rows.annotate(place=oldest_first).filter(place__lte=count).values("pk"))
 
 
 def notifications_resendable(*, ids=None, failed: bool = False):

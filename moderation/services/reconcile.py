@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from audit import context
@@ -29,10 +28,10 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
-from moderation.queue import enqueue_on_commit
+from moderation.queue import enqueue_batch, enqueue_on_commit
 from moderation.services._audit import records_illegal_transitions
 from moderation.services.breaker import breaker_may_claim, circuit_get
-from moderation.services.notifications import notifications_due
+from moderation.services.notifications import notifications_to_sweep
 from moderation.providers import OperationStatus, get_provider
 from moderation.selectors import stuck_cutoff, stuck_requests, stuck_review_ids
 from moderation.services.pipeline import (
@@ -65,8 +64,8 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     now = now or timezone.now()
     report = SweepReport()
     report.retries_enqueued = _enqueue_due_retries(now, limit)
-    report.notifications_enqueued = _enqueue_batch(
-        notifications_due(now), order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
+    report.notifications_enqueued = enqueue_batch(
+        notifications_to_sweep(now), order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
         task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="review_id",
     )
     circuit = circuit_get(settings.MODERATION_PROVIDER)
@@ -102,7 +101,7 @@ def _lease() -> timedelta:
 
 def _enqueue_due_retries(now: datetime, limit: int) -> list[int]:
     due = ModerationRequest.objects.filter(status__in=OPEN_REQUEST_STATUSES, next_attempt_at__lte=now)
-    return _enqueue_batch(
+    return enqueue_batch(
         due, order_by="next_attempt_at", enqueued_before=now - _lease(), now=now, limit=limit,
         task="moderation.tasks.dispatch_request", id_kwarg="request_id", review_field="review_id",
     )
@@ -112,28 +111,10 @@ def _requeue_lost_jobs(now: datetime, limit: int) -> list:
     """Pending reviews whose job never ran (lost between commit and enqueue, or by the broker)."""
     cutoff = now - timedelta(seconds=settings.MODERATION_LOST_JOB_AFTER_S)
     lost = ContentReview.objects.filter(status=ReviewStatus.PENDING)
-    return _enqueue_batch(
+    return enqueue_batch(
         lost, order_by="last_enqueued_at", enqueued_before=cutoff, now=now, limit=limit,
         task="moderation.tasks.moderate_review", id_kwarg="review_id", review_field="pk",
     )
-
-
-def _enqueue_batch(rows, *, order_by: str, enqueued_before: datetime, now: datetime, limit: int, task: str,
-                   id_kwarg: str, review_field: str) -> list:
-    """Take up to `limit` of `rows` not enqueued since `enqueued_before`, mark them, and enqueue
-    `task` for each after commit. SKIP LOCKED hands an overlapping sweep the other rows."""
-    with transaction.atomic():
-        taken = list(
-            rows.select_for_update(skip_locked=True, of=("self",))  # not the rows review_field joins
-            .filter(Q(last_enqueued_at__isnull=True) | Q(last_enqueued_at__lt=enqueued_before))
-            .order_by(order_by)
-            .values_list("pk", review_field)[:limit]
-        )
-        ids = [pk for pk, _ in taken]
-        rows.model.objects.filter(pk__in=ids).update(last_enqueued_at=now)
-        for pk, review_id in taken:
-            enqueue_on_commit(task, for_review=review_id, **{id_kwarg: pk})
-    return ids
 
 
 def _give_up_waiting(now: datetime, limit: int) -> list:

@@ -44,6 +44,9 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"MODERATION_BATCH_SIZE": "0"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 0"),
         ({"MODERATION_BATCH_SIZE": "257"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 257"),
         ({"MODERATION_BATCH_SIZE": "lots"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 'lots'"),
+        ({"NOTIFY_SLOW_SHARE": "1.5"}, "NOTIFY_SLOW_SHARE is a share of NOTIFY_WORKERS: at most 1"),
+        ({"NOTIFY_SLOW_SHARE": "0"}, "NOTIFY_SLOW_SHARE must be a positive number"),
+        ({"NOTIFY_SLOW_AFTER_S": "15"}, "NOTIFY_SLOW_AFTER_S must be below NOTIFY_DEADLINE_S"),
     ],
 )
 def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):

@@ -79,9 +79,13 @@ def test_concurrent_deliveries_for_one_client_respect_its_cap(api_client, other_
     assert sum(o == "retry_scheduled" for o in outcomes) == 1, outcomes  # one attempt, held by the receiver
     assert sum(str(o).startswith("deferred: client has 1 deliveries in flight") for o in outcomes) == 3, outcomes
     assert NotificationAttempt.objects.count() == 1
-    deferred = DecisionNotification.objects.filter(attempts=0)
-    # Not attempts: each is due again later, for the sweeper to enqueue.
-    assert deferred.count() == 3 and all(n.next_attempt_at > started and n.last_enqueued_at is None for n in deferred)
+    waiting = DecisionNotification.objects.filter(attempts=0).order_by("next_attempt_at")
+    # Not attempts: each waits in the client's queue, due all along (not put off to a sweep);
+    # the attempt that ended handed the oldest on to the job queue, for its one free slot.
+    assert waiting.count() == 3 and all(n.next_attempt_at <= started for n in waiting)
+    handed = [n.pk for n in waiting if n.last_enqueued_at is not None]
+    assert handed == [waiting[0].pk]
+    assert [t["kwargs"]["notification_id"] for t in queued_tasks("moderation.tasks.deliver_notification")][-1:] == handed
 
 
 def test_a_client_whose_endpoint_keeps_failing_is_paused_alone_until_a_trial_succeeds(api_client, other_client, settings):
@@ -123,12 +127,14 @@ def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, 
     from moderation.services import webhook_gate
 
     settings.NOTIFY_CLIENT_CONCURRENCY, settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1, 1.0, 1.0
-    all_counted = threading.Barrier(4)
+    all_counted, counted = threading.Barrier(4), threading.Event()
     real_in_flight = webhook_gate.in_flight
 
     def in_flight_counted_together(client_id, now):
         busy = real_in_flight(client_id, now)
-        all_counted.wait(timeout=10)
+        if not counted.is_set():  # (the attempts' ends count too, each on its own)
+            all_counted.wait(timeout=10)
+            counted.set()
         return busy
 
     monkeypatch.setattr(services.notifications, "lock_client", lambda client_id: None)
@@ -137,7 +143,9 @@ def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, 
     point_at(api_client, hanging)
     from moderation.models import WebhookCircuit
 
-    WebhookCircuit.objects.create(client=api_client)  # (created under the lock otherwise)
+    # (Created under the lock otherwise.) A fast client: the slow clients' share, which has a
+    # lock of its own, would hold these attempts back too.
+    WebhookCircuit.objects.create(client=api_client, fast=True)
     for _ in range(4):
         decided(api_client, "approved")
     ids = list(DecisionNotification.objects.values_list("pk", flat=True))
@@ -148,6 +156,88 @@ def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, 
 
     assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
     assert NotificationAttempt.objects.count() == 4  # the cap is 1
+
+
+def proven_fast(client) -> None:
+    """One notification delivered at once makes `client` fast (webhook_gate)."""
+    notification = DecisionNotification.objects.get(decision__review=decided(client, "approved"))
+    assert services.notification_deliver(notification_id=notification.pk) == "delivered"
+
+
+@pytest.fixture
+def half_for_the_slow(settings):
+    """4 workers, half of them for the slow clients; attempts cut at 1 s."""
+    settings.NOTIFY_WORKERS, settings.NOTIFY_SLOW_SHARE, settings.NOTIFY_CLIENT_CONCURRENCY = 4, 0.5, 2
+    settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1.0, 1.0
+
+
+def deliver_at_once(ids: list, receivers: list) -> list:
+    """Deliver the notifications `ids` in as many threads at once; then stop the receivers."""
+    try:
+        outcomes = collide(len(ids), lambda i: services.notification_deliver(notification_id=ids[i]))
+    finally:
+        for receiver in receivers:
+            receiver.stop()
+    assert not [o for o in outcomes if isinstance(o, BaseException)], outcomes
+    return outcomes
+
+
+def slow_and_fast_clients_deliver_at_once(count_together: bool, monkeypatch) -> list:
+    """Four clients not yet proven fast (hanging receivers) and one fast client (a healthy
+    receiver) deliver one notification each at once."""
+    from moderation.services import webhook_gate
+
+    receivers = [WebhookReceiver(mode="hang") for _ in range(4)] + [WebhookReceiver()]
+    clients = [services.api_client_create(name=f"client-{i}", webhook_url=r.url)[0] for i, r in enumerate(receivers)]
+    proven_fast(clients[4])
+    ids = [DecisionNotification.objects.get(decision__review=decided(client, "approved")).pk for client in clients]
+    if count_together:  # every slow client counts the share before any takes it
+        all_counted, counted = threading.Barrier(4), threading.Event()
+        real_count = webhook_gate.slow_in_flight
+
+        def slow_in_flight_counted_together(now):
+            taken = real_count(now)
+            if not counted.is_set():
+                all_counted.wait(timeout=10)
+                counted.set()
+            return taken
+
+        monkeypatch.setattr(webhook_gate, "slow_in_flight", slow_in_flight_counted_together)
+        monkeypatch.setattr(webhook_gate, "lock_slow_share", lambda: None)
+    return deliver_at_once(ids, receivers)
+
+
+def test_slow_clients_together_hold_at_most_their_share_of_the_workers(half_for_the_slow, monkeypatch):
+    outcomes = slow_and_fast_clients_deliver_at_once(False, monkeypatch)
+
+    slow, fast = outcomes[:4], outcomes[4]
+    assert fast == "delivered"  # a fast client finds a worker whatever the slow ones do
+    assert sorted(slow).count("retry_scheduled") == 2, slow  # half of the 4 workers, cut at the deadline
+    assert sum(o.startswith("deferred: the slow clients' share of the workers is taken (2 in flight)") for o in slow) == 2
+    assert NotificationAttempt.objects.count() == 1 + 3  # (the one that proved the fast client fast)
+
+
+def test_without_the_share_lock_slow_clients_take_every_worker(half_for_the_slow, monkeypatch):
+    """The control for the test above: the share's lock is what keeps its count true."""
+    outcomes = slow_and_fast_clients_deliver_at_once(True, monkeypatch)
+
+    assert outcomes[:4] == ["retry_scheduled"] * 4
+    assert NotificationAttempt.objects.count() == 1 + 5
+
+
+def test_a_slow_client_has_one_attempt_in_flight_at_a_time_so_another_slow_client_gets_its_turn(half_for_the_slow):
+    """Two clients not yet proven fast share the slow clients' two workers: the one with a
+    backlog may not take both while the other waits (each would then wait a whole deadline)."""
+    receivers = [WebhookReceiver(mode="hang"), WebhookReceiver(mode="hang")]
+    backlogged, other = (services.api_client_create(name=f"slow-{i}", webhook_url=r.url)[0] for i, r in enumerate(receivers))
+    ids = [DecisionNotification.objects.get(decision__review=decided(client, "approved")).pk
+           for client in (backlogged, backlogged, backlogged, other)]
+
+    outcomes = deliver_at_once(ids, receivers)
+
+    assert outcomes[3] == "retry_scheduled"  # the other slow client got a worker
+    assert sorted(outcomes[:3]) == ["deferred: client has 1 deliveries in flight, one at a time while slow"] * 2 + [
+        "retry_scheduled"], outcomes
 
 
 def test_the_gate_settings_are_sane():
