@@ -20,31 +20,6 @@ from lab.race_lab import database_url, free_port, wait_until_serving
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def platform():
-    port = free_port()
-    env = {
-        **os.environ, "DATABASE_URL": database_url(), "DEBUG": "0", "SECRET_KEY": "k" * 60,
-        "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0", "Q_NAME": f"e2e-{uuid.uuid4().hex[:8]}",
-        "LOG_LEVEL": "WARNING",
-    }
-    env.pop("PUBLIC_BASE_URL", None)
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "run_platform", "--port", str(port)], cwd=settings.BASE_DIR, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
-    try:
-        wait_until_serving(port, timeout_s=90)
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            print(process.communicate(timeout=40)[0])
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-
-
 def test_make_run_serves_with_gunicorn_and_a_styled_admin_without_debug(platform):
     process, port = platform
     base = f"http://127.0.0.1:{port}"

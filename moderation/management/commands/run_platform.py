@@ -9,7 +9,6 @@ if any child exits on its own (a cluster master killed), the others are stopped 
 
 import os
 import signal
-import sys
 import time
 
 from django.conf import settings
@@ -17,6 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from moderation.management.processes import manage, notification_cluster_env, start, stop_groups
+from moderation.management.web import web_command
 
 
 class Command(BaseCommand):
@@ -34,8 +34,7 @@ class Command(BaseCommand):
         env.setdefault("PUBLIC_BASE_URL", f"http://{host}:{port}")
         env.pop("Q_CLUSTER_NAME", None)
         children = {
-            "web": start([sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"{host}:{port}",
-                          "--workers", str(web_workers), "--access-logfile", "-"], env),
+            "web": start(web_command(host, port, workers=web_workers), env),
             "moderation cluster": start(manage("qcluster"), env),
             "notification cluster": start(manage("qcluster"), notification_cluster_env(env)),
         }
