@@ -1,9 +1,10 @@
-"""The platform in the foreground (`make run`): gunicorn, the moderation cluster and the
+"""The platform in the foreground (`make run`): the web server, the moderation cluster and the
 notification cluster.
 
-gunicorn serves the API, the callbacks and the admin, its static files through WhiteNoise, so
-no DEBUG and no other server is needed. Each child runs in a process group of its own and is
-stopped as a group (moderation/management/processes.py). Ctrl-C (or SIGTERM) stops everything;
+The web server (granian, moderation/management/web.py) serves the API, the callbacks and the
+admin, its static files through WhiteNoise, so no DEBUG and no other server is needed; a slow
+client holds a socket, never a worker (docs/operations.md, "Slow clients"). Each child runs in
+a process group of its own and is stopped as a group (moderation/management/processes.py). Ctrl-C (or SIGTERM) stops everything;
 if any child exits on its own (a cluster master killed), the others are stopped too.
 """
 
@@ -20,7 +21,7 @@ from moderation.management.web import web_command
 
 
 class Command(BaseCommand):
-    help = "Run gunicorn, the moderation cluster and the notification cluster until interrupted."
+    help = "Run the web server, the moderation cluster and the notification cluster until interrupted."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
@@ -47,7 +48,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         self.stdout.write(
-            f"gunicorn on http://{host}:{port}/ (admin: /admin/, API: /api/v1/), callbacks expected at "
+            f"Web server on http://{host}:{port}/ (admin: /admin/, API: /api/v1/), callbacks expected at "
             f"{env['PUBLIC_BASE_URL']}/api/v1/callbacks/, the moderation and notification clusters "
             "running; Ctrl-C stops them all."
         )

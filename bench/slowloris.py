@@ -1,0 +1,199 @@
+"""Slow clients against the web tier: how promptly the API answers while K slowloris connections
+are open, and what a plain request loop gets through (issue 22, docs/operations.md "Slow
+clients").
+
+Each server is started on the benchmark database with production settings and the same number
+of processes. First a plain loop: `--loop-threads` threads GET an authenticated endpoint for
+`--loop-s` seconds (requests/s). Then `--headers` connections trickle a header block and
+`--bodies` trickle a callback body, one byte every `--interval-s` (a connection the server
+drops is reopened, as an attacker would), and `--probes` requests (/healthz and an authenticated
+GET, in turn, each given `--probe-timeout-s`) are timed. Prints one row per server.
+
+    .venv/bin/python -m bench.slowloris                      # today's default and the alternatives
+    .venv/bin/python -m bench.slowloris --servers run_platform
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import threading
+import time
+
+import httpx
+
+from bench.common import bench_client, percentile, setup, table
+
+
+def _servers(workers: int, threads: int) -> dict[str, list[str]]:
+    """The candidates, each a command line serving the project on {port}."""
+    from moderation.management.web import web_command
+
+    wsgi = "config.wsgi:application"
+    return {
+        "gunicorn sync": ["-m", "gunicorn", "config.wsgi", "--bind", "127.0.0.1:{port}", "--workers", str(workers)],
+        f"gunicorn gthread x{threads}": ["-m", "gunicorn", "config.wsgi", "--bind", "127.0.0.1:{port}",
+                                         "--workers", str(workers), "-k", "gthread", "--threads", str(threads)],
+        "waitress": ["-m", "waitress", "--listen", "127.0.0.1:{port}", "--threads", str(workers * threads),
+                     "--channel-timeout", "10", wsgi],
+        "granian wsgi": ["-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", "{port}",
+                         "--workers", str(workers), "--blocking-threads", str(threads),
+                         "--http1-header-read-timeout", "10000", "--no-log", wsgi],
+        "gunicorn asgi": ["-m", "gunicorn", "config.asgi:application", "--bind", "127.0.0.1:{port}",
+                          "--workers", str(workers), "-k", "asgi"],
+        "granian asgi": ["-m", "granian", "--interface", "asgi", "--host", "127.0.0.1", "--port", "{port}",
+                         "--workers", str(workers), "--http1-header-read-timeout", "10000", "--no-log",
+                         "config.asgi:application"],
+        "run_platform": web_command("127.0.0.1", "{port}", workers=workers)[1:],
+    }
+
+
+def _available(argv: list[str]) -> bool:
+    module = argv[1]
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def _loop(base: str, token: str, threads: int, seconds: float) -> float:
+    done, errors = [0] * threads, [0] * threads
+    stop_at = time.monotonic() + seconds
+
+    def run(i: int) -> None:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+            while time.monotonic() < stop_at:
+                try:
+                    ok = http.get("/api/v1/reviews/").status_code == 200
+                except httpx.HTTPError:
+                    ok = False
+                done[i] += ok
+                errors[i] += not ok
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    return sum(done) / seconds
+
+
+def _probe(base: str, token: str, n: int, timeout_s: float) -> tuple[list[float], int]:
+    latencies, failed = [], 0
+    for i in range(n):
+        path, headers = ("/healthz", {}) if i % 2 == 0 else ("/api/v1/reviews/", {"Authorization": f"Bearer {token}"})
+        started = time.monotonic()
+        try:
+            ok = httpx.get(base + path, headers=headers, timeout=timeout_s).status_code == 200
+        except httpx.HTTPError:
+            ok = False
+        latencies.append(time.monotonic() - started)
+        failed += not ok
+    return latencies, failed
+
+
+class _Persistent:
+    """Slowloris that reopens every connection the server drops."""
+
+    def __init__(self, port: int, headers: int, bodies: int, interval_s: float):
+        from lab.slowloris import Slowloris
+
+        self.waves = [Slowloris(port, headers=headers, body=bodies, interval_s=interval_s)]
+        self.make = lambda h, b: Slowloris(port, headers=h, body=b, interval_s=interval_s)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self):
+        self.waves[0].__enter__()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            wave = self.waves[-1]
+            dropped = [c for w in self.waves for c in w.released() if not getattr(c, "replaced", False)]
+            for c in dropped:
+                c.replaced = True
+            if dropped:
+                h = sum(c.kind == "headers" for c in dropped)
+                try:
+                    self.waves.append(self.make(h, len(dropped) - h).__enter__())
+                except OSError:
+                    pass
+            del wave
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(timeout=5)
+        for wave in self.waves:
+            wave.__exit__()
+
+    def answers(self) -> dict:
+        statuses: dict = {}
+        for w in self.waves:
+            for c in w.released():
+                statuses.setdefault(c.kind, []).append((c.status, round(c.held_s, 1)))
+        return statuses
+
+
+def measure(name: str, argv: list[str], args, token: str) -> list:
+    from lab.race_lab import free_port, spawn, stop, wait_until_serving
+
+    port = free_port()
+    env = {**os.environ, "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", "THROTTLE_CLIENT_RATE": "10000000/min",
+           "THROTTLE_CALLBACK_RATE": "10000000/min"}
+    server = spawn(env, *[part.format(port=port) for part in argv])
+    try:
+        wait_until_serving(port, timeout_s=60)
+        base = f"http://127.0.0.1:{port}"
+        rate = _loop(base, token, args.loop_threads, args.loop_s)
+        with _Persistent(port, args.headers, args.bodies, args.interval_s) as slow:
+            time.sleep(2 * args.interval_s)  # the slow connections are in
+            latencies, failed = _probe(base, token, args.probes, args.probe_timeout_s)
+            answers = slow.answers()
+    finally:
+        stop([server])
+    return [name, rate, percentile(latencies, 50), max(latencies), f"{failed}/{args.probes}",
+            _summary(answers.get("headers", [])), _summary(answers.get("body", []))]
+
+
+def _summary(released: list) -> str:
+    if not released:
+        return "held"
+    statuses = sorted({str(s) for s, _ in released})
+    return f"{'/'.join(statuses)} after {min(h for _, h in released)}-{max(h for _, h in released)} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--servers", default="", help="comma-separated names (default: every one installed)")
+    parser.add_argument("--workers", type=int, default=2, help="processes per server")
+    parser.add_argument("--threads", type=int, default=4, help="threads per process, where the server has them")
+    parser.add_argument("--headers", type=int, default=4, help="connections trickling a header block")
+    parser.add_argument("--bodies", type=int, default=4, help="connections trickling a callback body")
+    parser.add_argument("--interval-s", type=float, default=1.0)
+    parser.add_argument("--probes", type=int, default=4)
+    parser.add_argument("--probe-timeout-s", type=float, default=8.0)
+    parser.add_argument("--loop-threads", type=int, default=4)
+    parser.add_argument("--loop-s", type=float, default=3.0)
+    args = parser.parse_args()
+    setup()
+    _, token = bench_client("slowloris")
+    servers = _servers(args.workers, args.threads)
+    chosen = [s.strip() for s in args.servers.split(",") if s.strip()] or list(servers)
+    print(f"{args.headers} header + {args.bodies} body slowloris connections, a byte every {args.interval_s} s; "
+          f"{args.workers} processes; {os.cpu_count()} CPUs", flush=True)
+    rows = []
+    for name in chosen:
+        if not _available(servers[name]):
+            print(f"{name}: not installed, skipped", file=sys.stderr)
+            continue
+        rows.append(measure(name, servers[name], args, token))
+    print(table(["server", "loop req/s", "probe p50 s", "probe max s", "probes failed", "header trickle",
+                 "body trickle"], rows))
+
+
+if __name__ == "__main__":
+    main()
