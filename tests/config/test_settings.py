@@ -44,6 +44,8 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"MODERATION_BATCH_SIZE": "0"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 0"),
         ({"MODERATION_BATCH_SIZE": "257"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 257"),
         ({"MODERATION_BATCH_SIZE": "lots"}, "MODERATION_BATCH_SIZE must be a whole number from 1 to 256, got 'lots'"),
+        ({"REQUEST_HEADER_TIMEOUT_S": "61"}, "REQUEST_HEADER_TIMEOUT_S must be at most 60 seconds, got 61"),
+        ({"REQUEST_BODY_TIMEOUT_S": "0"}, "REQUEST_BODY_TIMEOUT_S must be a positive number"),
     ],
 )
 def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):

@@ -11,6 +11,9 @@ import httpx
 import psutil
 import pytest
 
+from moderation import services
+from moderation.models import ContentReview
+
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
@@ -31,6 +34,19 @@ def test_make_run_serves_with_its_web_server_and_a_styled_admin_without_debug(pl
     assert login.status_code == 200
     assert "admin/css/base.css" in login.text
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+
+
+def test_make_run_hands_a_request_body_to_the_api_whole(platform):
+    """The body config/asgi.py buffered reaches Django as the client sent it."""
+    _, port = platform
+    _, token = services.api_client_create(name="run-platform")
+    text = "🙂 " * 20_000  # 100 KB: more than one read on the way
+
+    created = httpx.post(f"http://127.0.0.1:{port}/api/v1/reviews/", headers={"Authorization": f"Bearer {token}"},
+                         json={"external_id": "whole", "content_type": "text", "text": text}, timeout=30)
+
+    assert created.status_code == 201, created.text
+    assert ContentReview.objects.get(pk=created.json()["id"]).content.text == text
 
 
 def test_stopping_the_platform_stops_every_process_gracefully(platform):
