@@ -7,7 +7,9 @@ of processes. First a plain loop: `--loop-threads` threads GET an authenticated 
 `--loop-s` seconds (requests/s). Then `--headers` connections trickle a header block and
 `--bodies` trickle a callback body, one byte every `--interval-s` (a connection the server
 drops is reopened, as an attacker would), and `--probes` requests (/healthz and an authenticated
-GET, in turn, each given `--probe-timeout-s`) are timed. Prints one row per server.
+GET, in turn, each given `--probe-timeout-s`) are timed; last, how long the server let the first
+slow connections hold on (up to `--hold-s`) and what it answered them. Prints one row per
+server; `run_platform` is the command `make run` and deploy/systemd use.
 
     .venv/bin/python -m bench.slowloris                      # today's default and the alternatives
     .venv/bin/python -m bench.slowloris --servers run_platform
@@ -40,11 +42,10 @@ def _servers(workers: int, threads: int) -> dict[str, list[str]]:
         "granian wsgi": ["-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", "{port}",
                          "--workers", str(workers), "--blocking-threads", str(threads),
                          "--http1-header-read-timeout", "10000", "--no-log", wsgi],
+        # config.asgi under gunicorn's own asyncio worker: the same buffering, no header deadline.
         "gunicorn asgi": ["-m", "gunicorn", "config.asgi:application", "--bind", "127.0.0.1:{port}",
                           "--workers", str(workers), "-k", "asgi"],
-        "granian asgi": ["-m", "granian", "--interface", "asgi", "--host", "127.0.0.1", "--port", "{port}",
-                         "--workers", str(workers), "--http1-header-read-timeout", "10000", "--no-log",
-                         "config.asgi:application"],
+        # granian serving config.asgi (moderation/management/web.py): make run, deploy/systemd.
         "run_platform": web_command("127.0.0.1", "{port}", workers=workers)[1:],
     }
 
@@ -130,12 +131,12 @@ class _Persistent:
         for wave in self.waves:
             wave.__exit__()
 
-    def answers(self) -> dict:
-        statuses: dict = {}
-        for w in self.waves:
-            for c in w.released():
-                statuses.setdefault(c.kind, []).append((c.status, round(c.held_s, 1)))
-        return statuses
+
+def _answers(wave) -> dict:
+    statuses: dict = {}
+    for c in wave.connections:
+        statuses.setdefault(c.kind, []).append((c.status, None if c.held_s is None else round(c.held_s, 1)))
+    return statuses
 
 
 def measure(name: str, argv: list[str], args, token: str) -> list:
@@ -152,17 +153,23 @@ def measure(name: str, argv: list[str], args, token: str) -> list:
         with _Persistent(port, args.headers, args.bodies, args.interval_s) as slow:
             time.sleep(2 * args.interval_s)  # the slow connections are in
             latencies, failed = _probe(base, token, args.probes, args.probe_timeout_s)
-            answers = slow.answers()
+            first = slow.waves[0]  # how long the server let them hold on, and what it answered
+            while len(first.released()) < len(first.connections) and time.monotonic() - first.opened_at < args.hold_s:
+                time.sleep(0.2)
+            answers = _answers(first)
     finally:
         stop([server])
     return [name, rate, percentile(latencies, 50), max(latencies), f"{failed}/{args.probes}",
             _summary(answers.get("headers", [])), _summary(answers.get("body", []))]
 
 
-def _summary(released: list) -> str:
-    if not released:
+def _summary(connections: list) -> str:
+    """What the server answered the slow connections of one kind (closed: none) and after how
+    long, or `held` when it still had them when the benchmark stopped waiting."""
+    released = [(status, held) for status, held in connections if held is not None]
+    if len(released) < len(connections):
         return "held"
-    statuses = sorted({str(s) for s, _ in released})
+    statuses = sorted({str(status or "closed") for status, _ in released})
     return f"{'/'.join(statuses)} after {min(h for _, h in released)}-{max(h for _, h in released)} s"
 
 
@@ -171,13 +178,15 @@ def main() -> None:
     parser.add_argument("--servers", default="", help="comma-separated names (default: every one installed)")
     parser.add_argument("--workers", type=int, default=2, help="processes per server")
     parser.add_argument("--threads", type=int, default=4, help="threads per process, where the server has them")
-    parser.add_argument("--headers", type=int, default=4, help="connections trickling a header block")
-    parser.add_argument("--bodies", type=int, default=4, help="connections trickling a callback body")
+    # 6 + 6 slow connections: more than the 2 x 4 threads of the threaded servers.
+    parser.add_argument("--headers", type=int, default=6, help="connections trickling a header block")
+    parser.add_argument("--bodies", type=int, default=6, help="connections trickling a callback body")
     parser.add_argument("--interval-s", type=float, default=1.0)
     parser.add_argument("--probes", type=int, default=4)
     parser.add_argument("--probe-timeout-s", type=float, default=8.0)
     parser.add_argument("--loop-threads", type=int, default=4)
-    parser.add_argument("--loop-s", type=float, default=3.0)
+    parser.add_argument("--loop-s", type=float, default=4.0)
+    parser.add_argument("--hold-s", type=float, default=15.0, help="how long to wait for the slow ones to be let go")
     args = parser.parse_args()
     setup()
     _, token = bench_client("slowloris")

@@ -34,6 +34,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from django.conf import settings  # noqa: E402  (after the settings module is named)
 
 from config.wsgi import application as wsgi_application  # noqa: E402
+from moderation.api.errors import error_body  # noqa: E402
 
 
 class BufferedRequest:
@@ -107,9 +108,8 @@ def _content_length(scope) -> int | None:
 
 
 async def _refuse(send, status: int, code: str, detail: str) -> None:
-    # The error body of the API (moderation/api/errors.py), built here without Django: the
-    # request never reached it. The connection closes, whatever the client sent meanwhile.
-    body = json.dumps({"error": code, "detail": detail}).encode()
+    # The API's error body; the connection closes, whatever the client sent meanwhile.
+    body = json.dumps(error_body(code, detail)).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
         (b"connection", b"close"),

@@ -67,6 +67,7 @@ class Slowloris:
         self._thread = threading.Thread(target=self._run, name="slowloris", daemon=True)
 
     def __enter__(self) -> Slowloris:
+        self.opened_at = time.monotonic()
         for kind in self.kinds:
             sock = socket.create_connection(("127.0.0.1", self.port), timeout=5)
             sock.setblocking(False)
