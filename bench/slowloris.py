@@ -96,13 +96,14 @@ def _probe(base: str, token: str, n: int, timeout_s: float) -> tuple[list[float]
 
 
 class _Persistent:
-    """Slowloris that reopens every connection the server drops."""
+    """Slowloris that reopens every connection the server drops, as an attacker would."""
 
     def __init__(self, port: int, headers: int, bodies: int, interval_s: float):
         from lab.slowloris import Slowloris
 
-        self.waves = [Slowloris(port, headers=headers, body=bodies, interval_s=interval_s)]
         self.make = lambda h, b: Slowloris(port, headers=h, body=b, interval_s=interval_s)
+        self.waves = [self.make(headers, bodies)]
+        self._replaced: set[int] = set()  # ids of the dropped connections reopened already
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -113,17 +114,15 @@ class _Persistent:
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
-            wave = self.waves[-1]
-            dropped = [c for w in self.waves for c in w.released() if not getattr(c, "replaced", False)]
-            for c in dropped:
-                c.replaced = True
-            if dropped:
-                h = sum(c.kind == "headers" for c in dropped)
-                try:
-                    self.waves.append(self.make(h, len(dropped) - h).__enter__())
-                except OSError:
-                    pass
-            del wave
+            dropped = [c for w in self.waves for c in w.released() if id(c) not in self._replaced]
+            if not dropped:
+                continue
+            headers = sum(c.kind == "headers" for c in dropped)
+            try:
+                self.waves.append(self.make(headers, len(dropped) - headers).__enter__())
+            except OSError:
+                continue  # the server refuses connections: the next round tries again
+            self._replaced.update(id(c) for c in dropped)
 
     def __exit__(self, *exc):
         self._stop.set()
