@@ -3,9 +3,9 @@ are open, and what a plain request loop gets through (issue 22, docs/operations.
 clients").
 
 Each server is started on the benchmark database with production settings and the same number
-of processes. First a plain loop: `--loop-threads` threads GET an authenticated endpoint for
-`--loop-s` seconds (requests/s). Then `--headers` connections trickle a header block and
-`--bodies` trickle a callback body, one byte every `--interval-s` (a connection the server
+of processes. First a plain loop: wrk sends `--loop-requests` authenticated GETs over
+`--loop-connections` connections (requests/s). Then `--headers` connections trickle a header
+block and `--bodies` trickle a callback body, one byte every `--interval-s` (a connection the server
 drops is reopened, as an attacker would), and `--probes` requests (/healthz and an authenticated
 GET, in turn, each given `--probe-timeout-s`) are timed; last, how long the server let the first
 slow connections hold on (up to `--hold-s`) and what it answered them. Prints one row per
@@ -20,8 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import httpx
 
@@ -59,26 +61,15 @@ def _available(argv: list[str]) -> bool:
     return True
 
 
-def _loop(base: str, token: str, threads: int, seconds: float) -> float:
-    done, errors = [0] * threads, [0] * threads
-    stop_at = time.monotonic() + seconds
+def _loop(port: int, token: str, connections: int, count: int) -> float:
+    """2xx responses a second to `count` authenticated GETs from wrk (bench/wrk.py)."""
+    from bench import wrk
 
-    def run(i: int) -> None:
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
-            while time.monotonic() < stop_at:
-                try:
-                    ok = http.get("/api/v1/reviews/").status_code == 200
-                except httpx.HTTPError:
-                    ok = False
-                done[i] += ok
-                errors[i] += not ok
-
-    workers = [threading.Thread(target=run, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    return sum(done) / seconds
+    raw = f"GET /api/v1/reviews/ HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+    with tempfile.TemporaryDirectory() as where:
+        path = Path(where) / "requests"
+        wrk.write_requests([raw] * count, path)
+        return wrk.requests_file(port, path, connections=connections, max_seconds=60).rate
 
 
 def _probe(base: str, token: str, n: int, timeout_s: float) -> tuple[list[float], int]:
@@ -148,7 +139,7 @@ def measure(name: str, argv: list[str], args, token: str) -> list:
     try:
         wait_until_serving(port, timeout_s=60)
         base = f"http://127.0.0.1:{port}"
-        rate = _loop(base, token, args.loop_threads, args.loop_s)
+        rate = _loop(port, token, args.loop_connections, args.loop_requests)
         with _Persistent(port, args.headers, args.bodies, args.interval_s) as slow:
             time.sleep(2 * args.interval_s)  # the slow connections are in
             latencies, failed = _probe(base, token, args.probes, args.probe_timeout_s)
@@ -183,8 +174,8 @@ def main() -> None:
     parser.add_argument("--interval-s", type=float, default=1.0)
     parser.add_argument("--probes", type=int, default=4)
     parser.add_argument("--probe-timeout-s", type=float, default=8.0)
-    parser.add_argument("--loop-threads", type=int, default=4)
-    parser.add_argument("--loop-s", type=float, default=4.0)
+    parser.add_argument("--loop-connections", type=int, default=4)
+    parser.add_argument("--loop-requests", type=int, default=2000)
     parser.add_argument("--hold-s", type=float, default=15.0, help="how long to wait for the slow ones to be let go")
     args = parser.parse_args()
     setup()
