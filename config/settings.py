@@ -273,6 +273,9 @@ REQUEST_HEADER_TIMEOUT_S = _env_number("REQUEST_HEADER_TIMEOUT_S", 10.0)
 if REQUEST_HEADER_TIMEOUT_S > 60:  # granian's bound (--http1-header-read-timeout)
     raise ImproperlyConfigured(f"REQUEST_HEADER_TIMEOUT_S must be at most 60 seconds, got {REQUEST_HEADER_TIMEOUT_S:g}")
 REQUEST_BODY_TIMEOUT_S = _env_number("REQUEST_BODY_TIMEOUT_S", 10.0)
+# A web worker whose request has run longer than this is ended and replaced, as gunicorn's
+# --timeout did: one hung request must not hold a worker for good.
+WEB_WORKER_TIMEOUT_S = _env_number("WEB_WORKER_TIMEOUT_S", 60.0)
 REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, CALLBACK_MAX_BYTES, global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
