@@ -4,8 +4,9 @@ notification cluster.
 The web server (granian, moderation/management/web.py) serves the API, the callbacks and the
 admin, its static files through WhiteNoise, so no DEBUG and no other server is needed; a slow
 client holds a socket, never a worker (docs/operations.md, "Slow clients"). Each child runs in
-a process group of its own and is stopped as a group (moderation/management/processes.py). Ctrl-C (or SIGTERM) stops everything;
-if any child exits on its own (a cluster master killed), the others are stopped too.
+a process group of its own and is stopped as a group (moderation/management/processes.py).
+Ctrl-C (or SIGTERM) stops everything; if any child exits on its own (a cluster master killed),
+the others are stopped too.
 """
 
 import os
