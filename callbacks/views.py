@@ -2,7 +2,8 @@
 
 Answers: 2xx once stored, also for duplicates and for stale or already-final results (the
 provider must stop re-delivering); 401 for a bad or missing signature, nothing stored; 400 for
-a malformed body with a valid signature, stored as `invalid`; 413 for a body over the limit.
+a malformed body with a valid signature, stored as `invalid`; 413 for a body over the limit;
+408 (from the web server, config/asgi.py) for a body that did not arrive in time.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ _CALLBACK_SCHEMA = extend_schema(
         "Signed per Standard Webhooks with the provider's `whsec_` secret. Answered 2xx once stored, "
         "also for duplicates and stale results; 401 (nothing stored) for a bad or missing signature "
         "or a timestamp outside the tolerance; 400 for a malformed body (stored as invalid); 413 "
-        "above the size limit."
+        "above the size limit; 408 for a body not received within REQUEST_BODY_TIMEOUT_S."
     ),
     auth=[],
     parameters=[
@@ -73,6 +74,7 @@ _CALLBACK_SCHEMA = extend_schema(
         400: ERROR_BODY,
         401: ERROR_BODY,
         404: ERROR_BODY,
+        408: ERROR_BODY,
         413: ERROR_BODY,
         429: ERROR_BODY,
     },
@@ -140,7 +142,11 @@ class ProviderCallbackView(APIView):
 
 def _read_body(request) -> bytes | None:
     """The body, or None when it is larger than CALLBACK_MAX_BYTES (checked before reading it
-    when the client says its length)."""
+    when the client says its length).
+
+    The web server has read it already (config/asgi.py): whole, within REQUEST_BODY_TIMEOUT_S
+    (408 otherwise, and this view never runs), so a client that trickles its body holds no
+    worker while the signature waits for it (docs/operations.md, "Slow clients")."""
     limit = settings.CALLBACK_MAX_BYTES
     try:
         declared = int(request.headers.get("Content-Length") or 0)

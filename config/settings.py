@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import environ
+from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -268,6 +269,17 @@ if MODERATION_PROVIDER == "webhook" and not CALLBACK_SECRETS["webhook"]:
         "and give the same value to the provider (the simulator: run_provider_simulator --secret)."
     )
 CALLBACK_MAX_BYTES = int(_env_number("CALLBACK_MAX_BYTES", 256 * 1024, int))
+# The web server (config/asgi.py; docs/operations.md, "Slow clients"): a request's head and then
+# its whole body must each arrive within these, or the connection is closed (408 for a body);
+# no body is read past the largest that any endpoint accepts (413).
+REQUEST_HEADER_TIMEOUT_S = _env_number("REQUEST_HEADER_TIMEOUT_S", 10.0)
+if REQUEST_HEADER_TIMEOUT_S > 60:  # granian's bound (--http1-header-read-timeout)
+    raise ImproperlyConfigured(f"REQUEST_HEADER_TIMEOUT_S must be at most 60 seconds, got {REQUEST_HEADER_TIMEOUT_S:g}")
+REQUEST_BODY_TIMEOUT_S = _env_number("REQUEST_BODY_TIMEOUT_S", 10.0)
+# A web worker whose request has run longer than this is ended and replaced, as gunicorn's
+# --timeout did: one hung request must not hold a worker for good.
+WEB_WORKER_TIMEOUT_S = _env_number("WEB_WORKER_TIMEOUT_S", 60.0)
+REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, CALLBACK_MAX_BYTES, global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
 # Retention (`manage.py prune`, and the daily scheduled prune; docs/operations.md, "Retention").

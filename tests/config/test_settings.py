@@ -47,6 +47,8 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"NOTIFY_SLOW_SHARE": "1.5"}, "NOTIFY_SLOW_SHARE is a share of NOTIFY_WORKERS: at most 1"),
         ({"NOTIFY_SLOW_SHARE": "0"}, "NOTIFY_SLOW_SHARE must be a positive number"),
         ({"NOTIFY_SLOW_AFTER_S": "15"}, "NOTIFY_SLOW_AFTER_S must be below NOTIFY_DEADLINE_S"),
+        ({"REQUEST_HEADER_TIMEOUT_S": "61"}, "REQUEST_HEADER_TIMEOUT_S must be at most 60 seconds, got 61"),
+        ({"REQUEST_BODY_TIMEOUT_S": "0"}, "REQUEST_BODY_TIMEOUT_S must be a positive number"),
     ],
 )
 def test_an_unsafe_or_malformed_setting_refuses_to_start(env, message):

@@ -1,5 +1,6 @@
 """What ships in deploy/: alert rules that promtool accepts and whose unit tests pass, a dashboard
-and alerts that use only metrics /metrics exports, and systemd units that systemd accepts."""
+and alerts that use only metrics /metrics exports, systemd units that systemd accepts, and an
+nginx configuration that nginx accepts and that docs/operations.md describes as it is."""
 
 from __future__ import annotations
 
@@ -100,3 +101,73 @@ def test_a_stopping_cluster_may_finish_its_running_task_before_systemd_kills_it(
     # SIGTERM to the master only (its workers die at once on their own), the rest killed at the end.
     assert re.search(r"^KillMode=mixed$", unit, re.M)
     assert timeout >= settings.Q_TASK_TIMEOUT_S + 10
+
+
+NGINX_SITE = DEPLOY / "nginx" / "moderation.conf"
+
+
+@pytest.fixture(scope="module")
+def nginx(tmp_path_factory) -> str:
+    """nginx, or Debian's package unpacked in a temporary directory when it is missing: installing
+    it would start a server on port 80."""
+    if shutil.which("nginx"):
+        return shutil.which("nginx")
+    where = tmp_path_factory.mktemp("nginx-package")
+    binary = where / "root" / "usr" / "sbin" / "nginx"
+    if shutil.which("apt-get") and shutil.which("dpkg-deb"):
+        for command in (["apt-get", "download", "nginx"], ["apt-get", "update", "-q"], ["apt-get", "download", "nginx"]):
+            if list(where.glob("nginx_*.deb")):
+                break
+            subprocess.run(command, cwd=where, capture_output=True, timeout=900, check=False)
+        for package in where.glob("nginx_*.deb"):
+            subprocess.run(["dpkg-deb", "-x", str(package), str(where / "root")], capture_output=True, check=False)
+    if not binary.exists():
+        pytest.skip("nginx is missing and Debian's nginx package could not be unpacked")
+    return str(binary)
+
+
+def _nginx_test(nginx: str, site: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    """`nginx -t` on the site as installed in /etc/nginx/conf.d, with a certificate made here."""
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=test",
+                    "-keyout", str(tmp_path / "key.pem"), "-out", str(tmp_path / "cert.pem")],
+                   capture_output=True, check=True)
+    site = re.sub(r"/etc/letsencrypt/live/[^/]+/fullchain\.pem", str(tmp_path / "cert.pem"), site)
+    site = re.sub(r"/etc/letsencrypt/live/[^/]+/privkey\.pem", str(tmp_path / "key.pem"), site)
+    (tmp_path / "site.conf").write_text(site)
+    temp = "\n".join(f"    {kind}_temp_path {tmp_path}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    (tmp_path / "nginx.conf").write_text(
+        f"events {{}}\nhttp {{\n    access_log off;\n{temp}\n    include {tmp_path}/site.conf;\n}}\n")
+    return subprocess.run([nginx, "-t", "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf"),
+                           "-e", str(tmp_path / "error.log")], capture_output=True, text=True, check=False)
+
+
+def test_the_nginx_config_is_valid(nginx, tmp_path):
+    run = _nginx_test(nginx, NGINX_SITE.read_text(), tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_nginx_refuses_a_broken_config(nginx, tmp_path):
+    """(So the test above can fail.)"""
+    broken = NGINX_SITE.read_text().replace("client_header_timeout 10s;", "client_header_timeout 10s 5;")
+    run = _nginx_test(nginx, broken, tmp_path)
+    assert run.returncode != 0 and "client_header_timeout" in run.stderr
+
+
+def _seconds(value: str) -> float:
+    return float(value.removesuffix("s"))
+
+
+def test_the_operations_guide_states_the_proxy_limits_the_config_sets():
+    guide = (Path(settings.BASE_DIR) / "docs" / "operations.md").read_text()
+    section = guide.split("\n## Slow clients\n", 1)[1].split("\n## ", 1)[0]
+    # Every `directive value` the section quotes (nginx's names all have an underscore).
+    stated = {name: value for name, value in re.findall(r"`([a-z_]+) ([^`]+)`", section) if "_" in name}
+    configured = dict(re.findall(r"^\s*([a-z_]+) ([^;#]+);", NGINX_SITE.read_text(), re.M))
+
+    assert {"client_header_timeout", "client_body_timeout", "client_max_body_size", "proxy_request_buffering",
+            "keepalive_timeout", "keepalive_requests"} <= stated.keys()
+    assert {name: configured.get(name) for name in stated} == stated
+    # The proxy lets through what the web tier accepts, and waits for a head no longer than it.
+    assert int(configured["client_max_body_size"].removesuffix("m")) * 1024 * 1024 >= settings.REQUEST_MAX_BODY_BYTES
+    assert _seconds(configured["client_header_timeout"]) <= settings.REQUEST_HEADER_TIMEOUT_S
+    assert configured["proxy_request_buffering"] == "on"

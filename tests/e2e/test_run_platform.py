@@ -1,55 +1,28 @@
-"""`make run`'s process as a user gets it: gunicorn with a styled admin and no DEBUG, and a
+"""`make run`'s process as a user gets it: the web server with a styled admin and no DEBUG, and a
 cluster master killed with SIGKILL leaving no worker behind."""
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
-import uuid
 
 import httpx
 import psutil
 import pytest
-from django.conf import settings
 
-from lab.race_lab import database_url, free_port, wait_until_serving
+from moderation import services
+from moderation.models import ContentReview
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def platform():
-    port = free_port()
-    env = {
-        **os.environ, "DATABASE_URL": database_url(), "DEBUG": "0", "SECRET_KEY": "k" * 60,
-        "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0", "Q_NAME": f"e2e-{uuid.uuid4().hex[:8]}",
-        "LOG_LEVEL": "WARNING",
-    }
-    env.pop("PUBLIC_BASE_URL", None)
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "run_platform", "--port", str(port)], cwd=settings.BASE_DIR, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
-    )
-    try:
-        wait_until_serving(port, timeout_s=90)
-        yield process, port
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            print(process.communicate(timeout=40)[0])
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-
-
-def test_make_run_serves_with_gunicorn_and_a_styled_admin_without_debug(platform):
+def test_make_run_serves_with_its_web_server_and_a_styled_admin_without_debug(platform):
     process, port = platform
     base = f"http://127.0.0.1:{port}"
-    # Beside gunicorn: the moderation cluster and the notification cluster (notifications never
-    # run on the moderation workers).
+    children = [" ".join(p.cmdline()) for p in psutil.Process(process.pid).children()]
+    # Beside the web server: the moderation cluster and the notification cluster (notifications
+    # never run on the moderation workers).
     clusters = [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
     names = sorted(p.environ().get("Q_CLUSTER_NAME", "") for p in clusters)
     assert len(names) == 2 and names[0] == "" and names[1].endswith("-notify"), names
@@ -57,15 +30,31 @@ def test_make_run_serves_with_gunicorn_and_a_styled_admin_without_debug(platform
     login = httpx.get(f"{base}/admin/login/", timeout=10)
     css = httpx.get(f"{base}/static/admin/css/base.css", timeout=10)
 
-    assert login.status_code == 200 and login.headers.get("server", "").startswith("gunicorn")
+    assert any("-m granian --interface asgi config.asgi:application" in c for c in children), children
+    assert login.status_code == 200
     assert "admin/css/base.css" in login.text
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+
+
+def test_make_run_hands_a_request_body_to_the_api_whole(platform):
+    """The body config/asgi.py buffered reaches Django as the client sent it."""
+    _, port = platform
+    _, token = services.api_client_create(name="run-platform")
+    text = "🙂 " * 20_000  # 100 KB: more than one read on the way
+
+    created = httpx.post(f"http://127.0.0.1:{port}/api/v1/reviews/", headers={"Authorization": f"Bearer {token}"},
+                         json={"external_id": "whole", "content_type": "text", "text": text}, timeout=30)
+
+    assert created.status_code == 201, created.text
+    assert ContentReview.objects.get(pk=created.json()["id"]).content.text == text
 
 
 def test_stopping_the_platform_stops_every_process_gracefully(platform):
     """SIGTERM (or Ctrl-C) reaches each master alone: both clusters finish and exit on their own,
     nothing is killed at the grace (SIGTERM to a cluster's whole group made its master hang)."""
     process, _ = platform
+    for master in _cluster_masters(process):
+        _wait_until_running(master)  # (a master stopped while it boots dies by the signal, -15)
     started = time.monotonic()
     process.send_signal(signal.SIGTERM)
     output = process.communicate(timeout=60)[0]
@@ -77,12 +66,10 @@ def test_stopping_the_platform_stops_every_process_gracefully(platform):
 
 def test_a_cluster_master_killed_leaves_no_worker_behind(platform):
     process, _ = platform
-    masters = [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
+    masters = _cluster_masters(process)
     assert len(masters) >= 1
     master = masters[0]
-    deadline = time.monotonic() + 30
-    while len(master.children(recursive=True)) < 3 and time.monotonic() < deadline:
-        time.sleep(0.2)  # the sentinel, its pusher, monitor and workers
+    _wait_until_running(master)
     descendants = master.children(recursive=True)
     assert descendants
 
@@ -99,3 +86,13 @@ def test_a_cluster_master_killed_leaves_no_worker_behind(platform):
     for pid in left:  # do not leave them running for the next test
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"orphaned cluster processes still running: {left}"
+
+
+def _cluster_masters(process) -> list[psutil.Process]:
+    return [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
+
+
+def _wait_until_running(master: psutil.Process) -> None:
+    deadline = time.monotonic() + 30
+    while len(master.children(recursive=True)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)  # the sentinel, its pusher, monitor and workers

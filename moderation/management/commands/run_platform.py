@@ -1,15 +1,16 @@
-"""The platform in the foreground (`make run`): gunicorn, the moderation cluster and the
+"""The platform in the foreground (`make run`): the web server, the moderation cluster and the
 notification cluster.
 
-gunicorn serves the API, the callbacks and the admin, its static files through WhiteNoise, so
-no DEBUG and no other server is needed. Each child runs in a process group of its own and is
-stopped as a group (moderation/management/processes.py). Ctrl-C (or SIGTERM) stops everything;
-if any child exits on its own (a cluster master killed), the others are stopped too.
+The web server (granian, moderation/management/web.py) serves the API, the callbacks and the
+admin, its static files through WhiteNoise, so no DEBUG and no other server is needed; a slow
+client holds a socket, never a worker (docs/operations.md, "Slow clients"). Each child runs in
+a process group of its own and is stopped as a group (moderation/management/processes.py).
+Ctrl-C (or SIGTERM) stops everything; if any child exits on its own (a cluster master killed),
+the others are stopped too.
 """
 
 import os
 import signal
-import sys
 import time
 
 from django.conf import settings
@@ -17,10 +18,11 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from moderation.management.processes import manage, notification_cluster_env, start, stop_groups
+from moderation.management.web import web_command
 
 
 class Command(BaseCommand):
-    help = "Run gunicorn, the moderation cluster and the notification cluster until interrupted."
+    help = "Run the web server, the moderation cluster and the notification cluster until interrupted."
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
@@ -34,8 +36,7 @@ class Command(BaseCommand):
         env.setdefault("PUBLIC_BASE_URL", f"http://{host}:{port}")
         env.pop("Q_CLUSTER_NAME", None)
         children = {
-            "web": start([sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"{host}:{port}",
-                          "--workers", str(web_workers), "--access-logfile", "-"], env),
+            "web": start(web_command(host, port, workers=web_workers), env),
             "moderation cluster": start(manage("qcluster"), env),
             "notification cluster": start(manage("qcluster"), notification_cluster_env(env)),
         }
@@ -48,7 +49,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, stop)
         signal.signal(signal.SIGTERM, stop)
         self.stdout.write(
-            f"gunicorn on http://{host}:{port}/ (admin: /admin/, API: /api/v1/), callbacks expected at "
+            f"Web server on http://{host}:{port}/ (admin: /admin/, API: /api/v1/), callbacks expected at "
             f"{env['PUBLIC_BASE_URL']}/api/v1/callbacks/, the moderation and notification clusters "
             "running; Ctrl-C stops them all."
         )
