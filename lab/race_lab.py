@@ -27,7 +27,7 @@ from datetime import timedelta
 import httpx
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Min, Sum
 from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent, ReviewTransition
@@ -43,6 +43,31 @@ from moderation.management.processes import notification_cluster_env, signal_gro
 
 TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
          "great photo of the lake", "what a stupid take", "happy birthday!", "this is damn annoying"]
+
+# Texts that took moderation down before (issue 22): no words at all, emoji, bidi and zero-width
+# controls, combining marks, look-alike and spelt-out evasions, and a long text dense with
+# reject and allow matches. Sent as written (no run suffix: that would give them words).
+HOSTILE_TEXTS = [
+    "🤬🤬🤬🖕🖕", "!!! ???", "\u202e\u200b\u200d", "... --- ...", "🖕", "\u0301\u0301\u0301\u0301\u0301\u0301",
+    "\u202eesrever tohidi", "id\u200biot", "b.o.d.o.h", "Z\u0351\u0352\u0353a\u0354\u0355lgo \u05e9\u05dc\u05d5\u05dd",
+    "\ufeff\u2066\u2067\u2068\u2069", "ｉｄｉｏｔ ｍｏｒｏｎ", "𝐢𝐝𝐢𝐨𝐭", "a\u00a0\u2003\u3000b",
+]
+# The lab's watched terms, published as a policy version before the traffic: a word, a phrase,
+# patterns (one for wordless texts), and an allow rule whose matches contain the reject ones.
+LAB_TERM_LISTS = [
+    {"category": "harassment", "action": "reject", "language": "",
+     "terms": ["idiot", "moron", "kill", "stupid take", "re:🖕+", "re:(?:\\d{3}-){2}\\d{4}"]},
+    {"category": "harassment", "action": "allow", "language": "", "terms": ["kill the process"]},
+    {"category": "violence", "action": "manual_review", "language": "", "terms": ["re:(🤬\\s*){3,}"]},
+]
+
+
+def hostile_text(rng: random.Random) -> str:
+    """One of HOSTILE_TEXTS, or a long text (up to 60,000 characters) dense with reject and allow
+    matches, as in issue 22's finding 5."""
+    if rng.random() < 0.1:
+        return "kill the process and kill it " * rng.randint(500, 2000)
+    return rng.choice(HOSTILE_TEXTS)
 
 
 @dataclass
@@ -64,6 +89,8 @@ class LabConfig:
     prune: bool = False  # at the end, prune as if a year had passed (then the invariants are checked)
     web_outage_s: float = 0.0  # stop the web tier this long once the reviews are in (0: never)
     batch_size: int | None = None  # MODERATION_BATCH_SIZE of the platform's processes (None: the setting's)
+    hostile_rate: float = 0.2  # share of reviews with a hostile text (HOSTILE_TEXTS); the lab's rules are on
+    decision_bound_s: float = 240.0  # every review's first decision at most this long after its submission
 
 
 @dataclass
@@ -72,10 +99,11 @@ class LabReport:
     violations: list = field(default_factory=list)
     unfinished: list = field(default_factory=list)
     erased_found: set = field(default_factory=set)  # columns still holding an erased content
+    late: list = field(default_factory=list)  # reviews first decided later than the lab's bound
 
     @property
     def ok(self) -> bool:
-        return not self.violations and not self.unfinished and not self.erased_found
+        return not self.violations and not self.unfinished and not self.erased_found and not self.late
 
 
 def database_url() -> str:
@@ -105,6 +133,19 @@ def where_found(words) -> set[str]:
                     found.add(f"{table}.{column}")
                     break
     return found
+
+
+def first_decision_latencies(review_ids: list) -> dict:
+    """Seconds from each review's submission to its first decision (its first logged transition
+    to a final status); reviews never decided are left out (they are `unfinished`)."""
+    rows = ReviewTransition.objects.filter(review_id__in=review_ids, to_status__in=FINAL_STATUSES).values(
+        "review_id").annotate(first=Min("created_at")).values_list("review_id", "first", "review__created_at")
+    return {pk: (first - submitted).total_seconds() for pk, first, submitted in rows}
+
+
+def percentile(ordered: list, q: float) -> float:
+    """The q-quantile of an ascending list (nearest rank)."""
+    return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
 
 
 def free_port() -> int:
@@ -242,6 +283,8 @@ class RaceLab:
             "MODERATION_BATCH_SIZE": str(c.batch_size or settings.MODERATION_BATCH_SIZE),
         }
         try:
+            if c.hostile_rate:
+                self._publish_lab_rules()
             self.processes = start_platform(env, port, web_workers=c.web_workers, clusters=c.clusters)
             _, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
             review_ids, erased = self._submit(port, token)
@@ -262,13 +305,27 @@ class RaceLab:
                 bouncer.stop()
         if c.prune:
             self.pruned = prune(for_real=True, now=timezone.now() + timedelta(days=400))
+        latencies = first_decision_latencies(review_ids)
         report = LabReport(violations=violations(review_ids) + users.unexpected, unfinished=unfinished,
-                           erased_found=where_found(erased) if erased else set())
-        report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer)
+                           erased_found=where_found(erased) if erased else set(),
+                           late=[pk for pk, s in latencies.items() if s > c.decision_bound_s])
+        report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer, latencies)
         report.figures = {**report.figures, **users.figures()}
         if outage:
             report.figures.update(outage.figures())
         return report
+
+    @staticmethod
+    def _publish_lab_rules() -> None:
+        """Publish the lab's watched terms (LAB_TERM_LISTS) over the active policy's, once."""
+        from moderation.services import policy_publish_change
+
+        def change(active):
+            rules = {(r["category"], r["action"], r["language"]): r for r in active.term_lists}
+            rules.update({(r["category"], r["action"], r["language"]): r for r in LAB_TERM_LISTS})
+            return {"term_lists": list(rules.values())}
+
+        policy_publish_change(change, notes="race lab: hostile traffic rules")
 
     def _web_outage(self, env: dict, port: int, review_ids: list) -> WebOutage:
         """Stop the web tier (its whole process group, at once) for web_outage_s seconds, then
@@ -292,12 +349,18 @@ class RaceLab:
         to be looked for in every column afterwards."""
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
         run = uuid.uuid4().hex[:6]  # texts unique to this run: an erased one is looked for across the database
-        texts = [f"{self.rng.choice(TEXTS)} (lab {run}-{i})" for i in range(self.config.reviews)]
-        erase = set(self.rng.sample(range(self.config.reviews), min(self.config.erase, self.config.reviews)))
+        texts = [hostile_text(self.rng) if self.rng.random() < self.config.hostile_rate
+                 else f"{self.rng.choice(TEXTS)} (lab {run}-{i})" for i in range(self.config.reviews)]
+        # Erased texts are looked for across the database afterwards: only the run's unique ones.
+        unique = [i for i, text in enumerate(texts) if f"(lab {run}-{i})" in text]
+        erase = set(self.rng.sample(unique, min(self.config.erase, len(unique))))
 
         def one(i: int):
             body = {"external_id": f"lab-{run}-{i}", "content_type": "text", "text": texts[i]}
-            review_id = http.post("/api/v1/reviews/", json=body).json()["id"]
+            response = http.post("/api/v1/reviews/", json=body)
+            if response.status_code != 201:
+                raise RuntimeError(f"submitting {texts[i][:40]!r} failed: {response.status_code} {response.text[:200]}")
+            review_id = response.json()["id"]
             if i in erase:
                 response = http.delete(f"/api/v1/reviews/{review_id}/content", params={"reason": "race lab"})
                 if response.status_code != 200:
@@ -340,7 +403,8 @@ class RaceLab:
         jobs = claims.values("job_id").annotate(n=Count("id")).filter(n__gt=1).values("job_id")
         return claims.filter(job_id__in=jobs).count()
 
-    def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator, report: LabReport, bouncer) -> dict:
+    def _figures(self, review_ids: list, elapsed: float, simulator: ProviderSimulator, report: LabReport, bouncer,
+                 latencies: dict) -> dict:
         callbacks = ProviderCallback.objects.filter(idempotency_key__in=ProviderAttempt.objects.filter(
             request__review_id__in=review_ids).values("request__idempotency_key"))
         events = PipelineEvent.objects.filter(review_id__in=review_ids)
@@ -364,6 +428,12 @@ class RaceLab:
                if self.config.prune else {}),
             **({"pgbouncer peak clients / server conns / waiting":
                 " / ".join(str(bouncer.peaks[k]) for k in ("cl_active", "sv_active", "cl_waiting"))} if bouncer else {}),
+            "hostile texts": ContentReview.objects.filter(
+                pk__in=review_ids, content__text__in=HOSTILE_TEXTS).count() + ContentReview.objects.filter(
+                pk__in=review_ids, content__text__startswith="kill the process and kill it ").count(),
+            "first decision, s after submission: p50 / p95 / max": " / ".join(
+                str(round(percentile(sorted(latencies.values()), q), 1)) for q in (0.5, 0.95, 1.0)) if latencies else "-",
+            f"reviews first decided later than {self.config.decision_bound_s:g} s": len(report.late),
             "violations": len(report.violations),
             "seconds": round(elapsed, 1),
         }

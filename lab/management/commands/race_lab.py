@@ -33,14 +33,21 @@ class Command(BaseCommand):
                             help="stop the web tier this many seconds once the reviews are in; reports the recovery")
         parser.add_argument("--batch-size", type=int, default=None,
                             help="MODERATION_BATCH_SIZE of the platform's processes (default: the setting's; 1: no batches)")
+        parser.add_argument("--hostile-rate", type=float, default=0.2,
+                            help="share of reviews with hostile texts (no words, emoji, bidi and zero-width controls, "
+                                 "long allow-dense texts), under the lab's term, pattern and allow rules (0: neither)")
+        parser.add_argument("--decision-bound-s", type=float, default=240.0,
+                            help="every review must be first decided within this many seconds of its submission")
 
     def handle(self, *args, **o):
         if (o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0
                 or o["web_outage_s"] < 0 or (o["batch_size"] is not None and not 1 <= o["batch_size"] <= 256)):
             raise CommandError("--reviews, --clusters and --web-workers must be at least 1; --kill-workers, --erase "
                                "and --web-outage-s not negative; --batch-size from 1 to 256")
-        if not (0 <= o["report_rate"] <= 1 and 0 <= o["appeal_rate"] <= 1):
-            raise CommandError("--report-rate and --appeal-rate are shares from 0 to 1")
+        if not (0 <= o["report_rate"] <= 1 and 0 <= o["appeal_rate"] <= 1 and 0 <= o["hostile_rate"] <= 1):
+            raise CommandError("--report-rate, --appeal-rate and --hostile-rate are shares from 0 to 1")
+        if o["decision_bound_s"] <= 0:
+            raise CommandError("--decision-bound-s must be positive")
         executor = MigrationExecutor(connection)
         if executor.migration_plan(executor.loader.graph.leaf_nodes()):
             raise CommandError(f"the database {connection.settings_dict['NAME']!r} is not migrated: "
@@ -51,7 +58,8 @@ class Command(BaseCommand):
             kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
             web_workers=o["web_workers"], pgbouncer=o["pgbouncer"], erase=o["erase"], prune=o["prune"],
             report_rate=o["report_rate"], appeal_rate=o["appeal_rate"],
-            web_outage_s=o["web_outage_s"], batch_size=o["batch_size"],
+            web_outage_s=o["web_outage_s"], batch_size=o["batch_size"], hostile_rate=o["hostile_rate"],
+            decision_bound_s=o["decision_bound_s"],
         )
         try:
             report = RaceLab(config).run()
@@ -64,6 +72,9 @@ class Command(BaseCommand):
             self.stdout.write(self.style.ERROR(f"VIOLATION {problem}"))
         for column in sorted(report.erased_found):
             self.stdout.write(self.style.ERROR(f"ERASED CONTENT FOUND in {column}"))
+        if report.late:
+            self.stdout.write(self.style.ERROR(f"{len(report.late)} reviews first decided later than "
+                                               f"{config.decision_bound_s:g} s after their submission"))
         if report.unfinished:
             self.stdout.write(self.style.ERROR(f"{len(report.unfinished)} reviews not final within the timeout"))
         if not report.ok:
