@@ -43,22 +43,13 @@ SEEDS = [
     ("allowed", "the word scunthorpe is a town", 0.1),
     ("mixed", "Ｆｒｅｅ ｍｏｎｅｙ \u0456d\u0456ot " + INJECTIONS[0], 0.95),
     ("reported", "a popular post " + INJECTIONS[1], 0.1),
+    # Wordless texts under term rules, and texts a re: rule does not match: each crashed the
+    # matcher before issue 22 (a 500 on every page that shows them).
+    ("emoji", "\U0001F600\U0001F4A9\U0001F680 \U0001F1FA\U0001F1E6 \U0001F468\u200D\U0001F469\u200D\U0001F467", 0.6),
+    ("empty-words", "   \t\n  ", 0.1),
 ]
-# Seeds that crash moderation/matching.py on today's code, fixed on another branch: wordless
-# texts under term rules (TermMatcher._match: "zip() argument 2 is longer than argument 1") and
-# a re: rule over a text it does not match (RE2's Set.Match gives None: "'NoneType' object is
-# not iterable"). Both crash the seeding itself (a provider result runs the policy's rules). The
-# lead moves them into SEEDS and PATTERNS when that branch is merged.
-_FIXED_IN_MATCHING = {
-    "texts": [
-        ("emoji", "\U0001F600\U0001F4A9\U0001F680 \U0001F1FA\U0001F1E6 \U0001F468\u200D\U0001F469\u200D\U0001F467", 0.6),
-        ("empty-words", "   \t\n  ", 0.1),
-    ],
-    "patterns": [r"re:fr[e3]{2}-?m[o0]ney", "re:[\u202E-\u202F]+"],
-}
-# re: terms of the active policy and of the dry run (a version with a pattern is published
-# before the active one either way, for the policy pages to show).
-PATTERNS: list[str] = []
+# re: terms of the active policy and of the dry run.
+PATTERNS = [r"re:fr[e3]{2}-?m[o0]ney", "re:[\u202E-\u202F]+"]
 POLICY_RULES = [
     {"category": "harassment", "action": "reject", "language": "", "terms": ["idiot", "ｉｄｉｏｔ"]},
     {"category": "spam", "action": "manual_review", "language": "", "terms": ["free money", INJECTIONS[0], *PATTERNS]},
@@ -75,8 +66,7 @@ NEVER = re.compile(r"/logout/|/password_change/|/delete/|/jsi18n/|^/admin/r/")
 @pytest.fixture
 def hostile(django_user_model, api_client):
     fields = services.policy_fields(services.policy_active())
-    services.policy_publish(**{**fields, "term_lists": [{**POLICY_RULES[1], "terms": [
-        *POLICY_RULES[1]["terms"], *_FIXED_IN_MATCHING["patterns"]]}]}, notes=INJECTIONS[1])
+    services.policy_publish(**{**fields, "term_lists": POLICY_RULES[1:2]}, notes=INJECTIONS[1])
     services.policy_publish(**{**fields, "term_lists": POLICY_RULES}, notes=INJECTIONS[2])
     author = django_user_model.objects.create_user(INJECTIONS[3][:150], is_staff=True)
     reviews = {}
