@@ -1,7 +1,8 @@
 """The race lab: the real system under the conditions that break ordinary pipelines, then every
 invariant checked against the database (`manage.py race_lab`).
 
-gunicorn serves the API and the callbacks; K django-q2 clusters run the jobs as separate
+The production web tier (moderation/management/web.py, as `make run` starts it) serves the API
+and the callbacks; K django-q2 clusters run the jobs as separate
 processes; the provider simulator answers over HTTP with the faults asked for; worker processes
 are killed with SIGKILL at random moments. All of them share the configured PostgreSQL.
 """
@@ -40,6 +41,7 @@ from lab.pgbouncer import PgBouncer, server_address
 from lab.user_traffic import UserTraffic
 from lab.simulator import Faults, ProviderSimulator
 from moderation.management.processes import notification_cluster_env, signal_group, start, stop_groups
+from moderation.management.web import web_command
 
 TEXTS = ["thanks, this was helpful", "you absolute idiot", "see you tomorrow at nine", "shut up, moron",
          "great photo of the lake", "what a stupid take", "happy birthday!", "this is damn annoying"]
@@ -168,8 +170,8 @@ def stop(processes) -> None:
 
 
 def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, prefix: tuple = (),
-                   gunicorn_args: tuple = (), wsgi_app: str = "config.wsgi", cwd=None) -> dict[str, subprocess.Popen]:
-    """gunicorn on `port` serving `wsgi_app` and `clusters` django-q2 clusters, each `python
+                   gunicorn_args: tuple = (), wsgi_app: str | None = None, cwd=None) -> dict[str, subprocess.Popen]:
+    """The web tier on `port` (see start_web) and `clusters` django-q2 clusters, each `python
     [prefix] ...` run in `cwd` (default: this checkout); returns once the web server answers. If
     it never does, everything started is stopped again (a caller that gets the exception has
     nothing to stop)."""
@@ -189,9 +191,13 @@ def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, pre
 
 
 def start_web(env: dict, port: int, *, web_workers: int, prefix: tuple = (), gunicorn_args: tuple = (),
-              wsgi_app: str = "config.wsgi", cwd=None) -> subprocess.Popen:
-    """gunicorn serving `wsgi_app` (the benchmarks give bench.wsgi, the project's application
-    with their framework ceiling beside it)."""
+              wsgi_app: str | None = None, cwd=None) -> subprocess.Popen:
+    """The production web tier, as `make run` and the systemd unit start it (web_command); or,
+    given `wsgi_app`, gunicorn serving it: the benchmarks give bench.wsgi, the project's
+    application with their framework ceiling beside it, and keep the server their figures were
+    measured with."""
+    if wsgi_app is None:
+        return spawn(env, *prefix, *web_command("127.0.0.1", port, workers=web_workers)[1:], cwd=cwd)
     return spawn(env, *prefix, "-m", "gunicorn", wsgi_app, "--bind", f"127.0.0.1:{port}",
                  "--workers", str(web_workers), *gunicorn_args, cwd=cwd)
 
@@ -254,11 +260,12 @@ class RaceLab:
         self.processes: dict[str, subprocess.Popen] = {}
         self.kills = self.stopped = 0
         self.pruned: dict[str, int] = {}
+        self.began = timezone.now()  # reset by run(); callbacks received since are this run's
 
     def run(self) -> LabReport:
         from moderation.services import api_client_create
 
-        started = time.monotonic()
+        started, self.began = time.monotonic(), timezone.now()
         secret = "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
         c = self.config
         simulator = ProviderSimulator(secret=secret, api_key="lab-key", faults=Faults(
@@ -382,15 +389,18 @@ class RaceLab:
                 self.kills += 1
 
     def _quiesce(self, review_ids: list, bouncer=None) -> list:
+        # This run's callbacks only: a callback an earlier run left unprocessed (parked after its
+        # failures) must not hold this one until its timeout.
+        unprocessed = ProviderCallback.objects.filter(processed_at__isnull=True, received_at__gte=self.began)
         deadline = time.monotonic() + self.config.quiesce_timeout_s
         while time.monotonic() < deadline:
             if bouncer:
                 bouncer.sample(connection.settings_dict["NAME"])
             open_reviews = ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES).count()
-            waiting = ProviderCallback.objects.filter(processed_at__isnull=True).count()
+            waiting = unprocessed.count()
             if not open_reviews and not waiting:
                 time.sleep(4)  # late callbacks still on their way
-                if not ProviderCallback.objects.filter(processed_at__isnull=True).exists():
+                if not unprocessed.exists():
                     return []
             time.sleep(1)
         return [str(pk) for pk in ContentReview.objects.filter(pk__in=review_ids).exclude(status__in=FINAL_STATUSES)
