@@ -67,7 +67,7 @@ def test_matches_past_the_budget_still_count_and_no_allow_cancels_them(monkeypat
     # allow exceptions are not examined, so the text is judged as if they were not there.
     verdict = decide(policy(KILL, ALLOW), LOW, text=allowed_only, detection=SURE_EN)
     assert verdict.label == "rejected"
-    assert 'rule violence:reject matched "kill"' in verdict.explanation
+    assert 'rule violence:reject matched term "kill" at ' in verdict.explanation
     assert "more rule matches than the match budget: past it, each term's first match counts" in verdict.explanation
     # A term whose only match lies past the budget still counts.
     late = "kill the process. " * 30 + "http://spam.example"
