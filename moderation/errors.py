@@ -22,7 +22,9 @@ class StaleVersion(ModerationError):
     """The caller acted on a version of the review that has changed since it was read."""
 
     def __init__(self, *, review_id, expected: int, actual: int, changes: list[str]) -> None:
-        self.reason = f"changed since version {expected} (now {actual}): " + "; ".join(changes)
+        # A version ahead of the review's (a forged or mistyped form) has no changes to list.
+        self.reason = (f"changed since version {expected} (now {actual}): " + "; ".join(changes) if changes
+                       else f"is at version {actual}, not {expected}")
         super().__init__(f"review {review_id} {self.reason}")
         self.review_id = review_id
         self.expected = expected

@@ -182,6 +182,18 @@ class TestTimelineAndActions:
         review.refresh_from_db()
         assert review.status == "pending" and review.decisions.count() == 1
 
+    def test_an_override_of_a_version_the_review_never_had_is_refused_and_names_both_versions(
+            self, moderator, api_client):
+        review = decided(api_client, "manual_review")
+
+        response = act(moderator, review, "override", label="rejected", category="harassment", reason="abusive",
+                       version=review.version + 5)
+
+        message = " ".join(messages_of(response))
+        assert f"is at version {review.version}, not {review.version + 5}" in message and ": ." not in message
+        review.refresh_from_db()
+        assert review.status == "manual_review" and review.decisions.count() == 1
+
     def test_a_moderator_can_escalate_but_not_reprocess(self, moderator, api_client):
         stuck, _ = claimed(api_client)
         review = decided(api_client, "approved")
