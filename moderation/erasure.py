@@ -134,6 +134,7 @@ class ErasureReport:
     stopped_moderation: bool = False
     redacted: dict[str, int] = field(default_factory=dict)
     for_real: bool = True
+    appeal_closed: bool = False  # erasing again closed an appeal an older version left open
 
 
 def review_for(identifier) -> ContentReview:
@@ -150,8 +151,9 @@ def content_erase(*, review_id, actor: str, actor_id: str, reason: str, for_real
     """Erase a review's content (see the module docstring), in one transaction.
 
     Without `for_real`, everything is done and then rolled back: the report says exactly what
-    a real erasure would change. Erasing an erased content again changes nothing and reports
-    the first erasure.
+    a real erasure would change. Erasing an erased content again reports the first erasure and
+    changes nothing, but for one repair: an appeal left open on it (erasure before issue 22 did
+    not close appeals, and no queue offers erased content) is closed as erasure closes one now.
     """
     reason = reason.strip()
     if not reason or len(reason) > REASON_MAX_CHARS:
@@ -160,11 +162,13 @@ def content_erase(*, review_id, actor: str, actor_id: str, reason: str, for_real
         try:
             with transaction.atomic():
                 report = _erase_locked(review_id, actor=actor, actor_id=actor_id, reason=reason)
-                if not for_real and not report.already_erased:
+                if not for_real and (not report.already_erased or report.appeal_closed):
                     raise _DryRun(report)
         except _DryRun as dry:
             report = dry.args[0]
-            report.for_real, report.erased_at = False, None
+            report.for_real = False
+            if not report.already_erased:
+                report.erased_at = None
     return report
 
 
@@ -181,7 +185,8 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
     if content.erased_at is not None:
         tombstone = content.erasure
         return ErasureReport(review.pk, content.pk, tombstone.erased_at, tombstone.reason, already_erased=True,
-                             stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted)
+                             stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted,
+                             appeal_closed=_close_appeal_locked(review, actor=actor, actor_id=actor_id))
     quotes = content_quotes(content)
     _close_appeal_locked(review, actor=actor, actor_id=actor_id)
     stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)

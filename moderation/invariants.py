@@ -198,7 +198,7 @@ def _appeal_problems(appeal: Appeal) -> list[str]:
         elif erased or not review.queue:
             # No moderator would ever decide it: "review next" and the queues offer only queued,
             # unerased reviews (erasure closes the appeal instead).
-            problems.append(f"open, but no queue offers it{' (its content was erased)' if erased else ''}")
+            problems.append(f"open, but no queue offers it{' (its content was erased: erase_content again closes it)' if erased else ''}")
         return problems
     # A moderator's later decision resolves an appeal; erasure closes one with a system decision.
     by = DecisionSource.SYSTEM if erased and resolution.source == DecisionSource.SYSTEM else DecisionSource.MODERATOR

@@ -4,6 +4,7 @@ column of the database, the review, its decisions, transitions and ids stay, wit
 from __future__ import annotations
 
 import json
+from io import StringIO
 from datetime import timedelta
 from types import SimpleNamespace
 from urllib.parse import urlencode
@@ -483,6 +484,31 @@ def appealed(api_client, scripted) -> tuple[ContentReview, Appeal]:
     appeal = services.appeal_file(review_id=review.pk, appellant_id="author-1", statement="it was a joke")
     assert Appeal.objects.get(pk=appeal.pk).status == "open"
     return review, appeal
+
+
+@pytest.mark.django_db
+def test_erasing_again_closes_an_appeal_an_older_erasure_left_open(api_client, scripted, monkeypatch):
+    review, appeal = appealed(api_client, scripted)
+    # Erasure before issue 22 left the appeal open, in a queue no moderator is offered.
+    with monkeypatch.context() as m:
+        m.setattr("moderation.erasure._close_appeal_locked", lambda review, **kw: False)
+        content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="GDPR request #81")
+    assert any("no queue offers it (its content was erased: erase_content again closes it)" in v
+               for v in violations([review.pk]))
+
+    out = StringIO()
+    call_command("erase_content", str(review.pk), "--reason", "repair", stdout=out)  # a dry run
+    assert "its open appeal would be closed" in out.getvalue()
+    assert Appeal.objects.get(pk=appeal.pk).status == "open"
+    out = StringIO()
+    call_command("erase_content", str(review.pk), "--reason", "repair", "--for-real", stdout=out)
+
+    assert "already erased at" in out.getvalue() and "its open appeal closed, the rejection stands" in out.getvalue()
+    appeal.refresh_from_db()
+    review.refresh_from_db()
+    assert (appeal.status, review.status) == ("upheld", ReviewStatus.REJECTED)
+    assert ContentErasure.objects.get(review=review).reason == "GDPR request #81"  # the first erasure stands
+    assert violations([review.pk]) == []
 
 
 @pytest.mark.django_db

@@ -51,7 +51,10 @@ class Command(BaseCommand):
 
     def _line(self, report) -> str:
         if report.already_erased:
-            return f"review {report.review_id}: already erased at {report.erased_at:%Y-%m-%d %H:%M:%S} ({report.reason})"
+            closed = ("" if not report.appeal_closed else
+                      "; its open appeal " + ("closed" if report.for_real else "would be closed") + ", the rejection stands")
+            return (f"review {report.review_id}: already erased at {report.erased_at:%Y-%m-%d %H:%M:%S} "
+                    f"({report.reason}){closed}")
         verb = "erased" if report.for_real else "would erase"
         columns = ", ".join(f"{name} x{n}" for name, n in report.redacted.items()) or "nothing stored"
         stopped = "; moderation stopped (-> manual_review)" if report.stopped_moderation else ""
