@@ -71,6 +71,11 @@ _CARRIES_LOW_32 = {
 }
 
 
+# Said with every refusal of a URL, so that someone trying the platform on one machine knows the way.
+LOCAL_TRIALS = ("for a local trial, run the platform and create_api_client with WEBHOOK_ALLOW_PRIVATE=1, which lets"
+                " webhooks reach loopback and private addresses over plain http (never in production)")
+
+
 def carried_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
     """(form, address) for each IPv4 address `ip` carries: a packet to `ip` may reach it."""
     carried = []
@@ -89,7 +94,14 @@ def carried_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Add
 
 
 def address_refusal(address: str) -> str:
-    """Why `address` (an IP literal) may not receive webhooks; "" when it may.
+    """Why `address` (an IP literal) may not receive webhooks ("127.0.0.1 is in 127.0.0.0/8
+    (loopback)"); "" when it may."""
+    why = _refusal(address)
+    return f"{address} {why}" if why else ""
+
+
+def _refusal(address: str) -> str:
+    """What makes `address` unfit, as a predicate ("is in 127.0.0.0/8 (loopback)"); "" if nothing.
 
     An IPv6 address that carries an IPv4 address (mapped, compatible, translated, 6to4, Teredo,
     NAT64) is refused when what it carries is; then every special-purpose block is refused
@@ -99,20 +111,28 @@ def address_refusal(address: str) -> str:
     if ip.version == 6:
         carried = carried_ipv4(ip)
         for form, inner in carried:
-            if why := address_refusal(str(inner)):
-                return f"{address} carries {inner} ({form}): {why}"
+            if why := _refusal(str(inner)):
+                return f"carries {inner} ({form}), which {why}"
         if ip in _NAT64:
             return ""  # it stands for that IPv4 address, which is public
     blocks = [net for net in SPECIAL_PURPOSE if ip in net]
     if blocks:
         block = max(blocks, key=lambda net: net.prefixlen)
-        return f"{address} is in {block} ({SPECIAL_PURPOSE[block]})"
+        return f"is in {block} ({SPECIAL_PURPOSE[block]})"
     for kind in ("loopback", "link_local", "multicast", "private", "reserved", "unspecified"):
         if getattr(ip, f"is_{kind}"):
-            return f"{address} is a {kind.replace('_', '-')} address"
+            return f"is a {kind.replace('_', '-')} address"
     if not ip.is_global:
-        return f"{address} is not a public address"
+        return "is not a public address"
     return ""
+
+
+def _is_literal(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return False
+    return True
 
 
 def resolve_public(host: str, port: int) -> list[str]:
@@ -126,8 +146,9 @@ def resolve_public(host: str, port: int) -> list[str]:
     if settings.WEBHOOK_ALLOW_PRIVATE:
         return addresses
     for address in addresses:
-        if why := address_refusal(address):
-            raise UnsafeWebhookUrl(f"{host} resolves to {why}")
+        if why := _refusal(address):
+            said = f"{host} {why}" if _is_literal(host) else f"{host} resolves to {address}, which {why}"
+            raise UnsafeWebhookUrl(said)
     return addresses
 
 

@@ -37,6 +37,7 @@ admin.site.register(ContentReview, ReviewAdmin)
 admin.site.index_template = "admin/moderation_index.html"
 admin.site.site_header = "Moderation"
 admin.site.site_title = "Moderation admin"
+admin.site.site_url = None  # no public site to view: Django's "View site" link led to a 404
 
 
 @admin.register(ModerationRequest)

@@ -16,7 +16,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             return None
         scheme, _, token = header.partition(" ")
         if scheme.lower() != self.keyword.lower():
-            return None
+            # Not "no credentials": the client sent some, in a scheme this API does not take.
+            raise exceptions.NotAuthenticated(
+                f"This API takes `Authorization: Bearer <token>`, not the {scheme[:20]!r} scheme.")
         token = token.strip()
         if not token or " " in token:
             raise exceptions.AuthenticationFailed("Malformed bearer token.")

@@ -310,7 +310,7 @@ def metrics(request):
     several scrapers cannot keep the database busy.
     """
     if not is_operator(request):
-        response = HttpResponse("metrics need a staff login or the metrics token\n", status=401, content_type="text/plain")
+        response = HttpResponse(REFUSED, status=401, content_type="text/plain")
         response["WWW-Authenticate"] = 'Bearer realm="metrics"'
         return response
     body = cache.get(_CACHE_KEY) if settings.METRICS_CACHE_S > 0 else None  # 0: never cached, nor read
@@ -325,3 +325,5 @@ def metrics(request):
 
 
 _CACHE_KEY = "moderation:metrics"
+REFUSED = ("/metrics needs a staff login (sign in at /admin/ in the same browser) or the header"
+           " `Authorization: Bearer <token>`, where the token is the server's METRICS_TOKEN setting\n")

@@ -12,7 +12,7 @@ from django.db import transaction
 
 from moderation.errors import UnsafeWebhookUrl
 from moderation.models import ApiClient
-from moderation.netguard import webhook_url_check
+from moderation.netguard import LOCAL_TRIALS, webhook_url_check
 
 TOKEN_PREFIX = "mod_"
 
@@ -54,7 +54,7 @@ def api_client_check_webhook_url(url: str) -> None:
     try:
         webhook_url_check(url)
     except UnsafeWebhookUrl as exc:
-        raise ValidationError(f"webhook URL refused: {exc}") from exc
+        raise ValidationError(f"webhook URL refused: {exc}; {LOCAL_TRIALS}") from exc
 
 
 def api_client_authenticate(token: str) -> ApiClient | None:
