@@ -102,3 +102,23 @@ def test_every_error_code_the_api_emits_is_in_the_design_error_list():
     codes = _emitted_error_codes()
     assert {"invalid", "not_found", "request_timeout", "parse_error"} <= codes  # the collector works
     assert sorted(codes - listed) == [], "emitted by the API, missing from docs/design.md's error list"
+
+
+def test_every_event_kind_the_docs_list_is_written_by_the_code_or_said_to_be_never_written():
+    """docs/design.md's data model lists the `PipelineEvent` kinds; a kind no code writes must say
+    so there (its counter only ever reads 0)."""
+    from audit.models import EventKind
+
+    readers = {ROOT / "audit" / "models.py", ROOT / "moderation" / "observability" / "metrics.py",
+               ROOT / "moderation" / "invariants.py"}
+    written = set()
+    for folder in ("moderation", "callbacks", "audit"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path not in readers and "migrations" not in path.parts:
+                written.update(re.findall(r"EventKind\.([A-Z_]+)", path.read_text()))
+    row = next(line for line in DESIGN.read_text().splitlines() if line.startswith("| `PipelineEvent` |"))
+    never_written = set(re.findall(r"`(\w+)` \(never written", row))
+    assert EventKind.CLAIM_LOST.name in written  # the scan finds the writers
+    unwritten = {kind.value for kind in EventKind if kind.name not in written}
+    assert sorted(unwritten - never_written) == [], "listed as an event kind, but no code writes it"
+    assert sorted(never_written - unwritten) == [], "said never to be written, but code writes it"
