@@ -71,6 +71,10 @@ def test_notification_retry_span_in_the_docs_is_what_the_defaults_give():
     with override_settings(NOTIFY_MAX_ATTEMPTS=int(attempts), NOTIFY_BACKOFF_S=backoff, NOTIFY_BACKOFF_MAX_S=backoff_max):
         total_s = sum(notification_backoff(n).total_seconds() for n in range(1, int(attempts)))
     assert float(stated.group(1)) == round(total_s / 3600, 1), f"the defaults retry for {total_s / 3600:.2f} hours"
+    # The other docs that state the span say the same.
+    for doc in (ROOT / "docs").glob("*.md"):
+        for figure in re.findall(r"NOTIFY_MAX_ATTEMPTS`[^.|]*?about ([\d.]+)\s+hours", doc.read_text()):
+            assert figure == stated.group(1), f"{doc.name} says about {figure} hours"
     # The documented defaults are the code's (unless this run's environment sets them).
     names = ("NOTIFY_MAX_ATTEMPTS", "NOTIFY_BACKOFF_S", "NOTIFY_BACKOFF_MAX_S")
     if not any(name in os.environ for name in names):
