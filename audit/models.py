@@ -56,6 +56,8 @@ class EventKind(models.TextChoices):
     ALREADY_FINAL = "already_final", "Result for a final review"
     ORPHAN_RESULT = "orphan_result", "Result with an unknown key"
     ILLEGAL_TRANSITION = "illegal_transition", "Illegal transition attempted"
+    # Never written (docs/design.md, "Data model"): a ConcurrentTransition is recorded as what it
+    # lost. Kept so the column's choices, and /metrics' label, stay as they were.
     CONCURRENT_TRANSITION = "concurrent_transition", "Lost a concurrent transition"
     DISPATCH_SKIPPED = "dispatch_skipped", "Dispatch skipped"
     CIRCUIT_CHANGED = "circuit_changed", "Provider circuit changed state"

@@ -355,7 +355,7 @@ if not 0 < BREAKER_FAILURE_RATIO <= 1:
     raise ImproperlyConfigured("BREAKER_FAILURE_RATIO must lie in (0, 1]")
 
 # Decision notifications to clients (the outbox): attempts, backoff, timeout of one POST.
-# The defaults retry for about 4.5 hours; `resend_notifications` sends failed ones again.
+# The defaults retry for about 3.4 hours (docs/configuration.md); `resend_notifications` sends failed ones again.
 NOTIFY_MAX_ATTEMPTS = int(_env_number("NOTIFY_MAX_ATTEMPTS", 12, int))
 NOTIFY_BACKOFF_S = _env_number("NOTIFY_BACKOFF_S", 10.0)
 NOTIFY_BACKOFF_MAX_S = _env_number("NOTIFY_BACKOFF_MAX_S", 3600.0)

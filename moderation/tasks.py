@@ -1,4 +1,8 @@
-"""django-q2 tasks: thin wrappers that take ids, bind log context and call one service.
+"""django-q2 tasks: thin wrappers that take ids, bind log context and call services, each of
+which owns its transaction and re-checks state under its lock; no task writes anything itself.
+`moderate_review` asks the breaker, then claims and dispatches (one review, or a batch);
+`sweep` runs the callback, idempotency and review sweeps and beats its heartbeat; `prune` runs
+retention (docs/design.md, invariant 11).
 
 The broker delivers at least once, so each task is safe to run twice: a second claim loses,
 a second dispatch finds the attempt in flight or the request closed, a second sweep finds

@@ -1,4 +1,6 @@
-"""Services: the only code that writes reviews, requests and decisions (see STYLE.md).
+"""Services: the code that writes reviews, requests and decisions (docs/design.md, "Layers",
+item 3, and the paragraph after that list on how a service is written). Above them only
+erasure (`moderation/erasure.py`) and retention (`moderation/retention.py`) also write.
 
 Views, serializers, admin actions, tasks and management commands all call these.
 """

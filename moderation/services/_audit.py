@@ -1,4 +1,5 @@
-"""The one way a review's status changes, and how the pipeline records what it refused to do."""
+"""How a review's status changes (`transition_review` for one review, `transition_reviews_bulk`
+for a batch's claim: docs/design.md, invariant 1), and how the pipeline records what it refused to do."""
 
 from __future__ import annotations
 
