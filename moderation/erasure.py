@@ -43,6 +43,7 @@ from moderation.models import (
     Cause,
     ContentErasure,
     ContentReview,
+    Decision,
     DecisionSource,
     ModerationRequest,
     ReviewStatus,
@@ -96,6 +97,8 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.ProviderAttempt", "error", review="request__review"),
     Redact("moderation.Decision", "reason", review="review"),
     Redact("moderation.Decision", "explanation", review="review"),
+    # A system decision closing an appeal copies the appealed one's category, a provider's key.
+    Redact("moderation.Decision", "category", review="review"),
     Redact("moderation.Decision", "rule_matches", How.MATCHES, review="review"),
     # What a provider named (a model, categories): a hostile or careless one may echo the input.
     Redact("moderation.Decision", "model", review="review"),
@@ -187,7 +190,7 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
         return ErasureReport(review.pk, content.pk, tombstone.erased_at, tombstone.reason, already_erased=True,
                              stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted,
                              appeal_closed=_close_appeal_locked(review, actor=actor, actor_id=actor_id))
-    quotes = content_quotes(content)
+    quotes = content_quotes(content, also=_quoted_matches(review))
     _close_appeal_locked(review, actor=actor, actor_id=actor_id)
     stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)
     counts = _redact(review, quotes)
@@ -307,10 +310,20 @@ class Quotes:
     whole: tuple[str, ...]
 
 
-def content_quotes(content) -> Quotes:
-    """The quotes of the text, the media URL and the metadata's values, each as written and as
-    it appears inside JSON (escaped, with and without \\u escapes)."""
-    found = {content.text, content.media_url}
+def _quoted_matches(review: ContentReview) -> set[str]:
+    """The words rules matched, as explanations written before issue 22 quoted them (`matched
+    "<words>"`, in the decision's explanation, the transition's reason and the payload): those
+    rows kept the words in their stored matches. A matched word may be shorter than QUOTE_MIN, so
+    it is looked for in its quoted form only, which no other text of the review's rows holds."""
+    stored = Decision.objects.filter(review=review).values_list("rule_matches", flat=True)
+    return {f'"{match["matched"]}"' for matches in stored for match in matches or ()
+            if isinstance(match, dict) and isinstance(match.get("matched"), str) and match["matched"].strip()}
+
+
+def content_quotes(content, also=()) -> Quotes:
+    """The quotes of the text, the media URL and the metadata's values (and `also`), each as
+    written and as it appears inside JSON (escaped, with and without \\u escapes)."""
+    found = {content.text, content.media_url, *also}
     found.update(s for s in text_values(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
     forms = set()
     for s in found:

@@ -29,6 +29,7 @@ from moderation.errors import ContentErased, NotAppealable
 from moderation.invariants import violations
 from moderation.models import (
     Appeal,
+    Content,
     Cause,
     ContentErasure,
     ContentReview,
@@ -484,6 +485,27 @@ def appealed(api_client, scripted) -> tuple[ContentReview, Appeal]:
     appeal = services.appeal_file(review_id=review.pk, appellant_id="author-1", statement="it was a joke")
     assert Appeal.objects.get(pk=appeal.pk).status == "open"
     return review, appeal
+
+
+@pytest.mark.django_db
+def test_erasure_takes_the_matched_words_that_explanations_quoted_before_issue_22(api_client):
+    review = decided(api_client, "rejected")
+    words = "zq1d10tzq"  # shorter than a quote run, inside a longer text: found only as quoted
+    Content.objects.filter(pk=review.content_id).update(text=f"well, you are a {words} and everyone knows it")
+    legacy = f'policy v1: rule insult:reject matched "{words}" (category insult, term "idiot")'
+    match = {"rule": "insult:reject", "category": "insult", "action": "reject", "language": "", "term": "idiot",
+             "matched": words, "start": 16, "end": 16 + len(words)}
+    Decision.objects.filter(pk=review.decision_id).update(explanation=legacy, rule_matches=[match])
+    notification = DecisionNotification.objects.get(decision_id=review.decision_id)
+    DecisionNotification.objects.filter(pk=notification.pk).update(
+        payload=notification.payload.replace('"explanation": "', '"explanation": ' + json.dumps(legacy)[:-1], 1))
+    assert where_found([words])
+
+    content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="GDPR request #82")
+
+    assert where_found([words]) == set()
+    decision = Decision.objects.get(pk=review.decision_id)
+    assert decision.explanation.startswith("policy v1: rule insult:reject matched ") and "term \"idiot\"" in decision.explanation
 
 
 @pytest.mark.django_db
