@@ -24,11 +24,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TEXTS = ["thanks, see you on sunday", "shut up, you idiot", "a perfectly friendly sentence"]
 
 
-@pytest.fixture
-def local(settings):
-    settings.MODERATION_PROVIDER = "local"
-    settings.MODERATION_BATCH_SIZE = 16
-
 
 def claim_ids(claim: services.BatchClaim) -> list:
     return [request.review_id for request in claim.requests]

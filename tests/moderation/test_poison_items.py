@@ -34,11 +34,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 TEXTS = ["thanks, see you on sunday", "shut up, you idiot", "a perfectly friendly sentence"]
 
 
-@pytest.fixture
-def local(settings):
-    settings.MODERATION_PROVIDER = "local"
-    settings.MODERATION_BATCH_SIZE = 16
-
 
 def sixteen_with_one_poison(api_client) -> tuple[list[ContentReview], ContentReview]:
     reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(7)]
