@@ -22,7 +22,7 @@ from django.conf import settings
 from audit import context, tracing
 from callbacks.services import callbacks_sweep
 from moderation import retention, services
-from moderation.queue import new_job_id, worker_id
+from moderation.jobs import new_job_id, worker_id
 
 
 def moderate_review(review_id, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

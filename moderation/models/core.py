@@ -29,7 +29,7 @@ def history_user(request=None, **kwargs):
 
 
 # A review's history rows. Named, so that transition_review can write the row this would write
-# on save together with the transition row, in one statement (moderation/services/_audit.py).
+# on save together with the transition row, in one statement (moderation/services/transitions.py).
 REVIEW_HISTORY = HistoricalRecords(
     excluded_fields=["last_enqueued_at", "claimed_by", "claim_expires_at", "provider_wait_since",
                      "queue", "priority", "queued_at", "queue_order_at"],

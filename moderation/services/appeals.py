@@ -16,7 +16,7 @@ from audit import context
 from audit.models import Actor
 from moderation.errors import AppealExists, FourEyesRequired, NotAppealable
 from moderation.models import Appeal, AppealStatus, Cause, ContentReview, Decision, ReviewStatus, appeal_outcome
-from moderation.services._audit import records_illegal_transitions, transition_review
+from moderation.services.transitions import records_illegal_transitions, transition_review
 
 
 @records_illegal_transitions

@@ -34,9 +34,9 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.providers import ModerationResult, ProviderError, get_provider
-from moderation.queue import enqueue_on_commit
+from moderation.jobs import enqueue_on_commit
 from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
-from moderation.services._audit import (
+from moderation.services.transitions import (
     record_event,
     records_illegal_transitions,
     transition_reviews_bulk,

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from audit.models import EventKind
 from moderation.models import PROVIDER_FAILURES, AttemptOutcome, CircuitState, ProviderAttempt, ProviderCircuit
-from moderation.services._audit import record_event
+from moderation.services.transitions import record_event
 
 logger = logging.getLogger(__name__)
 
@@ -132,7 +132,7 @@ def _changed(provider: str, from_state: str, to_state: str, why: str) -> None:
 
 def _resume_waiting_reviews() -> None:
     """The provider is back: let the sweeper re-enqueue the reviews that waited, now."""
-    from moderation.queue import enqueue_on_commit
+    from moderation.jobs import enqueue_on_commit
 
     enqueue_on_commit("moderation.tasks.sweep")
 

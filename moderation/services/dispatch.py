@@ -32,7 +32,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.providers import Accepted, ItemError, ModerationInput, ModerationResult, ProviderError, get_provider
-from moderation.services._audit import record_event
+from moderation.services.transitions import record_event
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at, circuit_get
 from moderation.services.pipeline import request_give_up_locked, review_finalize
 from moderation.services.policy import content_language

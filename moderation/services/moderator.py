@@ -40,8 +40,8 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.policy import policy_categories
-from moderation.queue import enqueue_on_commit
-from moderation.services._audit import records_illegal_transitions, transition_review
+from moderation.jobs import enqueue_on_commit
+from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.pipeline import request_close_live_locked, review_claim_locked

@@ -18,7 +18,7 @@ from audit import context
 from moderation.signing import sign
 from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
 from moderation.netguard import guarded_transport
-from moderation.queue import enqueue_batch
+from moderation.jobs import enqueue_batch
 from moderation.services.webhook_gate import (
     Vacancies,
     attempt_lease,
@@ -196,7 +196,7 @@ def notifications_resendable(*, ids=None, failed: bool = False):
 def notifications_resend(*, ids=None, failed: bool = False, now: datetime | None = None) -> list[int]:
     """Send failed (or never-sendable) notifications again, to the client's current webhook URL,
     with their original webhook-id and bytes. Returns the ids queued."""
-    from moderation.queue import enqueue_on_commit
+    from moderation.jobs import enqueue_on_commit
 
     now = now or timezone.now()
     queued = []

@@ -22,7 +22,7 @@ from moderation.models import (
     ReportEscalation,
     appeal_outcome,
 )
-from moderation.queue import enqueue_on_commit
+from moderation.jobs import enqueue_on_commit
 from moderation.reasons import statement_of_reasons
 
 

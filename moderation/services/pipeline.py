@@ -29,9 +29,9 @@ from moderation.models import (
 )
 from moderation.policy import decide, match_record, rule_text
 from moderation.providers import ModerationResult
-from moderation.queue import enqueue_on_commit
+from moderation.jobs import enqueue_on_commit
 from moderation.services._one_statement import OneStatement
-from moderation.services._audit import record_event, records_illegal_transitions, transition_review
+from moderation.services.transitions import record_event, records_illegal_transitions, transition_review
 from moderation.services.decide import decide_locked
 from moderation.services.policy import content_language, policy_active_id_subquery, policy_published
 

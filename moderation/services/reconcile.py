@@ -28,8 +28,8 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
-from moderation.queue import enqueue_batch, enqueue_on_commit
-from moderation.services._audit import records_illegal_transitions
+from moderation.jobs import enqueue_batch, enqueue_on_commit
+from moderation.services.transitions import records_illegal_transitions
 from moderation.services.breaker import breaker_may_claim, circuit_get
 from moderation.services.notifications import notifications_to_sweep
 from moderation.providers import OperationStatus, get_provider

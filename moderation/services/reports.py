@@ -23,7 +23,7 @@ from moderation.models import (
     ReportEscalation,
     ReviewStatus,
 )
-from moderation.services._audit import records_illegal_transitions, transition_review
+from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.outbox import outbox_write, reported_body
 from moderation.services.policy import policy_active
 

@@ -7,8 +7,8 @@ from django.utils import timezone
 
 from audit import context
 from moderation.models import ApiClient, Content, ContentReview
-from moderation.queue import enqueue_on_commit
-from moderation.services._audit import review_history_row
+from moderation.jobs import enqueue_on_commit
+from moderation.services.transitions import review_history_row
 from moderation.services._one_statement import OneStatement
 
 

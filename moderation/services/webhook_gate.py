@@ -38,7 +38,7 @@ from django.db.models import Q
 
 from audit.models import EventKind
 from moderation.models import CircuitState, DecisionNotification, NotificationStatus, WebhookCircuit
-from moderation.services._audit import record_event
+from moderation.services.transitions import record_event
 
 logger = logging.getLogger(__name__)
 

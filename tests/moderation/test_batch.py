@@ -16,7 +16,7 @@ from moderation import services, tasks
 from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentReview, ModerationRequest, ProviderAttempt, ReviewStatus
 from moderation.observability.timeline import review_timeline
-from moderation.services import _audit, batch
+from moderation.services import batch, transitions
 from tests.helpers import collide, count_model_calls, queued_tasks, silent_for, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,7 +79,7 @@ def test_without_skip_locked_and_the_conditional_update_two_batches_share_review
     # The guards taken out: the others chosen without a lock, moved without the status check.
     monkeypatch.setattr(batch.ContentReview.objects, "select_for_update",
                         lambda *a, **k: ContentReview.objects.all())
-    monkeypatch.setattr(_audit, "_update_conditionally", _unconditional_update)
+    monkeypatch.setattr(transitions, "_update_conditionally", _unconditional_update)
     reviews = [submit(api_client) for _ in range(10)]
 
     claims = two_claimers_selected_before_either_updates(monkeypatch, 5, reviews)

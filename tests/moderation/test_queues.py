@@ -13,7 +13,7 @@ from audit.models import Actor
 from moderation import services
 from moderation.models import Cause, ContentReview, DecisionSource, ModerationPolicy, ReviewQueue, ReviewStatus
 from moderation.policy import priority, queue_entry, validate_policy
-from moderation.services._audit import transition_review
+from moderation.services.transitions import transition_review
 from moderation.services.decide import decide_locked
 from tests.helpers import claimed, collide, decided, result
 

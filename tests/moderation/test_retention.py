@@ -18,7 +18,7 @@ from lab.simulator import WebhookReceiver
 from moderation import retention, services
 from moderation.invariants import violations
 from moderation.models import Decision, DecisionNotification, IdempotencyRecord, NotificationAttempt
-from moderation.services._audit import record_event
+from moderation.services.transitions import record_event
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, collide
 

@@ -11,7 +11,7 @@ from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation import services
 from moderation.errors import IllegalTransition, NotApplicable
 from moderation.models import Cause, ContentReview, ReviewStatus
-from moderation.services._audit import transition_review
+from moderation.services.transitions import transition_review
 from tests.helpers import claimed, decided, submit
 
 S = ReviewStatus
