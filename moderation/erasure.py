@@ -53,6 +53,7 @@ from moderation.reasons import reasons
 from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.pipeline import request_close_live_locked
+from moderation.services.transitions import review_queue_leave
 
 # A run of this many characters of the content, anywhere in other text, is a quote of it (an
 # error body echoing the input, cut at either end). Shorter texts are looked for whole.
@@ -210,8 +211,7 @@ def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str)
     is nothing left to judge. Call holding the review's row lock."""
     if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
         if review.queue:
-            ContentReview.objects.filter(pk=review.pk).update(queue="", priority=None, queued_at=None,
-                                                              queue_order_at=None)
+            ContentReview.objects.filter(pk=review.pk).update(**review_queue_leave(review))
         return False
     request_close_live_locked(review, why="cancelled: the content was erased")
     review.provider_wait_since = None

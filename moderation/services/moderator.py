@@ -44,7 +44,7 @@ from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
 from moderation.services.decide import decide_locked
-from moderation.services.pipeline import request_close_live_locked, review_claim_locked
+from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked
 from moderation.services.policy import policy_active
 
 
@@ -224,7 +224,7 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
             # Likewise (_require_decided): a bulk escalation over decided reviews.
             raise NotApplicable(f"already {review.get_status_display().lower()}")
         if review.status == ReviewStatus.PENDING:
-            review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
+            reviews_claim_locked([review], worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.status == ReviewStatus.PROCESSING:
             request_close_live_locked(review, why=f"escalated by {moderator}: {reason}")
         decide_locked(

@@ -244,9 +244,9 @@ def _classify_without(guard: str):
 def test_the_property_test_reports_a_violation_when_a_finalize_guard_is_removed(
     api_client, scripted, django_user_model, monkeypatch, guard, caught_as
 ):
-    from moderation.services import pipeline
+    from moderation.services import results
 
-    monkeypatch.setattr(pipeline, "_classify", _classify_without(guard))
+    monkeypatch.setattr(results, "result_classify", _classify_without(guard))
     with pytest.raises(caught_as):
         # (Without shrinking, to fail fast; more examples, as a violation may need a long search.)
         run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), shrink=False, examples=100)
