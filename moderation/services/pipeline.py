@@ -279,9 +279,7 @@ def request_fail_reported(*, idempotency_key, error: str, provider: str | None =
     """
     with context.bind(idempotency_key=idempotency_key):
         with transaction.atomic(savepoint=False):  # as in results_finalize
-            reviews, requests = reviews_lock_by_keys([idempotency_key])
-            review = next(iter(reviews.values()), None)
-            request = requests.get(idempotency_key)
+            ((review, request),) = reviews_lock_by_keys([idempotency_key])
             outcome = result_classify(review, request, provider) if review else ResultOutcome.ORPHAN
             if outcome is ResultOutcome.APPLIED:
                 reason = (f"provider reported failure: {error}" if reported else error)[:2000]

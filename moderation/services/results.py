@@ -117,13 +117,9 @@ def _finalize_locked(results: list[OperationResult], cause: Cause, provider: str
     # not undone alone; whatever it raises rolls the caller's transaction back as a whole. A
     # savepoint would cost two round trips for a partial rollback nobody uses.
     with transaction.atomic(savepoint=False):
-        reviews, requests = reviews_lock_by_keys([item.idempotency_key for item in results])
+        locked = reviews_lock_by_keys([item.idempotency_key for item in results])
         outcomes: list[tuple] = [(ResultOutcome.ORPHAN, None)] * len(results)
-        found = []
-        for i, item in enumerate(results):
-            request = requests.get(item.idempotency_key)
-            if request is not None and request.review_id in reviews:
-                found.append((reviews[request.review_id], request, i))
+        found = [(review, request, i) for i, (review, request) in enumerate(locked) if review is not None]
         for review, request, i in sorted(found, key=lambda each: each[0].pk):  # in the order they were locked
             item = results[i]
             with context.bind(review_id=review.pk, idempotency_key=request.idempotency_key, attempt_no=item.attempt_no):
@@ -135,14 +131,15 @@ def _finalize_locked(results: list[OperationResult], cause: Cause, provider: str
         return outcomes
 
 
-def reviews_lock_by_keys(keys: list) -> tuple[dict, dict]:
+def reviews_lock_by_keys(keys: list) -> list[tuple[ContentReview | None, ModerationRequest | None]]:
     """Lock the reviews of operations (by their keys), in id order, then read the operations under
-    those locks: (reviews by id, operations by key); an unknown key is in neither.
+    those locks: (review, operation) for each key, in order; (None, None) for an unknown key.
 
     Read before the locks, a waiter would judge a result against the request as it was before
     the lock's holder completed it. Every lock of several reviews is taken in id order, so two
     writers never deadlock.
     """
+    keys = [ModerationRequest._meta.get_field("idempotency_key").to_python(key) for key in keys]
     reviews = {
         review.pk: review
         for review in ContentReview.objects.select_for_update(of=("self",))
@@ -151,12 +148,15 @@ def reviews_lock_by_keys(keys: list) -> tuple[dict, dict]:
         .order_by("pk")
     }
     if not reviews:
-        return {}, {}
+        return [(None, None)] * len(keys)
     # The newest policy's id rides along (the decision's policy, without a statement of its own).
-    requests = ModerationRequest.objects.annotate(active_policy_id=policy_active_id_subquery()).filter(
-        idempotency_key__in=keys
-    )
-    return reviews, {request.idempotency_key: request for request in requests}
+    requests = {
+        request.idempotency_key: request
+        for request in ModerationRequest.objects.annotate(active_policy_id=policy_active_id_subquery())
+        .filter(idempotency_key__in=keys)
+    }
+    return [(reviews.get(requests[key].review_id), requests[key]) if key in requests else (None, None)
+            for key in keys]
 
 
 def result_classify(review: ContentReview, request: ModerationRequest, provider: str | None = None) -> ResultOutcome:
