@@ -1,5 +1,7 @@
 """Facts the docs state that the code decides: each is read from the code and looked up in the
-doc, so the doc cannot drift from the code again (issue 23, "Docs that drifted")."""
+doc, or read from the doc and looked up in the code (settings, defaults, commands and their
+options, event kinds, metrics, error codes, invariants), so the doc cannot drift from the code
+again (issue 23, "Docs that drifted")."""
 
 from __future__ import annotations
 
@@ -190,7 +192,7 @@ def _as_documented(value) -> str:
 def _code_default(expression: ast.expr | None, *, debug: bool):
     """The value of a default expression (a literal, arithmetic, or a choice on DEBUG)."""
     if expression is None:
-        return ""
+        return "(no default)"
     code = compile(ast.Expression(expression), "config/settings.py", "eval")
     return eval(code, {"__builtins__": {}}, {"DEBUG": debug})  # noqa: S307 - our own settings' literals
 
@@ -372,18 +374,16 @@ NOT_SETTINGS = {
 
 
 def _settings_names(source: str) -> set[str]:
-    """Every setting config/settings.py defines (module-level names, and the keys of settings that
-    are dicts: DATABASES' options...) or reads from the environment."""
+    """Every setting config/settings.py defines (a name it assigns, at the top or under an `if`,
+    and the keys of settings that are dicts: DATABASES' options...) or reads from the environment."""
     names = _variables_read_by_settings(source)
-    names.update(node.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Constant)
-                 and isinstance(node.value, str) and re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", node.value))
-    for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        for target in targets:
-            names.update(el.id for el in ast.walk(target) if isinstance(el, ast.Name)) if target else None
-    if_bodies = [n for node in ast.parse(source).body if isinstance(node, (ast.If, ast.Try)) for n in ast.walk(node)]
-    names.update(t.id for n in if_bodies if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name))
-    return names
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                names.update(name.id for name in ast.walk(target) if isinstance(name, ast.Name))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)
+    return {name for name in names if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", name)}
 
 
 def test_every_setting_the_docs_name_exists():
