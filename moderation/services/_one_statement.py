@@ -37,12 +37,13 @@ transaction), so one new row may refer to another.
 
 What `save()` does and this does not, and how the callers make up for it:
 
-- `insert` applies Python defaults, `auto_now` and `auto_now_add` when it is called (as
-  `save()` would, but then, not when the statement runs). A `db_default` is replaced by the
-  field's Python default when it has one (the models keep the two equal); without one the
-  database fills it in and the object keeps its `DatabaseDefault`, not read back as `save()`
-  reads it (RETURNING). Nothing else is read back: the object gets its primary key and the keys
-  `key_of` stood for, and is marked saved.
+- `insert` prepares the values as `save()` does (each field's pre_save: `auto_now`,
+  `auto_now_add`, a primary key's default), but when it is called, not when the statement
+  runs. A field left to its `db_default` (its value a `DatabaseDefault`) gets the field's
+  Python default when it has one (the models keep the two equal); without one the database
+  fills it in, and the object keeps the `DatabaseDefault`: nothing is read back as `save()`
+  reads such a field (RETURNING). The object gets its primary key and the keys `key_of`
+  stood for, and is marked saved.
 - `update` is `QuerySet.update()`: `auto_now` fields are not set (pre_save is not called). The
   caller passes them: pipeline.py's `updated_at=now` on the operation it completes.
 - No signal is sent: no pre_save or post_save for any row. Of the models written here, only

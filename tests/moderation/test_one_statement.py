@@ -1,5 +1,5 @@
 """Several writes in one statement (moderation/services/_one_statement.py): Django's own INSERTs
-and UPDATEs chained, committed or refused together."""
+and UPDATEs chained, committed or refused together, each row as `save()` would write it."""
 
 from __future__ import annotations
 
@@ -73,6 +73,7 @@ def test_one_refused_write_leaves_none_of_the_others_and_skips_the_callbacks(api
 
     assert not Content.objects.filter(external_id="fresh").exists()
     assert ran == []
+
 
 # The rows OneStatement writes are the rows `save()` writes (the module's docstring says what a
 # statement bypasses and how its callers make up for it). The models are not listed by hand: a
