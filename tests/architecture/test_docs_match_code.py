@@ -300,6 +300,25 @@ def test_every_command_the_docs_run_exists_with_the_options_they_use():
     assert refused == [], "command lines in the docs that manage.py refuses"
 
 
+def test_every_option_a_docs_mention_of_a_command_names_exists():
+    """A command named in code spans without `manage.py` (`erase_content ID... --reason TEXT`,
+    `replay_callbacks --id`): its options, which may be shown without their values, exist."""
+    from django.core.management import get_commands, load_command_class
+
+    commands = get_commands()
+    mentions, unknown = 0, []
+    for doc in DOCS:
+        for name, rest in re.findall(r"(?<!manage\.py )`([a-z_]+) ([^`]+)`", doc.read_text()):
+            if name not in commands:
+                continue
+            mentions += 1
+            parser = load_command_class(commands[name], name).create_parser("manage.py", name)
+            unknown += [(doc.name, name, option) for option in re.findall(r"--[a-z][a-z0-9-]*", rest)
+                        if option not in parser._option_string_actions]
+    assert mentions > 10  # the scan finds them
+    assert unknown == [], "options the docs give a command that its parser does not know"
+
+
 # --- Event kinds, metrics, error codes ----------------------------------------------------------
 
 OPERATIONS = ROOT / "docs" / "operations.md"
@@ -350,11 +369,17 @@ def test_every_metric_the_docs_name_is_exposed():
     assert sorted(documented - _metric_names()) == [], "named as a metric in the docs, not exposed by /metrics"
 
 
-def test_every_error_code_in_the_design_error_list_is_emitted():
+def test_every_error_code_the_docs_name_is_emitted():
+    """docs/design.md's error list, and any code the docs give with its status ("409
+    `appeal_exists`", "`throttled` (429") or in a body (`"error": "not_appealable"`)."""
     section = DESIGN.read_text().split("### Errors", 1)[1].split("\n### ", 1)[0]
-    listed = set(re.findall(r"`([a-z_]+)`", section)) - {"fields"}  # (`fields`: the body's key)
-    assert len(listed) > 20
-    assert sorted(listed - _emitted_error_codes()) == [], "in docs/design.md's error list, emitted by nothing"
+    named = set(re.findall(r"`([a-z_]+)`", section)) - {"fields"}  # (`fields`: the body's key)
+    assert len(named) > 20
+    for doc in DOCS:
+        text = doc.read_text()
+        for pattern in (r"\b[45]\d\d,? `([a-z_]+)`", r"`([a-z_]+)` \([45]\d\d", r'"error": "([a-z_]+)"'):
+            named |= set(re.findall(pattern, text))
+    assert sorted(named - _emitted_error_codes()) == [], "named as an error code in the docs, emitted by nothing"
 
 
 # --- Settings named in the docs -----------------------------------------------------------------
