@@ -161,7 +161,7 @@ def review_override(
         appeal = appeal_open_locked(review)
         if appeal is not None:
             appeal_check_four_eyes(appeal, moderator)
-        review.leased_to, review.lease_expires_at = None, None
+        # (Leaving manual_review ends its lease with its place in the review queue: review_queue_leave.)
         decision = decide_locked(
             review,
             cause=Cause.MANUAL_OVERRIDE,
@@ -174,7 +174,6 @@ def review_override(
             actor_id=str(moderator) if moderator else "",
             transition_reason=reason,
             history_user=moderator,
-            update_fields=("leased_to", "lease_expires_at"),
             appeal=appeal,
         )
         if note:
@@ -266,15 +265,14 @@ def review_reprocess(
         if appeal_open_locked(review) is not None:
             raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it")
         review.last_enqueued_at = timezone.now()
-        review.leased_to, review.lease_expires_at = None, None
-        transition_review(
+        transition_review(  # (out of manual_review, its lease ends with its queue: review_queue_leave)
             review,
             Cause.REPROCESS,
             actor=actor,
             actor_id=actor_id,
             reason=reason,
             history_user=user,
-            update_fields=["last_enqueued_at", "leased_to", "lease_expires_at"],
+            update_fields=["last_enqueued_at"],
         )
         enqueue_on_commit("moderation.tasks.moderate_review", for_review=review.pk, review_id=review.pk)
     return review

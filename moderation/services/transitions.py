@@ -1,5 +1,5 @@
 """How a review's status changes: `transition_reviews` (`transition_review` for one review), the
-one path (docs/design.md, invariant 1); how a review leaves the human queues; and how the pipeline
+one path (docs/design.md, invariant 1); how a review leaves the review queues; and how the pipeline
 records what it refused to do."""
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def transition_reviews(
     a save would have written) and the transition rows. `idempotency_keys`: the operation key
     each transition row names, one per review in order (None: none).
 
-    A review that lands in manual_review joins a human queue here, the one place its queue and
+    A review that lands in manual_review joins a review queue here, the one place its queue and
     priority are computed (`report_count`: the distinct users who reported it, for the priority);
     one that leaves manual_review leaves its queue (`review_queue_leave`).
     """
@@ -185,21 +185,24 @@ def review_history_row(review: ContentReview, *, created: bool = False):
     return row
 
 
-# A review out of the human queues: no queue, no priority, no place in line.
-QUEUE_LEFT = {"queue": "", "priority": None, "queued_at": None, "queue_order_at": None}
+# A review out of the review queues: no queue, no priority, no place in line, and no moderator
+# holding it (a lease is taken only on a review in a queue).
+QUEUE_LEFT = {"queue": "", "priority": None, "queued_at": None, "queue_order_at": None,
+              "leased_to": None, "lease_expires_at": None}
 
 
 def review_queue_leave(review: ContentReview) -> dict[str, Any]:
-    """Take `review` out of the human queues, in memory: returns the fields and values to write
-    (the caller writes them, in its transaction). The one place a review leaves its queue: when
-    its status leaves manual_review (`transition_reviews`), or when its content is erased."""
+    """Take `review` out of the review queues and out of any moderator's lease, in memory: returns
+    the fields and values to write (the caller writes them, in its transaction). The one place a
+    review leaves its queue: when its status leaves manual_review (`transition_reviews`), or when
+    its content is erased."""
     for name, value in QUEUE_LEFT.items():
         setattr(review, name, value)
     return dict(QUEUE_LEFT)
 
 
 def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_count: int) -> tuple[str, ...]:
-    """Set (or clear) the review's place in the human queues for the status it just took; returns
+    """Set (or clear) the review's place in the review queues for the status it just took; returns
     the fields set. An erased content leaves nothing to judge: its review waits in no queue."""
     if review.status == ReviewStatus.MANUAL_REVIEW and cause != Cause.CONTENT_ERASED:
         decision = review.decision
@@ -209,7 +212,7 @@ def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_cou
         )
         review.queue, review.priority = entry.queue, entry.priority
         review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at
-        return tuple(QUEUE_LEFT)
+        return ("queue", "priority", "queued_at", "queue_order_at")
     if from_status == ReviewStatus.MANUAL_REVIEW or review.queue:
         return tuple(review_queue_leave(review))
     return ()

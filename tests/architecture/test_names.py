@@ -47,7 +47,7 @@ MODERATOR_SIDE = [
     "templates/admin/moderation/contentreview",
 ]
 # Escalating a pending review moves it to processing through the worker's claim path.
-WORKER_NAMES_ON_THE_MODERATOR_SIDE = {"review_claim_locked"}
+WORKER_NAMES_ON_THE_MODERATOR_SIDE = {"reviews_claim_locked"}
 
 
 def _files(paths: list[str]):
