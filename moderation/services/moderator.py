@@ -214,7 +214,7 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
     """Take a review out of the provider's hands: a human decides (-> manual_review).
 
     A pending review first moves `pending -> processing` as a worker's job moves it
-    (`review_claim_locked`; two logged transitions). The live operation is closed as failed, so
+    (`reviews_claim_locked`; two logged transitions). The live operation is closed as failed, so
     nothing retries it and a late result for it is `already_final`.
     """
     reason = _required(reason)
