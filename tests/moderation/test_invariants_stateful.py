@@ -354,3 +354,15 @@ def test_the_property_test_reports_a_violation_when_a_finalize_guard_is_removed(
     with pytest.raises(caught_as):
         # (Without shrinking, to fail fast; more examples, as a violation may need a long search.)
         run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), shrink=False, examples=100)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_job_machine_reports_a_violation_when_a_finalize_guard_is_removed(api_client, django_user_model,
+                                                                             settings, monkeypatch):
+    from moderation.services import results
+
+    settings.MODERATION_PROVIDER, settings.MODERATION_BATCH_SIZE = "local", 16
+    monkeypatch.setattr(results, "result_classify", _classify_without("still processing"))
+    with pytest.raises(IllegalTransition):  # a result applied to a review a human already decided
+        run_machine(api_client, None, django_user_model.objects.create_user("mia"), shrink=False, examples=30,
+                    base=PipelineThroughTheJob)
