@@ -11,6 +11,7 @@ MIGRATION_MODULES points at.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -22,6 +23,7 @@ import pytest
 from django.db.migrations.loader import MigrationLoader
 
 ROOT = Path(__file__).resolve().parents[2]
+OPERATIONS = ROOT / "docs" / "operations.md"
 APPS = ("moderation", "audit", "callbacks")
 
 # main just before the squash: the last commit with the replaced migration files.
@@ -190,6 +192,19 @@ def test_each_app_migrates_along_one_line_without_merge_migrations():
             parents = [parent for parent in graph.node_map[key].parents if parent.key[0] == app]
             assert len(parents) <= 1, f"{app}.{key[1]} merges {sorted(p.key[1] for p in parents)}"
         assert len(graph.leaf_nodes(app)) == 1, f"{app} has several leaves: {graph.leaf_nodes(app)}"
+
+
+def test_the_operations_doc_names_each_squashed_migration_and_what_it_replaces():
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    in_code = {f"{app}.{name}": sorted(n for _, n in migration.replaces)
+               for (app, name), migration in loader.replacements.items() if app in APPS}
+    section = OPERATIONS.read_text().split("## Squashed migrations", 1)[1].split("\n## ", 1)[0]
+    in_doc = {}
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            squash, replaced = line.split("|")[1:3]
+            in_doc[squash.strip(" `")] = sorted(re.findall(r"`([^`]+)`", replaced))
+    assert in_doc == in_code
 
 
 @pytest.mark.e2e
