@@ -38,7 +38,7 @@ class ReviewTransition(models.Model):
         ordering = ["id"]
         indexes = [
             models.Index(fields=["review", "id"], name="transition_review_idx"),
-            # Time in the human queues: the transitions that take a review out of manual_review.
+            # Time in the review queues: the transitions that take a review out of manual_review.
             models.Index(fields=["created_at"], name="transition_left_queue_idx",
                          condition=models.Q(from_status="manual_review")),
         ]

@@ -5,7 +5,7 @@ same three inserts.
 
     python -m bench.submit [--requests 3000] [--connections 8] [--now | --code DIR]
 
-No django-q2 cluster runs: the submissions' jobs wait in the queue. After the run the invariant
+No django-q2 cluster runs: the submissions' jobs wait in the job queue. After the run the invariant
 checker reports on the submitted reviews. Figures are printed; nothing here asserts a time.
 """
 

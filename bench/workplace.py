@@ -115,8 +115,8 @@ def _measure(size: int, ops: int) -> None:
     moderator, _ = User.objects.get_or_create(username="bench-moderator", defaults={"is_staff": True})
     moderator.groups.add(group)
     # "Review next" by a team: each call a moderator who holds nothing yet takes the most urgent
-    # unclaimed review, past the ones the earlier calls leased (as on a busy shift).
-    ContentReview.objects.filter(claimed_by__isnull=False).update(claimed_by=None, claim_expires_at=None)
+    # review nobody holds, past the ones the earlier calls leased (as on a busy shift).
+    ContentReview.objects.filter(leased_to__isnull=False).update(leased_to=None, lease_expires_at=None)
     team = [User.objects.get_or_create(username=f"bench-moderator-{i}")[0] for i in range(ops + warmup + 1)]
     http = Client()
     http.force_login(moderator)

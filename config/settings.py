@@ -335,7 +335,7 @@ MODERATION_STUCK_AFTER_S = _env_number(
         PROVIDER_CONNECT_TIMEOUT_S * (1 + PROVIDER_HTTP_RETRIES) + 2 * PROVIDER_TIMEOUT_S + 5),
 )
 # A pending review whose job has not started for this long is presumed lost and enqueued again
-# (a queue backlog is not a loss, so this stays generous).
+# (a job queue backlog is not a loss, so this stays generous).
 MODERATION_LOST_JOB_AFTER_S = _env_number("MODERATION_LOST_JOB_AFTER_S", 300.0)
 # How often the sweeper (due retries, stuck reviews) runs, in minutes (django-q2's granularity).
 # Two schedules half a period apart make it run twice per period (django-q2's scheduler looks
@@ -386,9 +386,10 @@ if NOTIFY_SLOW_AFTER_S >= NOTIFY_DEADLINE_S:
 # race lab on loopback). Never in production.
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 
-# How long a moderator holds a review taken with "Review next" before it returns to the queue.
+# How long a moderator's lease lasts: a review taken with "Review next" returns to its review
+# queue after this long unless decided.
 MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
-# How long a review may wait in a human queue before the admin marks it as past its SLA.
+# How long a review may wait in a review queue before the admin marks it as past its SLA.
 MODERATION_QUEUE_SLA_S = _env_number("MODERATION_QUEUE_SLA_S", 14400.0)
 
 # --- Jobs: django-q2 as an at-least-once trigger (see moderation/checks.py) --------------------
@@ -400,7 +401,7 @@ CACHES = {
     if REDIS_URL
     else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
 }
-# Q_NAME names the queues (several deployments may share a database or a Redis): moderation
+# Q_NAME names the job queues (several deployments may share a database or a Redis): moderation
 # jobs go to Q_NAME, notifications to NOTIFY_CLUSTER, each consumed by its own cluster. Start
 # the notification cluster with `Q_CLUSTER_NAME=<NOTIFY_CLUSTER> manage.py qcluster` (django-q2
 # then applies ALT_CLUSTERS below); run_platform and the race lab start both.
@@ -408,7 +409,7 @@ Q_NAME = env.str("Q_NAME", default="moderation")
 NOTIFY_CLUSTER = f"{Q_NAME}-notify"
 if env.str("Q_CLUSTER_NAME", default="") not in ("", Q_NAME, NOTIFY_CLUSTER):
     raise ImproperlyConfigured(
-        f"Q_CLUSTER_NAME selects a cluster: {Q_NAME!r} or {NOTIFY_CLUSTER!r}. Name the queues with Q_NAME."
+        f"Q_CLUSTER_NAME selects a cluster: {Q_NAME!r} or {NOTIFY_CLUSTER!r}. Name the job queues with Q_NAME."
     )
 _NOTIFY_TIMEOUT = int(NOTIFY_DEADLINE_S) + 30  # an attempt never outlives its deadline by much
 Q_CLUSTER = {

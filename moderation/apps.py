@@ -20,7 +20,7 @@ class ModerationConfig(AppConfig):
 
 
 def starting_moderation_cluster(argv: list[str]) -> bool:
-    """`manage.py qcluster` for the moderation queue (the notification cluster needs no model)."""
+    """`manage.py qcluster` for the moderation job queue (the notification cluster needs no model)."""
     from django.conf import settings
 
     return argv[1:2] == ["qcluster"] and os.environ.get("Q_CLUSTER_NAME", "") in ("", settings.Q_NAME)

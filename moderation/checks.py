@@ -62,7 +62,7 @@ def check_job_settings(app_configs=None, **kwargs) -> list:
     if q.get("queue_limit", workers**2) > 2 * workers:
         errors.append(Warning(
             f"Q_CLUSTER['queue_limit'] ({q.get('queue_limit', workers**2)}) is far above the worker count ({workers}).",
-            hint="Tasks waiting in the local queue burn their retry lease.",
+            hint="Tasks waiting in a cluster's local job queue burn their retry lease.",
             id="moderation.W001",
         ))
     if q.get("save_limit", 250) > 0:  # django-q2's default is 250

@@ -156,7 +156,7 @@ def content_erase(*, review_id, actor: str, actor_id: str, reason: str, for_real
     Without `for_real`, everything is done and then rolled back: the report says exactly what
     a real erasure would change. Erasing an erased content again reports the first erasure and
     changes nothing, but for one repair: an appeal left open on it (erasure before issue 22 did
-    not close appeals, and no queue offers erased content) is closed as erasure closes one now.
+    not close appeals, and no review queue offers erased content) is closed as erasure closes one now.
     """
     reason = reason.strip()
     if not reason or len(reason) > REASON_MAX_CHARS:
@@ -206,7 +206,7 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
 def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:
     """A review still being moderated ends in manual_review (cause content_erased), its live
     operation closed: a result that still arrives for it is then `already_final`, and a job
-    still queued for it finds nothing to do. A review waiting for a human leaves its queue: there
+    still queued for it finds nothing to do. A review waiting for a human leaves its review queue: there
     is nothing left to judge. Call holding the review's row lock."""
     if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
         if review.queue:
@@ -226,7 +226,7 @@ def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str)
 
 
 def _close_appeal_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:
-    """An appeal still open on the review is closed: no queue offers erased content, so no
+    """An appeal still open on the review is closed: no review queue offers erased content, so no
     moderator would ever decide it. The appealed rejection stands: a system decision to reject
     again (manual_review -> rejected, cause content_erased) resolves the appeal (`upheld`, the
     contract's outcome for a rejection kept), and the client is told as for any resolved appeal
@@ -238,11 +238,11 @@ def _close_appeal_locked(review: ContentReview, *, actor: str, actor_id: str) ->
         return False
     appealed = appeal.decision
     why = f"content erased while appeal {appeal.pk} was open: the appeal is closed and the rejection stands"
-    review.claimed_by, review.claim_expires_at = None, None  # a moderator's lease on it ends, as a decision ends it
+    review.leased_to, review.lease_expires_at = None, None  # a moderator's lease on it ends, as a decision ends it
     decide_locked(
         review, cause=Cause.CONTENT_ERASED, label=ReviewStatus.REJECTED, source=DecisionSource.SYSTEM,
         actor=actor, actor_id=actor_id, transition_reason=why, job_id=context.current().get("job_id", ""),
-        update_fields=("claimed_by", "claim_expires_at"),
+        update_fields=("leased_to", "lease_expires_at"),
         appeal=appeal, reason=why, explanation=ERASED_UNDER_APPEAL, policy=appealed.policy,
         score=appealed.score, category=next((r["category"] for r in reasons(appealed)), ""),
         rule_matches=appealed.rule_matches,

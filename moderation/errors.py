@@ -44,7 +44,7 @@ class NoteTooLong(ModerationError):
     """A moderator's note is longer than a note may be."""
 
 
-class ClaimedByOther(ModerationError):
+class LeasedToOther(ModerationError):
     """Another moderator holds this review (its lease has not expired)."""
 
 

@@ -83,7 +83,7 @@ def review_violations(review_ids: Iterable) -> list[str]:
             problems.append(f"{review.pk}: version/history ({review.version}/{history.get(review.pk)}) vs {len(log)} transitions")
         if review.status in FINAL_STATUSES and not _decision_matches(review, log):
             problems.append(f"{review.pk}: {review.status} without a matching decision")
-        # A review waits in exactly one human queue while, and only while, it is in manual_review
+        # A review waits in exactly one review queue while, and only while, it is in manual_review
         # with content left to judge (an erased one waits in none).
         waits = review.status == S.MANUAL_REVIEW and review.content.erased_at is None
         if waits != bool(review.queue and review.queue_order_at):
@@ -196,7 +196,7 @@ def _appeal_problems(appeal: Appeal) -> list[str]:
         if review.status != S.MANUAL_REVIEW or review.decision_id != appealed.pk:
             problems.append(f"open while the review is {review.status} with decision {review.decision_id}")
         elif erased or not review.queue:
-            # No moderator would ever decide it: "review next" and the queues offer only queued,
+            # No moderator would ever decide it: "review next" and the review queues offer only queued,
             # unerased reviews (erasure closes the appeal instead).
             problems.append(f"open, but no queue offers it{' (its content was erased: erase_content again closes it)' if erased else ''}")
         return problems

@@ -38,7 +38,7 @@ NOTIFICATION_TASKS = frozenset({"moderation.tasks.deliver_notification"})
 
 
 def cluster_for(func: str) -> str:
-    """The django-q2 queue (cluster) a task is enqueued on."""
+    """The django-q2 job queue (cluster) a task is enqueued on."""
     from django.conf import settings
 
     return settings.NOTIFY_CLUSTER if func in NOTIFICATION_TASKS else settings.Q_CLUSTER["name"]
@@ -46,7 +46,7 @@ def cluster_for(func: str) -> str:
 
 @cache
 def _broker(cluster: str):
-    """One django-q2 broker per queue and process. Without one, async_task builds a broker per
+    """One django-q2 broker per job queue and process. Without one, async_task builds a broker per
     job: with Redis, a new connection and handshake for every enqueue (py-spy: over a quarter of
     a web worker's time under the pipeline benchmark). redis-py's pool reconnects after a fork."""
     from django_q.brokers import get_broker

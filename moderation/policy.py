@@ -252,7 +252,7 @@ def validate_priority_weights(fields: dict) -> list[str]:
     return errors
 
 
-# --- the human queues ------------------------------------------------------------------------
+# --- the review queues -----------------------------------------------------------------------
 
 # Which queue a review waits in, by the cause that sent it to manual_review.
 QUEUE_FOR_CAUSE = {
@@ -280,7 +280,7 @@ class QueueEntry:
 
 
 def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: int = 0, appealed: bool = False) -> float:
-    """Priority points of a review entering a human queue: the model's top category score, the
+    """Priority points of a review entering a review queue: the model's top category score, the
     distinct users who reported it, and whether its owner appealed, weighted by the policy."""
     top = max((float(v) for v in (category_scores or {}).values()), default=0.0)
     return round(

@@ -39,7 +39,7 @@ class DecideForm(CategoryChoicesMixin, forms.Form):
                            label="Internal note (optional, never shown to the client)")
     # The version the moderator was looking at: a review that changed since is not decided blindly.
     version = forms.IntegerField(widget=forms.HiddenInput)
-    # The queue the moderator works: "decide and next" takes the next review from it.
+    # The review queue the moderator works: "decide and next" takes the next review from it.
     queue = forms.ChoiceField(choices=[("", "")] + ReviewQueue.choices, required=False, widget=forms.HiddenInput)
 
 

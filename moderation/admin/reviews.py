@@ -1,4 +1,4 @@
-"""The moderator's workplace: the review list, the queues, the review page (content first, then
+"""The moderator's workplace: the review list, the review queues, the review page (content first, then
 the model's scores, the decide panel, notes and the timeline) and the actions.
 
 Every action goes through the same services as the API, tasks and commands; the admin only
@@ -40,7 +40,7 @@ from moderation.errors import ModerationError, StaleVersion
 from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
 from moderation.observability.search import review_ids_matching
 from moderation.observability.timeline import review_timeline
-from moderation.observability.workplace import queue_figures
+from moderation.observability.workplace import review_queue_figures
 
 EXCERPT_CHARS = 200
 # A review's version as a form posts it: ASCII digits that fit the column (str.isdigit also
@@ -104,7 +104,7 @@ class ReviewChangeList(ChangeList):
 
 class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     list_display = ["short_id", "status", "content_excerpt", "kind", "top_category", "badges", "client", "provider",
-                    "age", "decision_summary", "moderator_claim"]
+                    "age", "decision_summary", "moderator_lease"]
     list_display_links = None  # the review id links to the review page, not to a change form
     list_filter = ["status", "queue", DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
                    ("content__kind", admin.ChoicesFieldListFilter), "client"]
@@ -112,7 +112,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     search_help_text = (
         "Review id, content id, external id, idempotency key, provider request id or provider event id."
     )
-    list_select_related = ["content", "client", "decision", "claimed_by"]
+    list_select_related = ["content", "client", "decision", "leased_to"]
     readonly_fields = ["timeline_link", *[f.name for f in ContentReview._meta.fields]]
     actions = ["override_selected", "escalate_selected", "reprocess_selected"]
     inlines = [AppealInline, ReportInline]
@@ -186,9 +186,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return f"{review.decision.label} ({review.decision.source}{score}{category})"
 
     @admin.display(description="moderator")
-    def moderator_claim(self, review):
-        if review.claimed_by_id and review.claim_expires_at and review.claim_expires_at > timezone.now():
-            return str(review.claimed_by)
+    def moderator_lease(self, review):
+        if review.leased_to_id and review.lease_expires_at and review.lease_expires_at > timezone.now():
+            return str(review.leased_to)
         return ""
 
     @admin.display(description="review page")
@@ -252,7 +252,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             raise PermissionDenied
         review = get_object_or_404(
             ContentReview.objects.select_related("content", "client", "decision__policy", "decision__moderator",
-                                                 "claimed_by"), pk=object_id
+                                                 "leased_to"), pk=object_id
         )
         can = {action: request.user.has_perm(perm) for action, perm in PERMISSIONS.items()}
         is_final, version = review.is_final, {"version": review.version}
@@ -278,8 +278,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             notes=rows_page(request.GET, "notes_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 ModeratorNote.objects.filter(review=review).select_related("author", "decision")
                 .order_by("created_at", "pk")[offset:offset + limit])),
-            claimed_by_me=review.claimed_by_id == request.user.pk
-            and review.claim_expires_at and review.claim_expires_at > timezone.now(),
+            leased_to_me=review.leased_to_id == request.user.pk
+            and review.lease_expires_at and review.lease_expires_at > timezone.now(),
             queue=queue,
             reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 review.reports.order_by("created_at", "pk")[offset:offset + limit])),
@@ -288,17 +288,17 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         )
 
     def queues_view(self, request):
-        """Each named queue's depth and oldest wait, and the chosen queue's first reviews in the
+        """Each review queue's depth and oldest wait, and the chosen queue's first reviews in the
         order "Review next" hands them out."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        figures = queue_figures()
+        figures = review_queue_figures()
         chosen = request.GET.get("queue", "")
         if chosen not in ReviewQueue.values:
             chosen = next((q.queue for q in figures if q.depth), ReviewQueue.LOW_CONFIDENCE.value)
         waiting = with_excerpts(
             ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen)
-            .select_related("content", "decision", "claimed_by").defer("content__text", "content__metadata")
+            .select_related("content", "decision", "leased_to").defer("content__text", "content__metadata")
             .order_by("queue_order_at", "id")[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
@@ -308,10 +308,10 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             "top": self.top_category(review),
             "waited": timesince(review.queued_at, now) if review.queued_at else "—",
             "late": bool(review.queued_at) and (now - review.queued_at).total_seconds() > settings.MODERATION_QUEUE_SLA_S,
-            "holder": self.moderator_claim(review),
+            "holder": self.moderator_lease(review),
         } for review in waiting]
         return self._page(
-            request, "admin/moderation/contentreview/queues.html", "Moderation queues",
+            request, "admin/moderation/contentreview/queues.html", "Review queues",
             figures=figures, chosen=chosen, chosen_label=ReviewQueue(chosen).label, rows=rows,
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
         )
@@ -337,7 +337,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return HttpResponseRedirect(self._timeline_url(review.pk))
 
     def _next(self, request, queue: str | None, skip=None):
-        """Lease the next review of `queue` (every queue when None) and open it."""
+        """Lease the next review of review queue `queue` (every one when None) and open it."""
         review = services.review_take_next(moderator=request.user, queue=queue, skip=skip)
         if review is None:
             where = f"The {ReviewQueue(queue).label.lower()} queue" if queue else "Every queue"

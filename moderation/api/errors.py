@@ -16,10 +16,10 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from moderation.errors import (
     AppealExists,
     AppealOpen,
-    ClaimedByOther,
     FourEyesRequired,
     IdempotencyKeyReused,
     IllegalTransition,
+    LeasedToOther,
     NotAppealable,
     NotApplicable,
     ReasonRequired,
@@ -29,7 +29,7 @@ from moderation.errors import (
 _DOMAIN = {
     IllegalTransition: (status.HTTP_409_CONFLICT, "illegal_transition"),
     StaleVersion: (status.HTTP_409_CONFLICT, "stale_version"),
-    ClaimedByOther: (status.HTTP_409_CONFLICT, "claimed_by_other"),
+    LeasedToOther: (status.HTTP_409_CONFLICT, "leased_to_other"),
     NotApplicable: (status.HTTP_409_CONFLICT, "not_applicable"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     ReasonRequired: (status.HTTP_400_BAD_REQUEST, "reason_required"),

@@ -31,7 +31,7 @@ def history_user(request=None, **kwargs):
 # A review's history rows. Named, so that transition_review can write the row this would write
 # on save together with the transition row, in one statement (moderation/services/transitions.py).
 REVIEW_HISTORY = HistoricalRecords(
-    excluded_fields=["last_enqueued_at", "claimed_by", "claim_expires_at", "provider_wait_since",
+    excluded_fields=["last_enqueued_at", "leased_to", "lease_expires_at", "provider_wait_since",
                      "queue", "priority", "queued_at", "queue_order_at"],
     get_user=history_user,
 )
@@ -140,7 +140,8 @@ class Cause(models.TextChoices):
 
 
 class ReviewQueue(models.TextChoices):
-    """The named queues of `manual_review` reviews, each fed by the cause that sent it there."""
+    """The review queues: the named queues of `manual_review` reviews, each fed by the cause that
+    sent it there (not the job queue, django-q2's: moderation/jobs.py)."""
 
     LOW_CONFIDENCE = "low_confidence", "Low-confidence model results"
     REPORTS = "reports", "User reports"
@@ -186,15 +187,19 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     processing_started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     last_enqueued_at = models.DateTimeField(null=True, blank=True)
-    # The moderation queue's lease: who is looking at this review, until when.
-    claimed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    # A moderator's lease on it, taken from its review queue with "Review next": who holds it,
+    # until when (a worker *claims* a review; a moderator *leases* one: docs/design.md, "Names").
+    # The columns keep the names they had before the fields were renamed: migrations run while
+    # the old code still serves (migration 0013).
+    leased_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+",
+        db_column="claimed_by_id",
     )
-    claim_expires_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True, db_column="claim_expires_at")
     # Since when this review waits for its provider's circuit to let work through.
     provider_wait_since = models.DateTimeField(null=True, blank=True)
     # Its place among the humans' work, set when it enters manual_review and cleared when it
-    # leaves (`moderation.policy.queue_entry`): the queue, the priority points it entered with,
+    # leaves (`moderation.policy.queue_entry`): the review queue, the priority points it entered with,
     # when it entered, and its order key (the entry time moved earlier by its priority).
     queue = models.CharField(max_length=24, choices=ReviewQueue.choices, blank=True, default="", db_default="")
     priority = models.FloatField(null=True, blank=True)
@@ -219,12 +224,12 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
                 name="review_pending_enqueued_idx",
                 condition=Q(status="pending"),
             ),
-            # The moderation queues: "review next" and the queue page walk these in order, one
-            # named queue at a time or all of them together. The included columns let the queue
-            # figures (depth, leases, oldest wait) be counted from the index alone.
+            # The review queues: "review next" and the queue page walk these in order, one
+            # named queue at a time or all of them together. The included columns let the review
+            # queue figures (depth, leases, oldest wait) be counted from the index alone.
             models.Index(
                 fields=["queue", "queue_order_at", "id"], name="review_queue_order_idx",
-                include=["queued_at", "claim_expires_at"], condition=Q(status="manual_review"),
+                include=["queued_at", "lease_expires_at"], condition=Q(status="manual_review"),
             ),
             models.Index(
                 fields=["queue_order_at", "id"], name="review_any_queue_order_idx", condition=Q(status="manual_review")
@@ -608,7 +613,7 @@ class ModerationPolicy(models.Model):
         blank=True,
         help_text="The violation categories a moderator chooses from (a rejection names one).",
     )
-    # How the human queues are ordered (moderation.policy.priority): points for the model's top
+    # How the review queues are ordered (moderation.policy.priority): points for the model's top
     # category score, for each distinct reporter and for an appeal; waiting earns points too, so
     # nothing starves behind a stream of urgent work.
     priority_score_weight = models.FloatField(default=100, help_text="Points for a top category score of 1.0.")

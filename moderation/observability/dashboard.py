@@ -33,8 +33,8 @@ def dashboard_figures(now: datetime | None = None) -> dict:
         "lost_claims_24h": events.get(EventKind.CLAIM_LOST, 0),
         "illegal_24h": events.get(EventKind.ILLEGAL_TRANSITION, 0),
         "circuits": list(ProviderCircuit.objects.order_by("provider")),
-        "queues": workplace.queue_figures(now),
+        "review_queues": workplace.review_queue_figures(now),
         "decisions_per_moderator": workplace.decisions_per_moderator(now=now),
         "overturns": workplace.overturn_rates(),
-        "time_in_queue": workplace.time_in_queue(now=now),
+        "time_in_review_queue": workplace.time_in_review_queue(now=now),
     }

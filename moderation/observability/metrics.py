@@ -102,11 +102,11 @@ class PipelineCollector:
         yield from self._workplace()
 
     def _workplace(self):
-        """The human queues and the humans' work (moderation.observability.workplace)."""
-        depth = GaugeMetricFamily("moderation_queue_depth", "Reviews waiting in each human queue.", labels=["queue"])
-        oldest = GaugeMetricFamily("moderation_queue_oldest_age_seconds", "Age of the oldest review in each queue.",
+        """The review queues and the humans' work (moderation.observability.workplace)."""
+        depth = GaugeMetricFamily("moderation_queue_depth", "Reviews waiting in each review queue.", labels=["queue"])
+        oldest = GaugeMetricFamily("moderation_queue_oldest_age_seconds", "Age of the oldest review in each review queue.",
                                    labels=["queue"])
-        for q in workplace.queue_figures():
+        for q in workplace.review_queue_figures():
             depth.add_metric([q.queue], q.depth)
             oldest.add_metric([q.queue], q.oldest_age_s or 0)
         yield depth
@@ -131,9 +131,9 @@ class PipelineCollector:
         yield overturned
         yield rate
         waited = GaugeMetricFamily("moderation_time_in_queue_seconds",
-                                   "Time in queue of the reviews that left it in the last 7 days.",
+                                   "Time in the review queue of the reviews that left it in the last 7 days.",
                                    labels=["queue", "quantile"])
-        for t in workplace.time_in_queue():
+        for t in workplace.time_in_review_queue():
             waited.add_metric([t.queue, "0.5"], t.p50_s)
             waited.add_metric([t.queue, "0.95"], t.p95_s)
         yield waited
@@ -230,16 +230,17 @@ class PipelineCollector:
         yield circuits
 
     def _backlogs(self):
-        """How long the oldest item of each queue has waited (0 when empty): the SLA alerts."""
+        """How long the oldest review waiting for a worker (pending) and the oldest waiting for a
+        moderator (manual_review, not leased) have waited (0 when none): the SLA alerts."""
         now = timezone.now()
         oldest = GaugeMetricFamily(
             "moderation_oldest_waiting_seconds",
-            "Age of the oldest waiting item: pending reviews (for a worker), unclaimed manual reviews (for a human).",
+            "Age of the oldest waiting item: pending reviews (for a worker), manual reviews not leased (for a human).",
             labels=["queue"],
         )
         pending = ContentReview.objects.filter(status=ReviewStatus.PENDING).aggregate(t=Min("last_enqueued_at"))["t"]
         human = ContentReview.objects.filter(
-            Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now),
+            Q(leased_to__isnull=True) | Q(lease_expires_at__lt=now),
             status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True,
         ).aggregate(t=Min("completed_at"))["t"]
         for queue, since in (("pending", pending), ("manual_review", human)):

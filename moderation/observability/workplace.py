@@ -1,4 +1,4 @@
-"""How the humans and the model are doing: the queues, the moderators' throughput, how often a
+"""How the humans and the model are doing: the review queues, the moderators' throughput, how often a
 moderator reverses the model, and how long reviews wait. The admin index and /metrics read
 these; each is one indexed query, so neither slows down as the tables grow."""
 
@@ -19,30 +19,30 @@ DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
 
 @dataclass(frozen=True)
-class QueueFigures:
+class ReviewQueueFigures:
     queue: str
     label: str
     depth: int
-    claimed: int
+    leased: int
     oldest_queued_at: datetime | None
     oldest_age_s: float | None
 
 
-def queue_figures(now: datetime | None = None) -> list[QueueFigures]:
-    """Per named queue: reviews waiting, how many are leased to a moderator, the oldest's age."""
+def review_queue_figures(now: datetime | None = None) -> list[ReviewQueueFigures]:
+    """Per review queue: reviews waiting, how many are leased to a moderator, the oldest's age."""
     now = now or timezone.now()
     rows = {
         row["queue"]: row
         for row in ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW)
         .values("queue").order_by()
-        .annotate(depth=Count("pk"), claimed=Count("pk", filter=Q(claim_expires_at__gt=now)), oldest=Min("queued_at"))
+        .annotate(depth=Count("pk"), leased=Count("pk", filter=Q(lease_expires_at__gt=now)), oldest=Min("queued_at"))
     }
     figures = []
     for queue in ReviewQueue:
         row = rows.get(queue.value, {})
         oldest = row.get("oldest")
-        figures.append(QueueFigures(queue.value, queue.label, row.get("depth", 0), row.get("claimed", 0), oldest,
-                                    (now - oldest).total_seconds() if oldest else None))
+        figures.append(ReviewQueueFigures(queue.value, queue.label, row.get("depth", 0), row.get("leased", 0), oldest,
+                                          (now - oldest).total_seconds() if oldest else None))
     return figures
 
 
@@ -103,8 +103,8 @@ def overturn_rates() -> list[Overturns]:
         return [Overturns(*row) for row in cursor.fetchall()]
 
 
-# Each exit from manual_review, paired with the entry before it: that visit's time in the queue
-# (the queue named by the entry's cause, moderation.policy.QUEUE_FOR_CAUSE).
+# Each exit from manual_review, paired with the entry before it: that visit's time in the review
+# queue (the one named by the entry's cause, moderation.policy.QUEUE_FOR_CAUSE).
 _QUEUE_OF_CAUSE = "CASE e.cause " + " ".join(
     f"WHEN '{cause.value}' THEN '{queue.value}'" for cause, queue in QUEUE_FOR_CAUSE.items()
 ) + f" ELSE '{ReviewQueue.LOW_CONFIDENCE.value}' END"
@@ -124,17 +124,17 @@ GROUP BY 1
 
 
 @dataclass(frozen=True)
-class TimeInQueue:
+class TimeInReviewQueue:
     queue: str
     left: int
     p50_s: float
     p95_s: float
 
 
-def time_in_queue(*, days: int = 7, now: datetime | None = None) -> list[TimeInQueue]:
-    """p50 and p95 of how long the reviews that left a queue in the last `days` days waited in it."""
+def time_in_review_queue(*, days: int = 7, now: datetime | None = None) -> list[TimeInReviewQueue]:
+    """p50 and p95 of how long the reviews that left a review queue in the last `days` days waited in it."""
     since = (now or timezone.now()) - timedelta(days=days)
     with connection.cursor() as cursor:
         cursor.execute(_TIME_IN_QUEUE, [since])
         found = {queue: (n, float(p50), float(p95)) for queue, n, p50, p95 in cursor.fetchall()}
-    return [TimeInQueue(queue, *found[queue]) for queue in ReviewQueue.values if queue in found]
+    return [TimeInReviewQueue(queue, *found[queue]) for queue in ReviewQueue.values if queue in found]

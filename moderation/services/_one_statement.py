@@ -1,17 +1,62 @@
 """Writing several rows in one statement: one round trip instead of one per row.
 
-Each write is Django's own SQL (its compiler: defaults, `auto_now_add`, field conversions are the
-ORM's), chained as data-modifying CTEs (PostgreSQL); only the chaining is ours. The writes commit
-or fail together, and constraints are checked as for separate statements: a foreign key from
-one new row to another is checked at the end of the statement. Rows are not `save()`d: no
-pre_save/post_save signals are sent.
+Each write is Django's own SQL (its compiler: field conversions, defaults, `auto_now_add` are the
+ORM's), chained as data-modifying CTEs, `WITH w0 AS (INSERT ...), w1 AS (UPDATE ...) SELECT
+<keys>`; only the chaining is ours. The writes commit or fail together: the statement is atomic
+on its own, and inside the caller's transaction it is part of it.
 
     writes = OneStatement()
     writes.insert(decision)                                   # decision.created_at is now set
     notification.decision_id = writes.key_of(decision)        # its id, inside the statement
     writes.insert(notification)
-    writes.update(ModerationRequest.objects.filter(pk=1), status="completed")
+    writes.update(ModerationRequest.objects.filter(pk=1), status="completed", updated_at=now)
     writes.execute()                                          # every inserted row has its pk
+
+PostgreSQL's rule for a WITH query (its manual, "Data-Modifying Statements in WITH"): every
+sub-statement runs with the same snapshot, the one the statement started with, so the writes
+cannot see each other's effects on their tables; the only way one sees another is the other's
+RETURNING (what `key_of` reads). The order in which they run is unspecified, and a row modified
+twice in one statement is modified once, by one of them, which cannot be predicted. So a caller:
+
+- relies on no order between its writes, except what `key_of` expresses (a row that needs
+  another's key reads it from that INSERT's RETURNING);
+- never reads its own writes: an UPDATE (or a subquery in a value) of this statement does not
+  see the rows its other writes insert or change. A value another write needs is computed in
+  Python first (`insert` prepares `created_at` at once, for the notification body that states
+  it; decide.py);
+- modifies each row at most once per statement, and never updates a row it inserts here: it
+  merges the values into one `update` (pipeline.py completes the operation in one UPDATE).
+  A write whose row count matters stays out (`update` reports none): transition_review
+  (transitions.py) saves the review alone, first, because its conditional UPDATE (the state
+  machine's guard, docs/design.md invariant 1) must raise when it matches no row.
+
+Constraints are checked as for separate statements: a unique constraint at each row (a lost
+submission race is an IntegrityError, submission.py), and the foreign keys, which Django creates
+DEFERRABLE INITIALLY DEFERRED, at commit (at the end of the statement when it is its own
+transaction), so one new row may refer to another.
+
+What `save()` does and this does not, and how the callers make up for it:
+
+- `insert` prepares the values as `save()` does (each field's pre_save: `auto_now`,
+  `auto_now_add`, a primary key's default), but when it is called, not when the statement
+  runs. A field left to its `db_default` (its value a `DatabaseDefault`) gets the field's
+  Python default when it has one (the models keep the two equal); without one the database
+  fills it in, and the object keeps the `DatabaseDefault`: nothing is read back as `save()`
+  reads such a field (RETURNING). The object gets its primary key and the keys `key_of`
+  stood for, and is marked saved.
+- `update` is `QuerySet.update()`: `auto_now` fields are not set (pre_save is not called). The
+  caller passes them: pipeline.py's `updated_at=now` on the operation it completes.
+- No signal is sent: no pre_save or post_save for any row. Of the models written here, only
+  ContentReview has a receiver, simple-history's post_save that records its history. Its rows
+  are inserted by the callers in the same statement, built by `review_history_row`
+  (transitions.py, which sends simple-history's pre_create_historical_record): review_submit
+  inserts the first (`+`) one with the review, and transition_review saves the review with
+  `skip_history_when_saving` and inserts the change (`~`), then sends
+  post_create_historical_record.
+
+tests/moderation/test_one_statement.py finds every model a real run writes through here,
+compares each row with the one `save()` writes for the same values, and lists the receivers made
+up for: a model added, or a receiver connected, shows up there.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ def appeal_file(*, review_id, appellant_id: str, statement: str) -> Appeal:
         if review.status != ReviewStatus.REJECTED:
             raise NotAppealable(f"review {review.pk} is {review.status}: only a rejection can be appealed")
         if review.content.erased_at is not None:
-            # No queue offers erased content: the appeal would wait for ever (docs/design.md, 16).
+            # No review queue offers erased content: the appeal would wait for ever (docs/design.md, 16).
             raise NotAppealable(f"the content of review {review.pk} was erased: there is nothing left to judge")
         appeal = Appeal.objects.create(
             review=review, decision_id=review.decision_id, appellant_id=appellant_id, statement=statement

@@ -1,4 +1,4 @@
-"""Human work: the moderation queues, overrides, escalations, reprocessing, notes.
+"""Human work: the review queues, overrides, escalations, reprocessing, notes.
 
 A human decision is sticky: a provider result for any earlier operation finds the review no
 longer `processing` and changes nothing (docs/design.md, invariant 10). Two moderators never hold one review:
@@ -19,9 +19,9 @@ from audit import context
 from audit.models import Actor
 from moderation.errors import (
     AppealOpen,
-    ClaimedByOther,
     ContentErased,
     InvalidCategory,
+    LeasedToOther,
     NotApplicable,
     NoteTooLong,
     ReasonRequired,
@@ -63,9 +63,9 @@ def _lock_checked(review_id, expected_version: int | None, moderator=None, now: 
             changes=[f"{f} -> {t} ({c}, by {a}{':' + i if i else ''})" for f, t, c, a, i in reversed(changes)],
         )
     now = now or timezone.now()
-    holder = review.claimed_by
-    if holder is not None and holder != moderator and review.claim_expires_at and review.claim_expires_at > now:
-        raise ClaimedByOther(f"{holder} is reviewing this until {review.claim_expires_at:%H:%M:%S}")
+    holder = review.leased_to
+    if holder is not None and holder != moderator and review.lease_expires_at and review.lease_expires_at > now:
+        raise LeasedToOther(f"{holder} is reviewing this until {review.lease_expires_at:%H:%M:%S}")
     return review
 
 
@@ -87,13 +87,13 @@ def _required(reason: str) -> str:
 def review_take_next(
     *, moderator, queue: str | None = None, skip=None, now: datetime | None = None
 ) -> ContentReview | None:
-    """Lease the most urgent unclaimed review of `queue` (every queue when None) to `moderator`,
-    or give back the one they already hold there (one review at a time). `skip`: a review id
-    the moderator just passed over, not to be handed back at once.
+    """Lease to `moderator` the most urgent review nobody holds in review queue `queue` (every
+    review queue when None), or give back the one they already hold there (one review at a
+    time). `skip`: a review id the moderator just passed over, not to be handed back at once.
 
     Urgency is the order key set when the review entered its queue (moderation.policy.queue_entry).
     SKIP LOCKED: two moderators asking at once each get a different review, never the same.
-    An expired lease counts as unclaimed, so an abandoned review returns to the queue.
+    An expired lease holds nothing, so an abandoned review returns to its review queue.
     """
     if queue is not None and queue not in ReviewQueue.values:
         raise ValueError(f"unknown queue {queue!r}; one of {', '.join(ReviewQueue.values)}")
@@ -110,24 +110,24 @@ def review_take_next(
     if skip is not None:
         waiting = waiting.exclude(pk=skip)
     with transaction.atomic():
-        # Two indexed reads instead of one ORDER BY CASE, which would sort the whole queue.
+        # Two indexed reads instead of one ORDER BY CASE, which would sort the whole review queue.
         review = (
-            waiting.select_for_update(skip_locked=True, of=("self",)).filter(claimed_by=moderator, claim_expires_at__gte=now).first()
+            waiting.select_for_update(skip_locked=True, of=("self",)).filter(leased_to=moderator, lease_expires_at__gte=now).first()
             or waiting.select_for_update(skip_locked=True, of=("self",))
-            .filter(Q(claimed_by__isnull=True) | Q(claim_expires_at__lt=now))
+            .filter(Q(leased_to__isnull=True) | Q(lease_expires_at__lt=now))
             .first()
         )
         if review is None:
             return None
         expires = now + timedelta(seconds=settings.MODERATOR_LEASE_S)
-        ContentReview.objects.filter(pk=review.pk).update(claimed_by=moderator, claim_expires_at=expires)
-        review.claimed_by, review.claim_expires_at = moderator, expires
+        ContentReview.objects.filter(pk=review.pk).update(leased_to=moderator, lease_expires_at=expires)
+        review.leased_to, review.lease_expires_at = moderator, expires
     return review
 
 
 def review_release(*, review_id, moderator) -> bool:
-    """Give a leased review back to the queue."""
-    return bool(ContentReview.objects.filter(pk=review_id, claimed_by=moderator).update(claimed_by=None, claim_expires_at=None))
+    """Give a leased review back to its review queue."""
+    return bool(ContentReview.objects.filter(pk=review_id, leased_to=moderator).update(leased_to=None, lease_expires_at=None))
 
 
 @records_illegal_transitions
@@ -161,7 +161,7 @@ def review_override(
         appeal = appeal_open_locked(review)
         if appeal is not None:
             appeal_check_four_eyes(appeal, moderator)
-        review.claimed_by, review.claim_expires_at = None, None
+        review.leased_to, review.lease_expires_at = None, None
         decision = decide_locked(
             review,
             cause=Cause.MANUAL_OVERRIDE,
@@ -174,7 +174,7 @@ def review_override(
             actor_id=str(moderator) if moderator else "",
             transition_reason=reason,
             history_user=moderator,
-            update_fields=("claimed_by", "claim_expires_at"),
+            update_fields=("leased_to", "lease_expires_at"),
             appeal=appeal,
         )
         if note:
@@ -214,8 +214,9 @@ def _note_text(text: str) -> str:
 def review_escalate(*, review_id, reason: str, moderator, expected_version: int | None = None) -> ContentReview:
     """Take a review out of the provider's hands: a human decides (-> manual_review).
 
-    A pending review is claimed first (two logged transitions). The live operation is closed as
-    failed, so nothing retries it and a late result for it is `already_final`.
+    A pending review first moves `pending -> processing` as a worker's job moves it
+    (`review_claim_locked`; two logged transitions). The live operation is closed as failed, so
+    nothing retries it and a late result for it is `already_final`.
     """
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
@@ -265,7 +266,7 @@ def review_reprocess(
         if appeal_open_locked(review) is not None:
             raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it")
         review.last_enqueued_at = timezone.now()
-        review.claimed_by, review.claim_expires_at = None, None
+        review.leased_to, review.lease_expires_at = None, None
         transition_review(
             review,
             Cause.REPROCESS,
@@ -273,7 +274,7 @@ def review_reprocess(
             actor_id=actor_id,
             reason=reason,
             history_user=user,
-            update_fields=["last_enqueued_at", "claimed_by", "claim_expires_at"],
+            update_fields=["last_enqueued_at", "leased_to", "lease_expires_at"],
         )
         enqueue_on_commit("moderation.tasks.moderate_review", for_review=review.pk, review_id=review.pk)
     return review

@@ -94,7 +94,7 @@ def _begin(notification_id: int, now: datetime):
             return "failed"
         deferred = gate_admit(client_id=client_id, now=now)
         if deferred:
-            # Not an attempt, and no job is out for it any more: it waits in its client's queue
+            # Not an attempt, and no job is out for it any more: it waits in its client's backlog
             # for a slot (an ending attempt hands it on, _hand_on), or until `retry_at`. Either
             # way the sweeper enqueues it again once it is due and still waiting.
             notification.next_attempt_at = deferred.retry_at or notification.next_attempt_at

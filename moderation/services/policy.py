@@ -29,7 +29,7 @@ POLICY_FIELDS = (
     "categories",
     *PRIORITY_WEIGHTS,
 )
-# Fields the human queues use (categories, priority weights): left out, each takes its default.
+# Fields the review queues use (categories, priority weights): left out, each takes its default.
 _WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS)
 
 DEFAULT_POLICY = {
@@ -111,7 +111,7 @@ def policy_publish(
 ) -> ModerationPolicy:
     """Publish a new policy version; past versions stay as they were (decisions point at them).
 
-    `workplace` holds the human-queue fields (`categories` and the priority weights,
+    `workplace` holds the review-queue fields (`categories` and the priority weights,
     moderation.policy.PRIORITY_WEIGHTS); each one left out takes the model's default.
 
     `based_on`: the version the caller read and changed. If another was published since,

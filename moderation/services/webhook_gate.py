@@ -8,7 +8,7 @@ host:
 
 - **Concurrency cap:** at most NOTIFY_CLIENT_CONCURRENCY attempts of one client in flight (an
   attempt is in flight while its notification's lease, `locked_until`, runs). Another waits in
-  the client's queue (not counted as an attempt) until an attempt of the client ends: that
+  the client's backlog (not counted as an attempt) until an attempt of the client ends: that
   attempt hands the client's next waiting notification to the job queue (gate_vacancies, then
   notifications.py). The sweep stays the safety net for a hand-over lost with its process.
 - **Share of the workers:** a client is *fast* once its last attempt ended within
@@ -50,7 +50,7 @@ _SLOW_SHARE_LOCK = (0x6E736C77, 0)  # "nslw": the one lock of the slow clients' 
 @dataclass(frozen=True)
 class Deferred:
     """Why an attempt may not start now. `retry_at`: when the notification is due again (the
-    sweep enqueues it then); None: it stays due and waits for a slot in the client's queue."""
+    sweep enqueues it then); None: it stays due and waits in the client's backlog for a slot."""
 
     reason: str
     retry_at: datetime | None = None

@@ -149,8 +149,8 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
     assert (decided_review.status, decided_review.decision.category) == ("rejected", "harassment")
     assert decided_review.decision.reason == "Threatens a neighbour; the model was unsure."
     assert ModeratorNote.objects.get(review=urgent).text == "Same author threatened others in thread 981."
-    assert ContentReview.objects.get(pk=media.pk).claimed_by.username == "mia"
-    assert ContentReview.objects.get(pk=unsure.pk).claimed_by is None
+    assert ContentReview.objects.get(pk=media.pk).leased_to.username == "mia"
+    assert ContentReview.objects.get(pk=unsure.pk).leased_to is None
     last = ReviewTransition.objects.filter(review=urgent).last()
     assert (last.cause, last.actor, last.actor_id) == ("manual_override", "admin", "mia")
 
@@ -175,7 +175,7 @@ def test_moderators_pressing_review_next_at_once_get_different_reviews(live_serv
 
     taken = [next(str(r.pk) for r in reviews if str(r.pk) in url) for url in opened]
     assert len(set(taken)) == len(names), taken
-    holders = {str(r.pk): r.claimed_by.username for r in ContentReview.objects.filter(claimed_by__isnull=False)}
+    holders = {str(r.pk): r.leased_to.username for r in ContentReview.objects.filter(leased_to__isnull=False)}
     assert holders == dict(zip(taken, names, strict=True))
 
 

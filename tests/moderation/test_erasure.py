@@ -560,7 +560,7 @@ def test_erasing_content_under_appeal_closes_the_appeal_with_a_reason_and_tells_
     assert body["data"]["appeal_id"] == str(appeal.pk) and body["data"]["outcome"] == "upheld"
     assert "erased" in body["data"]["decision"]["explanation"]
     assert review.queue == "" and Appeal.objects.filter(review=review, status="open").count() == 0
-    assert (review.claimed_by, review.claim_expires_at) == (None, None)
+    assert (review.leased_to, review.lease_expires_at) == (None, None)
     assert violations([review.pk]) == []
 
 

@@ -150,7 +150,7 @@ class TestReviewNext:
         scored(api_client, 0.7)
         mia = django_user_model.objects.create_user("mia")
         waiting = (ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=ReviewQueue.LOW_CONFIDENCE)
-                   .filter(claimed_by__isnull=True).order_by("queue_order_at", "id"))
+                   .filter(leased_to__isnull=True).order_by("queue_order_at", "id"))
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL enable_seqscan = off")
             sql, params = waiting.query.sql_with_params()
@@ -170,10 +170,10 @@ class TestQueueRaces:
         enter(decided(api_client, "rejected"), Cause.APPEAL)  # another queue: never handed out here
         moderators = [django_user_model.objects.create_user(f"m{i}") for i in range(3)]
         for _ in range(3):
-            ContentReview.objects.update(claimed_by=None, claim_expires_at=None)
+            ContentReview.objects.update(leased_to=None, lease_expires_at=None)
             taken = collide(3, lambda i: services.review_take_next(moderator=moderators[i],
                                                                    queue=ReviewQueue.LOW_CONFIDENCE))
             assert all(isinstance(r, ContentReview) for r in taken), taken
             assert len({r.pk for r in taken}) == 3
-            holders = dict(ContentReview.objects.filter(claimed_by__isnull=False).values_list("pk", "claimed_by"))
+            holders = dict(ContentReview.objects.filter(leased_to__isnull=False).values_list("pk", "leased_to"))
             assert holders == {r.pk: m.pk for r, m in zip(taken, moderators, strict=True)}

@@ -285,7 +285,7 @@ class TestQueue:
         assert services.review_take_next(moderator=sam) == older
         assert services.review_take_next(moderator=mia) == newer
         later = timezone.now() + timedelta(seconds=settings.MODERATOR_LEASE_S - 1)
-        ContentReview.objects.filter(pk=newer.pk).update(claim_expires_at=later + timedelta(seconds=60))
+        ContentReview.objects.filter(pk=newer.pk).update(lease_expires_at=later + timedelta(seconds=60))
         # sam's lease on the older one expired; mia still holds the newer: she gets hers back.
         assert services.review_take_next(moderator=mia, now=later + timedelta(seconds=2)) == newer
 
@@ -294,7 +294,7 @@ class TestQueue:
         response = moderator.post(f"{LIST}review-next/")
         assert response.status_code == 302 and response["Location"] == timeline(first) != timeline(second)
         first.refresh_from_db()
-        assert first.claimed_by == moderator.user
+        assert first.leased_to == moderator.user
         # Asking again gives back the same review while the lease runs.
         assert moderator.post(f"{LIST}review-next/")["Location"] == timeline(first)
 
@@ -323,7 +323,7 @@ class TestRaces:
         moderators = [django_user_model.objects.create_user(f"m{i}") for i in range(2)]
 
         for _ in range(3):
-            ContentReview.objects.update(claimed_by=None, claim_expires_at=None)
+            ContentReview.objects.update(leased_to=None, lease_expires_at=None)
             taken = collide(2, lambda i: services.review_take_next(moderator=moderators[i]))
             assert all(isinstance(r, ContentReview) for r in taken), taken
             assert taken[0].pk != taken[1].pk

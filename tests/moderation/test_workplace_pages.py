@@ -134,7 +134,7 @@ class TestDecideAndNext:
         assert response["Location"] == page_of(second) + "?queue=low_confidence"
         first.refresh_from_db()
         assert (first.status, first.decision.category) == ("rejected", "harassment")
-        assert ContentReview.objects.get(pk=second.pk).claimed_by == moderator.user
+        assert ContentReview.objects.get(pk=second.pk).leased_to == moderator.user
 
     def test_a_rejection_without_a_category_is_refused_on_the_page(self, moderator, api_client):
         review = scored(api_client, 0.7)
@@ -156,7 +156,7 @@ class TestDecideAndNext:
         moderator.post(f"{LIST}review-next/", {"queue": "low_confidence"})
         response = moderator.post(f"{LIST}{first.pk}/skip/", {"queue": "low_confidence"})
         assert response["Location"] == page_of(second) + "?queue=low_confidence"
-        assert ContentReview.objects.get(pk=first.pk).claimed_by is None
+        assert ContentReview.objects.get(pk=first.pk).leased_to is None
 
 
 @pytest.mark.django_db
@@ -173,7 +173,7 @@ class TestTheQueues:
     def test_figures_per_queue(self, api_client):
         scored(api_client, 0.6)
         enter(decided(api_client, "approved"), Cause.USER_REPORTS, report_count=3)
-        figures = {q.queue: q.depth for q in workplace.queue_figures()}
+        figures = {q.queue: q.depth for q in workplace.review_queue_figures()}
         assert figures == {"low_confidence": 1, "reports": 1, "appeals": 0, "provider_failures": 0, "escalations": 0}
 
 
@@ -214,7 +214,7 @@ class TestQualityFigures:
                 ReviewTransition.objects.filter(pk__in=list(entered)).update(
                     created_at=timezone.now() - timedelta(seconds=seconds))
                 cursor.execute("SET session_replication_role = origin")
-        [low] = workplace.time_in_queue()
+        [low] = workplace.time_in_review_queue()
         assert low.queue == "low_confidence" and low.left == 5
         assert low.p50_s == pytest.approx(30, abs=2) and 700 < low.p95_s < 1000
 
