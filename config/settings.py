@@ -174,7 +174,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttles.ClientRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["moderation.throttles.ClientRateThrottle"],
     # Proxies in front that append to X-Forwarded-For: without this, a caller could pick its own
     # address for the per-address limits. 0: use the socket's address.
     "NUM_PROXIES": env.int("NUM_PROXIES", default=0),

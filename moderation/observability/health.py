@@ -17,8 +17,8 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from audit.admin_base import is_operator
 from audit.models import Heartbeat
+from moderation.observability.access import is_operator
 from moderation.services.heartbeat import NOTIFIER_EVERY_MIN, SWEEPER, notifier
 
 
