@@ -427,7 +427,7 @@ Q_CLUSTER = {
     # No successful results are stored (-1; failures always are, and show in the admin). With a
     # positive limit every finished task locks and loads up to that many stored results of its
     # function (django_q.monitor.save_task): 94% of the monitor's time at 3,000 reviews. Our own
-    # records say what each job did; /readyz reads the sweeper's heartbeat (audit.Heartbeat).
+    # records say what each job did; /readyz reads the sweeper's heartbeat (moderation.Heartbeat).
     "save_limit": -1,
     "label": "Jobs",
     "poll": 0.2,
