@@ -1,4 +1,4 @@
-# The Heartbeat model moved to the moderation app (moderation 0013): state only, the table stays.
+# The Heartbeat model moved to the moderation app (moderation 0014): state only, the table stays.
 
 from django.db import migrations
 

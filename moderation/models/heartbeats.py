@@ -11,7 +11,7 @@ class Heartbeat(models.Model):
     django-q2 keeps no successful results here (settings: `save_limit` -1, docs/design.md, "Known
     pitfalls"), so /readyz reads the sweeper's heartbeat to know a cluster is doing its work.
     Written by moderation/services/heartbeat.py. The table keeps the name it had in the audit app
-    (migration 0013 moved the model, not the rows).
+    (migration 0014 moved the model, not the rows).
     """
 
     name = models.CharField(max_length=64, unique=True)

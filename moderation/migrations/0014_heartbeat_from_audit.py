@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0012_merge_0011_attempt_item_error_0011_notify_client_pace'),
+        ('moderation', '0013_review_lease_names'),
         ('audit', '0007_heartbeat_to_moderation'),
     ]
 
