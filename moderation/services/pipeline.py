@@ -27,7 +27,7 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
-from moderation.policy import decide, match_record, rule_text
+from moderation.verdicts import decide, match_record, rule_text
 from moderation.providers import ModerationResult
 from moderation.jobs import enqueue_on_commit
 from moderation.services._one_statement import OneStatement
