@@ -112,8 +112,8 @@ def check_squashed_migrations(app_configs=None, databases=None, **kwargs) -> lis
             errors.append(Error(
                 f"Database '{alias}' applied {', '.join(f'{a}.{n}' for a, n in done)} but not {missing}, "
                 f"all replaced by the squashed migration {app}.{name}, and their files are gone.",
-                hint="Migrate this database with a checkout that still has them first "
-                '(docs/operations.md, "Squashed migrations", names the last one), then with this one.',
+                hint="Migrate this database first with a checkout that still has them "
+                '(docs/operations.md, "Squashed migrations", names the commit), then with this one.',
                 id="moderation.E009",
             ))
     return errors
