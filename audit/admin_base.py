@@ -37,13 +37,3 @@ class ReadOnlyHistoryMixin:
             raise PermissionDenied("history is read-only")
         return super().history_form_view(request, object_id, version_id, extra_context)
 
-
-def is_operator(request) -> bool:
-    """Staff (an admin session) or a scraper sending `Authorization: Bearer <METRICS_TOKEN>`."""
-    import hmac
-
-    from django.conf import settings
-
-    header = request.headers.get("Authorization", "").encode()  # bytes: compare_digest refuses non-ASCII str
-    token_ok = bool(settings.METRICS_TOKEN) and hmac.compare_digest(header, f"Bearer {settings.METRICS_TOKEN}".encode())
-    return token_ok or (request.user.is_authenticated and request.user.is_staff)

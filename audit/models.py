@@ -112,17 +112,3 @@ class PrunedTally(models.Model):
     def __str__(self) -> str:
         return f"{self.key}: {self.count}"
 
-
-class Heartbeat(models.Model):
-    """When a periodic job last completed, one row per job, overwritten each time.
-
-    django-q2 keeps no successful results here (settings: `save_limit` -1, docs/design.md, "Known
-    pitfalls"), so /readyz reads the sweeper's heartbeat to know a cluster is doing its work.
-    """
-
-    name = models.CharField(max_length=64, unique=True)
-    beat_at = models.DateTimeField()
-    detail = models.CharField(max_length=300, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} at {self.beat_at.isoformat()}"

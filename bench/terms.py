@@ -2,7 +2,7 @@
 
     python -m bench.terms [--terms 10000] [--chars 10000] [--texts 200]
 
-No database: the rules path is pure (moderation.policy.decide). Prints, per kind of text, the
+No database: the rules path is pure (moderation.verdicts.decide). Prints, per kind of text, the
 median, p95 and max milliseconds of:
 
 - match: the rules of a policy version over one text (both matching passes, language scope,
@@ -43,7 +43,7 @@ def main() -> None:
     django.setup()
     from moderation.language import detect
     from moderation.models import ModerationPolicy
-    from moderation.policy import decide
+    from moderation.verdicts import decide
     from moderation.providers import ModerationResult
     from moderation.rules import compiled, rule_matches
 

@@ -6,7 +6,7 @@ next", timed at 10k, 100k and 1M existing reviews, with the plan of every statem
 Each size has a database of its own (moderation_workplace_<size>), seeded in SQL with decided
 reviews as the pipeline leaves them (bench/common.py `seed_decided`), of which one in ten then
 waits for a human: its decision becomes `manual_review` with category scores, and the review
-joins a named queue with the priority and order key `moderation.policy.queue_entry` gives it
+joins a named queue with the priority and order key `moderation.review_queues.queue_entry` gives it
 under the default weights (reports and appeals with their report count and appeal points).
 At 1M reviews, 100k wait in five queues.
 

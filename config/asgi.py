@@ -39,7 +39,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from django.conf import settings  # noqa: E402  (after the settings module is named)
 
 from config.wsgi import application as wsgi_application  # noqa: E402
-from moderation.api.errors import error_body  # noqa: E402
+from moderation.error_body import error_body  # noqa: E402
 
 
 logger = logging.getLogger(__name__)

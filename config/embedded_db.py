@@ -43,7 +43,7 @@ def stop(data_dir: Path = DATA_DIR) -> None:
         print("embedded PostgreSQL is not running")
         return
     server = _server(data_dir)
-    from pgserver._commands import pg_ctl  # after _server(): importing pgserver warns
+    from pgserver import pg_ctl  # (pgserver's public wrapper) after _server(): importing pgserver warns
 
     pg_ctl(["-w", "stop"], pgdata=server.pgdata, user=server.system_user)
     print(f"embedded PostgreSQL stopped (data kept in {data_dir})")

@@ -174,7 +174,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": ["moderation.api.throttles.ClientRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["moderation.throttles.ClientRateThrottle"],
     # Proxies in front that append to X-Forwarded-For: without this, a caller could pick its own
     # address for the per-address limits. 0: use the socket's address.
     "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
@@ -427,7 +427,7 @@ Q_CLUSTER = {
     # No successful results are stored (-1; failures always are, and show in the admin). With a
     # positive limit every finished task locks and loads up to that many stored results of its
     # function (django_q.monitor.save_task): 94% of the monitor's time at 3,000 reviews. Our own
-    # records say what each job did; /readyz reads the sweeper's heartbeat (audit.Heartbeat).
+    # records say what each job did; /readyz reads the sweeper's heartbeat (moderation.Heartbeat).
     "save_limit": -1,
     "label": "Jobs",
     "poll": 0.2,

@@ -1,4 +1,5 @@
-"""System checks (`manage.py check`): refuse job settings that could run a task twice at once.
+"""System checks (`manage.py check`): refuse job settings that could run a task twice at once,
+and a migrate that a squashed migration could not finish.
 
 django-q2 only prints a warning for some of these; here they fail the check, and so `make
 test`, CI and a deploy that runs `check --deploy`.
@@ -7,7 +8,10 @@ test`, CI and a deploy that runs `check --deploy`.
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.checks import Error, Warning, register
+from django.core.checks import Error, Tags, Warning, register
+from django.db import connections
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
 
 from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
 
@@ -80,4 +84,36 @@ def check_job_settings(app_configs=None, **kwargs) -> list:
         get_provider(settings.MODERATION_PROVIDER)
     except LookupError as exc:
         errors.append(Error(str(exc), hint="Set MODERATION_PROVIDER to an available provider.", id="moderation.E008"))
+    return errors
+
+
+@register(Tags.database)
+def check_squashed_migrations(app_configs=None, databases=None, **kwargs) -> list:
+    """A database that applied some but not all of the migrations a squashed one replaces, whose
+    files are gone, cannot be migrated: Django can run neither the squash (part of it is applied)
+    nor the rest of the old migrations (no files). Left alone, `migrate` then fails on a
+    "conflict" and suggests `makemigrations --merge`, which would write a wrong migration.
+
+    A database check: `manage.py migrate` and `manage.py check --database default` run it
+    before they touch the database (docs/operations.md, "Squashed migrations")."""
+    errors = []
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    for alias in databases or ():
+        recorder = MigrationRecorder(connections[alias])
+        if not recorder.has_table():
+            continue
+        applied = set(recorder.applied_migrations())
+        for (app, name), migration in sorted(loader.replacements.items()):
+            replaced = [tuple(key) for key in migration.replaces]
+            done = [key for key in replaced if key in applied]
+            if not done or len(done) == len(replaced) or all(key in loader.disk_migrations for key in replaced):
+                continue  # Django runs all of it, none of it, or the rest of the old files
+            missing = ", ".join(f"{a}.{n}" for a, n in replaced if (a, n) not in applied)
+            errors.append(Error(
+                f"Database '{alias}' applied {', '.join(f'{a}.{n}' for a, n in done)} but not {missing}, "
+                f"all replaced by the squashed migration {app}.{name}, and their files are gone.",
+                hint="Migrate this database first with a checkout that still has them "
+                '(docs/operations.md, "Squashed migrations", names the commit), then with this one.',
+                id="moderation.E009",
+            ))
     return errors

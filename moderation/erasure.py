@@ -15,7 +15,7 @@ what it erased, so a column missing here fails it. Copies kept by django-simple-
 listed model are redacted with it.
 
 Nothing the platform writes quotes what a rule matched (explanations, transition reasons and
-notifications name the rule, the policy's term and the span: moderation.policy), so the quotes
+notifications name the rule, the policy's term and the span: moderation.verdicts), so the quotes
 left to find are those of providers (errors, callback bodies): a run of QUOTE_MIN characters of
 the content anywhere in them. People's own words about the content (a report's detail, an
 appeal's statement, a moderator's note) can quote it at any length: they are replaced whole.

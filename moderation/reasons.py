@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from moderation.models import Decision, DecisionSource, ReviewStatus, RuleAction
-from moderation.policy import thresholds_for
+from moderation.verdicts import thresholds_for
 
 Reason = dict[str, Any]
 

@@ -244,12 +244,12 @@ def raise_on_poison(texts: str | list[str]) -> None:
 def poison_the_rules(monkeypatch) -> None:
     """The rules' term matcher raises on a text holding POISON (as it once did on a text without
     words): deciding that one review fails, wherever it is decided."""
-    from moderation import policy
+    from moderation import verdicts
 
-    real = policy.rule_matches
+    real = verdicts.rule_matches
 
-    def rule_matches(policy_, text, *args, **kwargs):
+    def rule_matches(policy, text, *args, **kwargs):
         raise_on_poison(text)
-        return real(policy_, text, *args, **kwargs)
+        return real(policy, text, *args, **kwargs)
 
-    monkeypatch.setattr(policy, "rule_matches", rule_matches)
+    monkeypatch.setattr(verdicts, "rule_matches", rule_matches)

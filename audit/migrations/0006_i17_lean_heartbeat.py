@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('audit', '0005_merge_20261130_0939'),
+        ('audit', '0005_squashed_transition_left_queue_index'),
     ]
 
     operations = [

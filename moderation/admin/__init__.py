@@ -17,7 +17,7 @@ from moderation.admin import erasure  # noqa: F401  (registers the tombstones' a
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.policy import PRIORITY_WEIGHTS, validate_policy
+from moderation.validation import PRIORITY_WEIGHTS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,

@@ -4,7 +4,7 @@ from django import forms
 
 from moderation import services
 from moderation.models import NOTE_MAX_CHARS, ReviewQueue, ReviewStatus
-from moderation.policy import policy_categories
+from moderation.validation import policy_categories
 
 LABELS = [(ReviewStatus.APPROVED, "Approve"), (ReviewStatus.REJECTED, "Reject")]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from moderation.models import ContentReview, Decision, ModerationPolicy, ReviewStatus
-from moderation.policy import thresholds_for
+from moderation.verdicts import thresholds_for
 
 # The admin pages load nothing from elsewhere: no image, media, frame or object from any origin
 # but this one (data: for the admin's own icons), and scripts only with this response's nonce.

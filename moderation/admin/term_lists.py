@@ -15,7 +15,7 @@ from moderation import services
 from moderation.errors import PolicyChanged
 from moderation.models import RuleAction
 from moderation.observability.dry_run import MAX_REVIEWS, MAX_TEXTS, policy_dry_run
-from moderation.policy import policy_categories, validate_policy
+from moderation.validation import policy_categories, validate_policy
 from moderation.rules import merge_terms, parse_terms, term_lists_diff, term_lists_with
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024

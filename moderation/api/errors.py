@@ -1,8 +1,4 @@
-"""Domain errors to HTTP, in one place, with one JSON error body for every API failure.
-
-Body: {"error": "<code>", "detail": "<message>", "fields": {...}} (fields only for 400s). Every
-error answer of the API, the callback endpoint and the API middleware is built by `error_body`.
-"""
+"""Domain errors to HTTP, in one place, answered with the one JSON error body (moderation/error_body.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from moderation.error_body import error_body
 from moderation.errors import (
     AppealExists,
     AppealOpen,
@@ -38,11 +35,6 @@ _DOMAIN = {
     FourEyesRequired: (status.HTTP_409_CONFLICT, "four_eyes_required"),
     AppealOpen: (status.HTTP_409_CONFLICT, "appeal_open"),
 }
-
-
-def error_body(code: str, detail: str, **extra) -> dict:
-    """The API's one error body: a stable code, a message for people, and any extra fields."""
-    return {"error": code, "detail": detail, **extra}
 
 
 def exception_handler(exc, context):

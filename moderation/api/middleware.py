@@ -13,7 +13,7 @@ from http import HTTPStatus
 from django.conf import settings
 from django.http import JsonResponse
 
-from moderation.api.errors import error_body
+from moderation.error_body import error_body
 
 logger = logging.getLogger(__name__)
 

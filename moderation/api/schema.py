@@ -8,6 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 from moderation.api.serializers import TEXT_MAX_CHARS
+from moderation.error_body import ErrorSerializer
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -20,16 +21,6 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An API client's token, from `python manage.py create_api_client NAME`.",
         }
-
-
-class ErrorSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="A stable code: invalid, not_found, not_authenticated, ...")
-    detail = serializers.CharField(help_text="What went wrong, for people.")
-    fields = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()),
-        required=False,
-        help_text="Per-field messages (400 invalid only).",
-    )
 
 
 # Response headers, documented where they are sent.

@@ -22,7 +22,7 @@ from moderation.models import (
     RuleAction,
 )
 from moderation.observability import timeline
-from moderation.policy import policy_categories
+from moderation.validation import policy_categories
 from moderation.reasons import statement_of_reasons
 
 TEXT_MAX_CHARS = 100_000

@@ -31,7 +31,7 @@ $$ LANGUAGE plpgsql;
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("moderation", "0008_merge_20261130_0958"),
+        ("moderation", "0008_squashed_hardening_notifications"),
     ]
 
     operations = [migrations.RunSQL(SANCTIONED, STRICT)]

@@ -23,7 +23,7 @@ def queue_order_index(lease_field: str) -> models.Index:
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("moderation", "0012_merge_0011_attempt_item_error_0011_notify_client_pace"),
+        ("moderation", "0012_squashed_notify_client_pace"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -199,7 +199,7 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     # Since when this review waits for its provider's circuit to let work through.
     provider_wait_since = models.DateTimeField(null=True, blank=True)
     # Its place among the humans' work, set when it enters manual_review and cleared when it
-    # leaves (`moderation.policy.queue_entry`): the review queue, the priority points it entered with,
+    # leaves (`moderation.review_queues.queue_entry`): the review queue, the priority points it entered with,
     # when it entered, and its order key (the entry time moved earlier by its priority).
     queue = models.CharField(max_length=24, choices=ReviewQueue.choices, blank=True, default="", db_default="")
     priority = models.FloatField(null=True, blank=True)
@@ -510,7 +510,7 @@ class Decision(models.Model):
     # and for decisions computed from category scores, which carry their own.
     category = models.CharField(max_length=64, blank=True, default="", db_default="")
     # The policy's watched-term rules that matched, each {rule, category, action, language, term,
-    # start, end} (moderation.policy.match_record: never the words as written), and whether the model's score was used
+    # start, end} (moderation.verdicts.match_record: never the words as written), and whether the model's score was used
     # (not for a language the policy says the model cannot judge; NULL: no model involved).
     rule_matches = models.JSONField(default=list, blank=True, db_default=[])
     model_used = models.BooleanField(null=True, blank=True)
@@ -613,7 +613,7 @@ class ModerationPolicy(models.Model):
         blank=True,
         help_text="The violation categories a moderator chooses from (a rejection names one).",
     )
-    # How the review queues are ordered (moderation.policy.priority): points for the model's top
+    # How the review queues are ordered (moderation.review_queues.priority): points for the model's top
     # category score, for each distinct reporter and for an appeal; waiting earns points too, so
     # nothing starves behind a stream of urgent work.
     priority_score_weight = models.FloatField(default=100, help_text="Points for a top category score of 1.0.")

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from moderation.language import Detection, detect_many
 from moderation.models import Decision, DecisionSource, ModerationPolicy
-from moderation.policy import Verdict, decide, rule_text
+from moderation.verdicts import Verdict, decide, rule_text
 from moderation.providers import ModerationInput, ModerationResult, ProviderError, get_provider
 
 MAX_TEXTS = 200

@@ -3,7 +3,7 @@ only for staff or the metrics token).
 
 /healthz: the process answers. /readyz: it can do its work: the database answers, the job
 broker answers, a django-q2 cluster completed a sweep recently (it runs every
-MODERATION_SWEEP_EVERY_MIN minutes, on some cluster, and leaves a heartbeat: audit.Heartbeat),
+MODERATION_SWEEP_EVERY_MIN minutes, on some cluster, and leaves a heartbeat: moderation.Heartbeat),
 and the notification cluster beat recently (a schedule bound to it, every minute).
 """
 
@@ -17,8 +17,8 @@ from django.http import JsonResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from audit.admin_base import is_operator
-from audit.models import Heartbeat
+from moderation.models import Heartbeat
+from moderation.observability.access import is_operator
 from moderation.services.heartbeat import NOTIFIER_EVERY_MIN, SWEEPER, notifier
 
 

@@ -36,10 +36,10 @@ from prometheus_client.core import (
     HistogramMetricFamily,
 )
 
-from audit.admin_base import is_operator
 from audit.models import EventKind, PipelineEvent, PrunedTally
 from callbacks.models import ProviderCallback
 from moderation.observability import workplace
+from moderation.observability.access import is_operator
 from moderation.selectors import stuck_requests
 from moderation.models import (
     Appeal,

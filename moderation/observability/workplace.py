@@ -13,7 +13,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from moderation.models import ContentReview, Decision, DecisionSource, ReviewQueue, ReviewStatus
-from moderation.policy import QUEUE_FOR_CAUSE
+from moderation.review_queues import QUEUE_FOR_CAUSE
 
 DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
@@ -104,7 +104,7 @@ def overturn_rates() -> list[Overturns]:
 
 
 # Each exit from manual_review, paired with the entry before it: that visit's time in the review
-# queue (the one named by the entry's cause, moderation.policy.QUEUE_FOR_CAUSE).
+# queue (the one named by the entry's cause, moderation.review_queues.QUEUE_FOR_CAUSE).
 _QUEUE_OF_CAUSE = "CASE e.cause " + " ".join(
     f"WHEN '{cause.value}' THEN '{queue.value}'" for cause, queue in QUEUE_FOR_CAUSE.items()
 ) + f" ELSE '{ReviewQueue.LOW_CONFIDENCE.value}' END"

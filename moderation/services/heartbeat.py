@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.utils import timezone
 
-from audit.models import Heartbeat
+from moderation.models import Heartbeat
 
 SWEEPER = "sweeper"
 # The notification cluster's own proof of life. django-q2 runs a schedule bound to a cluster's

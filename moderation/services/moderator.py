@@ -39,7 +39,7 @@ from moderation.models import (
     ReviewQueue,
     ReviewStatus,
 )
-from moderation.policy import policy_categories
+from moderation.validation import policy_categories
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
@@ -91,7 +91,7 @@ def review_take_next(
     review queue when None), or give back the one they already hold there (one review at a
     time). `skip`: a review id the moderator just passed over, not to be handed back at once.
 
-    Urgency is the order key set when the review entered its queue (moderation.policy.queue_entry).
+    Urgency is the order key set when the review entered its queue (moderation.review_queues.queue_entry).
     SKIP LOCKED: two moderators asking at once each get a different review, never the same.
     An expired lease holds nothing, so an abandoned review returns to its review queue.
     """

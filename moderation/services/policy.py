@@ -12,7 +12,8 @@ from django.db.models import Max, Subquery
 from moderation.errors import PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.policy import PRIORITY_WEIGHTS, REPORT_THRESHOLD_DEFAULT, rule_text, validate_policy
+from moderation.validation import PRIORITY_WEIGHTS, REPORT_THRESHOLD_DEFAULT, validate_policy
+from moderation.verdicts import rule_text
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 

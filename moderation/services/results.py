@@ -27,7 +27,7 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
-from moderation.policy import decide, match_record, rule_text
+from moderation.verdicts import decide, match_record, rule_text
 from moderation.providers import ModerationResult
 from moderation.services._one_statement import OneStatement
 from moderation.services.decide import decide_locked

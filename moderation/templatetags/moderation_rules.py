@@ -5,7 +5,7 @@
     {{ text|highlight_terms:matches }}         only the highlighted text (matches as stored)
     {{ match|words_in:text }}                  the words a match spans, cut from the text
 
-A decision stores where each match lies, never the words (moderation.policy.match_record): they
+A decision stores where each match lies, never the words (moderation.verdicts.match_record): they
 are cut from the content here, so the page shows them while the content exists, and nothing
 once it is erased.
 """
@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from moderation.language import Detection
 from moderation.models import ContentReview
-from moderation.policy import match_record, rule_text
+from moderation.verdicts import match_record, rule_text
 from moderation.rules import rule_matches as policy_rule_matches
 from moderation.services import policy_active
 

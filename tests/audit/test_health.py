@@ -20,7 +20,7 @@ def test_healthz_answers_without_the_database(client):
 
 @pytest.mark.django_db
 def test_readyz_is_503_until_a_cluster_has_swept_within_three_intervals_then_200(client, settings):
-    from audit.models import Heartbeat
+    from moderation.models import Heartbeat
     from moderation import tasks
 
     tasks.notifier_heartbeat()  # the notification cluster is up (its own test is below)
@@ -42,7 +42,7 @@ def test_readyz_is_503_until_a_cluster_has_swept_within_three_intervals_then_200
 
 @pytest.mark.django_db
 def test_readyz_is_503_while_the_notification_cluster_is_not_running(client, admin_user):
-    from audit.models import Heartbeat
+    from moderation.models import Heartbeat
     from moderation import tasks
     from moderation.services.heartbeat import NOTIFIER_EVERY_MIN, notifier
 

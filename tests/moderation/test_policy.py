@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 
 from moderation import services
 from moderation.models import ModerationPolicy
-from moderation.policy import evaluate
+from moderation.verdicts import evaluate
 from tests.helpers import collide
 
 

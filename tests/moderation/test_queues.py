@@ -12,7 +12,8 @@ from django.utils import timezone
 from audit.models import Actor
 from moderation import services
 from moderation.models import Cause, ContentReview, DecisionSource, ModerationPolicy, ReviewQueue, ReviewStatus
-from moderation.policy import priority, queue_entry, validate_policy
+from moderation.review_queues import priority, queue_entry
+from moderation.validation import validate_policy
 from moderation.services.transitions import transition_review
 from moderation.services.decide import decide_locked
 from tests.helpers import claimed, collide, decided, result

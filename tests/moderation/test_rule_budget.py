@@ -9,7 +9,7 @@ import pytest
 from moderation import rules, tasks
 from moderation.language import Detection
 from moderation.models import ModerationPolicy
-from moderation.policy import decide
+from moderation.verdicts import decide
 from moderation.providers import ModerationResult
 from moderation.rules import RuleMatch, rule_matches
 

@@ -6,7 +6,8 @@ import pytest
 
 from moderation.language import Detection, detect
 from moderation.models import ModerationPolicy
-from moderation.policy import decide, policy_categories, validate_policy
+from moderation.validation import policy_categories, validate_policy
+from moderation.verdicts import decide
 from moderation.providers import ModerationResult
 from moderation.rules import parse_terms, term_lists_diff, term_lists_with
 
@@ -206,7 +207,7 @@ def test_a_text_matching_hundreds_of_times_gets_a_bounded_explanation():
 
 def test_rules_read_a_texts_own_text_or_the_string_values_of_metadata():
     from moderation.models import Content
-    from moderation.policy import rule_text
+    from moderation.verdicts import rule_text
 
     assert rule_text(Content(kind="text", text="dasar bodoh")) == "dasar bodoh"
     metadata = Content(kind="metadata", metadata={"title": "hi", "comments": [{"body": "kamu bodoh"}], "n": 3})

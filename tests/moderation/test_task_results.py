@@ -64,7 +64,7 @@ def test_a_failing_task_is_still_stored_as_a_failure(api_client, scripted):
 
 
 def test_the_sweeper_leaves_a_heartbeat_not_a_result(db):
-    from audit.models import Heartbeat
+    from moderation.models import Heartbeat
 
     through_the_cluster(("moderation.tasks.sweep",))
 

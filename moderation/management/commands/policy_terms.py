@@ -16,7 +16,7 @@ from django.core.management.base import BaseCommand, CommandError
 from moderation import services
 from moderation.errors import PolicyChanged
 from moderation.models import RuleAction
-from moderation.policy import validate_policy
+from moderation.validation import validate_policy
 from moderation.rules import parse_terms, rule_name, term_lists_diff, term_lists_with
 
 

@@ -1,0 +1,56 @@
+"""Which human review queue a review waits in, and how urgently: decided once, when it enters
+(docs/workplace.md). Pure functions, no database access. (The job queue is moderation/jobs.py.)"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from moderation.models import Cause, ModerationPolicy, ReviewQueue
+
+# Which queue a review waits in, by the cause that sent it to manual_review.
+QUEUE_FOR_CAUSE = {
+    Cause.PROVIDER_RESULT: ReviewQueue.LOW_CONFIDENCE,
+    Cause.PROVIDER_CALLBACK: ReviewQueue.LOW_CONFIDENCE,
+    Cause.PROVIDER_FAILED: ReviewQueue.PROVIDER_FAILURES,
+    Cause.MANUAL_ESCALATION: ReviewQueue.ESCALATIONS,
+    Cause.USER_REPORTS: ReviewQueue.REPORTS,
+    Cause.APPEAL: ReviewQueue.APPEALS,
+}
+
+
+_MAX_HOURS_AHEAD = 24 * 365 * 10
+
+
+@dataclass(frozen=True)
+class QueueEntry:
+    queue: str
+    priority: float
+    queued_at: datetime
+    # The order key: the entry time moved earlier by the priority, at the policy's exchange rate
+    # of points per hour waited. Ordering by it serves the most urgent first, and a review that
+    # has waited long enough overtakes newer, more urgent ones (no starvation).
+    order_at: datetime
+
+
+def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: int = 0, appealed: bool = False) -> float:
+    """Priority points of a review entering a review queue: the model's top category score, the
+    distinct users who reported it, and whether its owner appealed, weighted by the policy."""
+    top = max((float(v) for v in (category_scores or {}).values()), default=0.0)
+    return round(
+        policy.priority_score_weight * top
+        + policy.priority_report_weight * max(report_count, 0)
+        + policy.priority_appeal_weight * (1 if appealed else 0),
+        4,
+    )
+
+
+def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: int = 0,
+                now: datetime) -> QueueEntry:
+    """Where and how urgently a review waits when `cause` sends it to manual_review."""
+    queue = QUEUE_FOR_CAUSE.get(cause, ReviewQueue.LOW_CONFIDENCE)
+    points = priority(policy, category_scores=category_scores, report_count=report_count,
+                      appealed=cause == Cause.APPEAL)
+    # Capped at ten years ahead: any priority beyond that is "first", and the date stays valid.
+    ahead = timedelta(hours=min(points / policy.priority_age_points_per_hour, _MAX_HOURS_AHEAD))
+    return QueueEntry(queue=queue, priority=points, queued_at=now, order_at=now - ahead)

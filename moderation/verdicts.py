@@ -1,0 +1,162 @@
+"""A moderation policy applied to a text and a provider result: the verdict. Pure functions, no
+database access.
+
+`decide` is the one decision function of the pipeline: the policy's watched-term rules
+(moderation.rules) beside its thresholds over the model's scores (`evaluate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from moderation.language import Detection
+from moderation.models import Content, ContentKind, ModerationPolicy, ReviewStatus, RuleAction
+from moderation.providers import ModerationResult
+from moderation.providers.base import text_values
+from moderation.rules import RuleMatch, rule_matches
+
+# Worst first: the strictest verdict over all categories wins.
+_SEVERITY = {ReviewStatus.REJECTED: 2, ReviewStatus.MANUAL_REVIEW: 1, ReviewStatus.APPROVED: 0}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: str
+    score: float | None
+    explanation: str
+    rule_matches: tuple[RuleMatch, ...] = field(default=())
+    model_used: bool = True
+
+
+# What a decision stores of a rule match: the policy's rule and term and the span in the text.
+# Not the words as written (RuleMatch.matched): they are the user's, erasure could not find every
+# quote of them, and the review page cuts them from the content while it exists.
+STORED_MATCH_KEYS = ("rule", "category", "action", "language", "term", "start", "end")
+
+
+def match_record(match: RuleMatch) -> dict:
+    """A rule match as `Decision.rule_matches` keeps it (STORED_MATCH_KEYS)."""
+    return {key: getattr(match, key) for key in STORED_MATCH_KEYS}
+
+
+def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
+    """(review, reject) thresholds of one category."""
+    override = policy.category_thresholds.get(category, {})
+    return (
+        float(override.get("review", policy.review_threshold)),
+        float(override.get("reject", policy.reject_threshold)),
+    )
+
+
+def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
+    label, reasons = ReviewStatus.APPROVED, []
+    for category, score in sorted(result.category_scores.items()):
+        review_at, reject_at = thresholds_for(policy, category)
+        if score >= reject_at:
+            verdict = ReviewStatus.REJECTED
+            reasons.append(f"{category}={score:.3f} >= reject {reject_at}")
+        elif score >= review_at:
+            verdict = ReviewStatus.MANUAL_REVIEW
+            reasons.append(f"{category}={score:.3f} >= review {review_at}")
+        else:
+            continue
+        if _SEVERITY[verdict] > _SEVERITY[label]:
+            label = verdict
+    if label == ReviewStatus.APPROVED and result.flagged and policy.flagged_label != ReviewStatus.APPROVED:
+        label = ReviewStatus(policy.flagged_label)
+        reasons.append("flagged by the provider below every threshold")
+    top = max(result.category_scores.values(), default=None)
+    explanation = f"{policy}: " + ("; ".join(reasons) if reasons else "every category below its thresholds")
+    return Verdict(label=label, score=top, explanation=explanation)
+
+
+# --- rules beside the model -------------------------------------------------------------------
+
+_ACTION_LABEL = {RuleAction.REJECT: ReviewStatus.REJECTED, RuleAction.MANUAL_REVIEW: ReviewStatus.MANUAL_REVIEW}
+# A hostile text can match hundreds of times: the explanation names the first few (rule, term)
+# pairs, the decision keeps the first matches for highlighting.
+MAX_REASONS = 10
+MAX_STORED_MATCHES = 100
+
+
+def model_judges(policy: ModerationPolicy, detection: Detection) -> bool:
+    """May the model's score be used for this text? Yes, unless the text surely reads as a
+    language the policy says the model cannot judge (no languages listed: it judges them all).
+    An unsure detection (short texts often are) leaves the judgement to the model."""
+    if not policy.model_languages or not detection.sure:
+        return True
+    return any(code in policy.model_languages for code, _ in detection.candidates)
+
+
+def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, detection: Detection) -> Verdict:
+    """The decision for a text: the policy's rules and its thresholds over the model's result.
+
+    The strictest wins, so a `reject` rule rejects even when the model approves; an `allow`
+    match only cancels the rule matches inside it. In a language the model cannot judge its
+    score is not used: rules decide, else the policy's `unjudged_label`.
+    """
+    matches = tuple(rule_matches(policy, text, detection))
+    label = ReviewStatus.APPROVED
+    for match in matches:
+        if match.action != RuleAction.ALLOW:
+            label = _stricter(label, _ACTION_LABEL[match.action])
+    reasons = _rule_reasons(matches)
+    if any(m.past_budget for m in matches):
+        reasons.append("more rule matches than the match budget: past it, each term's first match counts and "
+                       "no allow rule cancels it")
+    used = model_judges(policy, detection)
+    if used:
+        model = evaluate(policy, result)
+        label = _stricter(label, ReviewStatus(model.label))
+        reasons.append(model.explanation.removeprefix(f"{policy}: "))
+    else:
+        reasons.append(
+            f"the model judges only {', '.join(policy.model_languages)} and this text reads as "
+            f"{detection.language} ({', '.join(f'{c} {v:.2f}' for c, v in detection.candidates)}): "
+            "its score is not used"
+        )
+        if not any(m.action != RuleAction.ALLOW for m in matches):
+            label = ReviewStatus(policy.unjudged_label)
+            reasons.append(f"no rule matched: {label.label.lower()}, the policy's choice for unjudged languages")
+    return Verdict(
+        label=label,
+        score=max(result.category_scores.values(), default=None) if used else None,
+        explanation=f"{policy}: " + "; ".join(reasons),
+        rule_matches=matches[:MAX_STORED_MATCHES],
+        model_used=used,
+    )
+
+
+def _rule_reasons(matches: tuple[RuleMatch, ...]) -> list[str]:
+    """One reason per (rule, term), strictest rules first, at most MAX_REASONS of them."""
+    seen: dict[tuple[str, str], list[RuleMatch]] = {}
+    for match in sorted(matches, key=lambda m: -_SEVERITY.get(_ACTION_LABEL.get(m.action), -1)):
+        seen.setdefault((match.rule, match.term), []).append(match)
+    reasons = []
+    for (rule, term), found in list(seen.items())[:MAX_REASONS]:
+        # Named by the policy's own term and the span (start-end) in the text, never by the
+        # words as written: those are the user's, and erasure could not find every quote of
+        # them (a pattern can match anywhere, at any length). The review page shows the words,
+        # cut from the content while it exists (docs/design.md, invariant 16).
+        first, times = found[0], f" ({len(found)} times)" if len(found) > 1 else ""
+        where = f'term "{term}" at {first.start}-{first.end}'
+        if first.action == RuleAction.ALLOW:
+            reasons.append(f"rule {rule} allows {where}{times}")
+        else:
+            reasons.append(f"rule {rule} matched {where} (category {first.category}){times}")
+    if len(seen) > MAX_REASONS:
+        reasons.append(f"{len(seen) - MAX_REASONS} more rule terms matched")
+    return reasons
+
+
+def _stricter(a: ReviewStatus, b: ReviewStatus) -> ReviewStatus:
+    return a if _SEVERITY[a] >= _SEVERITY[b] else b
+
+
+def rule_text(content: Content) -> str:
+    """The text rules read: a text's own, or the string values of metadata, one per line."""
+    if content.kind == ContentKind.TEXT:
+        return content.text
+    if content.kind == ContentKind.METADATA:
+        return "\n".join(text_values(content.metadata))
+    return ""
