@@ -13,7 +13,7 @@ prints the median. The steps:
 - sklearn: `import sklearn, scipy.sparse` (what unpickling the bundled model drags in);
 - profanity_check: alt-profanity-check's own `predict_prob` (joblib pickles of the fitted
   TfidfVectorizer and CalibratedClassifierCV), called once;
-- local: the provider's `_model()` (moderation/providers/local.py), called once;
+- local: the provider's `predictor()` (moderation/providers/local.py), called once;
 - detector: the product's language detector (moderation/language.py: the configured languages,
   loaded whole and the heap trimmed), after one detection;
 - lingua-high-<langs>, lingua-low-<langs>: a detector for those languages (`en+id+ms`), with one
@@ -139,9 +139,9 @@ def _profanity_check(_step: str) -> None:
 
 
 def _local(_step: str) -> None:
-    from moderation.providers.local import _model
+    from moderation.providers.local import predictor
 
-    _model()([TEXTS["en"]])
+    predictor()([TEXTS["en"]])
 
 
 def _detector(_step: str) -> None:

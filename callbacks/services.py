@@ -18,7 +18,8 @@ from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
 from moderation.models import Cause, ModerationRequest
 from moderation.validation import policy_categories
 from moderation.services.policy import policy_active
-from moderation.services.pipeline import request_fail_reported, review_finalize, review_id_for_key
+from moderation.services.pipeline import request_fail_reported, review_id_for_key
+from moderation.services.results import review_finalize
 
 logger = logging.getLogger(__name__)
 

@@ -53,6 +53,7 @@ from moderation.reasons import reasons
 from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.pipeline import request_close_live_locked
+from moderation.services.transitions import review_queue_leave
 
 # A run of this many characters of the content, anywhere in other text, is a quote of it (an
 # error body echoing the input, cut at either end). Shorter texts are looked for whole.
@@ -206,12 +207,11 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
 def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:
     """A review still being moderated ends in manual_review (cause content_erased), its live
     operation closed: a result that still arrives for it is then `already_final`, and a job
-    still queued for it finds nothing to do. A review waiting for a human leaves its review queue: there
-    is nothing left to judge. Call holding the review's row lock."""
+    still queued for it finds nothing to do. A review waiting for a human leaves its review queue
+    and any moderator's lease: there is nothing left to judge. Call holding the review's row lock."""
     if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
-        if review.queue:
-            ContentReview.objects.filter(pk=review.pk).update(queue="", priority=None, queued_at=None,
-                                                              queue_order_at=None)
+        if review.queue or review.leased_to_id:
+            ContentReview.objects.filter(pk=review.pk).update(**review_queue_leave(review))
         return False
     request_close_live_locked(review, why="cancelled: the content was erased")
     review.provider_wait_since = None
@@ -238,11 +238,10 @@ def _close_appeal_locked(review: ContentReview, *, actor: str, actor_id: str) ->
         return False
     appealed = appeal.decision
     why = f"content erased while appeal {appeal.pk} was open: the appeal is closed and the rejection stands"
-    review.leased_to, review.lease_expires_at = None, None  # a moderator's lease on it ends, as a decision ends it
+    # A moderator's lease on it ends as a decision out of manual_review ends it (review_queue_leave).
     decide_locked(
         review, cause=Cause.CONTENT_ERASED, label=ReviewStatus.REJECTED, source=DecisionSource.SYSTEM,
         actor=actor, actor_id=actor_id, transition_reason=why, job_id=context.current().get("job_id", ""),
-        update_fields=("leased_to", "lease_expires_at"),
         appeal=appeal, reason=why, explanation=ERASED_UNDER_APPEAL, policy=appealed.policy,
         score=appealed.score, category=next((r["category"] for r in reasons(appealed)), ""),
         rule_matches=appealed.rule_matches,

@@ -1,6 +1,6 @@
 """django-q2 tasks: thin wrappers that take ids, bind log context and call services, each of
 which owns its transaction and re-checks state under its lock; no task writes anything itself.
-`moderate_review` asks the breaker, then claims and dispatches (one review, or a batch);
+`moderate_review` asks the breaker, then claims and dispatches a batch (of one, or more);
 `sweep` runs the callback, idempotency and review sweeps and beats its heartbeat; `prune` runs
 retention (docs/design.md, invariant 11).
 
@@ -26,10 +26,13 @@ from moderation.jobs import new_job_id, worker_id
 
 
 def moderate_review(review_id, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """Claim this review and up to MODERATION_BATCH_SIZE - 1 other pending ones, then dispatch
+    them all (moderation/services/batch.py); a batch of one reads as the one-review path."""
     job_id = job_id or new_job_id()
     with context.bind(review_id=review_id, job_id=job_id, worker_id=worker_id(), request_id=web_request_id or None), \
             _job_span(trace_parent, "moderate_review", review_id=review_id):
-        if settings.MODERATION_BATCH_SIZE > 1:
+        size = settings.MODERATION_BATCH_SIZE
+        if size > 1:
             claimed = services.review_claimed_by_batch(review_id=review_id, job_id=job_id)
             if claimed:  # another job's batch took this review: nothing to do, nothing to write
                 return claimed
@@ -39,33 +42,19 @@ def moderate_review(review_id, job_id: str = "", web_request_id: str = "", trace
         if admission is None:
             services.review_wait_for_provider(review_id=review_id)
             return "waiting: provider circuit open"
-        if settings.MODERATION_BATCH_SIZE > 1 and admission != services.TRIAL:
-            # (A trial call is one call: its job takes its own review only, as below.)
-            return _moderate_batch(review_id, job_id, deadline=time.monotonic() + settings.Q_TASK_TIMEOUT_S)
-        request = services.review_claim(review_id=review_id, worker_id=worker_id(), job_id=job_id)
-        if request is None:
-            return "claim lost"
-        report = services.request_dispatch(
-            request_id=request.pk, worker_id=worker_id(), job_id=job_id, trial=admission == services.TRIAL
+        trial = admission == services.TRIAL  # a trial is one call: its job takes its own review only
+        deadline = time.monotonic() + settings.Q_TASK_TIMEOUT_S
+        claim = services.reviews_claim(review_id=review_id, worker_id=worker_id(), job_id=job_id,
+                                       size=1 if trial else size)
+        if not claim.requests:
+            return claim.lost
+        reports = services.requests_dispatch_batch(
+            requests=claim.requests, worker_id=worker_id(), job_id=job_id, deadline=deadline, trial=trial
         )
-        return f"{report.action} {report.detail}".strip()
-
-
-def _moderate_batch(review_id, job_id: str, *, deadline: float) -> str:
-    """Claim this review and up to MODERATION_BATCH_SIZE - 1 other pending ones, then dispatch
-    them all (moderation/services/batch.py)."""
-    claim = services.reviews_claim_batch(
-        review_id=review_id, worker_id=worker_id(), job_id=job_id, size=settings.MODERATION_BATCH_SIZE
-    )
-    if not claim.requests:
-        return claim.lost
-    reports = services.requests_dispatch_batch(
-        requests=claim.requests, worker_id=worker_id(), job_id=job_id, deadline=deadline
-    )
-    if len(reports) == 1:  # a batch of one reads as the one-review path
-        return f"{reports[0].action} {reports[0].detail}".strip()
-    actions = Counter(report.action for report in reports)
-    return f"batch of {len(claim.requests)}: " + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
+        if len(reports) == 1:
+            return f"{reports[0].action} {reports[0].detail}".strip()
+        actions = Counter(report.action for report in reports)
+        return f"batch of {len(claim.requests)}: " + ", ".join(f"{n} {action}" for action, n in sorted(actions.items()))
 
 
 def dispatch_request(request_id: int, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

@@ -223,13 +223,13 @@ def count_model_calls(monkeypatch) -> list[list[str]]:
     from moderation.providers import local
 
     calls: list[list[str]] = []
-    real = local._model
+    real = local.predictor
 
     def counting():
         predict = real()
         return lambda texts: calls.append(list(texts)) or predict(texts)
 
-    monkeypatch.setattr(local, "_model", counting)
+    monkeypatch.setattr(local, "predictor", counting)
     return calls
 
 

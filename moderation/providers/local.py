@@ -30,7 +30,7 @@ _lock = threading.Lock()
 _predict_prob = None
 
 
-def _model():
+def predictor():
     """The model's `predict_prob`: a callable from a list of texts to their probabilities.
 
     Loaded once per process. It is the package's own model read into plain numbers
@@ -53,7 +53,7 @@ class LocalProvider:
 
     def warm_up(self) -> None:
         """Load the model now instead of on the first request (it takes a second or more)."""
-        _model()
+        predictor()
 
     def moderate(self, request: ModerationInput) -> ModerationResult:
         (answer,) = self.moderate_many([request])
@@ -66,7 +66,7 @@ class LocalProvider:
         docs/design.md "Batches"): one answer per input, in order. Content the model cannot judge
         is an UnsupportedContent in its own slot, an input whose scoring raised an ItemError in
         its own; the others are judged all the same. A model that cannot load fails them all."""
-        predict = _model()  # outside every try below: a model that cannot run is not one input's fault
+        predict = predictor()  # outside every try below: a model that cannot run is not one input's fault
         groups = [_passages(request) for request in requests]
         try:
             return self._judge(predict, groups)

@@ -31,8 +31,15 @@ from moderation.services.moderator import (
     review_take_next,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
-from moderation.services.batch import BatchClaim, requests_dispatch_batch, review_claimed_by_batch, reviews_claim_batch
-from moderation.services.pipeline import request_fail_reported, review_claim, review_finalize
+from moderation.services.batch import requests_dispatch_batch
+from moderation.services.pipeline import (
+    Claim,
+    request_fail_reported,
+    review_claim,
+    review_claimed_by_batch,
+    reviews_claim,
+)
+from moderation.services.results import review_finalize
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
 from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
@@ -41,7 +48,7 @@ from moderation.services.reports import ReportFiled, report_file
 from moderation.services.appeals import appeal_file
 
 __all__ = [
-    "BatchClaim",
+    "Claim",
     "DispatchReport",
     "SWEEPER",
     "heartbeat_beat",
@@ -76,7 +83,7 @@ __all__ = [
     "request_dispatch",
     "requests_dispatch_batch",
     "review_claimed_by_batch",
-    "reviews_claim_batch",
+    "reviews_claim",
     "review_claim",
     "review_finalize",
     "review_escalate",

@@ -15,33 +15,22 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from audit import context, tracing
-from audit.models import Actor, EventKind, ReviewTransition
 from moderation.models import (
     AttemptOutcome,
     Cause,
     ContentReview,
     ModerationRequest,
     ProviderAttempt,
-    ResultOutcome,
-    ReviewStatus,
 )
 from moderation.providers import ModerationResult, ProviderError, get_provider
 from moderation.jobs import enqueue_on_commit
 from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
-from moderation.services.transitions import (
-    record_event,
-    records_illegal_transitions,
-    transition_reviews_bulk,
-    transitions_record_bulk,
-)
 from moderation.services.breaker import breaker_record
 from moderation.services.dispatch import (
     DispatchReport,
@@ -51,116 +40,21 @@ from moderation.services.dispatch import (
     request_dispatch,
     result_apply,
 )
-from moderation.services.pipeline import _OUTCOME_EVENTS, _apply_result_locked, _classify
+from moderation.services.results import OperationResult, results_finalize
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass
-class BatchClaim:
-    """What a batch claimer took: its requests (its own review's first), or why it took none."""
-
-    requests: list[ModerationRequest] = field(default_factory=list)
-    lost: str = ""  # "claimed by batch <job id>" or "claim lost"
-
-
-def review_claimed_by_batch(*, review_id, job_id: str) -> str:
-    """"claimed by batch <job id>" if another job's claim already took the review (it is no longer
-    pending), else "". One read, no lock and no transaction: the cheap way out for the jobs of the
-    reviews a batch took. Anything else (still pending, or moved on without any claim by another
-    job) goes through `reviews_claim_batch`, which decides under the lock."""
-    row = (
-        ContentReview.objects.filter(pk=review_id).exclude(status=ReviewStatus.PENDING)
-        .annotate(claimer=Subquery(
-            ReviewTransition.objects.filter(review_id=OuterRef("pk"), cause=Cause.JOB_STARTED)
-            .order_by("-id").values("job_id")[:1]
-        ))
-        .values_list("claimer", flat=True).first()
-    )
-    return f"claimed by batch {row}" if row and row != job_id else ""
-
-
-@records_illegal_transitions
-def reviews_claim_batch(*, review_id, worker_id: str, job_id: str, size: int) -> BatchClaim:
-    """Claim `review_id` (if still pending) and up to `size - 1` other pending reviews, in one
-    transaction, oldest enqueued first.
-
-    The own review is locked waiting (a concurrent claimer of it finishes first: invariant 2);
-    the others with `FOR UPDATE SKIP LOCKED`, so two batch claimers never wait for each other and
-    never take the same review; the status change itself is a conditional UPDATE (`WHERE status =
-    'pending'`), a second line of defence. Reviews waiting for the provider's circuit are left to
-    the sweeper, which enqueues them again once the circuit lets work through.
-    """
-    with context.bind(review_id=review_id, worker_id=worker_id, job_id=job_id):
-        with transaction.atomic():
-            own = ContentReview.objects.select_for_update().get(pk=review_id)
-            if own.status == ReviewStatus.PENDING:
-                others = list(
-                    ContentReview.objects.select_for_update(skip_locked=True)
-                    .filter(status=ReviewStatus.PENDING, provider_wait_since__isnull=True)
-                    .exclude(pk=review_id)
-                    .order_by("last_enqueued_at")[: size - 1]
-                )
-                requests = _claim_locked([own, *others], worker_id=worker_id, job_id=job_id)
-                if requests and requests[0].review_id == own.pk:
-                    return BatchClaim(requests)
-                # Only if the lock was not held: the conditional update refused the own review.
-                transaction.set_rollback(True)
-                lost_to = "a concurrent transition"
-            else:
-                lost_to = own.status
-        claimed = review_claimed_by_batch(review_id=review_id, job_id=job_id)
-        if claimed:  # another job's batch took it: the expected way of things with batches, not a lost race
-            return BatchClaim(lost=claimed)
-        record_event(EventKind.CLAIM_LOST, review_id=review_id, status=lost_to)
-        return BatchClaim(lost="claim lost")
-
-
-def _claim_locked(reviews: list[ContentReview], *, worker_id: str, job_id: str) -> list[ModerationRequest]:
-    """Move the locked pending `reviews` to processing, each with a new operation (a fresh key):
-    the same rows `review_claim_locked` writes for one review, in bulk. Returns the requests of
-    the reviews moved, in the order given."""
-    now = timezone.now()
-    new_key = ModerationRequest._meta.get_field("idempotency_key").default
-    keys = {review.pk: new_key() for review in reviews}
-    previous = {review.pk: review.active_idempotency_key for review in reviews}
-    moved = transition_reviews_bulk(
-        reviews, Cause.JOB_STARTED, keys=keys, now=now,
-        values={"worker_id": worker_id, "provider_request_id": "", "processing_started_at": now, "completed_at": None},
-    )
-    reprocessed = [previous[r.pk] for r in moved if previous[r.pk]]
-    superseded = (
-        {m.idempotency_key: m for m in ModerationRequest.objects.filter(idempotency_key__in=reprocessed)}
-        if reprocessed else {}
-    )
-    carrier = tracing.carrier()  # a callback for these operations continues this trace
-    requests = ModerationRequest.objects.bulk_create([
-        ModerationRequest(
-            review=review,
-            idempotency_key=keys[review.pk],
-            provider=settings.MODERATION_PROVIDER,
-            max_attempts=settings.MODERATION_MAX_ATTEMPTS,
-            # A review back in pending after a decision is being reprocessed: a new operation
-            # that supersedes the one which decided it.
-            cause=Cause.REPROCESS if previous[review.pk] else Cause.JOB_STARTED,
-            supersedes=superseded.get(previous[review.pk]),
-            trace_parent=carrier,
-        )
-        for review in moved
-    ])
-    # (After the operations, as one claim writes them: the timeline orders a claim's rows by time.)
-    transitions_record_bulk(moved, Cause.JOB_STARTED, from_status=ReviewStatus.PENDING, actor=Actor.WORKER,
-                            actor_id=worker_id, job_id=job_id)
-    return requests
-
-
 def requests_dispatch_batch(*, requests: list[ModerationRequest], worker_id: str, job_id: str,
-                            deadline: float) -> list[DispatchReport]:
-    """One attempt for each of a batch's requests. A provider that judges many inputs at once
-    (`moderate_many`) gets one call for the whole batch; any other gets one request per
-    operation, through the one-request dispatch, while the calls are quick and the task's time
-    allows another attempt (`deadline`, time.monotonic()): the rest are handed to dispatch jobs
-    of their own."""
+                            deadline: float, trial: bool = False) -> list[DispatchReport]:
+    """One attempt for each of a claim's requests. A batch of one goes through the one-request
+    dispatch (`trial`: the caller holds the circuit's trial call, which is one call). For more, a
+    provider that judges many inputs at once (`moderate_many`) gets one call for the whole batch;
+    any other gets one request per operation, through the one-request dispatch, while the calls
+    are quick and the task's time allows another attempt (`deadline`, time.monotonic()): the rest
+    are handed to dispatch jobs of their own."""
+    if len(requests) == 1:
+        return [request_dispatch(request_id=requests[0].pk, worker_id=worker_id, job_id=job_id, trial=trial)]
     provider = get_provider(settings.MODERATION_PROVIDER)
     if getattr(provider, "moderate_many", None) is None:
         # One after another, while they are quick: once the calls have taken one attempt's
@@ -202,12 +96,12 @@ def _bound(request: ModerationRequest, attempt: ProviderAttempt):
 
 
 def _results_settle(answered: list, latency_ms: int) -> list[DispatchReport]:
-    """Close the attempts the batch call answered, feed the breaker, and finalize each result:
-    in one transaction that locks the reviews in a fixed order (by id) and classifies each result
-    under its review's lock exactly as `review_finalize` does (docs/design.md, invariant 4). Should
-    anything in it fail (an illegal or concurrent transition, an exception deciding one review),
-    it rolls back whole and each result is finalized alone (`result_apply`): one that fails again
-    fails its own attempt, to its retry path, and holds none of the others."""
+    """Close the attempts the batch call answered, feed the breaker, and finalize the results
+    together (`results_finalize`: one transaction, the reviews locked in id order, each result
+    classified under its review's lock: docs/design.md, invariant 4). Should anything in it fail
+    (an illegal or concurrent transition, an exception deciding one review), it rolls back whole
+    and each result is finalized alone (`result_apply`): one that fails again fails its own
+    attempt, to its retry path, and holds none of the others."""
     if not answered:
         return []
     now = timezone.now()
@@ -220,44 +114,20 @@ def _results_settle(answered: list, latency_ms: int) -> list[DispatchReport]:
     _, first, _ = answered[0]
     breaker_record(provider=first.provider, outcome=AttemptOutcome.RESULT, started_at=first.started_at)
     try:
-        outcomes = _finalize_together(answered)
+        outcomes = results_finalize(
+            [OperationResult(request.idempotency_key, result, attempt_no=attempt.attempt_no)
+             for request, attempt, result in answered],
+            cause=Cause.PROVIDER_RESULT,
+        )
     except Exception as exc:  # noqa: BLE001 - rolled back whole: each result is finalized alone, below
         logger.warning("a batch's finalize failed as a whole (%s: %s): each result is finalized alone",
                        type(exc).__name__, exc)
-        outcomes = {}
-    reports = []
-    for request, attempt, result in answered:
-        with _bound(request, attempt):
-            outcome = outcomes.get(request.pk)
-            if outcome is None:
+        reports = []
+        for request, attempt, result in answered:
+            with _bound(request, attempt):
                 reports.append(result_apply(request, attempt, result, latency_ms))
-                continue
-            if outcome is not ResultOutcome.APPLIED:
-                record_event(_OUTCOME_EVENTS[outcome], review_id=request.review_id,
-                             idempotency_key=request.idempotency_key, cause=Cause.PROVIDER_RESULT)
-            reports.append(DispatchReport("finalized", outcome))
-    return reports
-
-
-def _finalize_together(answered: list) -> dict:
-    """`_finalize_once` for each of the batch's results, in one transaction (see _results_settle).
-    Returns each request's outcome."""
-    outcomes = {}
-    with transaction.atomic():
-        reviews = {
-            r.pk: r for r in ContentReview.objects.select_for_update(of=("self",)).select_related("client", "content")
-            .filter(pk__in=[request.review_id for request, _, _ in answered]).order_by("pk")
-        }
-        # Read under the locks: a result is judged against the request as the lock holder left it.
-        requests = {q.pk: q for q in ModerationRequest.objects.filter(pk__in=[q.pk for q, _, _ in answered])}
-        for request, attempt, result in sorted(answered, key=lambda item: item[0].review_id):
-            review, fresh = reviews[request.review_id], requests[request.pk]
-            with context.bind(review_id=review.pk, idempotency_key=fresh.idempotency_key, attempt_no=attempt.attempt_no):
-                outcome = _classify(review, fresh)
-                if outcome is ResultOutcome.APPLIED:
-                    _apply_result_locked(review, fresh, result, Cause.PROVIDER_RESULT, None, attempt.attempt_no)
-            outcomes[request.pk] = outcome
-    return outcomes
+        return reports
+    return [DispatchReport("finalized", outcome) for outcome in outcomes]
 
 
 def _attempts_begin(requests: list[ModerationRequest], *, worker_id: str, job_id: str):

@@ -34,7 +34,8 @@ from moderation.models import (
 from moderation.providers import Accepted, ItemError, ModerationInput, ModerationResult, ProviderError, get_provider
 from moderation.services.transitions import record_event
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at, circuit_get
-from moderation.services.pipeline import request_give_up_locked, review_finalize
+from moderation.services.pipeline import request_give_up_locked
+from moderation.services.results import review_finalize
 from moderation.services.policy import content_language
 
 logger = logging.getLogger(__name__)

@@ -44,7 +44,7 @@ from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
 from moderation.services.decide import decide_locked
-from moderation.services.pipeline import request_close_live_locked, review_claim_locked
+from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked
 from moderation.services.policy import policy_active
 
 
@@ -161,7 +161,7 @@ def review_override(
         appeal = appeal_open_locked(review)
         if appeal is not None:
             appeal_check_four_eyes(appeal, moderator)
-        review.leased_to, review.lease_expires_at = None, None
+        # (Leaving manual_review ends its lease with its place in the review queue: review_queue_leave.)
         decision = decide_locked(
             review,
             cause=Cause.MANUAL_OVERRIDE,
@@ -174,7 +174,6 @@ def review_override(
             actor_id=str(moderator) if moderator else "",
             transition_reason=reason,
             history_user=moderator,
-            update_fields=("leased_to", "lease_expires_at"),
             appeal=appeal,
         )
         if note:
@@ -215,7 +214,7 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
     """Take a review out of the provider's hands: a human decides (-> manual_review).
 
     A pending review first moves `pending -> processing` as a worker's job moves it
-    (`review_claim_locked`; two logged transitions). The live operation is closed as failed, so
+    (`reviews_claim_locked`; two logged transitions). The live operation is closed as failed, so
     nothing retries it and a late result for it is `already_final`.
     """
     reason = _required(reason)
@@ -225,7 +224,7 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
             # Likewise (_require_decided): a bulk escalation over decided reviews.
             raise NotApplicable(f"already {review.get_status_display().lower()}")
         if review.status == ReviewStatus.PENDING:
-            review_claim_locked(review, worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
+            reviews_claim_locked([review], worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.status == ReviewStatus.PROCESSING:
             request_close_live_locked(review, why=f"escalated by {moderator}: {reason}")
         decide_locked(
@@ -266,15 +265,14 @@ def review_reprocess(
         if appeal_open_locked(review) is not None:
             raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it")
         review.last_enqueued_at = timezone.now()
-        review.leased_to, review.lease_expires_at = None, None
-        transition_review(
+        transition_review(  # (out of manual_review, its lease ends with its queue: review_queue_leave)
             review,
             Cause.REPROCESS,
             actor=actor,
             actor_id=actor_id,
             reason=reason,
             history_user=user,
-            update_fields=["last_enqueued_at", "leased_to", "lease_expires_at"],
+            update_fields=["last_enqueued_at"],
         )
         enqueue_on_commit("moderation.tasks.moderate_review", for_review=review.pk, review_id=review.pk)
     return review

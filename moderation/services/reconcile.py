@@ -38,9 +38,9 @@ from moderation.services.pipeline import (
     request_fail_reported,
     request_give_up_locked,
     request_supersede_locked,
-    review_finalize,
     review_give_up_waiting,
 )
+from moderation.services.results import review_finalize
 
 logger = logging.getLogger(__name__)
 

@@ -1,17 +1,20 @@
-"""How a review's status changes (`transition_review` for one review, `transition_reviews_bulk`
-for a batch's claim: docs/design.md, invariant 1), and how the pipeline records what it refused to do."""
+"""How a review's status changes: `transition_reviews` (`transition_review` for one review), the
+one path (docs/design.md, invariant 1); how a review leaves the review queues; and how the pipeline
+records what it refused to do."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
-from functools import wraps
+import operator
+from collections.abc import Callable, Iterable, Sequence
+from functools import reduce, wraps
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
-from django_fsm import InvalidResultState, TransitionNotAllowed, can_proceed
+from django_fsm import ConcurrentTransition, InvalidResultState, TransitionNotAllowed
 from simple_history.signals import post_create_historical_record, pre_create_historical_record
 
 from audit import context
@@ -43,60 +46,121 @@ def transition_review(
     update_fields: Iterable[str] = (),
     report_count: int = 0,
 ) -> ReviewTransition:
-    """Run the state machine transition for `cause`, save the review and write its audit row.
-
-    Call inside `transaction.atomic()` while holding the review's row lock: the status change and
-    its transition row commit together or not at all (docs/design.md, invariant 1). Raises IllegalTransition
-    when the state machine refuses; the caller's transaction then rolls back whatever it wrote.
-
-    A review that lands in manual_review joins a human queue here, the one place its queue and
-    priority are computed (`report_count`: the distinct users who reported it, for the priority);
-    one that leaves manual_review leaves its queue.
-    """
-    from_status = review.status
-    method = getattr(review, TRANSITION_FOR_CAUSE[cause])
-    try:
-        method(label) if label is not None else method()
-    except (TransitionNotAllowed, InvalidResultState) as exc:  # InvalidResultState: a target not allowed
-        raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause) from exc
-    review.version += 1
-    update_fields = [*update_fields, *_requeue(review, from_status, cause, report_count)]
-    review._change_reason = cause  # simple-history: why this history row exists
-    if history_user is not None:
-        review._history_user = history_user
-    # The conditional UPDATE (ConcurrentTransitionMixin: WHERE status = <status read>) first,
-    # alone: it raises ConcurrentTransition when it matches nothing. Its history row, which
-    # simple-history would insert on save, goes with the transition row in one statement.
-    review.skip_history_when_saving = True
-    try:
-        review.save(update_fields=["status", "version", "updated_at", *update_fields])
-    finally:
-        del review.skip_history_when_saving
-    with context.bind(review_id=review.pk, idempotency_key=idempotency_key or review.active_idempotency_key):
-        logger.info("review %s: %s -> %s (%s)", review.pk, from_status, review.status, cause)
-    transition = ReviewTransition(
-        review=review,
-        from_status=from_status,
-        to_status=review.status,
-        cause=cause,
-        actor=actor,
-        actor_id=actor_id,
-        idempotency_key=idempotency_key,
-        job_id=job_id,
-        attempt_no=attempt_no,
-        reason=reason,
+    """`transition_reviews` for one review; returns its transition row."""
+    (transition,) = transition_reviews(
+        [review], cause, actor=actor, actor_id=actor_id, label=label, idempotency_keys=[idempotency_key],
+        job_id=job_id, attempt_no=attempt_no, reason=reason, history_user=history_user,
+        update_fields=update_fields, report_count=report_count,
     )
-    history = review_history_row(review)
-    writes = OneStatement()
-    for row in (history, transition):
-        if row is not None:
-            writes.insert(row)
-    writes.execute()
-    if history is not None:
-        post_create_historical_record.send(
-            sender=type(history), instance=review, history_instance=history, using=None
-        )
     return transition
+
+
+def transition_reviews(
+    reviews: Sequence[ContentReview],
+    cause: Cause,
+    *,
+    actor: str,
+    actor_id: str = "",
+    label: str | None = None,
+    idempotency_keys: Sequence | None = None,
+    job_id: str = "",
+    attempt_no: int | None = None,
+    reason: str = "",
+    history_user=None,
+    update_fields: Iterable[str] = (),
+    report_count: int = 0,
+) -> list[ReviewTransition]:
+    """Run the state machine transition for `cause` on each review, save the reviews and write
+    their audit rows: the one way a review's status changes (docs/design.md, invariant 1).
+
+    Call inside `transaction.atomic()` while holding the reviews' row locks: the status changes
+    and their transition rows commit together or not at all. Raises IllegalTransition when the
+    state machine refuses any of them; the caller's transaction then rolls back whatever it wrote.
+
+    Two statements for any number of reviews (a batch's claim moves sixteen): one conditional
+    UPDATE writes every review's new status, version and `update_fields` (their in-memory values),
+    each row only if it still has the status read, as `ConcurrentTransitionMixin` guards a save;
+    should any row have moved meanwhile (possible only without the lock) it raises
+    ConcurrentTransition. Then one statement inserts the history rows (simple-history's, which
+    a save would have written) and the transition rows. `idempotency_keys`: the operation key
+    each transition row names, one per review in order (None: none).
+
+    A review that lands in manual_review joins a review queue here, the one place its queue and
+    priority are computed (`report_count`: the distinct users who reported it, for the priority);
+    one that leaves manual_review leaves its queue (`review_queue_leave`).
+    """
+    keys = list(idempotency_keys) if idempotency_keys is not None else [None] * len(reviews)
+    method_name, now = TRANSITION_FOR_CAUSE[cause], timezone.now()
+    fields, from_statuses = {"status", "updated_at", *update_fields}, []
+    for review in reviews:
+        from_status = review.status
+        method = getattr(review, method_name)
+        try:
+            method(label) if label is not None else method()
+        except (TransitionNotAllowed, InvalidResultState) as exc:  # InvalidResultState: a target not allowed
+            raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause) from exc
+        from_statuses.append(from_status)
+        review.version += 1
+        review.updated_at = now
+        fields.update(_queue_for(review, from_status, cause, report_count))
+        review._change_reason = cause  # simple-history: why this history row exists
+        if history_user is not None:
+            review._history_user = history_user
+    _update_unless_moved(reviews, from_statuses, fields)
+    writes, rows = OneStatement(), []
+    for review, from_status, key in zip(reviews, from_statuses, keys, strict=True):
+        review._update_initial_state()  # what a later save of it checks against (ConcurrentTransitionMixin)
+        with context.bind(review_id=review.pk, idempotency_key=key or review.active_idempotency_key):
+            logger.info("review %s: %s -> %s (%s)", review.pk, from_status, review.status, cause)
+        transition = ReviewTransition(
+            review=review, from_status=from_status, to_status=review.status, cause=cause, actor=actor,
+            actor_id=actor_id, idempotency_key=key, job_id=job_id, attempt_no=attempt_no, reason=reason,
+        )
+        history = review_history_row(review)
+        for row in (history, transition):
+            if row is not None:
+                writes.insert(row)
+        rows.append((review, history, transition))
+    writes.execute()
+    for review, history, _ in rows:
+        if history is not None:
+            post_create_historical_record.send(
+                sender=type(history), instance=review, history_instance=history, using=None
+            )
+    return [transition for _, _, transition in rows]
+
+
+def _update_unless_moved(reviews: Sequence[ContentReview], from_statuses: list[str], fields: set[str]) -> None:
+    """One UPDATE of `fields` (their in-memory values; a value that differs between reviews as a
+    CASE on the id, as `bulk_update` writes it) and of the version, on the rows that still have
+    the status each review was read with. Raises ConcurrentTransition unless every row matched."""
+    meta = ContentReview._meta
+    values: dict[str, Any] = {"version": F("version") + 1}
+    for name in fields:
+        field = meta.get_field(name)
+        each = [getattr(review, field.attname) for review in reviews]
+        if all(value == each[0] for value in each):
+            values[field.attname] = each[0]
+        else:
+            values[field.attname] = Case(
+                *(When(pk=review.pk, then=Value(value, output_field=field)) for review, value in zip(reviews, each, strict=True)),
+                output_field=field,
+            )
+    moved = ContentReview.objects.filter(_unmoved(reviews, from_statuses)).update(**values)
+    if moved != len(reviews):
+        raise ConcurrentTransition(
+            f"{len(reviews) - moved} of {len(reviews)} reviews changed status since they were read"
+        )
+
+
+def _unmoved(reviews: Sequence[ContentReview], from_statuses: list[str]) -> Q:
+    """The rows of `reviews` that still have the status each was read with: the conditional part
+    of a transition's UPDATE (`WHERE status = <status read>`), its guard against a concurrent
+    transition where no lock was taken."""
+    by_status: dict[str, list] = {}
+    for review, status in zip(reviews, from_statuses, strict=True):
+        by_status.setdefault(status, []).append(review.pk)
+    return reduce(operator.or_, (Q(status=status, pk__in=pks) for status, pks in by_status.items()))
 
 
 def review_history_row(review: ContentReview, *, created: bool = False):
@@ -121,12 +185,25 @@ def review_history_row(review: ContentReview, *, created: bool = False):
     return row
 
 
-_QUEUE_FIELDS = ("queue", "priority", "queued_at", "queue_order_at")
+# A review out of the review queues: no queue, no priority, no place in line, and no moderator
+# holding it (a lease is taken only on a review in a queue).
+QUEUE_LEFT = {"queue": "", "priority": None, "queued_at": None, "queue_order_at": None,
+              "leased_to": None, "lease_expires_at": None}
 
 
-def _requeue(review: ContentReview, from_status: str, cause: Cause, report_count: int) -> tuple[str, ...]:
-    """Set (or clear) the review's place in the human queues for the status it just took. An erased
-    content leaves nothing to judge: its review waits in no queue."""
+def review_queue_leave(review: ContentReview) -> dict[str, Any]:
+    """Take `review` out of the review queues and out of any moderator's lease, in memory: returns
+    the fields and values to write (the caller writes them, in its transaction). The one place a
+    review leaves its queue: when its status leaves manual_review (`transition_reviews`), or when
+    its content is erased."""
+    for name, value in QUEUE_LEFT.items():
+        setattr(review, name, value)
+    return dict(QUEUE_LEFT)
+
+
+def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_count: int) -> tuple[str, ...]:
+    """Set (or clear) the review's place in the review queues for the status it just took; returns
+    the fields set. An erased content leaves nothing to judge: its review waits in no queue."""
     if review.status == ReviewStatus.MANUAL_REVIEW and cause != Cause.CONTENT_ERASED:
         decision = review.decision
         entry = queue_entry(
@@ -135,10 +212,9 @@ def _requeue(review: ContentReview, from_status: str, cause: Cause, report_count
         )
         review.queue, review.priority = entry.queue, entry.priority
         review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at
-        return _QUEUE_FIELDS
+        return ("queue", "priority", "queued_at", "queue_order_at")
     if from_status == ReviewStatus.MANUAL_REVIEW or review.queue:
-        review.queue, review.priority, review.queued_at, review.queue_order_at = "", None, None, None
-        return _QUEUE_FIELDS
+        return tuple(review_queue_leave(review))
     return ()
 
 
@@ -195,93 +271,3 @@ def records_illegal_transitions(func: Callable[P, R]) -> Callable[P, R]:
             raise
 
     return wrapper
-
-
-def transition_reviews_bulk(
-    reviews: list[ContentReview],
-    cause: Cause,
-    *,
-    keys: dict,
-    values: dict[str, Any],
-    now,
-) -> list[ContentReview]:
-    """`transition_review` for many reviews taking one cause from one status, in bulk: the same
-    state machine check per review, then one conditional UPDATE (docs/design.md, invariant 1;
-    "Batches"). Write their audit rows with `transitions_record_bulk` next, in the same transaction.
-
-    Call inside `transaction.atomic()` holding the reviews' row locks. `keys`: each review's new
-    active idempotency key (review pk -> key); `values`: the other fields every review takes. The
-    UPDATE applies only where the row still has the status read (as `ConcurrentTransitionMixin`
-    does for one save): returns the reviews it moved, in the order given, updated in memory; a
-    review it did not move is left untouched, in memory as in the database. Only for a transition
-    with one source and a target outside manual_review (no queue entry to compute).
-    """
-    method_name = TRANSITION_FOR_CAUSE[cause]
-    meta = getattr(ContentReview, method_name)._django_fsm
-    (source,) = meta.transitions  # one source: the conditional UPDATE checks that status
-    target = meta.get_transition(source).target
-    if target == ReviewStatus.MANUAL_REVIEW or not isinstance(target, str):
-        raise ValueError(f"{cause} cannot be applied in bulk (its target needs a queue entry or a label)")
-    for review in reviews:
-        if not can_proceed(getattr(review, method_name)):  # django-fsm's guard: from `source` only
-            raise IllegalTransition(review_id=review.pk, from_status=review.status, cause=cause)
-    moved = _update_conditionally(reviews, source=source, target=target, keys=keys, values=values, now=now)
-    done = [r for r in reviews if r.pk in moved]
-    for review in done:
-        getattr(review, method_name)()
-        review.version += 1
-        review.active_idempotency_key = keys[review.pk]
-        review.updated_at = now
-        for name, value in values.items():
-            setattr(review, name, value)
-        review.queue, review.priority, review.queued_at, review.queue_order_at = "", None, None, None
-        with context.bind(review_id=review.pk, idempotency_key=keys[review.pk]):
-            logger.info("review %s: %s -> %s (%s)", review.pk, source, target, cause)
-    return done
-
-
-def transitions_record_bulk(
-    reviews: list[ContentReview], cause: Cause, *, from_status: str, actor: str, actor_id: str, job_id: str
-) -> None:
-    """The history rows and transition rows of reviews `transition_reviews_bulk` moved: one insert
-    each, the same rows `transition_review` writes one by one."""
-    for review in reviews:
-        review._change_reason = cause  # simple-history: why this history row exists
-    ContentReview.history.bulk_history_create(reviews, update=True, default_date=timezone.now())
-    ReviewTransition.objects.bulk_create([
-        ReviewTransition(review=review, from_status=from_status, to_status=review.status, cause=cause, actor=actor,
-                         actor_id=actor_id, idempotency_key=review.active_idempotency_key, job_id=job_id)
-        for review in reviews
-    ])
-
-
-def _update_conditionally(reviews, *, source: str, target: str, keys: dict, values: dict, now) -> set:
-    """UPDATE ... WHERE status = <source> RETURNING id: the ids of the rows it moved."""
-    from django.db import connection
-
-    if not reviews:
-        return set()
-    meta = ContentReview._meta
-    columns = {name: meta.get_field(name).column for name in values}
-    sets = ", ".join(f"{_qn(column)} = %s" for column in columns.values())
-    params = [meta.get_field(name).get_db_prep_save(value, connection) for name, value in values.items()]
-    rows = ", ".join(["(%s::uuid, %s::uuid)"] * len(reviews))
-    for review in reviews:
-        params += [review.pk, keys[review.pk]]
-    # The queue fields are cleared as `_requeue` clears them for a review leaving for a status
-    # other than manual_review (a pending review normally has none).
-    sql = (
-        f"UPDATE {_qn(meta.db_table)} AS r SET status = %s, version = r.version + 1, updated_at = %s, "
-        f"active_idempotency_key = v.key, queue = '', priority = NULL, queued_at = NULL, queue_order_at = NULL"
-        f"{', ' + sets if sets else ''} FROM (VALUES {rows}) AS v(id, key) "
-        f"WHERE r.id = v.id AND r.status = %s RETURNING r.id"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [target, now, *params, source])
-        return {row[0] for row in cursor.fetchall()}
-
-
-def _qn(name: str) -> str:
-    from django.db import connection
-
-    return connection.ops.quote_name(name)

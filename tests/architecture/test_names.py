@@ -47,7 +47,7 @@ MODERATOR_SIDE = [
     "templates/admin/moderation/contentreview",
 ]
 # Escalating a pending review moves it to processing through the worker's claim path.
-WORKER_NAMES_ON_THE_MODERATOR_SIDE = {"review_claim_locked"}
+WORKER_NAMES_ON_THE_MODERATOR_SIDE = {"reviews_claim_locked"}
 
 
 def _files(paths: list[str]):
@@ -110,6 +110,6 @@ def test_the_scans_find_what_they_look_for():
     assert len(old_names_in(old)) == 5
     assert old_names_in([("x.py", "services.review_claimed_by_batch(review_id=r)\nEventKind.CLAIM_LOST\n"),
                          ("moderation/models/core.py", '        db_column="claimed_by_id",\n')]) == []
-    assert claim_words_in([("a.py", "from x import review_claim_locked\n")]) == []
+    assert claim_words_in([("a.py", "from x import reviews_claim_locked\n")]) == []
     assert claim_words_in([("a.py", "holder = review.claim_holder  # who claimed it\n")]) == [
         "a.py:1: claim_holder", "a.py:1: claimed"]

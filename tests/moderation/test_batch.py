@@ -9,14 +9,14 @@ import threading
 
 import pytest
 from django.db import connection
-from django.db.models import F
+from django.db.models import F, Q
 
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation import services, tasks
 from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentReview, ModerationRequest, ProviderAttempt, ReviewStatus
 from moderation.observability.timeline import review_timeline
-from moderation.services import batch, transitions
+from moderation.services import batch, pipeline, results, transitions
 from tests.helpers import collide, count_model_calls, queued_tasks, silent_for, submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -25,7 +25,7 @@ TEXTS = ["thanks, see you on sunday", "shut up, you idiot", "a perfectly friendl
 
 
 
-def claim_ids(claim: services.BatchClaim) -> list:
+def claim_ids(claim: services.Claim) -> list:
     return [request.review_id for request in claim.requests]
 
 
@@ -34,15 +34,15 @@ def two_claimers_selected_before_either_updates(monkeypatch, size: int, reviews:
     other reviews and before moving them, until the other has chosen too (a barrier), so the
     choices really overlap in time. Returns each claimer's claim."""
     chosen = threading.Barrier(2)
-    real = batch.transition_reviews_bulk
+    real = pipeline.transition_reviews
 
     def after_choosing(*args, **kwargs):
         chosen.wait(timeout=5)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(batch, "transition_reviews_bulk", after_choosing)
+    monkeypatch.setattr(pipeline, "transition_reviews", after_choosing)
     own = reviews[-2:]
-    return collide(2, lambda i: services.reviews_claim_batch(
+    return collide(2, lambda i: services.reviews_claim(
         review_id=own[i].pk, worker_id=f"w{i}", job_id=f"job-{i}", size=size))
 
 
@@ -61,25 +61,16 @@ def test_two_batch_claimers_at_once_never_share_a_review_and_together_claim_all(
     assert violations([r.pk for r in reviews]) == []
 
 
-def _unconditional_update(reviews, *, source, target, keys, values, now):
-    """The claim's UPDATE without `WHERE status = 'pending'` (the guard taken out)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE moderation_contentreview SET status = %s, version = version + 1, updated_at = %s "
-            "WHERE id = ANY(%s::uuid[]) RETURNING id", [target, now, [r.pk for r in reviews]],
-        )
-        ids = {row[0] for row in cursor.fetchall()}
-        for review in reviews:
-            cursor.execute("UPDATE moderation_contentreview SET active_idempotency_key = %s WHERE id = %s",
-                           [keys[review.pk], review.pk])
-    return ids
+def _unconditional(reviews, from_statuses):
+    """The transition's UPDATE without `WHERE status = <status read>` (the guard taken out)."""
+    return Q(pk__in=[review.pk for review in reviews])
 
 
 def test_without_skip_locked_and_the_conditional_update_two_batches_share_reviews(api_client, monkeypatch):
     # The guards taken out: the others chosen without a lock, moved without the status check.
-    monkeypatch.setattr(batch.ContentReview.objects, "select_for_update",
+    monkeypatch.setattr(ContentReview.objects, "select_for_update",
                         lambda *a, **k: ContentReview.objects.all())
-    monkeypatch.setattr(transitions, "_update_conditionally", _unconditional_update)
+    monkeypatch.setattr(transitions, "_unmoved", _unconditional)
     reviews = [submit(api_client) for _ in range(10)]
 
     claims = two_claimers_selected_before_either_updates(monkeypatch, 5, reviews)
@@ -92,19 +83,21 @@ def test_without_skip_locked_and_the_conditional_update_two_batches_share_review
 
 def test_without_the_lock_the_conditional_update_alone_still_keeps_two_batches_apart(api_client, monkeypatch):
     # The second line of defence: with the others chosen unlocked, both claimers choose the same
-    # reviews; the UPDATE's `WHERE status = 'pending'` lets only the first move them.
+    # reviews; the UPDATE's `WHERE status = 'pending'` lets only the first move them: the second's
+    # claim matches fewer rows than it read, raises ConcurrentTransition and rolls back whole.
     real_lock = ContentReview.objects.select_for_update
 
     def lock_only_the_own_review(*args, skip_locked=False, **kwargs):
         return ContentReview.objects.all() if skip_locked else real_lock(*args, **kwargs)
 
-    monkeypatch.setattr(batch.ContentReview.objects, "select_for_update", lock_only_the_own_review)
+    monkeypatch.setattr(ContentReview.objects, "select_for_update", lock_only_the_own_review)
     reviews = [submit(api_client) for _ in range(10)]
 
     claims = two_claimers_selected_before_either_updates(monkeypatch, 5, reviews)
 
     first, second = (set(claim_ids(c)) for c in claims)
     assert not first & second, (first, second)
+    assert sorted([len(first), len(second)]) == [0, 5] and "claim lost" in {c.lost for c in claims}
     assert violations([r.pk for r in reviews]) == []
 
 
@@ -239,7 +232,7 @@ def test_a_batch_out_of_time_hands_the_rest_to_dispatch_jobs_of_their_own(api_cl
 
     scripted.default = result(0.1)
     reviews = [submit(api_client) for _ in range(3)]
-    claim = services.reviews_claim_batch(review_id=reviews[0].pk, worker_id="w", job_id="j", size=3)
+    claim = services.reviews_claim(review_id=reviews[0].pk, worker_id="w", job_id="j", size=3)
 
     reports = services.requests_dispatch_batch(requests=claim.requests, worker_id="w", job_id="j",
                                                deadline=time.monotonic())  # no time left for any attempt
@@ -258,7 +251,7 @@ def test_a_review_erased_during_the_batchs_model_call_is_already_final_and_the_o
     from moderation.providers import local as local_model
 
     reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(4)]
-    real = local_model._model
+    real = local_model.predictor
 
     def erase_one_meanwhile():
         predict = real()
@@ -268,7 +261,7 @@ def test_a_review_erased_during_the_batchs_model_call_is_already_final_and_the_o
             return predict(texts)
         return call
 
-    monkeypatch.setattr(local_model, "_model", erase_one_meanwhile)
+    monkeypatch.setattr(local_model, "predictor", erase_one_meanwhile)
 
     assert tasks.moderate_review(reviews[0].pk) == "batch of 4: 4 finalized"
 
@@ -284,15 +277,15 @@ def test_a_batch_finalize_refused_as_a_whole_finalizes_each_result_alone(api_cli
     from moderation.errors import IllegalTransition
 
     reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(3)]
-    real, refused = batch._apply_result_locked, []
+    real, refused = results.result_apply_locked, []
 
-    def refuse_the_second(review, *args):
+    def refuse_the_second(review, *args, **kwargs):
         if len(refused) == 0 and review.pk == sorted(r.pk for r in reviews)[1]:
             refused.append(review.pk)
             raise IllegalTransition(review_id=review.pk, from_status=review.status, cause=Cause.PROVIDER_RESULT)
-        return real(review, *args)
+        return real(review, *args, **kwargs)
 
-    monkeypatch.setattr(batch, "_apply_result_locked", refuse_the_second)
+    monkeypatch.setattr(results, "result_apply_locked", refuse_the_second)
 
     assert tasks.moderate_review(reviews[0].pk) == "batch of 3: 3 finalized"
 

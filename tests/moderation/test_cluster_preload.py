@@ -34,4 +34,4 @@ def test_the_preload_leaves_the_model_and_the_detector_loaded_in_the_process(mon
     apps.preload_for_workers()
 
     assert local._predict_prob is not None and language._detector is not None
-    assert local._model()(["you are lovely"])[0] < 0.5
+    assert local.predictor()(["you are lovely"])[0] < 0.5

@@ -189,13 +189,13 @@ def test_a_callback_racing_the_record_of_an_acceptance_does_not_deadlock(api_cli
     the review (or 1 s passes). Locking the request before the review would deadlock here."""
     from django.db.models import QuerySet
 
-    from moderation.services import pipeline
+    from moderation.services import results
 
     callback_has_review = threading.Event()
-    real_lock_by_key, real_update = pipeline._lock_by_key, QuerySet.update
+    real_lock_by_keys, real_update = results.reviews_lock_by_keys, QuerySet.update
 
-    def lock_by_key(key):
-        locked = real_lock_by_key(key)
+    def lock_by_keys(keys):
+        locked = real_lock_by_keys(keys)
         callback_has_review.set()
         return locked
 
@@ -205,7 +205,7 @@ def test_a_callback_racing_the_record_of_an_acceptance_does_not_deadlock(api_cli
             callback_has_review.wait(timeout=1)  # the worker's window, widened
         return rows
 
-    monkeypatch.setattr(pipeline, "_lock_by_key", lock_by_key)
+    monkeypatch.setattr(results, "reviews_lock_by_keys", lock_by_keys)
     monkeypatch.setattr(QuerySet, "update", update)
     outcome = []
 

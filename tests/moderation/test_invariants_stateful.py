@@ -1,9 +1,16 @@
-"""Property-based: random interleavings of claims, results (live, old and duplicate), timeouts,
-acceptances, provider-reported failures, supersedes, overrides by two moderators, escalations,
-reprocesses, user reports and appeals, with the invariants of docs/design.md checked after every
-step (hypothesis, stateful)."""
+"""Property-based: random interleavings of claims, moderation jobs (`tasks.moderate_review`, in
+batches of 1 and of 16, with the local provider and the webhook one), results (live, old and
+duplicate), timeouts, acceptances, provider-reported failures, supersedes, overrides by two
+moderators, escalations, reprocesses, user reports and appeals, with the invariants of
+docs/design.md checked after every step (hypothesis, stateful)."""
 
 from __future__ import annotations
+
+import json
+from collections import Counter
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -20,7 +27,7 @@ from hypothesis.stateful import (
 
 from audit.models import ReviewTransition
 from moderation.errors import IllegalTransition
-from moderation import services
+from moderation import providers, services, tasks
 from moderation.errors import ModerationError
 from moderation.models import (
     Appeal,
@@ -32,6 +39,7 @@ from moderation.models import (
 )
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError, ProviderTimeout
+from moderation.providers.webhook import WebhookProvider
 from tests.helpers import decided, result, submit
 from moderation.erasure import content_erase
 from moderation.invariants import violations
@@ -67,13 +75,16 @@ class Pipeline(RuleBasedStateMachine):
         request = ModerationRequest.objects.filter(idempotency_key=key).first()
         if request is None:
             return
-        self.scripted.script = [
-            {"timeout": ProviderTimeout("slow"), "5xx": ProviderServerError("503", http_status=503),
-             "accepted": Accepted(f"prov-{request.pk}")}.get(answer) or result(SCORES[answer])
-        ]
+        self.provider_answers(answer)
         ModerationRequest.objects.filter(pk=request.pk).update(next_attempt_at=None)
         services.request_dispatch(request_id=request.pk, worker_id="w-dispatch")
-        self.scripted.script = []
+
+    def provider_answers(self, answer: str) -> None:
+        """The scripted provider answers the next call so."""
+        self.scripted.script = [
+            {"timeout": ProviderTimeout("slow"), "5xx": ProviderServerError("503", http_status=503),
+             "accepted": Accepted("prov-scripted")}.get(answer) or result(SCORES[answer])
+        ]
 
     @rule(review_id=reviews, which=st.sampled_from(["live", "superseded", "oldest"]), score=st.sampled_from([0.1, 0.6, 0.95]))
     def callback(self, review_id, which, score):
@@ -126,6 +137,66 @@ class Pipeline(RuleBasedStateMachine):
         assert violations(self.seen) == []
 
 
+class PipelineThroughTheJob(Pipeline):
+    """The same, with the job production runs: `tasks.moderate_review` claims its review and up to
+    MODERATION_BATCH_SIZE - 1 other pending ones, and asks a real provider adapter (the local
+    model, or the webhook adapter over HTTP to `provider_server`)."""
+
+    provider_server: ProviderServer | None = None
+
+    @rule(review_id=Pipeline.reviews, answer=ANSWERS)
+    def moderate(self, review_id, answer):
+        self.provider_answers(answer)
+        tasks.moderate_review(review_id)
+
+    def provider_answers(self, answer: str) -> None:
+        if self.provider_server is not None:  # the local model answers as it judges the text
+            self.provider_server.answer = answer
+
+
+class ProviderServer:
+    """The HTTP end of a webhook provider, on loopback: it answers every POST as `answer` says (a
+    result at once, 202 and a callback later, a 503, or too late for the client's timeout)."""
+
+    def __init__(self, timeout_s: float):
+        self.answer = "accepted"
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                key = self.headers["Idempotency-Key"]
+                self.rfile.read(int(self.headers["Content-Length"]))
+                status, body = server.reply(key)
+                if server.answer == "timeout":
+                    time.sleep(timeout_s * 1.5)
+                raw = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def reply(self, key: str) -> tuple[int, dict]:
+        if self.answer in SCORES:
+            score = SCORES[self.answer]
+            return 200, {"id": f"prov-{key}", "idempotency_key": key, "model": "m-1", "results": [
+                {"flagged": score >= 0.5, "categories": {"harassment": score >= 0.5},
+                 "category_scores": {"harassment": score}}]}
+        if self.answer == "5xx":
+            return 503, {"error": "unavailable"}
+        return 202, {"id": f"prov-{key}", "status": "queued"}
+
+
 class PipelineWithReportsAndAppeals(Pipeline):
     """The same, with clients' users reporting reviews and appealing rejections between steps."""
 
@@ -176,11 +247,13 @@ class PipelineWithErasure(PipelineWithReportsAndAppeals):
         return review_id
 
 
-def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: int = 30, base=Pipeline) -> None:
+def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: int = 30, base=Pipeline,
+                provider_server: ProviderServer | None = None) -> None:
     class Machine(base):
         def __init__(self):
             super().__init__()
             self.client, self.scripted, self.moderator = client, scripted, moderator
+            self.provider_server = provider_server
             self.second = get_user_model().objects.get_or_create(username="second-moderator")[0]
 
     phases = list(Phase) if shrink else [Phase.explicit, Phase.reuse, Phase.generate]
@@ -193,6 +266,37 @@ def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: i
 @pytest.mark.django_db(transaction=True)
 def test_random_interleavings_keep_every_invariant(api_client, scripted, django_user_model):
     run_machine(api_client, scripted, django_user_model.objects.create_user("mia"))
+
+
+@pytest.fixture
+def provider_server(settings):
+    """The webhook adapter, pointed at a ProviderServer (timeouts short, no HTTP retries)."""
+    settings.PROVIDER_TIMEOUT_S = settings.PROVIDER_CONNECT_TIMEOUT_S = 0.2
+    settings.PROVIDER_HTTP_RETRIES, settings.PROVIDER_API_KEY = 0, "key-1"
+    server = ProviderServer(settings.PROVIDER_TIMEOUT_S)
+    settings.PROVIDER_URL = server.url
+    providers.register("webhook", WebhookProvider)  # a new adapter, for the new URL
+    yield server
+    server.server.shutdown()
+    providers.register("webhook", WebhookProvider)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("size", [1, 16])
+@pytest.mark.parametrize("provider", ["local", "webhook"])
+def test_random_interleavings_of_moderation_jobs_keep_every_invariant(api_client, django_user_model, settings,
+                                                                      request, provider, size):
+    settings.MODERATION_PROVIDER, settings.MODERATION_BATCH_SIZE = provider, size
+    settings.BREAKER_COOLDOWN_S = 0  # an open circuit lets a trial through at once: its job claims one review
+    server = request.getfixturevalue("provider_server") if provider == "webhook" else None
+    run_machine(api_client, None, django_user_model.objects.create_user("mia"), examples=5,
+                base=PipelineThroughTheJob, provider_server=server)
+
+    # The search ran jobs that decided reviews; in batches of 16, a job claimed several at once.
+    claims = Counter(ReviewTransition.objects.filter(cause=Cause.JOB_STARTED).exclude(job_id="")
+                     .values_list("job_id", flat=True))
+    assert claims and (max(claims.values()) > 1) == (size > 1), claims
+    assert ReviewTransition.objects.filter(cause=Cause.PROVIDER_RESULT).exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -244,9 +348,21 @@ def _classify_without(guard: str):
 def test_the_property_test_reports_a_violation_when_a_finalize_guard_is_removed(
     api_client, scripted, django_user_model, monkeypatch, guard, caught_as
 ):
-    from moderation.services import pipeline
+    from moderation.services import results
 
-    monkeypatch.setattr(pipeline, "_classify", _classify_without(guard))
+    monkeypatch.setattr(results, "result_classify", _classify_without(guard))
     with pytest.raises(caught_as):
         # (Without shrinking, to fail fast; more examples, as a violation may need a long search.)
         run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), shrink=False, examples=100)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_job_machine_reports_a_violation_when_a_finalize_guard_is_removed(api_client, django_user_model,
+                                                                             settings, monkeypatch):
+    from moderation.services import results
+
+    settings.MODERATION_PROVIDER, settings.MODERATION_BATCH_SIZE = "local", 16
+    monkeypatch.setattr(results, "result_classify", _classify_without("still processing"))
+    with pytest.raises(IllegalTransition):  # a result applied to a review a human already decided
+        run_machine(api_client, None, django_user_model.objects.create_user("mia"), shrink=False, examples=30,
+                    base=PipelineThroughTheJob)

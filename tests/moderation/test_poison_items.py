@@ -25,7 +25,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.providers import local as local_model
-from moderation.services import batch, circuit_get, pipeline, reviews_sweep
+from moderation.services import circuit_get, results, reviews_sweep
 from moderation.services import policy as policy_service
 from tests.helpers import POISON, poison_the_rules, raise_on_poison, submit
 
@@ -44,13 +44,13 @@ def sixteen_with_one_poison(api_client) -> tuple[list[ContentReview], ContentRev
 
 def poison_the_model(monkeypatch, poison) -> None:
     """The local model raises when any text it is given holds the poison (a vectorised call too)."""
-    real = local_model._model
+    real = local_model.predictor
 
     def model():
         predict = real()
         return lambda texts: raise_on_poison(texts) or predict(texts)
 
-    monkeypatch.setattr(local_model, "_model", model)
+    monkeypatch.setattr(local_model, "predictor", model)
 
 
 def poison_language_detection(monkeypatch, poison) -> None:
@@ -61,15 +61,14 @@ def poison_language_detection(monkeypatch, poison) -> None:
 def poison_the_finalize(monkeypatch, poison) -> None:
     """The poisoned review's finalize transaction raises after it wrote its decision: nothing of
     it may stay."""
-    real = pipeline._apply_result_locked
+    real = results.result_apply_locked
 
-    def apply(review, *args):
-        real(review, *args)
+    def apply(review, *args, **kwargs):
+        real(review, *args, **kwargs)
         if review.pk == poison.pk:
             raise RuntimeError(f"{POISON} finalize")
 
-    monkeypatch.setattr(pipeline, "_apply_result_locked", apply)
-    monkeypatch.setattr(batch, "_apply_result_locked", apply)
+    monkeypatch.setattr(results, "result_apply_locked", apply)
 
 
 POISONS = {
@@ -151,7 +150,7 @@ def test_a_model_that_cannot_run_at_all_fails_the_whole_batch_to_its_retries(api
     def missing():
         raise OSError("model file missing")
 
-    monkeypatch.setattr(local_model, "_model", missing)
+    monkeypatch.setattr(local_model, "predictor", missing)
 
     assert run_jobs(reviews, 16) == ["batch of 16: 16 retry_scheduled"]
 
