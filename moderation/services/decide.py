@@ -14,7 +14,7 @@ from moderation.errors import IllegalTransition
 from moderation.models import LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, NotificationKind
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
-from moderation.services._one_statement import OneStatement
+from moderation.services.one_statement import OneStatement
 from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
 
 

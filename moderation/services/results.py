@@ -29,7 +29,7 @@ from moderation.models import (
 )
 from moderation.verdicts import decide, match_record, rule_text
 from moderation.providers import ModerationResult
-from moderation.services._one_statement import OneStatement
+from moderation.services.one_statement import OneStatement
 from moderation.services.decide import decide_locked
 from moderation.services.policy import content_language, policy_active_id_subquery, policy_published
 from moderation.services.transitions import record_event, records_illegal_transitions

@@ -9,7 +9,7 @@ from audit import context
 from moderation.models import ApiClient, Content, ContentReview
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import review_history_row
-from moderation.services._one_statement import OneStatement
+from moderation.services.one_statement import OneStatement
 
 
 def review_submit(

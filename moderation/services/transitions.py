@@ -22,7 +22,7 @@ from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
 from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Cause, ContentReview, ReviewStatus
 from moderation.review_queues import queue_entry
-from moderation.services._one_statement import OneStatement
+from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)

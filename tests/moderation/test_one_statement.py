@@ -1,4 +1,4 @@
-"""Several writes in one statement (moderation/services/_one_statement.py): Django's own INSERTs
+"""Several writes in one statement (moderation/services/one_statement.py): Django's own INSERTs
 and UPDATEs chained, committed or refused together, each row as `save()` would write it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from django.utils import timezone
 from audit.models import EventKind, PipelineEvent
 from moderation import services, tasks
 from moderation.models import Content, ContentReview, ModerationRequest, RequestStatus
-from moderation.services._one_statement import OneStatement
+from moderation.services.one_statement import OneStatement
 from tests.helpers import claimed
 
 pytestmark = pytest.mark.django_db(transaction=True)  # (the provider is called outside any transaction)
@@ -96,7 +96,7 @@ WRITTEN_BY_THE_RUN = {
 }
 
 # The save() signal receivers of those models, which OneStatement does not send: each is made up
-# for by the callers (the docstring of moderation/services/_one_statement.py says how).
+# for by the callers (the docstring of moderation/services/one_statement.py says how).
 RECEIVERS_MADE_UP_FOR = {
     ("ContentReview", "post_save", "HistoricalRecords.post_save"),  # transitions.review_history_row
 }

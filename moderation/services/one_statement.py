@@ -54,7 +54,7 @@ What `save()` does and this does not, and how the callers make up for it:
   `skip_history_when_saving` and inserts the change (`~`), then sends
   post_create_historical_record.
 
-tests/moderation/test_one_statement.py finds every model a real run writes through here,
+tests/moderation/testone_statement.py finds every model a real run writes through here,
 compares each row with the one `save()` writes for the same values, and lists the receivers made
 up for: a model added, or a receiver connected, shows up there.
 """
