@@ -113,7 +113,7 @@ def policy_publish(
     """Publish a new policy version; past versions stay as they were (decisions point at them).
 
     `workplace` holds the review-queue fields (`categories` and the priority weights,
-    moderation.policy.PRIORITY_WEIGHTS); each one left out takes the model's default.
+    moderation.validation.PRIORITY_WEIGHTS); each one left out takes the model's default.
 
     `based_on`: the version the caller read and changed. If another was published since,
     PolicyChanged is raised and nothing is written: publishing would silently drop that

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from moderation.providers import profanity_model
-from moderation.providers.local import _model
+from moderation.providers.local import predictor
 
 HANDWRITTEN = [
     "", " ", "hello", "Thanks for the lovely dinner, see you on Sunday!", "shut up you fucking idiot",
@@ -50,7 +50,7 @@ def _vocabulary() -> list[str]:
 
 def test_probabilities_equal_alt_profanity_checks_to_1e_9(corpus, reference):
     expected = reference(corpus)
-    got = _model()(corpus)
+    got = predictor()(corpus)
     assert len(got) == len(expected) == len(corpus)
     worst = max(range(len(corpus)), key=lambda i: abs(got[i] - expected[i]))
     assert abs(got[worst] - expected[worst]) <= 1e-9, corpus[worst]
@@ -60,11 +60,11 @@ def test_probabilities_equal_alt_profanity_checks_to_1e_9(corpus, reference):
 
 def test_a_batch_scores_each_text_as_alone(corpus):
     texts = corpus[:200]
-    assert _model()(texts) == [_model()([t])[0] for t in texts]
+    assert predictor()(texts) == [predictor()([t])[0] for t in texts]
 
 
 def test_the_worker_does_not_import_scikit_learn():
-    code = ("import sys; from moderation.providers.local import _model; p = _model()(['you idiot']); "
+    code = ("import sys; from moderation.providers.local import predictor; p = predictor()(['you idiot']); "
             "print(sorted(m for m in ('sklearn', 'scipy', 'numpy', 'joblib') if m in sys.modules)); print(p[0])")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     imported, score = run.stdout.split("\n")[:2]
