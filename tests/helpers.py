@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from email.message import Message
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from django.db import connection
 from django.utils import timezone
@@ -253,3 +257,36 @@ def poison_the_rules(monkeypatch) -> None:
         return real(policy, text, *args, **kwargs)
 
     monkeypatch.setattr(verdicts, "rule_matches", rule_matches)
+
+
+class LoopbackJsonServer:
+    """An HTTP server on loopback for a test's provider: every POST is answered by
+    `respond(path, headers, body)` -> (status, answer, delay_s), `headers` as http.server reads
+    them (case-insensitive), `answer` a JSON-able object or raw bytes sent after `delay_s`.
+    `url` is its address; `shutdown()` stops it."""
+
+    def __init__(self, respond: Callable[[str, Message, bytes], tuple[int, object, float]]):
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                status, answer, delay_s = respond(self.path, self.headers, body)
+                time.sleep(delay_s)
+                raw = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(raw)))
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def shutdown(self) -> None:
+        self.server.shutdown()

@@ -4,9 +4,6 @@ and how every kind of answer is classified."""
 from __future__ import annotations
 
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -14,6 +11,7 @@ from moderation.providers import Accepted, ModerationInput, ModerationResult
 from moderation.providers import base as errors
 from moderation.providers.openai import OpenAIProvider
 from moderation.providers.webhook import WebhookProvider
+from tests.helpers import LoopbackJsonServer
 
 RESULT = {"id": "modr_1", "model": "m-1", "results": [{"flagged": True, "categories": {"hate": True}, "category_scores": {"hate": 0.97}}]}
 
@@ -23,30 +21,12 @@ class Stub:
 
     def __init__(self):
         self.script, self.received = [], []
-        stub = self
+        self.http = LoopbackJsonServer(self.respond)
+        self.url = self.http.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                stub.received.append((self.path, dict(self.headers), json.loads(body)))
-                status, answer, delay = stub.script.pop(0)
-                time.sleep(delay)
-                raw = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+    def respond(self, path: str, headers, body: bytes) -> tuple[int, object, float]:
+        self.received.append((path, dict(headers), json.loads(body)))
+        return self.script.pop(0)
 
 
 @pytest.fixture
@@ -55,7 +35,7 @@ def stub(settings):
     settings.PROVIDER_URL, settings.PROVIDER_API_KEY = server.url, "key-1"
     settings.PROVIDER_TIMEOUT_S, settings.PROVIDER_CONNECT_TIMEOUT_S = 0.5, 0.5
     yield server
-    server.server.shutdown()
+    server.http.shutdown()
 
 
 def text(**extra) -> ModerationInput:

@@ -6,11 +6,7 @@ docs/design.md checked after every step (hypothesis, stateful)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -40,7 +36,7 @@ from moderation.models import (
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError, ProviderTimeout
 from moderation.providers.webhook import WebhookProvider
-from tests.helpers import decided, result, submit
+from tests.helpers import LoopbackJsonServer, decided, result, submit
 from moderation.erasure import content_erase
 from moderation.invariants import violations
 
@@ -159,32 +155,13 @@ class ProviderServer:
     result at once, 202 and a callback later, a 503, or too late for the client's timeout)."""
 
     def __init__(self, timeout_s: float):
-        self.answer = "accepted"
-        server = self
+        self.answer, self.timeout_s = "accepted", timeout_s
+        self.http = LoopbackJsonServer(self.respond)
+        self.url = self.http.url
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
-                key = self.headers["Idempotency-Key"]
-                self.rfile.read(int(self.headers["Content-Length"]))
-                status, body = server.reply(key)
-                if server.answer == "timeout":
-                    time.sleep(timeout_s * 1.5)
-                raw = json.dumps(body).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Length", str(len(raw)))
-                    self.end_headers()
-                    self.wfile.write(raw)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+    def respond(self, path: str, headers, body: bytes) -> tuple[int, object, float]:
+        status, answer = self.reply(headers["Idempotency-Key"])
+        return status, answer, self.timeout_s * 1.5 if self.answer == "timeout" else 0
 
     def reply(self, key: str) -> tuple[int, dict]:
         if self.answer in SCORES:
@@ -277,7 +254,7 @@ def provider_server(settings):
     settings.PROVIDER_URL = server.url
     providers.register("webhook", WebhookProvider)  # a new adapter, for the new URL
     yield server
-    server.server.shutdown()
+    server.http.shutdown()
     providers.register("webhook", WebhookProvider)
 
 
