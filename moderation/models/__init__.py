@@ -1,10 +1,31 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
-user reports and appeals (reports.py), moderators' notes (notes.py), erasure tombstones
+authors, strikes and account actions (authors.py), user reports and appeals (reports.py), moderators' notes (notes.py), erasure tombstones
 (erasure.py) and the periodic jobs' heartbeats (heartbeats.py)."""
 
 from moderation.models.core import *  # noqa: F403
 from moderation.models.core import __all__ as _core
 from moderation.models.api import IdempotencyRecord
+from moderation.models.authors import (
+    ACCOUNT_REASON_MAX,
+    AUTHOR_ID_MAX,
+    RESTRICTED_STANDINGS,
+    RESTRICTIVE_ACTIONS,
+    STANDING_FOR_ACTION,
+    STANDING_RANK,
+    TRANSITION_FOR_ACTION,
+    AccountAction,
+    AccountAppeal,
+    AccountAppealStatus,
+    ActionCause,
+    ActionKind,
+    Author,
+    RestrictionEnd,
+    Standing,
+    StandingCause,
+    StandingTransition,
+    Strike,
+    StrikeEnd,
+)
 from moderation.models.erasure import ERASED, ContentErasure
 from moderation.models.heartbeats import Heartbeat
 from moderation.models.notes import NOTE_MAX_CHARS, ModeratorNote
@@ -28,7 +49,9 @@ from moderation.models.reports import (
 )
 
 __all__ = [
-    *_core, "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
+    *_core, "ACCOUNT_REASON_MAX", "AUTHOR_ID_MAX", "RESTRICTED_STANDINGS", "RESTRICTIVE_ACTIONS", "STANDING_FOR_ACTION",
+    "STANDING_RANK", "TRANSITION_FOR_ACTION", "AccountAction", "AccountAppeal", "AccountAppealStatus", "ActionCause",
+    "ActionKind", "Author", "RestrictionEnd", "Standing", "StandingCause", "StandingTransition", "Strike", "StrikeEnd", "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
     "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "Report", "ReportEscalation", "appeal_outcome", "WebhookCircuit",
 ]

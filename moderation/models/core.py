@@ -148,6 +148,9 @@ class ReviewQueue(models.TextChoices):
     APPEALS = "appeals", "Appeals"
     PROVIDER_FAILURES = "provider_failures", "Provider failures"
     ESCALATIONS = "escalations", "Escalated by a moderator"
+    # New content of a suspended or banned author, never approved automatically (the policy's
+    # `while_restricted`).
+    RESTRICTED_AUTHORS = "restricted_authors", "Restricted authors"
 
 
 # Causes whose transition lands on the decision's label (the others have one fixed target).
@@ -175,6 +178,12 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     client = models.ForeignKey(  # indexed by the (client, ...) indexes in Meta
         ApiClient, on_delete=models.PROTECT, related_name="reviews", db_index=False
     )
+    # Who wrote it (docs/design.md, "Authors"): NULL when the client sent no author_id.
+    author = models.ForeignKey(  # indexed by review_author_idx
+        "moderation.Author", on_delete=models.PROTECT, null=True, blank=True, related_name="reviews", db_index=False
+    )
+    # Submitted while its author was suspended or banned: never approved automatically.
+    author_restricted = models.BooleanField(default=False, db_default=False)
     status = FSMField(default=ReviewStatus.PENDING, choices=ReviewStatus.choices, protected=True)
     # Bumped by every transition: a form or a caller that read version N can refuse to act on N+1.
     version = models.PositiveIntegerField(default=1)
@@ -240,6 +249,8 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
             models.Index(
                 fields=["provider_request_id"], name="review_provider_id_idx", condition=~Q(provider_request_id="")
             ),
+            # An author's reviews, newest first (the author page, the API's counts).
+            models.Index(fields=["author", "-created_at"], name="review_author_idx", condition=Q(author__isnull=False)),
             # What moderators see and type (`short_id`): the search box and review_timeline find it.
             models.Index(short_id_expression(), name="review_short_id_idx"),
         ]
@@ -565,6 +576,17 @@ def default_categories() -> list[str]:
     return list(DEFAULT_CATEGORIES)
 
 
+DEFAULT_ENFORCEMENT_LADDER = [
+    {"points": 3, "action": "warn"},
+    {"points": 5, "action": "suspend", "days": 7},
+    {"points": 8, "action": "ban"},
+]
+
+
+def default_enforcement_ladder() -> list[dict]:
+    return [dict(rung) for rung in DEFAULT_ENFORCEMENT_LADDER]
+
+
 class ModerationPolicy(models.Model):
     """A versioned mapping from category scores to a decision. Versions are never edited in place:
     a change publishes a new version, so every past decision still names the rules that made it.
@@ -622,6 +644,23 @@ class ModerationPolicy(models.Model):
     priority_age_points_per_hour = models.FloatField(
         default=10, help_text="Points a review earns for each hour it waits (above 0)."
     )
+    # Authors (docs/design.md, "Authors, strikes and account actions"): the points a rejection
+    # of each category counts (a category not listed counts 1), how long a strike counts, the
+    # enforcement ladder, and what becomes of new content of a suspended or banned author.
+    strike_points = models.JSONField(default=dict, blank=True, db_default={},
+                                     help_text='Points per category, e.g. {"hate": 3}; others count 1.')
+    strike_window_days = models.PositiveIntegerField(default=90, db_default=90)
+    enforcement_ladder = models.JSONField(default=default_enforcement_ladder, blank=True,
+                                          db_default=DEFAULT_ENFORCEMENT_LADDER)
+    while_restricted = models.CharField(
+        max_length=16,
+        choices=[(ReviewStatus.MANUAL_REVIEW.value, "Manual review"), (ReviewStatus.REJECTED.value, "Reject")],
+        default=ReviewStatus.MANUAL_REVIEW, db_default=ReviewStatus.MANUAL_REVIEW,
+        help_text="New content of a suspended or banned author: waits for a human, or is rejected.",
+    )
+    priority_strike_weight = models.FloatField(
+        default=5, db_default=5, help_text="Points for each active strike point of the content's author."
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
@@ -647,4 +686,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

@@ -30,19 +30,31 @@ class NotificationKind(models.TextChoices):
     REVIEW_DECIDED = "review.decided", "Review decided"
     REVIEW_REPORTED = "review.reported", "Review reported (threshold reached)"
     APPEAL_RESOLVED = "appeal.resolved", "Appeal resolved"
+    AUTHOR_ACTIONED = "author.actioned", "Author actioned"
+    AUTHOR_RESTORED = "author.restored", "Author restored"
+    ACCOUNT_APPEAL_RESOLVED = "account_appeal.resolved", "Account appeal resolved"
 
 
 class DecisionNotification(models.Model):
-    review = models.ForeignKey("moderation.ContentReview", on_delete=models.PROTECT, related_name="notifications")
+    # NULL for what concerns an author, not one review (a standing change, an account appeal).
+    review = models.ForeignKey("moderation.ContentReview", on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="notifications")
     kind = models.CharField(max_length=32, choices=NotificationKind.choices, default=NotificationKind.REVIEW_DECIDED)
     # What it announces, exactly one of: a decision (review.decided, or appeal.resolved for the
-    # decision resolving an appeal) or a report-threshold crossing (review.reported). One per
-    # decision and one per crossing: unique constraints, not checks, make a second impossible.
+    # decision resolving an appeal), a report-threshold crossing (review.reported), a change of
+    # an author's standing (author.actioned, author.restored) or an account appeal's resolution.
+    # One per thing announced: unique constraints, not checks, make a second impossible.
     decision = models.OneToOneField(
         "moderation.Decision", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
     )
     escalation = models.OneToOneField(
         "moderation.ReportEscalation", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
+    )
+    standing_change = models.OneToOneField(
+        "moderation.StandingTransition", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
+    )
+    account_appeal = models.OneToOneField(
+        "moderation.AccountAppeal", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
     )
     client = models.ForeignKey("moderation.ApiClient", on_delete=models.PROTECT, related_name="notifications")
     event_id = models.CharField(max_length=64, unique=True, help_text="The webhook-id: the same on every attempt.")
@@ -69,9 +81,15 @@ class DecisionNotification(models.Model):
         ]
         constraints = [
             models.CheckConstraint(
-                condition=Q(decision__isnull=False, escalation__isnull=True)
-                | Q(decision__isnull=True, escalation__isnull=False),
-                name="notification_announces_one_thing",
+                condition=Q(decision__isnull=False, escalation__isnull=True, standing_change__isnull=True,
+                            account_appeal__isnull=True, review__isnull=False)
+                | Q(decision__isnull=True, escalation__isnull=False, standing_change__isnull=True,
+                    account_appeal__isnull=True, review__isnull=False)
+                | Q(decision__isnull=True, escalation__isnull=True, standing_change__isnull=False,
+                    account_appeal__isnull=True, review__isnull=True)
+                | Q(decision__isnull=True, escalation__isnull=True, standing_change__isnull=True,
+                    account_appeal__isnull=False, review__isnull=True),
+                name="notification_announces_one_thing_v2",
             ),
         ]
 
