@@ -16,6 +16,7 @@ from typing import Any
 FIELDS = (
     "request_id",
     "review_id",
+    "author_pk",
     "content_id",
     "job_id",
     "worker_id",

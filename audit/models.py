@@ -62,6 +62,11 @@ class EventKind(models.TextChoices):
     DISPATCH_SKIPPED = "dispatch_skipped", "Dispatch skipped"
     CIRCUIT_CHANGED = "circuit_changed", "Provider circuit changed state"
     JOB_ENQUEUED = "job_enqueued", "Job enqueued"
+    # Authors (docs/design.md, "Authors"): a strike crossed a ladder rung while the author's
+    # standing was already at or above it (nothing taken), and a moderator's account action that
+    # was refused (a stale page, a standing that does not allow it).
+    LADDER_RUNG_SKIPPED = "ladder_rung_skipped", "Ladder rung already taken"
+    AUTHOR_ACTION_REFUSED = "author_action_refused", "Account action refused"
 
 
 class PipelineEvent(models.Model):

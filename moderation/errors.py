@@ -32,6 +32,25 @@ class StaleVersion(ModerationError):
         self.changes = changes
 
 
+class StaleAuthor(ModerationError):
+    """A moderator acted on an author page older than the author: a strike or a change of standing
+    landed since. Lists what changed."""
+
+    def __init__(self, *, author_pk, expected: int, actual: int, changes: list[str]) -> None:
+        self.reason = (f"changed since version {expected} (now {actual}): " + "; ".join(changes) if changes
+                       else f"is at version {actual}, not {expected}")
+        super().__init__(f"author {author_pk} {self.reason}")
+        self.author_pk = author_pk
+        self.expected = expected
+        self.actual = actual
+        self.changes = changes
+
+
+class IllegalStandingChange(ModerationError):
+    """The author's standing does not allow this action (banning a banned author, lifting
+    nothing)."""
+
+
 class ReasonRequired(ModerationError):
     """A human decision must say why."""
 

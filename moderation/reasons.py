@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from moderation.models import Decision, DecisionSource, ReviewStatus, RuleAction
+from moderation.models import STANDING_FOR_ACTION, AccountAction, ActionCause, Decision, DecisionSource, ReviewStatus, RuleAction
 from moderation.verdicts import thresholds_for
 
 Reason = dict[str, Any]
@@ -106,4 +106,26 @@ def statement_of_reasons(decision: Decision) -> dict[str, Any]:
         "model_used": decision.model_used,
         "rules": [{key: m[key] for key in ("rule", "category", "action", "term")} for m in decision.rule_matches or []],
         "created_at": _timestamp(decision.created_at),
+    }
+
+
+def account_statement(action: AccountAction) -> dict[str, Any]:
+    """An account action as the client (and the affected user) sees it: the standing it leads to,
+    the strikes it rests on, whether it was automated and under which policy version. It names no
+    moderator (docs/design.md, "Authors, strikes and account actions")."""
+    automated = action.cause == ActionCause.STRIKES
+    if automated:
+        explained = (f"Automated: {action.strike_points} active strike points reached the {action.action} step "
+                     "of the enforcement ladder.")
+    else:
+        explained = f"A moderator took this action: {action.reason}" if action.reason else "A moderator took this action."
+    return {
+        "action": action.action,
+        "standing": STANDING_FOR_ACTION[action.action],
+        "until": _timestamp(action.until) if action.until else None,
+        "reasons": [{"category": s["category"], "points": s["points"]} for s in action.strikes or []],
+        "strike_points": action.strike_points,
+        "automated": automated,
+        "policy_version": action.policy.version if action.policy_id else None,
+        "explanation": explained,
     }

@@ -33,24 +33,35 @@ class QueueEntry:
     order_at: datetime
 
 
-def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: int = 0, appealed: bool = False) -> float:
+def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: int = 0, appealed: bool = False,
+             author_points: int = 0) -> float:
     """Priority points of a review entering a review queue: the model's top category score, the
-    distinct users who reported it, and whether its owner appealed, weighted by the policy."""
+    distinct users who reported it, whether its owner appealed, and its author's active strike
+    points (a repeat offender's content ranks higher in every queue), weighted by the policy."""
     top = max((float(v) for v in (category_scores or {}).values()), default=0.0)
     return round(
         policy.priority_score_weight * top
         + policy.priority_report_weight * max(report_count, 0)
-        + policy.priority_appeal_weight * (1 if appealed else 0),
+        + policy.priority_appeal_weight * (1 if appealed else 0)
+        + policy.priority_strike_weight * max(author_points, 0),
         4,
     )
 
 
+# Causes whose review waits in "Restricted authors" when its author was restricted at submission.
+PROVIDER_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.PROVIDER_FAILED)
+
+
 def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: int = 0,
-                now: datetime) -> QueueEntry:
-    """Where and how urgently a review waits when `cause` sends it to manual_review."""
-    queue = QUEUE_FOR_CAUSE.get(cause, ReviewQueue.LOW_CONFIDENCE)
+                now: datetime, author_restricted: bool = False, author_points: int = 0) -> QueueEntry:
+    """Where and how urgently a review waits when `cause` sends it to manual_review. Content
+    submitted while its author was suspended or banned waits in "Restricted authors"."""
+    if author_restricted and cause in PROVIDER_CAUSES:
+        queue = ReviewQueue.RESTRICTED_AUTHORS
+    else:
+        queue = QUEUE_FOR_CAUSE.get(cause, ReviewQueue.LOW_CONFIDENCE)
     points = priority(policy, category_scores=category_scores, report_count=report_count,
-                      appealed=cause == Cause.APPEAL)
+                      appealed=cause == Cause.APPEAL, author_points=author_points)
     # Capped at ten years ahead: any priority beyond that is "first", and the date stays valid.
     ahead = timedelta(hours=min(points / policy.priority_age_points_per_hour, _MAX_HOURS_AHEAD))
     return QueueEntry(queue=queue, priority=points, queued_at=now, order_at=now - ahead)

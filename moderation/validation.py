@@ -48,6 +48,7 @@ def validate_policy(fields: dict) -> list[str]:
     if "categories" in fields:
         errors += validate_categories(fields["categories"])
     errors += validate_priority_weights(fields)
+    errors += validate_author_rules(fields)
     return errors
 
 
@@ -66,7 +67,59 @@ def validate_categories(value: object) -> list[str]:
 
 
 PRIORITY_WEIGHTS = ("priority_score_weight", "priority_report_weight", "priority_appeal_weight",
-                    "priority_age_points_per_hour")
+                    "priority_age_points_per_hour", "priority_strike_weight")
+# A version's rules for authors (docs/design.md, "Authors, strikes and account actions").
+AUTHOR_FIELDS = ("strike_points", "strike_window_days", "enforcement_ladder", "while_restricted")
+STRIKE_POINTS_MAX = 1000
+STRIKE_WINDOW_DAYS_MAX = 3650
+LADDER_ACTIONS = ("warn", "suspend", "ban")
+
+
+def validate_author_rules(fields: dict) -> list[str]:
+    """Errors in a version's strike points, strike window, enforcement ladder and
+    `while_restricted` (each one left out is not checked: it takes its default)."""
+    errors = []
+    points = fields.get("strike_points", {})
+    if not isinstance(points, dict) or not all(
+        isinstance(c, str) and _CATEGORY_NAME.match(c) and isinstance(n, int) and not isinstance(n, bool)
+        and 0 <= n <= STRIKE_POINTS_MAX for c, n in points.items()
+    ):
+        errors.append(f"strike_points must be an object of {{category: whole number from 0 to {STRIKE_POINTS_MAX}}}")
+    window = fields.get("strike_window_days", 90)
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= STRIKE_WINDOW_DAYS_MAX:
+        errors.append(f"strike_window_days must be a whole number from 1 to {STRIKE_WINDOW_DAYS_MAX}")
+    errors += validate_ladder(fields.get("enforcement_ladder", []))
+    if fields.get("while_restricted", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, ReviewStatus.REJECTED):
+        errors.append("while_restricted must be manual_review or reject")
+    return errors
+
+
+def validate_ladder(ladder: object) -> list[str]:
+    """A ladder is a list of rungs {"points": n >= 1, "action": warn|suspend|ban, "days": n (a
+    suspension's, 1 to 3650)}, at most one rung per action, more severe rungs needing more points."""
+    if not isinstance(ladder, list) or len(ladder) > len(LADDER_ACTIONS):
+        return ["enforcement_ladder must be a list of at most three rungs"]
+    errors = []
+    for rung in ladder:
+        expected = {"points", "action", "days"} if isinstance(rung, dict) and rung.get("action") == "suspend" \
+            else {"points", "action"}
+        if not isinstance(rung, dict) or set(rung) != expected or rung["action"] not in LADDER_ACTIONS:
+            errors.append('each rung is {"points": n, "action": "warn"|"ban"} or {"points": n, "action": "suspend", "days": n}')
+            continue
+        if isinstance(rung["points"], bool) or not isinstance(rung["points"], int) or not 1 <= rung["points"] <= 1_000_000:
+            errors.append(f"rung {rung['action']}: points must be a whole number from 1 to 1000000")
+        days = rung.get("days", 1)
+        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= STRIKE_WINDOW_DAYS_MAX:
+            errors.append(f"rung suspend: days must be a whole number from 1 to {STRIKE_WINDOW_DAYS_MAX}")
+    if errors:
+        return errors
+    actions = [rung["action"] for rung in ladder]
+    if len(set(actions)) != len(actions):
+        errors.append("enforcement_ladder: at most one rung per action")
+    ordered = sorted(ladder, key=lambda rung: LADDER_ACTIONS.index(rung["action"]))
+    if any(a["points"] >= b["points"] for a, b in zip(ordered, ordered[1:])):
+        errors.append("enforcement_ladder: a more severe rung needs more points (warn < suspend < ban)")
+    return errors
 
 
 def validate_priority_weights(fields: dict) -> list[str]:

@@ -7,7 +7,7 @@ database access.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from moderation.language import Detection
 from moderation.models import Content, ContentKind, ModerationPolicy, ReviewStatus, RuleAction
@@ -160,3 +160,17 @@ def rule_text(content: Content) -> str:
     if content.kind == ContentKind.METADATA:
         return "\n".join(text_values(content.metadata))
     return ""
+
+
+RESTRICTED_EXPLANATION = ("Its author is suspended or banned: new content of a restricted author is never "
+                          "approved automatically.")
+
+
+def restricted_verdict(policy: ModerationPolicy, verdict: Verdict) -> Verdict:
+    """The verdict for content submitted while its author was suspended or banned: a rejection
+    stands; anything else takes the policy's `while_restricted` (a human looks, in the
+    "Restricted authors" queue, or it is rejected) and says why (docs/design.md, "Authors")."""
+    if verdict.label == ReviewStatus.REJECTED:
+        return verdict
+    return replace(verdict, label=policy.while_restricted,
+                   explanation=f"{RESTRICTED_EXPLANATION} {verdict.explanation}".strip())

@@ -46,8 +46,26 @@ from moderation.services.reconcile import review_reconcile, review_supersede, re
 from moderation.services.submission import review_submit
 from moderation.services.reports import ReportFiled, report_file
 from moderation.services.appeals import appeal_file
+from moderation.services.authors import (
+    account_appeal_file,
+    account_appeal_resolve,
+    author_act,
+    author_ensure,
+    author_lift,
+    authors_sweep,
+    restrictions_expire_due,
+    strikes_lapse_due,
+)
 
 __all__ = [
+    "account_appeal_file",
+    "account_appeal_resolve",
+    "author_act",
+    "author_ensure",
+    "author_lift",
+    "authors_sweep",
+    "restrictions_expire_due",
+    "strikes_lapse_due",
     "Claim",
     "DispatchReport",
     "SWEEPER",

@@ -2,7 +2,8 @@
 all in the caller's transaction (docs/design.md, invariants 1, 7 and 9).
 
 Every decision goes through `decide_locked`: a provider result, a provider failure handed to a
-human, a moderator's override and an escalation.
+human, a moderator's override and an escalation; and so does every strike against the review's
+author (moderation/services/authors.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from moderation.errors import IllegalTransition
 from moderation.models import LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, NotificationKind
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
+from moderation.services.authors import strikes_after_decision_locked
 from moderation.services.one_statement import OneStatement
 from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
 
@@ -70,6 +72,8 @@ def decide_locked(
             raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause)
         if appeal is not None:
             appeal_resolve_locked(appeal, decision)
+        # The author's strike follows the decision, in its transaction (docs/design.md, "Authors").
+        strikes_after_decision_locked(review, decision, actor=actor, actor_id=actor_id)
         return decision
 
 

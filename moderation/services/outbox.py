@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from moderation.models import (
     Appeal,
+    Author,
     ContentReview,
     Decision,
     DecisionNotification,
@@ -52,13 +53,19 @@ def outbox_row(
 ) -> DecisionNotification:
     """The notification `outbox_write` writes, unsaved: for a caller that inserts it with other
     rows in one statement, then calls `outbox_enqueue`."""
-    client = review.client
+    return _notification(review.client, kind=kind, body=body, review=review, decision=decision, escalation=escalation)
+
+
+def outbox_author_row(author: Author, *, body: dict) -> DecisionNotification:
+    """A notification about an author (a change of standing, an account appeal's resolution),
+    unsaved: the caller sets what it announces and inserts it in that thing's transaction."""
+    return _notification(author.client, kind=body["type"], body=body)
+
+
+def _notification(client, *, kind: NotificationKind, body: dict, **announces) -> DecisionNotification:
     now = timezone.now()
     return DecisionNotification(
-        review=review,
         kind=kind,
-        decision=decision,
-        escalation=escalation,
         client=client,
         event_id=DecisionNotification.new_event_id(),
         url=client.webhook_url,
@@ -66,6 +73,7 @@ def outbox_row(
         status=NotificationStatus.PENDING if client.webhook_url else NotificationStatus.NO_ENDPOINT,
         next_attempt_at=now if client.webhook_url else None,
         last_enqueued_at=now if client.webhook_url else None,  # its job is enqueued on commit
+        **announces,
     )
 
 

@@ -27,8 +27,9 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
-from moderation.verdicts import decide, match_record, rule_text
+from moderation.verdicts import decide, match_record, restricted_verdict, rule_text
 from moderation.providers import ModerationResult
+from moderation.services.authors import authors_lock
 from moderation.services.one_statement import OneStatement
 from moderation.services.decide import decide_locked
 from moderation.services.policy import content_language, policy_active_id_subquery, policy_published
@@ -120,14 +121,19 @@ def _finalize_locked(results: list[OperationResult], cause: Cause, provider: str
         locked = reviews_lock_by_keys([item.idempotency_key for item in results])
         outcomes: list[tuple] = [(ResultOutcome.ORPHAN, None)] * len(results)
         found = [(review, request, i) for i, (review, request) in enumerate(locked) if review is not None]
-        for review, request, i in sorted(found, key=lambda each: each[0].pk):  # in the order they were locked
+        found.sort(key=lambda each: each[0].pk)  # in the order they were locked
+        for review, request, i in found:
+            outcomes[i] = (result_classify(review, request, provider), review.pk)
+        # The authors whose strikes these results may change, locked after the reviews and in id
+        # order (moderation/services/authors.py): two batches never deadlock on them.
+        applied = [(review, request, i) for review, request, i in found if outcomes[i][0] is ResultOutcome.APPLIED]
+        authors = authors_lock(review.author_id for review, _, _ in applied)
+        for review, request, i in applied:
             item = results[i]
+            review._locked_author = authors.get(review.author_id)
             with context.bind(review_id=review.pk, idempotency_key=request.idempotency_key, attempt_no=item.attempt_no):
-                outcome = result_classify(review, request, provider)
-                if outcome is ResultOutcome.APPLIED:
-                    result_apply_locked(review, request, item.result, cause=cause, callback_id=item.callback_id,
-                                        attempt_no=item.attempt_no)
-            outcomes[i] = (outcome, review.pk)
+                result_apply_locked(review, request, item.result, cause=cause, callback_id=item.callback_id,
+                                    attempt_no=item.attempt_no)
         return outcomes
 
 
@@ -183,6 +189,8 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
     policy = policy_published(getattr(request, "active_policy_id", None))
     detection = content_language(review.content)
     verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
+    if review.author_restricted:
+        verdict = restricted_verdict(policy, verdict)
     now = timezone.now()
     # The operation is complete: written in the statement that inserts the decision.
     writes = OneStatement()

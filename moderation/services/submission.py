@@ -8,6 +8,7 @@ from django.utils import timezone
 from audit import context
 from moderation.models import ApiClient, Content, ContentReview
 from moderation.jobs import enqueue_on_commit
+from moderation.services.authors import author_ensure
 from moderation.services.transitions import review_history_row
 from moderation.services.one_statement import OneStatement
 
@@ -20,6 +21,7 @@ def review_submit(
     text: str = "",
     media_url: str = "",
     metadata: dict | None = None,
+    author_id: str | None = None,
 ) -> tuple[ContentReview, bool]:
     """Create the content and its pending review, or return the existing one. (review, created)
 
@@ -29,6 +31,9 @@ def review_submit(
     that a lost race leaves the caller's transaction usable.
     Input is validated by the caller (the API serializer).
 
+    `author_id`: who wrote it (docs/design.md, "Authors"): the author is created on its first
+    submission, and content submitted while it is suspended or banned is marked restricted.
+
     The insert is tried first: a new submission (the common case) then costs no lookup, and a
     repeated one is told by the same constraint, then read.
     """
@@ -36,6 +41,9 @@ def review_submit(
         client=client, external_id=external_id, kind=kind, text=text, media_url=media_url, metadata=metadata or {},
     )
     review = ContentReview(content=content, client=client, last_enqueued_at=timezone.now())
+    if author_id:
+        author = author_ensure(client, author_id)
+        review.author_id, review.author_restricted = author.pk, author.restricted
     # The content, its review, the review's first history row and its job_enqueued event: one
     # statement, so one round trip and no transaction to open (a statement is atomic); the
     # job is enqueued once it has run.

@@ -20,7 +20,7 @@ from simple_history.signals import post_create_historical_record, pre_create_his
 from audit import context
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
-from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Cause, ContentReview, ReviewStatus
+from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Author, Cause, ContentReview, ReviewStatus
 from moderation.review_queues import queue_entry
 from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active
@@ -208,7 +208,8 @@ def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_cou
         decision = review.decision
         entry = queue_entry(
             policy_active(), cause=cause, category_scores=decision.category_scores if decision else {},
-            report_count=report_count, now=timezone.now(),
+            report_count=report_count, now=timezone.now(), author_restricted=review.author_restricted,
+            author_points=_author_points(review),
         )
         review.queue, review.priority = entry.queue, entry.priority
         review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at
@@ -216,6 +217,17 @@ def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_cou
     if from_status == ReviewStatus.MANUAL_REVIEW or review.queue:
         return tuple(review_queue_leave(review))
     return ()
+
+
+def _author_points(review: ContentReview) -> int:
+    """The active strike points of the review's author (0 without one), for its priority: from
+    the author a finalize locked, else read."""
+    if review.author_id is None:
+        return 0
+    locked = getattr(review, "_locked_author", None)
+    if locked is not None and locked.pk == review.author_id:
+        return locked.strike_points
+    return Author.objects.filter(pk=review.author_id).values_list("strike_points", flat=True).first() or 0
 
 
 def record_event(

@@ -1,0 +1,535 @@
+"""Authors: strikes, the enforcement ladder, account actions and account appeals (docs/design.md,
+"Authors, strikes and account actions").
+
+Every write to an author happens under the author's row lock, in the transaction of what causes
+it: a strike in the transaction of the rejection (`strikes_after_decision_locked`, called by the
+one decide path), an action in the strike's transaction or the moderator's, a restriction's end
+in the expiry job's. The lock serialises everything that reads the author's points and standing
+and writes them back, so twenty rejections of one author landing at once in twenty workers add
+up exactly, and a rung is taken once.
+
+Locking rule: an author's lock is taken after the locks of the reviews being decided (those are
+taken first, in id order: moderation/services/pipeline.py), and several authors' locks in author
+id order (`authors_lock`). Nothing locks a review while holding an author's lock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import connection, transaction
+from django.db.models import Sum
+from django.utils import timezone
+from django_fsm import InvalidResultState, TransitionNotAllowed
+
+from audit import context
+from audit.models import Actor, EventKind
+from moderation.errors import (
+    AppealExists,
+    FourEyesRequired,
+    IllegalStandingChange,
+    NotApplicable,
+    NotAppealable,
+    ReasonRequired,
+    StaleAuthor,
+)
+from moderation.models import (
+    ACCOUNT_REASON_MAX,
+    RESTRICTED_STANDINGS,
+    RESTRICTIVE_ACTIONS,
+    STANDING_FOR_ACTION,
+    STANDING_RANK,
+    TRANSITION_FOR_ACTION,
+    AccountAction,
+    AccountAppeal,
+    AccountAppealStatus,
+    ActionCause,
+    ActionKind,
+    ApiClient,
+    Author,
+    ContentReview,
+    Decision,
+    ModerationPolicy,
+    NotificationKind,
+    RestrictionEnd,
+    ReviewStatus,
+    Standing,
+    StandingCause,
+    StandingTransition,
+    Strike,
+    StrikeEnd,
+)
+from moderation.reasons import account_statement, reasons
+from moderation.services.one_statement import OneStatement
+from moderation.services.outbox import outbox_author_row, outbox_enqueue
+from moderation.services.policy import policy_active, policy_published
+from moderation.services.transitions import record_event
+
+logger = logging.getLogger(__name__)
+
+# Why a restriction ended -> the standing change's cause.
+_CAUSE_FOR_END = {RestrictionEnd.EXPIRED: StandingCause.EXPIRED, RestrictionEnd.LIFTED: StandingCause.LIFTED,
+                  RestrictionEnd.OVERTURNED: StandingCause.OVERTURNED}
+
+
+# --- who wrote it ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class AuthorRef:
+    """An author as a submission sees it: its id, and whether its new content is restricted."""
+
+    pk: int
+    restricted: bool
+
+
+_ENSURE = """
+WITH new AS (
+    INSERT INTO moderation_author (client_id, author_id, standing, strike_points, version, created_at, updated_at)
+    VALUES (%(client)s, %(author_id)s, 'good', 0, 1, now(), now())
+    ON CONFLICT (client_id, author_id) DO NOTHING
+    RETURNING id, standing, restricted_until
+)
+SELECT id, standing, restricted_until FROM new
+UNION ALL
+SELECT id, standing, restricted_until FROM moderation_author WHERE client_id = %(client)s AND author_id = %(author_id)s
+LIMIT 1
+"""
+
+
+def author_ensure(client: ApiClient, author_id: str, *, now: datetime | None = None) -> AuthorRef:
+    """The author `author_id` of `client`, created on its first submission: one statement, and no
+    lock (a submission never waits for a finalize holding the author). Whether its new content is
+    restricted is read here: content submitted while it is suspended or banned."""
+    params = {"client": client.pk, "author_id": author_id}
+    with connection.cursor() as cursor:
+        cursor.execute(_ENSURE, params)
+        row = cursor.fetchone()
+        if row is None:  # inserted by a transaction that committed after this statement's snapshot
+            cursor.execute("SELECT id, standing, restricted_until FROM moderation_author "
+                           "WHERE client_id = %(client)s AND author_id = %(author_id)s", params)
+            row = cursor.fetchone()
+    pk, standing, until = row
+    return AuthorRef(pk=pk, restricted=standing_restricts(standing, until, now or timezone.now()))
+
+
+def standing_restricts(standing: str, until: datetime | None, now: datetime) -> bool:
+    """Whether an author in `standing` (suspended until `until`) is restricted at `now`."""
+    if standing == Standing.BANNED:
+        return True
+    return standing == Standing.SUSPENDED and until is not None and until > now
+
+
+def authors_lock(author_ids: Iterable[int]) -> dict[int, Author]:
+    """Lock authors in id order (the locking rule above); returns them by id."""
+    ids = sorted({pk for pk in author_ids if pk is not None})
+    if not ids:
+        return {}
+    return {a.pk: a for a in Author.objects.select_for_update(of=("self",)).select_related("client")
+            .filter(pk__in=ids).order_by("pk")}
+
+
+def _author_locked(review: ContentReview) -> Author:
+    """The review's author, locked: by the caller already (a batch locks its authors up front,
+    `authors_lock`) or now."""
+    author = getattr(review, "_locked_author", None)
+    if author is None or author.pk != review.author_id:
+        author = authors_lock([review.author_id])[review.author_id]
+        review._locked_author = author
+    return author
+
+
+# --- strikes ----------------------------------------------------------------------------------
+
+def strike_points_for(policy: ModerationPolicy, category: str) -> int:
+    """The points a rejection of `category` counts under `policy` (a category not listed: 1)."""
+    return int((policy.strike_points or {}).get(category, 1))
+
+
+def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, actor: str, actor_id: str = "") -> None:
+    """Keep the review's strike true to its new decision, in the decision's transaction (called by
+    `decide_locked`, holding the review's lock): a rejection writes one (replacing any the review
+    had), an approval revokes the review's strike. Then the ladder. Other decisions (a human
+    to look) change no strike."""
+    if review.author_id is None or decision.label not in (ReviewStatus.REJECTED, ReviewStatus.APPROVED):
+        return
+    if decision.label == ReviewStatus.APPROVED and not Strike.objects.filter(
+        review=review, ended_at__isnull=True
+    ).exists():
+        return  # the common approval: nothing to revoke, and no lock taken
+    author = _author_locked(review)
+    now = timezone.now()
+    # The points before this decision: less the strikes that lapsed meanwhile, and the review's own.
+    change = -_strikes_lapse_locked(author, now)
+    change -= _strike_end_locked(review, StrikeEnd.REPLACED if decision.label == ReviewStatus.REJECTED
+                                 else StrikeEnd.OVERTURNED, now)
+    before = author.strike_points + change
+    strike = None
+    found = reasons(decision) if decision.label == ReviewStatus.REJECTED else []
+    if found:  # a rejection counts the points of its top category; one that names none counts nothing
+        policy = policy_published(decision.policy_id) if decision.policy_id else policy_active()
+        category = found[0]["category"]
+        strike = Strike.objects.create(
+            author=author, review=review, decision=decision, category=category[:64],
+            points=strike_points_for(policy, category), policy=policy, created_at=now,
+            expires_at=now + timedelta(days=policy.strike_window_days),
+        )
+        change += strike.points
+    _points_add_locked(author, change)
+    if strike is not None:
+        _ladder_locked(author, policy, strike, before, now=now, actor=actor, actor_id=actor_id)
+
+
+def _strike_end_locked(review: ContentReview, end: StrikeEnd, now: datetime) -> int:
+    """End the review's active strike (if any); returns its points."""
+    ended = list(Strike.objects.filter(review=review, ended_at__isnull=True).values_list("pk", "points"))
+    if ended:
+        Strike.objects.filter(pk__in=[pk for pk, _ in ended]).update(ended_at=now, end=end)
+    return sum(points for _, points in ended)
+
+
+def _strikes_lapse_locked(author: Author, now: datetime) -> int:
+    """Lapse the author's strikes older than their window; returns their points (not yet taken
+    off the author: the caller adds the change)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE moderation_strike SET ended_at = %s, \"end\" = %s "
+            "WHERE author_id = %s AND ended_at IS NULL AND expires_at <= %s RETURNING points",
+            [now, StrikeEnd.LAPSED, author.pk, now],
+        )
+        return sum(points for (points,) in cursor.fetchall())
+
+
+def _points_add_locked(author: Author, change: int) -> None:
+    if change == 0:
+        return
+    author.strike_points += change
+    author.version += 1
+    Author.objects.filter(pk=author.pk).update(strike_points=author.strike_points, version=author.version,
+                                               updated_at=timezone.now())
+
+
+def strikes_lapse_due(*, now: datetime | None = None, limit: int = 500) -> int:
+    """Lapse every strike older than its window (a scheduled job): the authors' points go down,
+    their standing does not (docs/design.md, "Authors"). Safe on several clusters at once: each
+    author's strikes lapse under its lock, and a strike lapses once. Returns the strikes lapsed."""
+    now = now or timezone.now()
+    author_ids = list(Strike.objects.filter(ended_at__isnull=True, expires_at__lte=now)
+                      .order_by("expires_at").values_list("author_id", flat=True)[:limit])
+    lapsed = 0
+    for author_id in dict.fromkeys(author_ids):
+        with transaction.atomic():
+            author = authors_lock([author_id])[author_id]
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE moderation_strike SET ended_at = %s, \"end\" = %s "
+                    "WHERE author_id = %s AND ended_at IS NULL AND expires_at <= %s RETURNING points",
+                    [now, StrikeEnd.LAPSED, author.pk, now],
+                )
+                rows = cursor.fetchall()
+            _points_add_locked(author, -sum(points for (points,) in rows))
+            lapsed += len(rows)
+    return lapsed
+
+
+# --- the ladder and account actions ------------------------------------------------------------
+
+def ladder_rung(ladder: list[dict], points: int) -> dict | None:
+    """The most severe rung `points` reaches (the highest, when several are reached together)."""
+    reached = [rung for rung in ladder or [] if rung["points"] <= points]
+    return max(reached, key=lambda rung: (STANDING_RANK[STANDING_FOR_ACTION[rung["action"]]], rung["points"]),
+               default=None)
+
+
+def _ladder_locked(author: Author, policy: ModerationPolicy, strike: Strike, before: int, *, now: datetime,
+                   actor: str, actor_id: str) -> AccountAction | None:
+    """Take the rung the author's points reach, once: only a rung above its standing is taken
+    (docs/design.md, "Authors"). A rung crossed by this strike while the standing is already at or
+    above it is recorded (an event), so that the log shows both of two racing attempts."""
+    rung = ladder_rung(policy.enforcement_ladder, author.strike_points)
+    if rung is None:
+        return None
+    kind = ActionKind(rung["action"])
+    if STANDING_RANK[STANDING_FOR_ACTION[kind]] > STANDING_RANK[author.standing]:
+        until = now + timedelta(days=rung["days"]) if kind == ActionKind.SUSPEND else None
+        reason = (f"{author.strike_points} strike points in {policy.strike_window_days} days reached "
+                  f"the {kind} rung ({rung['points']} points) of policy v{policy.version}")
+        return _act_locked(author, kind, cause=ActionCause.STRIKES, until=until, reason=reason, moderator=None,
+                           policy=policy, actor=actor, actor_id=actor_id, now=now)
+    crossed = [r for r in policy.enforcement_ladder if before < r["points"] <= author.strike_points]
+    if crossed:
+        record_event(EventKind.LADDER_RUNG_SKIPPED, review_id=strike.review_id, author=author.pk,
+                     rung=rung["action"], points=author.strike_points, standing=author.standing)
+    return None
+
+
+def _active_strike_facts(author: Author) -> list[dict]:
+    return [{"category": c, "points": p, "review_id": str(r)}
+            for c, p, r in Strike.objects.filter(author=author, ended_at__isnull=True)
+            .order_by("created_at", "id").values_list("category", "points", "review_id")]
+
+
+def _act_locked(author: Author, kind: ActionKind, *, cause: ActionCause, until: datetime | None, reason: str,
+                moderator, policy: ModerationPolicy | None, actor: str, actor_id: str, now: datetime) -> AccountAction:
+    """Take an action on the author (holding its lock): its standing changes (the state machine
+    decides whether it may), the action, the logged change and the `author.actioned`
+    notification are written together."""
+    previous = author.standing
+    try:
+        getattr(author, TRANSITION_FOR_ACTION[kind])()
+    except TransitionNotAllowed as exc:
+        raise IllegalStandingChange(f"cannot {kind} an author who is {previous}") from exc
+    action = AccountAction(
+        author=author, action=kind, cause=cause, until=until, reason=reason, moderator=moderator, policy=policy,
+        strike_points=author.strike_points, strikes=_active_strike_facts(author), previous_standing=previous,
+    )
+    writes = OneStatement()
+    if kind in RESTRICTIVE_ACTIONS:
+        if author.restriction_id is not None:  # a suspension replaced by a ban or a new suspension
+            writes.update(AccountAction.objects.filter(pk=author.restriction_id, ended_at__isnull=True),
+                          ended_at=now, end=RestrictionEnd.REPLACED)
+        author.restriction, author.restricted_until = action, until
+    writes.insert(action)
+    writes.execute()
+    _standing_changed_locked(author, previous, action, cause=StandingCause(cause), actor=actor, actor_id=actor_id,
+                             reason=reason, body=lambda: author_actioned_body(author, action))
+    logger.info("author %s: %s (%s)", author.pk, kind, cause)
+    return action
+
+
+def _restore_locked(author: Author, end: RestrictionEnd, *, actor: str, actor_id: str, reason: str,
+                    now: datetime) -> StandingTransition:
+    """End the author's suspension or ban in force (holding its lock), and tell the client
+    (`author.restored`). An overturned action gives the standing back that it took; a restriction
+    that expired or was lifted leaves the author warned."""
+    action = author.restriction
+    previous = author.standing
+    back = action.previous_standing if end == RestrictionEnd.OVERTURNED else Standing.WARNED
+    back = back if back in (Standing.GOOD, Standing.WARNED) else Standing.WARNED
+    try:
+        author.restore(back)
+    except (TransitionNotAllowed, InvalidResultState) as exc:
+        raise IllegalStandingChange(f"cannot restore an author who is {previous}") from exc
+    AccountAction.objects.filter(pk=action.pk).update(ended_at=now, end=end)
+    action.ended_at, action.end = now, end
+    author.restriction, author.restricted_until = None, None
+    return _standing_changed_locked(author, previous, action, cause=_CAUSE_FOR_END[end], actor=actor,
+                                    actor_id=actor_id, reason=reason,
+                                    body=lambda: author_restored_body(author, action, end))
+
+
+def _standing_changed_locked(author: Author, previous: str, action: AccountAction, *, cause: StandingCause,
+                             actor: str, actor_id: str, reason: str, body) -> StandingTransition:
+    """Write the author's new standing, its log row and its notification, in one statement."""
+    author.version += 1
+    now = timezone.now()
+    writes = OneStatement()
+    writes.update(Author.objects.filter(pk=author.pk), standing=author.standing, restriction=author.restriction_id,
+                  restricted_until=author.restricted_until, version=author.version, updated_at=now)
+    change = StandingTransition(author=author, from_standing=previous, to_standing=author.standing, cause=cause,
+                                actor=actor, actor_id=actor_id, action=action, strike_points=author.strike_points,
+                                reason=reason)
+    writes.insert(change)
+    notification = outbox_author_row(author, body=body())
+    notification.standing_change_id = writes.key_of(change)
+    writes.insert(notification)
+    writes.execute()
+    outbox_enqueue(notification)
+    return change
+
+
+def author_actioned_body(author: Author, action: AccountAction) -> dict:
+    return {
+        "type": NotificationKind.AUTHOR_ACTIONED,
+        "data": {
+            "author_id": author.author_id, "action_id": str(action.pk), "action": action.action,
+            "until": action.until.isoformat() if action.until else None, "cause": action.cause,
+            "reason": action.reason, "statement": account_statement(action),
+        },
+    }
+
+
+def author_restored_body(author: Author, action: AccountAction, end: RestrictionEnd) -> dict:
+    return {
+        "type": NotificationKind.AUTHOR_RESTORED,
+        "data": {"author_id": author.author_id, "action_id": str(action.pk), "why": end},
+    }
+
+
+# --- moderators -------------------------------------------------------------------------------
+
+SUSPEND_DAYS_MAX = 3650
+
+
+def _reason(reason: str) -> str:
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired("a reason is required")
+    if len(reason) > ACCOUNT_REASON_MAX:
+        raise ReasonRequired(f"a reason is at most {ACCOUNT_REASON_MAX} characters")
+    return reason
+
+
+def _author_checked(author_pk: int, expected_version: int | None) -> Author:
+    """Lock the author; refuse if it changed since the page the moderator acted from."""
+    author = authors_lock([author_pk]).get(author_pk)
+    if author is None:
+        raise Author.DoesNotExist(f"no author {author_pk}")
+    if expected_version is not None and author.version != expected_version:
+        raise StaleAuthor(author_pk=author_pk, expected=expected_version, actual=author.version,
+                          changes=author_changes_since(author, expected_version))
+    return author
+
+
+def author_changes_since(author: Author, version: int) -> list[str]:
+    """What a moderator did not see: the strikes and standing changes newer than the page they
+    acted from (at most the last 20), oldest first."""
+    if author.version <= version:
+        return []
+    count = min(author.version - version, 20)
+    strikes = [(s.created_at, f"strike: {s.category} (+{s.points})" if s.end in ("", StrikeEnd.REPLACED)
+                else f"strike {s.category} {s.end}") for s in author.strikes.order_by("-id")[:count]]
+    changes = [(t.created_at, f"{t.from_standing} -> {t.to_standing} ({t.cause}, by {t.actor})")
+               for t in author.transitions.order_by("-id")[:count]]
+    return [text for _, text in sorted(strikes + changes, key=lambda each: each[0])][-count:]
+
+
+def _refused(func):
+    """Record a refused account action (an event) after its transaction rolled back: a manual
+    action racing the ladder leaves both attempts in the log."""
+    def wrapper(*, author_pk, moderator, **kwargs):
+        try:
+            return func(author_pk=author_pk, moderator=moderator, **kwargs)
+        except (StaleAuthor, IllegalStandingChange, NotApplicable) as exc:
+            record_event(EventKind.AUTHOR_ACTION_REFUSED, author=author_pk, action=func.__name__,
+                         moderator=getattr(moderator, "pk", None), why=str(exc)[:500])
+            raise
+    wrapper.__name__, wrapper.__doc__ = func.__name__, func.__doc__
+    return wrapper
+
+
+@_refused
+def author_act(*, author_pk: int, moderator, action: str, reason: str, days: int | None = None,
+               expected_version: int | None = None) -> AccountAction:
+    """A moderator warns, suspends for `days` or bans an author, with a reason. Refused
+    (StaleAuthor) when the author changed since `expected_version`, the page the moderator read."""
+    kind = ActionKind(action)
+    reason = _reason(reason)
+    until = None
+    if kind == ActionKind.SUSPEND:
+        if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= SUSPEND_DAYS_MAX:
+            raise NotApplicable(f"a suspension lasts 1 to {SUSPEND_DAYS_MAX} days")
+    with context.bind(author_pk=author_pk), transaction.atomic():
+        author = _author_checked(author_pk, expected_version)
+        now = timezone.now()
+        if kind == ActionKind.SUSPEND:
+            until = now + timedelta(days=days)
+        return _act_locked(author, kind, cause=ActionCause.MODERATOR, until=until, reason=reason, moderator=moderator,
+                           policy=policy_active(), actor=Actor.ADMIN, actor_id=str(moderator.pk), now=now)
+
+
+@_refused
+def author_lift(*, author_pk: int, moderator, reason: str, expected_version: int | None = None) -> StandingTransition:
+    """A moderator lifts the author's suspension or ban, with a reason (`author.restored`, why
+    `lifted`)."""
+    reason = _reason(reason)
+    with context.bind(author_pk=author_pk), transaction.atomic():
+        author = _author_checked(author_pk, expected_version)
+        if author.restriction_id is None:
+            raise NotApplicable(f"author {author} is {author.standing}: nothing to lift")
+        return _restore_locked(author, RestrictionEnd.LIFTED, actor=Actor.ADMIN, actor_id=str(moderator.pk),
+                               reason=reason, now=timezone.now())
+
+
+# --- the expiry job ---------------------------------------------------------------------------
+
+def restrictions_expire_due(*, now: datetime | None = None, limit: int = 500) -> int:
+    """End every suspension whose `until` has passed, once each (a scheduled job, safe on several
+    clusters at once: each one is ended under its author's lock, and only while it is still the
+    author's restriction in force). Returns how many this call ended."""
+    now = now or timezone.now()
+    due = list(AccountAction.objects.filter(action=ActionKind.SUSPEND, ended_at__isnull=True, until__lte=now)
+               .order_by("until").values_list("author_id", "pk")[:limit])
+    ended = 0
+    for author_pk, action_pk in due:
+        with context.bind(author_pk=author_pk), transaction.atomic():
+            author = authors_lock([author_pk])[author_pk]
+            if author.restriction_id != action_pk or author.restricted_until is None or author.restricted_until > now:
+                continue  # ended, replaced or extended meanwhile (by another cluster, a moderator, a ban)
+            author.restriction = AccountAction.objects.get(pk=action_pk)
+            _restore_locked(author, RestrictionEnd.EXPIRED, actor=Actor.SYSTEM, actor_id="expiry",
+                            reason=f"suspension ended at {author.restricted_until.isoformat()}", now=now)
+            ended += 1
+    return ended
+
+
+def authors_sweep(*, now: datetime | None = None) -> dict[str, int]:
+    """The authors' scheduled work: suspensions that ended, strikes that lapsed."""
+    now = now or timezone.now()
+    return {"restored": restrictions_expire_due(now=now), "lapsed": strikes_lapse_due(now=now)}
+
+
+# --- account appeals --------------------------------------------------------------------------
+
+def account_appeal_file(*, client: ApiClient, author_id: str, statement: str) -> AccountAppeal:
+    """The author appeals the suspension or ban in force. At most one appeal per action: of
+    concurrent ones the first (under the author's lock) creates it, the others find it."""
+    author = Author.objects.filter(client=client, author_id=author_id).values_list("pk", flat=True).first()
+    if author is None:
+        raise Author.DoesNotExist(author_id)
+    with context.bind(author_pk=author), transaction.atomic():
+        author = authors_lock([author])[author]
+        if author.restriction_id is None:
+            raise NotAppealable(f"author {author_id} is {author.standing}: no suspension or ban is in force")
+        if AccountAppeal.objects.filter(action_id=author.restriction_id).exists():
+            raise AppealExists(f"action {author.restriction_id} was already appealed")
+        return AccountAppeal.objects.create(action_id=author.restriction_id, author=author, statement=statement)
+
+
+def account_appeal_resolve(*, appeal_id, moderator, outcome: str, reason: str) -> AccountAppeal:
+    """A moderator other than the one who took the action resolves its appeal: `upheld`, or
+    `overturned` (the restriction, if still in force, is lifted: `author.restored`, why
+    `overturned`). The client is told either way (`account_appeal.resolved`)."""
+    outcome = AccountAppealStatus(outcome)
+    if outcome == AccountAppealStatus.OPEN:
+        raise NotApplicable("an appeal is resolved upheld or overturned")
+    reason = _reason(reason)
+    author_pk = AccountAppeal.objects.values_list("author_id", flat=True).get(pk=appeal_id)
+    with context.bind(author_pk=author_pk), transaction.atomic():
+        author = authors_lock([author_pk])[author_pk]
+        appeal = AccountAppeal.objects.select_related("action").get(pk=appeal_id)
+        if not appeal.is_open:
+            raise NotApplicable(f"appeal {appeal.pk} is {appeal.status} already")
+        action = appeal.action
+        if action.moderator_id is not None and moderator is not None and action.moderator_id == moderator.pk:
+            raise FourEyesRequired(f"{moderator} took this action: another moderator must decide appeal {appeal.pk}")
+        now = timezone.now()
+        appeal.status, appeal.resolved_by, appeal.resolution_reason, appeal.resolved_at = outcome, moderator, reason, now
+        appeal.save(update_fields=["status", "resolved_by", "resolution_reason", "resolved_at"])
+        if outcome == AccountAppealStatus.OVERTURNED and author.restriction_id == action.pk:
+            author.restriction = action
+            _restore_locked(author, RestrictionEnd.OVERTURNED, actor=Actor.ADMIN, actor_id=str(moderator.pk),
+                            reason=reason, now=now)
+        notification = outbox_author_row(author, body=account_appeal_resolved_body(author, appeal))
+        notification.account_appeal = appeal
+        notification.save()
+        outbox_enqueue(notification)
+        return appeal
+
+
+def account_appeal_resolved_body(author: Author, appeal: AccountAppeal) -> dict:
+    return {
+        "type": NotificationKind.ACCOUNT_APPEAL_RESOLVED,
+        "data": {"author_id": author.author_id, "action_id": str(appeal.action_id), "appeal_id": str(appeal.pk),
+                 "outcome": appeal.status},
+    }
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+def active_points(author: Author) -> int:
+    """The sum of the author's active strikes (what `strike_points` keeps)."""
+    return Strike.objects.filter(author=author, ended_at__isnull=True).aggregate(n=Sum("points"))["n"] or 0
+

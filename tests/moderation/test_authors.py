@@ -1,0 +1,166 @@
+"""Authors, strikes, the ladder and account actions (docs/design.md, "Authors, strikes and account
+actions"): the services, on real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.utils import timezone
+
+from moderation import services
+from moderation.errors import AppealExists, FourEyesRequired, IllegalStandingChange, NotAppealable, StaleAuthor
+from moderation.models import (
+    AccountAction,
+    Author,
+    DecisionNotification,
+    ReviewQueue,
+    Standing,
+    StandingTransition,
+    Strike,
+)
+from moderation.services.authors import active_points
+from tests.helpers import SCORE_FOR, result
+
+pytestmark = pytest.mark.django_db
+
+
+def authored(client, author_id: str, label: str, *, text: str = "a sentence"):
+    review, _ = services.review_submit(client=client, external_id=uuid.uuid4().hex, kind="text", text=text,
+                                       author_id=author_id)
+    request = services.review_claim(review_id=review.pk, worker_id="w1")
+    assert services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR[label]),
+                                    cause="provider_result") == "applied"
+    review.refresh_from_db()
+    return review
+
+
+def author(client, author_id="u1") -> Author:
+    return Author.objects.get(client=client, author_id=author_id)
+
+
+def kinds(client) -> list[str]:
+    return [json.loads(n.payload)["type"] for n in DecisionNotification.objects.filter(client=client, review=None)
+            .order_by("id")]
+
+
+@pytest.fixture
+def moderators(db):
+    users = get_user_model().objects
+    return (users.create_user("mod-a", is_staff=True), users.create_user("mod-b", is_staff=True))
+
+
+def test_an_author_is_created_on_first_submission_per_client(api_client, other_client):
+    authored(api_client, "u1", "approved")
+    authored(api_client, "u1", "approved")
+    authored(other_client, "u1", "approved")
+    assert Author.objects.filter(author_id="u1").count() == 2
+    assert author(api_client).reviews.count() == 2
+
+
+def test_rejections_write_strikes_and_climb_the_ladder_once_per_rung(api_client):
+    for _ in range(2):
+        authored(api_client, "u1", "rejected")
+    assert author(api_client).standing == Standing.GOOD and author(api_client).strike_points == 2
+    authored(api_client, "u1", "rejected")
+    assert author(api_client).standing == Standing.WARNED
+    authored(api_client, "u1", "rejected")
+    assert author(api_client).standing == Standing.WARNED  # the warn rung is not taken twice
+    authored(api_client, "u1", "rejected")
+    a = author(api_client)
+    assert a.standing == Standing.SUSPENDED and a.strike_points == 5 == active_points(a)
+    assert a.restricted_until > timezone.now() + timedelta(days=6)
+    assert [x.action for x in AccountAction.objects.filter(author=a)] == ["warn", "suspend"]
+    assert kinds(api_client) == ["author.actioned", "author.actioned"]
+    assert StandingTransition.objects.filter(author=a).count() == 2
+
+
+def test_content_of_a_suspended_author_waits_in_restricted_authors(api_client, moderators):
+    a = author_with(api_client, "u1")
+    services.author_act(author_pk=a.pk, moderator=moderators[0], action="suspend", days=7, reason="spam wave")
+    review = authored(api_client, "u1", "manual_review")  # would be a human's anyway
+    assert review.queue == ReviewQueue.RESTRICTED_AUTHORS
+    harmless, _ = services.review_submit(client=api_client, external_id="x", kind="text", text="hi", author_id="u1")
+    request = services.review_claim(review_id=harmless.pk, worker_id="w1")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.01), cause="provider_result")
+    harmless.refresh_from_db()
+    assert harmless.status == "manual_review" and harmless.queue == ReviewQueue.RESTRICTED_AUTHORS
+
+
+def author_with(client, author_id: str) -> Author:
+    services.author_ensure(client, author_id)
+    return author(client, author_id)
+
+
+def test_an_overturned_rejection_revokes_its_strike(api_client, moderators):
+    review = authored(api_client, "u1", "rejected")
+    services.review_override(review_id=review.pk, label="approved", reason="fine after all", moderator=moderators[0])
+    a = author(api_client)
+    assert a.strike_points == 0 == active_points(a)
+    assert Strike.objects.get(review=review).end == "overturned"
+
+
+def test_a_new_rejection_of_a_review_replaces_its_strike(api_client, moderators):
+    review = authored(api_client, "u1", "rejected")
+    services.review_override(review_id=review.pk, label="rejected", reason="hate, not harassment",
+                             category="hate", moderator=moderators[0])
+    strikes = Strike.objects.filter(review=review).order_by("id")
+    assert [(s.category, s.end) for s in strikes] == [("harassment", "replaced"), ("hate", "")]
+    assert author(api_client).strike_points == 1
+
+
+def test_a_suspension_ends_once_and_tells_the_client(api_client, moderators):
+    a = author_with(api_client, "u1")
+    services.author_act(author_pk=a.pk, moderator=moderators[0], action="suspend", days=1, reason="r")
+    later = timezone.now() + timedelta(days=2)
+    assert services.restrictions_expire_due(now=later) == 1
+    assert services.restrictions_expire_due(now=later) == 0
+    a = Author.objects.get(pk=a.pk)
+    assert a.standing == Standing.WARNED and a.restriction is None
+    assert kinds(api_client) == ["author.actioned", "author.restored"]
+
+
+def test_expired_strikes_lower_the_points_but_keep_the_standing(api_client):
+    for _ in range(3):
+        authored(api_client, "u1", "rejected")
+    assert services.strikes_lapse_due(now=timezone.now() + timedelta(days=91)) == 3
+    a = author(api_client)
+    assert a.strike_points == 0 == active_points(a) and a.standing == Standing.WARNED
+
+
+def test_a_stale_page_is_refused_and_says_what_changed(api_client, moderators):
+    a = author_with(api_client, "u1")
+    seen = a.version
+    authored(api_client, "u1", "rejected")
+    with pytest.raises(StaleAuthor) as refused:
+        services.author_act(author_pk=a.pk, moderator=moderators[0], action="ban", reason="r", expected_version=seen)
+    assert "strike: harassment" in refused.value.reason
+    assert author(api_client).standing == Standing.GOOD
+
+
+def test_illegal_actions_are_refused(api_client, moderators):
+    a = author_with(api_client, "u1")
+    services.author_act(author_pk=a.pk, moderator=moderators[0], action="ban", reason="r")
+    with pytest.raises(IllegalStandingChange):
+        services.author_act(author_pk=a.pk, moderator=moderators[0], action="ban", reason="again")
+
+
+def test_account_appeals_need_four_eyes_and_overturn_lifts(api_client, moderators):
+    a = author_with(api_client, "u1")
+    with pytest.raises(NotAppealable):
+        services.account_appeal_file(client=api_client, author_id="u1", statement="why")
+    action = services.author_act(author_pk=a.pk, moderator=moderators[0], action="ban", reason="r")
+    appeal = services.account_appeal_file(client=api_client, author_id="u1", statement="not me")
+    with pytest.raises(AppealExists):
+        services.account_appeal_file(client=api_client, author_id="u1", statement="again")
+    with pytest.raises(FourEyesRequired):
+        services.account_appeal_resolve(appeal_id=appeal.pk, moderator=moderators[0], outcome="overturned", reason="x")
+    services.account_appeal_resolve(appeal_id=appeal.pk, moderator=moderators[1], outcome="overturned", reason="ok")
+    a = Author.objects.get(pk=a.pk)
+    assert a.standing == Standing.GOOD and a.restriction is None
+    action.refresh_from_db()
+    assert action.end == "overturned"
+    assert kinds(api_client) == ["author.actioned", "author.restored", "account_appeal.resolved"]
