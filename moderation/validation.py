@@ -89,7 +89,7 @@ def validate_author_rules(fields: dict) -> list[str]:
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= STRIKE_WINDOW_DAYS_MAX:
         errors.append(f"strike_window_days must be a whole number from 1 to {STRIKE_WINDOW_DAYS_MAX}")
     errors += validate_ladder(fields.get("enforcement_ladder", []))
-    if fields.get("while_restricted", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, ReviewStatus.REJECTED):
+    if fields.get("while_restricted", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, "reject"):
         errors.append("while_restricted must be manual_review or reject")
     return errors
 

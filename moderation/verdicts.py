@@ -172,5 +172,6 @@ def restricted_verdict(policy: ModerationPolicy, verdict: Verdict) -> Verdict:
     "Restricted authors" queue, or it is rejected) and says why (docs/design.md, "Authors")."""
     if verdict.label == ReviewStatus.REJECTED:
         return verdict
-    return replace(verdict, label=policy.while_restricted,
+    label = ReviewStatus.REJECTED if policy.while_restricted == "reject" else ReviewStatus.MANUAL_REVIEW
+    return replace(verdict, label=label,
                    explanation=f"{RESTRICTED_EXPLANATION} {verdict.explanation}".strip())

@@ -17,7 +17,7 @@ from moderation.admin import erasure  # noqa: F401  (registers the tombstones' a
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import PRIORITY_WEIGHTS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, PRIORITY_WEIGHTS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -73,7 +73,8 @@ class PolicyForm(forms.ModelForm):
     class Meta:
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
-                  "categories", *PRIORITY_WEIGHTS, "model_languages", "unjudged_label", "term_lists", "notes"]
+                  "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, "model_languages", "unjudged_label", "term_lists",
+                  "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -145,7 +145,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='historicalmoderationpolicy',
             name='while_restricted',
-            field=models.CharField(choices=[('manual_review', 'Manual review'), ('rejected', 'Reject')], db_default='manual_review', default='manual_review', help_text='New content of a suspended or banned author: waits for a human, or is rejected.', max_length=16),
+            field=models.CharField(choices=[('manual_review', 'Manual review'), ('reject', 'Reject')], db_default='manual_review', default='manual_review', help_text='New content of a suspended or banned author: waits for a human, or is rejected.', max_length=16),
         ),
         migrations.AddField(
             model_name='moderationpolicy',
@@ -170,7 +170,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='moderationpolicy',
             name='while_restricted',
-            field=models.CharField(choices=[('manual_review', 'Manual review'), ('rejected', 'Reject')], db_default='manual_review', default='manual_review', help_text='New content of a suspended or banned author: waits for a human, or is rejected.', max_length=16),
+            field=models.CharField(choices=[('manual_review', 'Manual review'), ('reject', 'Reject')], db_default='manual_review', default='manual_review', help_text='New content of a suspended or banned author: waits for a human, or is rejected.', max_length=16),
         ),
         migrations.AlterField(
             model_name='contentreview',
@@ -344,6 +344,10 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name='strike',
             constraint=models.CheckConstraint(condition=models.Q(models.Q(('end', ''), ('ended_at__isnull', True)), models.Q(('ended_at__isnull', False), models.Q(('end', ''), _negated=True)), _connector='OR'), name='strike_end_with_reason'),
+        ),
+        migrations.AddIndex(
+            model_name='strike',
+            index=models.Index(condition=models.Q(('ended_at__isnull', True)), fields=['author', 'expires_at'], name='strike_author_active_idx'),
         ),
         migrations.RunSQL(APPEND_ONLY, APPEND_ONLY_REVERSE),
     ]

@@ -193,6 +193,9 @@ class Strike(models.Model):
         indexes = [
             models.Index(fields=["author", "-created_at"], name="strike_author_idx"),
             models.Index(fields=["review"], name="strike_review_idx"),
+            # An author's active strikes: its points' lapse under its lock, the API's list.
+            models.Index(fields=["author", "expires_at"], name="strike_author_active_idx",
+                         condition=Q(ended_at__isnull=True)),
             # The lapse job's scan, and an author's own due strikes under its lock.
             models.Index(fields=["expires_at"], name="strike_active_expiry_idx", condition=Q(ended_at__isnull=True)),
         ]

@@ -654,7 +654,7 @@ class ModerationPolicy(models.Model):
                                           db_default=DEFAULT_ENFORCEMENT_LADDER)
     while_restricted = models.CharField(
         max_length=16,
-        choices=[(ReviewStatus.MANUAL_REVIEW.value, "Manual review"), (ReviewStatus.REJECTED.value, "Reject")],
+        choices=[(ReviewStatus.MANUAL_REVIEW.value, "Manual review"), ("reject", "Reject")],
         default=ReviewStatus.MANUAL_REVIEW, db_default=ReviewStatus.MANUAL_REVIEW,
         help_text="New content of a suspended or banned author: waits for a human, or is rejected.",
     )

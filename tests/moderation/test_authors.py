@@ -164,3 +164,73 @@ def test_account_appeals_need_four_eyes_and_overturn_lifts(api_client, moderator
     action.refresh_from_db()
     assert action.end == "overturned"
     assert kinds(api_client) == ["author.actioned", "author.restored", "account_appeal.resolved"]
+
+
+def hateful(score: float = 0.95):
+    return result(score).__class__(model="m", flagged=True, categories={"hate": True}, category_scores={"hate": score})
+
+
+def rejected_for_hate(client, author_id: str):
+    review, _ = services.review_submit(client=client, external_id=uuid.uuid4().hex, kind="text", text="x",
+                                       author_id=author_id)
+    request = services.review_claim(review_id=review.pk, worker_id="w1")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=hateful(), cause="provider_result")
+    review.refresh_from_db()
+    return review
+
+
+def publish(**changes):
+    active = services.policy_active()
+    return services.policy_publish(**{**services.policy_fields(active), **changes})
+
+
+def test_when_several_rungs_are_reached_together_the_highest_is_taken(api_client):
+    publish(strike_points={"hate": 10})
+    rejected_for_hate(api_client, "u1")
+    a = author(api_client)
+    assert a.standing == Standing.BANNED and a.strike_points == 10
+    assert [x.action for x in AccountAction.objects.filter(author=a)] == ["ban"]
+    assert AccountAction.objects.get(author=a).strikes == [
+        {"category": "hate", "points": 10, "review_id": str(a.reviews.get().pk)}
+    ]
+
+
+def test_while_restricted_reject_rejects_new_content_without_a_strike(api_client, moderators):
+    publish(while_restricted="reject")
+    a = author_with(api_client, "u1")
+    services.author_act(author_pk=a.pk, moderator=moderators[0], action="ban", reason="r")
+    review = authored(api_client, "u1", "approved")
+    assert review.status == "rejected"
+    assert "suspended or banned" in review.decision.explanation
+    assert author(api_client).strike_points == 0
+
+
+def test_content_submitted_before_the_restriction_is_decided_as_usual(api_client, moderators):
+    review, _ = services.review_submit(client=api_client, external_id="early", kind="text", text="x", author_id="u1")
+    services.author_act(author_pk=author(api_client).pk, moderator=moderators[0], action="ban", reason="r")
+    request = services.review_claim(review_id=review.pk, worker_id="w1")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.01), cause="provider_result")
+    review.refresh_from_db()
+    assert review.status == "approved"
+
+
+def test_a_repeat_offenders_content_ranks_higher(api_client):
+    for _ in range(2):
+        authored(api_client, "u1", "rejected")
+    offender = authored(api_client, "u1", "manual_review")
+    newcomer = authored(api_client, "u2", "manual_review")
+    assert offender.priority - newcomer.priority == pytest.approx(2 * services.policy_active().priority_strike_weight)
+
+
+@pytest.mark.parametrize("ladder, error", [
+    ([{"points": 5, "action": "warn"}, {"points": 3, "action": "ban"}], "more severe rung needs more points"),
+    ([{"points": 3, "action": "suspend"}], "each rung is"),
+    ([{"points": 0, "action": "warn"}], "points must be"),
+    ([{"points": 3, "action": "warn"}, {"points": 4, "action": "warn"}], "at most one rung per action"),
+    ("warn at 3", "list of at most three rungs"),
+])
+def test_a_ladder_that_makes_no_sense_is_refused(ladder, error):
+    from django.core.exceptions import ValidationError
+
+    with pytest.raises(ValidationError, match=error):
+        publish(enforcement_ladder=ladder)
