@@ -1,4 +1,4 @@
-"""The admin: reviews (moderation/admin/reviews.py), read-only pipeline records, policy
+"""The admin: reviews (moderation/admin/reviews.py), authors (moderation/admin/authors.py), read-only pipeline records, policy
 publishing, API clients, and the dashboard on the index page.
 
 Statuses and decisions are never form fields: only services change them.
@@ -14,6 +14,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
+from moderation.admin.authors import AuthorAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
@@ -21,6 +22,7 @@ from moderation.validation import AUTHOR_FIELDS, PRIORITY_WEIGHTS, validate_poli
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
+    Author,
     ContentReview,
     Decision,
     ModerationPolicy,
@@ -34,6 +36,7 @@ from moderation.models import (
 
 
 admin.site.register(ContentReview, ReviewAdmin)
+admin.site.register(Author, AuthorAdmin)
 admin.site.index_template = "admin/moderation_index.html"
 admin.site.site_header = "Moderation"
 admin.site.site_title = "Moderation admin"

@@ -7,8 +7,11 @@ nothing from a third party (a tracking pixel would learn the moderator's address
 from __future__ import annotations
 
 import json
+import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from django.template.response import TemplateResponse
 
 from moderation.models import ContentReview, Decision, ModerationPolicy, ReviewStatus
 from moderation.verdicts import thresholds_for
@@ -18,6 +21,17 @@ from moderation.verdicts import thresholds_for
 CSP = ("default-src 'self'; img-src 'self' data:; media-src 'none'; frame-src 'none'; object-src 'none'; "
        "connect-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'nonce-{nonce}'; base-uri 'none'; "
        "form-action 'self'")
+
+
+def workplace_page(model_admin, request, template: str, title: str, **context) -> TemplateResponse:
+    """A page of the workplace (a review page, the queues, an author page) under the CSP above."""
+    nonce = secrets.token_urlsafe(16)
+    response = TemplateResponse(request, template, {
+        **model_admin.admin_site.each_context(request), "opts": model_admin.model._meta, "title": title,
+        "csp_nonce": nonce, **context,
+    })
+    response["Content-Security-Policy"] = CSP.format(nonce=nonce)
+    return response
 
 
 def media_host(url: str) -> str:

@@ -8,7 +8,6 @@ parses, checks the permission, calls, and says what happened.
 from __future__ import annotations
 
 import re
-import secrets
 from collections import Counter
 from datetime import timedelta
 
@@ -83,6 +82,14 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     return None
 
 
+def refuse_nul(request) -> HttpResponseBadRequest | None:
+    """PostgreSQL text cannot hold NUL: a filter or search value with one (`?status__exact=%00`)
+    would fail in the database as a 500. No status, id or name contains one: refuse the request."""
+    if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
+        return HttpResponseBadRequest("A query parameter contains a NUL character.")
+    return None
+
+
 def with_excerpts(reviews) -> list[ContentReview]:
     """Set `excerpt` on each review: its text's first characters, cut in the database."""
     reviews = list(reviews)
@@ -91,6 +98,17 @@ def with_excerpts(reviews) -> list[ContentReview]:
     for review in reviews:
         review.excerpt = excerpts.get(review.content_id, "")
     return reviews
+
+
+def excerpt_html(review: ContentReview) -> str:
+    """The review's excerpt (`with_excerpts`) as a list shows it, escaped; media as its kind and
+    host, never loaded."""
+    if review.excerpt:
+        return format_html('<span class="excerpt">{}</span>', Truncator(review.excerpt).chars(EXCERPT_CHARS))
+    if review.content.media_url:
+        return format_html('<span class="excerpt">{} at <code>{}</code></span>', review.content.kind,
+                           review_page.media_host(review.content.media_url))
+    return "—"
 
 
 class ReviewChangeList(ChangeList):
@@ -140,12 +158,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
 
     @admin.display(description="content")
     def content_excerpt(self, review):
-        if review.excerpt:
-            return format_html('<span class="excerpt">{}</span>', Truncator(review.excerpt).chars(EXCERPT_CHARS))
-        if review.content.media_url:
-            return format_html('<span class="excerpt">{} at <code>{}</code></span>', review.content.kind,
-                               review_page.media_host(review.content.media_url))
-        return "—"
+        return excerpt_html(review)
 
     @admin.display(description="content type", ordering="content__kind")
     def kind(self, review):
@@ -237,13 +250,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return reverse("admin:moderation_contentreview_queues") + (f"?queue={queue}" if queue else "")
 
     def _page(self, request, template: str, title: str, **context):
-        nonce = secrets.token_urlsafe(16)
-        response = TemplateResponse(request, template, {
-            **self.admin_site.each_context(request), "opts": self.model._meta, "title": title, "csp_nonce": nonce,
-            **context,
-        })
-        response["Content-Security-Policy"] = review_page.CSP.format(nonce=nonce)
-        return response
+        return review_page.workplace_page(self, request, template, title, **context)
 
     def timeline_view(self, request, object_id):
         """The review page: the whole content, the model's scores against the thresholds, the
@@ -252,7 +259,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             raise PermissionDenied
         review = get_object_or_404(
             ContentReview.objects.select_related("content", "client", "decision__policy", "decision__moderator",
-                                                 "leased_to"), pk=object_id
+                                                 "leased_to", "author"), pk=object_id
         )
         can = {action: request.user.has_perm(perm) for action, perm in PERMISSIONS.items()}
         is_final, version = review.is_final, {"version": review.version}
@@ -382,11 +389,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return HttpResponseRedirect(reverse("admin:moderation_contentreview_changelist"))
 
     def changelist_view(self, request, extra_context=None):
-        # PostgreSQL text cannot hold NUL: a filter value with one (`?status__exact=%00`) would
-        # fail in the database as a 500. No status, id or name contains one: refuse the request.
-        if any("\x00" in key or "\x00" in value for key, values in request.GET.lists() for value in values):
-            return HttpResponseBadRequest("A query parameter contains a NUL character.")
-        return super().changelist_view(request, extra_context)
+        return refuse_nul(request) or super().changelist_view(request, extra_context)
 
     def skip_view(self, request, object_id):
         """Pass over this review: return it to its queue and take the next one there."""

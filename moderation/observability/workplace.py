@@ -13,7 +13,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from moderation.models import ContentReview, Decision, DecisionSource, ReviewQueue, ReviewStatus
-from moderation.review_queues import QUEUE_FOR_CAUSE
+from moderation.review_queues import PROVIDER_CAUSES, QUEUE_FOR_CAUSE
 
 DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
@@ -104,15 +104,21 @@ def overturn_rates() -> list[Overturns]:
 
 
 # Each exit from manual_review, paired with the entry before it: that visit's time in the review
-# queue (the one named by the entry's cause, moderation.review_queues.QUEUE_FOR_CAUSE).
-_QUEUE_OF_CAUSE = "CASE e.cause " + " ".join(
-    f"WHEN '{cause.value}' THEN '{queue.value}'" for cause, queue in QUEUE_FOR_CAUSE.items()
-) + f" ELSE '{ReviewQueue.LOW_CONFIDENCE.value}' END"
+# queue (the one moderation.review_queues.queue_entry chose: named by the entry's cause, or
+# "Restricted authors" for a provider's verdict on content submitted while its author was restricted).
+_QUEUE_OF_CAUSE = (
+    "CASE WHEN r.author_restricted AND e.cause IN ("
+    + ", ".join(f"'{cause.value}'" for cause in PROVIDER_CAUSES)
+    + f") THEN '{ReviewQueue.RESTRICTED_AUTHORS.value}' ELSE CASE e.cause "
+    + " ".join(f"WHEN '{cause.value}' THEN '{queue.value}'" for cause, queue in QUEUE_FOR_CAUSE.items())
+    + f" ELSE '{ReviewQueue.LOW_CONFIDENCE.value}' END END"
+)
 _TIME_IN_QUEUE = f"""
 SELECT {_QUEUE_OF_CAUSE} AS queue, count(*),
        percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM l.created_at - e.created_at)),
        percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM l.created_at - e.created_at))
 FROM audit_reviewtransition l
+JOIN moderation_contentreview r ON r.id = l.review_id
 JOIN LATERAL (
     SELECT p.cause, p.created_at FROM audit_reviewtransition p
     WHERE p.review_id = l.review_id AND p.id < l.id AND p.to_status = 'manual_review'

@@ -6,21 +6,24 @@ UPDATE_SCREENSHOTS=1 the screenshots go to docs/screenshots/ (shown in the READM
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
+from django.utils import timezone
 
 from audit.models import ReviewTransition
-from moderation import services
-from moderation.models import ContentReview, ModeratorNote
+from moderation import services, tasks
+from moderation.models import ApiClient, Author, ContentReview, ModeratorNote
 from moderation.providers import ModerationResult
-from tests.helpers import decided
+from tests.helpers import LoopbackJsonServer, decided, queued_tasks, result
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
@@ -224,3 +227,49 @@ def test_an_auditor_sees_no_action_buttons(live_server, api_client, django_user_
                                                              "#note-form"))
 
     assert controls == 0 and forms == 0
+
+
+def test_a_moderator_follows_the_author_link_sees_the_strikes_and_suspends_for_7_days(
+    live_server, api_client, django_user_model, shots
+):
+    for text in ("you are an idiot", "idiots, all of you"):
+        rejected, _ = services.review_submit(client=api_client, external_id=text, kind="text", text=text,
+                                             author_id="u-4411")
+        request = services.review_claim(review_id=rejected.pk, worker_id="worker-1")
+        services.review_finalize(idempotency_key=request.idempotency_key, cause="provider_result", result=result(0.95))
+    review = waiting(api_client, THREAD, {"harassment": 0.88, "violence": 0.71}, author_id="u-4411")
+    staff(django_user_model, "mia", "moderator")
+    received = []
+    receiver = LoopbackJsonServer(lambda path, headers, body: received.append(json.loads(body)) or (200, {}, 0))
+    ApiClient.objects.filter(pk=api_client.pk).update(webhook_url=receiver.url)  # from now on: no earlier decision
+
+    with chromium() as browser:
+        page = log_in(browser, live_server, "mia")
+        page.goto(f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/")
+        beside = page.inner_text("#review-author")
+        page.click("#author-link")
+        page.wait_for_selector("#active-strikes")
+        strikes = page.inner_text("#active-strikes")
+        page.fill("#suspend-form input[name=days]", "7")
+        page.fill("#suspend-form textarea[name=reason]", "Threatens neighbours after two warnings by the model.")
+        page.click("#suspend-submit")
+        page.wait_for_selector(".messagelist")
+        message, standing = page.inner_text(".messagelist"), page.inner_text("#author-standing")
+        page.screenshot(path=str(shots / "author-page.png"), full_page=True)
+
+    delivered = [tasks.deliver_notification(**t["kwargs"]) for t in queued_tasks("moderation.tasks.deliver_notification")]
+    receiver.shutdown()
+    assert "u-4411" in beside and "2 active strike points" in beside
+    assert strikes.count("harassment") == 2
+    assert "Author suspended." in message and "Suspended" in standing and "until" in standing
+    # The standing the API reads (GET /api/v1/authors/{id}/ serializes this row).
+    author = Author.objects.get(client=api_client, author_id="u-4411")
+    assert author.standing == "suspended"
+    assert abs(author.restricted_until - timezone.now() - timedelta(days=7)) < timedelta(minutes=5)
+    assert delivered == ["delivered"]
+    [body] = received
+    assert body["type"] == "author.actioned"
+    assert {k: body["data"][k] for k in ("author_id", "action", "cause", "reason")} == {
+        "author_id": "u-4411", "action": "suspend", "cause": "moderator",
+        "reason": "Threatens neighbours after two warnings by the model."}
+    assert body["data"]["until"] == author.restricted_until.isoformat()

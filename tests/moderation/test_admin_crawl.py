@@ -3,7 +3,8 @@
 A database is seeded through the services with what clients and moderators can send: emoji-only,
 bidi, zero-width and combining texts, a 100,000-character text, HTML and script injections in
 texts, metadata, reports, appeals, notes and names, a policy with a `re:` pattern rule and an
-allow rule, an erased review, and 320 reports on one review (its pages are paged). Then each
+allow rule, an erased review, 320 reports on one review (its pages are paged), and authors
+named like injections with strikes, a suspension and its appeal. Then each
 role (moderation/roles.py, and a superuser) opens the admin index and follows every link it
 finds under /admin/ (changelists and their filters, a few change and history pages of each
 model, the queues, the review pages, the term editor), plus each seeded review's pages, and
@@ -23,7 +24,7 @@ from django.test import Client
 
 from moderation import roles, services
 from moderation.erasure import content_erase
-from moderation.models import ContentReview
+from moderation.models import Author, ContentReview
 from tests.helpers import result
 
 pytestmark = pytest.mark.django_db
@@ -86,6 +87,19 @@ def hostile(django_user_model, api_client):
         services.report_file(review_id=reviews["reported"].pk, reporter_id=f"{INJECTIONS[3]}-{i}",
                              reason="spam", detail=f"{INJECTIONS[i % len(INJECTIONS)]} \u202E{i}")
     content_erase(review_id=reviews["bidi"].pk, actor="admin", actor_id=INJECTIONS[0], reason=INJECTIONS[1])
+    # An author named like an injection, with strikes, one overturned, an action by a moderator
+    # and an appeal of it; and an author whose id is bidi and emoji.
+    for text in (INJECTIONS[2], ZALGO, "idiot " + INJECTIONS[3]):
+        review, _ = services.review_submit(client=api_client, external_id=text[:40] + "-by-author", kind="text",
+                                           text=text, author_id=INJECTIONS[0])
+        request = services.review_claim(review_id=review.pk, worker_id="w1")
+        services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.95), cause="provider_result")
+    services.review_override(review_id=review.pk, label="approved", reason=INJECTIONS[1], moderator=author)
+    hostile_author = Author.objects.get(author_id=INJECTIONS[0])
+    services.author_act(author_pk=hostile_author.pk, moderator=author, action="suspend", days=3, reason=INJECTIONS[2])
+    services.account_appeal_file(client=api_client, author_id=INJECTIONS[0], statement=ZALGO + INJECTIONS[1])
+    services.review_submit(client=api_client, external_id="bidi-author", kind="text", text=INJECTIONS[3],
+                           author_id="\u202Eevil\u202C \U0001F468\u200D\U0001F469\u200D\U0001F467")
     return reviews
 
 
@@ -156,6 +170,8 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
     reported = hostile["reported"].pk
     start = ["/admin/", *[f"/admin/moderation/contentreview/{pk}/{page}/" for pk in reviews
                           for page in ("timeline", "change")],
+             *[f"/admin/moderation/author/{pk}/change/" for pk in Author.objects.values_list("pk", flat=True)],
+             "/admin/moderation/author/?q=" + INJECTIONS[0],
              f"/admin/moderation/contentreview/{reported}/timeline/?timeline_page=4&reports_page=7",
              f"/admin/moderation/contentreview/{reported}/change/?reports_page=7",
              "/admin/moderation/contentreview/?q=" + INJECTIONS[0], "/admin/moderation/contentreview/?q=%F0%9F%98%80"]
@@ -178,5 +194,6 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
     for role, pages in seen.items():  # the crawl reached the lists, the custom pages, the policy versions
         paths = {urlsplit(url).path for url in pages}
         assert {"/admin/moderation/contentreview/queues/", "/admin/moderation/moderationpolicy/",
-                "/admin/audit/reviewtransition/"} <= paths, role
+                "/admin/audit/reviewtransition/", "/admin/moderation/author/"} <= paths, role
+        assert any(re.fullmatch(r"/admin/moderation/author/\d+/change/", p) for p in paths), role
         assert sum(re.fullmatch(r"/admin/moderation/moderationpolicy/\d+/change/", p) is not None for p in paths) >= 2

@@ -1,0 +1,217 @@
+"""Authors in the admin: the list (filters by standing and by points, search by author id), the
+author page (its reviews, strikes, account actions, appeals and standing changes) and the
+moderator's actions on the account (docs/workplace.md, "Authors").
+
+Like the review page, every action goes through its service (moderation/services/authors.py),
+posting the author's version the page was rendered with: an author changed since (a strike, the
+ladder, another moderator) is refused, and the message says what changed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.http import Http404, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+
+from audit.admin_base import ReadOnlyPermissionsMixin
+from moderation import services
+from moderation.admin.paginator import EstimatedCountPaginator, rows_page
+from moderation.admin import review_page
+from moderation.admin.reviews import excerpt_html, refuse_nul, with_excerpts
+from moderation.errors import ModerationError, StaleAuthor
+from moderation.models import (
+    ACCOUNT_REASON_MAX,
+    AccountAction,
+    AccountAppeal,
+    AccountAppealStatus,
+    ActionKind,
+    ApiClient,
+    Author,
+    ContentReview,
+    Standing,
+    StandingTransition,
+    Strike,
+)
+from moderation.services.authors import SUSPEND_DAYS_MAX
+
+# An author's number as a URL carries it: digits that fit the column.
+AUTHOR_PK = re.compile(r"[0-9]{1,18}")
+ACT_PERMISSION = "moderation.act_on_author"
+PAGE_ROWS = 25  # each list of the author page
+# The buttons: the service each calls, and what the message says was done.
+ACTIONS = {ActionKind.WARN: "warned", ActionKind.SUSPEND: "suspended", ActionKind.BAN: "banned", "lift": "lifted"}
+
+
+class PointsFilter(admin.SimpleListFilter):
+    """Authors by active strike points. Every range but "0" is served by the index of authors
+    with a record (author_standing_idx): most authors have none."""
+
+    title = "active strike points"
+    parameter_name = "points"
+    RANGES = {"0": Q(strike_points=0), "1-4": Q(strike_points__gte=1, strike_points__lte=4),
+              "5-9": Q(strike_points__gte=5, strike_points__lte=9), "10+": Q(strike_points__gte=10)}
+
+    def lookups(self, request, model_admin):
+        return [(key, key) for key in self.RANGES]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(self.RANGES[self.value()]) if self.value() in self.RANGES else queryset
+
+
+class ActForm(forms.Form):
+    """A warn, suspend, ban or lift button: the reason, the days of a suspension, and the
+    author's version the page showed."""
+
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=ACCOUNT_REASON_MAX)
+    days = forms.IntegerField(required=False, min_value=1, max_value=SUSPEND_DAYS_MAX, initial=7)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=1)
+
+
+class AppealResolveForm(forms.Form):
+    outcome = forms.ChoiceField(choices=[(AccountAppealStatus.UPHELD, "Uphold"),
+                                         (AccountAppealStatus.OVERTURNED, "Overturn (lifts the restriction)")],
+                                widget=forms.RadioSelect)
+    reason = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=ACCOUNT_REASON_MAX)
+
+
+def applicable(author: Author) -> list[str]:
+    """The buttons the author's standing allows (the state machine's sources; lift: a restriction
+    in force). A stale page may still post another: the service refuses it."""
+    shown = [ActionKind.WARN] if author.standing in (Standing.GOOD, Standing.WARNED) else []
+    if author.standing != Standing.BANNED:
+        shown += [ActionKind.SUSPEND, ActionKind.BAN]
+    return shown + (["lift"] if author.restriction_id else [])
+
+
+class AuthorAdmin(ReadOnlyPermissionsMixin, admin.ModelAdmin):
+    list_display = ["author_id", "client", "standing", "strike_points", "restricted_until", "created_at"]
+    list_filter = ["standing", PointsFilter, "client"]
+    list_select_related = ["client"]
+    search_fields = ["author_id"]
+    search_help_text = "The author's id, exactly as the client sends it."
+    ordering = ["-id"]
+    # No count(*) of a million authors per page (moderation/admin/paginator.py), and no facet
+    # counts: each would scan the table once per filter choice.
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
+    show_facets = admin.ShowFacets.NEVER
+    list_per_page = 50
+
+    def get_search_results(self, request, queryset, search_term):
+        """The author id as typed, in each client: one descent of the (client, author_id) index
+        per client, where `author_id = ...` alone would read the whole index."""
+        if not search_term:
+            return queryset, False
+        clients = list(ApiClient.objects.values_list("pk", flat=True))
+        return queryset.filter(client_id__in=clients, author_id=search_term), False
+
+    def changelist_view(self, request, extra_context=None):
+        return refuse_nul(request) or super().changelist_view(request, extra_context)
+
+    def has_act_permission(self, request) -> bool:
+        return request.user.has_perm(ACT_PERMISSION)
+
+    def get_urls(self):
+        own = [
+            path("<int:object_id>/act/<str:action>/", self.admin_site.admin_view(self.act_view),
+                 name="moderation_author_act"),
+            path("<int:object_id>/appeal/<uuid:appeal_id>/resolve/", self.admin_site.admin_view(self.resolve_view),
+                 name="moderation_author_resolve"),
+        ]
+        return own + super().get_urls()
+
+    def _author_url(self, author_pk) -> str:
+        return reverse("admin:moderation_author_change", args=[author_pk])
+
+    # --- the author page ----------------------------------------------------------------------
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The author page: its facts, the buttons, then each list a page at a time (an author
+        may have thousands of reviews)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if not AUTHOR_PK.fullmatch(str(object_id)):
+            raise Http404  # the change URL takes any string: only an author's number is one
+        author = get_object_or_404(Author.objects.select_related("client", "restriction"), pk=object_id)
+        can_act = self.has_act_permission(request)
+        query = request.GET
+
+        def page(param, queryset):
+            return rows_page(query, param, PAGE_ROWS, lambda offset, limit: list(queryset[offset:offset + limit]))
+
+        reviews = page("reviews_page", ContentReview.objects.filter(author=author)
+                       .select_related("content", "decision").defer("content__text", "content__metadata")
+                       .order_by("-created_at", "-id"))
+        with_excerpts(reviews.rows)
+        strikes = Strike.objects.filter(author=author).select_related("review").order_by("-created_at", "-id")
+        return review_page.workplace_page(
+            self, request, "admin/moderation/author/author_page.html", f"Author {author.author_id}",
+            author=author,
+            reviews=reviews,
+            excerpts=[(review, excerpt_html(review)) for review in reviews],
+            active_strikes=page("strikes_page", strikes.filter(ended_at__isnull=True)),
+            ended_strikes=page("ended_page", strikes.filter(ended_at__isnull=False)),
+            actions=page("actions_page", AccountAction.objects.filter(author=author)
+                         .select_related("moderator", "appeal").order_by("-created_at", "-id")),
+            appeals=page("appeals_page", AccountAppeal.objects.filter(author=author)
+                         .select_related("action__moderator", "resolved_by").order_by("-created_at", "-id")),
+            transitions=page("transitions_page", StandingTransition.objects.filter(author=author).order_by("-id")),
+            buttons=[(action, ActForm(initial={"version": author.version}, auto_id=f"id_{action}_%s"))
+                     for action in applicable(author)] if can_act else [],
+            resolve_form=AppealResolveForm() if can_act else None,
+        )
+
+    # --- actions --------------------------------------------------------------------------------
+
+    def act_view(self, request, object_id, action):
+        if request.method != "POST" or action not in ACTIONS or not self.has_act_permission(request):
+            raise PermissionDenied
+        author = get_object_or_404(Author, pk=object_id)
+        form = ActForm(request.POST)
+        if not form.is_valid():
+            return self._refused(request, author, action, "; ".join(
+                f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+        data = form.cleaned_data
+        try:
+            if action == "lift":
+                services.author_lift(author_pk=author.pk, moderator=request.user, reason=data["reason"],
+                                     expected_version=data["version"])
+            else:
+                services.author_act(author_pk=author.pk, moderator=request.user, action=action, reason=data["reason"],
+                                    days=data["days"], expected_version=data["version"])
+        except StaleAuthor as exc:  # what changed since the moderator looked, and that nothing was applied
+            return self._refused(request, author, action,
+                                 f"{exc.reason}. Nothing was applied: look again at the author as it is now")
+        except ModerationError as exc:
+            return self._refused(request, author, action, getattr(exc, "reason", None) or str(exc))
+        self.message_user(request, f"Author {ACTIONS[action]}.", messages.SUCCESS)
+        return HttpResponseRedirect(self._author_url(author.pk))
+
+    def _refused(self, request, author: Author, action: str, why: str):
+        self.message_user(request, f"Not {ACTIONS[action]}: {why}", messages.ERROR)
+        return HttpResponseRedirect(self._author_url(author.pk))
+
+    def resolve_view(self, request, object_id, appeal_id):
+        if request.method != "POST" or not self.has_act_permission(request):
+            raise PermissionDenied
+        appeal = get_object_or_404(AccountAppeal, pk=appeal_id, author_id=object_id)
+        form = AppealResolveForm(request.POST)
+        if not form.is_valid():
+            errors = "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items())
+            self.message_user(request, f"Appeal not resolved: {errors}", messages.ERROR)
+            return HttpResponseRedirect(self._author_url(object_id))
+        try:
+            services.account_appeal_resolve(appeal_id=appeal.pk, moderator=request.user,
+                                            outcome=form.cleaned_data["outcome"], reason=form.cleaned_data["reason"])
+        except ModerationError as exc:  # four eyes, an appeal resolved meanwhile
+            self.message_user(request, f"Appeal not resolved: {getattr(exc, 'reason', None) or exc}", messages.ERROR)
+            return HttpResponseRedirect(self._author_url(object_id))
+        self.message_user(request, f"Appeal {form.cleaned_data['outcome']}.", messages.SUCCESS)
+        return HttpResponseRedirect(self._author_url(object_id))
+
