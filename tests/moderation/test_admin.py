@@ -46,9 +46,13 @@ def test_history_cannot_be_reverted_into_the_row(staff, api_client):
     assert (review.status, review.version) == ("approved", 3)
 
 
-# The human-queue fields a policy form posts (prefilled from the active version in the admin).
+# The human-queue fields and the rules for authors a policy form posts (prefilled from the
+# active version in the admin).
 WORKPLACE_FIELDS = {"categories": '["harassment", "spam"]', "priority_score_weight": 100, "priority_report_weight": 15,
-                    "priority_appeal_weight": 40, "priority_age_points_per_hour": 10}
+                    "priority_appeal_weight": 40, "priority_age_points_per_hour": 10, "priority_strike_weight": 5,
+                    "strike_points": '{"hate": 3}', "strike_window_days": 90,
+                    "enforcement_ladder": '[{"points": 3, "action": "warn"}, {"points": 5, "action": "suspend", "days": 7}]',
+                    "while_restricted": "manual_review"}
 
 
 @pytest.mark.django_db
