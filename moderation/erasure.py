@@ -192,8 +192,10 @@ def content_erase(*, review_id, actor: str, actor_id: str, reason: str, for_real
     return report
 
 
-# A call of the API erases at most this many contents of an author (a command erases them all).
+# A call of the API erases at most this many contents of an author, and starts none after this
+# many seconds (far below WEB_WORKER_TIMEOUT_S); the client calls again. A command erases them all.
 AUTHOR_ERASE_PER_CALL = 200
+AUTHOR_ERASE_SECONDS = 5.0
 _AUTHOR_BATCH = 100
 
 
@@ -216,8 +218,8 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
     (an author with thousands of reviews blocks none of them for long), and the author's lock is
     never held here (erasure may decide a review, which locks its author: reviews first).
 
-    Re-running it after a crash, a SIGTERM (`stop`) or a `limit` erases what is left: contents
-    erased already are skipped. `each` is told of every review erased (or, in a dry run, that
+    Re-running it after a crash, a `stop` (a SIGTERM, a time budget: asked after each review) or
+    a `limit` erases what is left: contents erased already are skipped. `each` is told of every review erased (or, in a dry run, that
     would be). Content the author submits while it runs is erased if its review comes after the
     last one read (reviews in id order, which is time order)."""
     reason = reason.strip()
@@ -227,25 +229,25 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
     report = AuthorErasureReport(author_pk, reason, for_real=for_real,
                                  already_erased=reviews.filter(content__erased_at__isnull=False).count())
     left = reviews.filter(content__erased_at__isnull=True).order_by("pk")
-    after = None
-    while limit is None or report.erased < limit:
+    after, stopped = None, False
+    while not stopped and (limit is None or report.erased < limit):
         batch = left.filter(pk__gt=after) if after is not None else left  # a dry run erases nothing: move on
-        ids = list(batch.values_list("pk", flat=True)[:_AUTHOR_BATCH if limit is None
-                                                      else min(_AUTHOR_BATCH, limit - report.erased)])
+        size = _AUTHOR_BATCH if limit is None else min(_AUTHOR_BATCH, limit - report.erased)
+        ids = list(batch.values_list("pk", flat=True)[:size])
         for review_id in ids:
-            if stop():
-                break
             erased = content_erase(review_id=review_id, actor=actor, actor_id=actor_id, reason=reason,
                                    for_real=for_real)
             after = review_id
             if erased.already_erased:  # by someone else since the batch was read
                 report.already_erased += 1
-                continue
-            report.erased += 1
-            report.stopped_moderation += erased.stopped_moderation
-            each(erased)
-        if not ids or stop():
-            break
+            else:
+                report.erased += 1
+                report.stopped_moderation += erased.stopped_moderation
+                each(erased)
+            if stop():  # asked after each review, so that every call gets on
+                stopped = True
+                break
+        stopped = stopped or not ids
     report.remaining = left.filter(pk__gt=after).count() if not for_real and after else left.count()
     return report
 

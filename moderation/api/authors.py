@@ -15,6 +15,8 @@ routing.
 
 from __future__ import annotations
 
+import time
+
 from django.db.models import Count, Q
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
@@ -27,7 +29,7 @@ from moderation import services
 from moderation.api.erasure import DEFAULT_REASON, ErasureQuerySerializer
 from moderation.api.schema import INVALID, RESPONSE_HEADERS, THROTTLED, TOO_LARGE, UNAUTHORIZED, error
 from moderation.api.serializers import StrictCharField
-from moderation.erasure import AUTHOR_ERASE_PER_CALL, author_content_erase
+from moderation.erasure import AUTHOR_ERASE_PER_CALL, AUTHOR_ERASE_SECONDS, author_content_erase
 from moderation.models import (
     APPEAL_STATEMENT_MAX,
     RESTRICTIVE_ACTIONS,
@@ -224,7 +226,8 @@ class AuthorErasureSerializer(serializers.Serializer):
     )
     already_erased = serializers.IntegerField(help_text="Contents erased before this call (left as they were).")
     remaining = serializers.IntegerField(
-        help_text=f"Contents still to erase: a call erases at most {AUTHOR_ERASE_PER_CALL}; call again until 0."
+        help_text=f"Contents still to erase (a call erases at most {AUTHOR_ERASE_PER_CALL}, and starts none after "
+                  f"{AUTHOR_ERASE_SECONDS:g} s): call again until 0."
     )
     reason = serializers.CharField()
 
@@ -237,7 +240,8 @@ class AuthorContentView(generics.GenericAPIView):
         summary="Erase every content of one of your authors",
         description=(
             "Erases each of the author's contents exactly as `DELETE /api/v1/reviews/{id}/content` does, one "
-            f"review at a time, at most {AUTHOR_ERASE_PER_CALL} a call: repeat while `remaining` is above 0 "
+            f"review at a time, at most {AUTHOR_ERASE_PER_CALL} (or {AUTHOR_ERASE_SECONDS:g} s of work) a call: "
+            "repeat while `remaining` is above 0 "
             "(a repeat never erases anything twice). The author's strikes and account actions stay, as "
             "facts (category, points, the action and its statement), with any quote of the content in them "
             "erased. Content submitted after the call is not erased."
@@ -251,9 +255,11 @@ class AuthorContentView(generics.GenericAPIView):
         author = client_author(request.user, author_id)
         query = ErasureQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
+        deadline = time.monotonic() + AUTHOR_ERASE_SECONDS
         report = author_content_erase(
             author_pk=author.pk, actor=Actor.API, actor_id=request.user.name, limit=AUTHOR_ERASE_PER_CALL,
             reason=query.validated_data.get("reason", "").strip() or DEFAULT_REASON,
+            stop=lambda: time.monotonic() > deadline,
         )
         return Response(AuthorErasureSerializer({**vars(report), "author_id": author.author_id}).data)
 

@@ -4,6 +4,7 @@ of a submission, the author page, account appeals and erasure of an author's con
 from __future__ import annotations
 
 import json
+import unicodedata
 import uuid
 from io import StringIO
 from pathlib import Path
@@ -12,6 +13,8 @@ from urllib.parse import quote
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from moderation import services
@@ -103,6 +106,32 @@ def test_an_author_id_is_kept_as_written(http, api_client, author_id):
     answer = http.post("/api/v1/reviews/", body(author_id=author_id), format="json")
     assert answer.status_code == 201 and answer.json()["author_id"] == author_id
     assert Author.objects.get(client=api_client).author_id == author_id
+    page = http.get(url(author_id))
+    assert page.status_code == 200 and page.json()["author_id"] == author_id
+
+
+# Any Unicode (control characters, emoji, combining marks, bidi and zero-width characters), of
+# any length around the bound, and ids that end like the paths after an author's id.
+AUTHOR_IDS = st.one_of(
+    st.text(max_size=8), st.text(min_size=250, max_size=260),
+    st.text(alphabet=st.sampled_from("a/\x00\x1f\x7f\x85\u200d\u200f\u0301 .%?#"), max_size=12),
+    st.tuples(st.text(min_size=1, max_size=8), st.sampled_from(["/appeals", "/content", "/", "//"]))
+    .map("".join),
+)
+
+
+@given(author_id=AUTHOR_IDS)
+@example(author_id="x/appeals")
+@example(author_id="team/ann/content")
+@example(author_id="\u200d")
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_author_id_is_taken_as_written_or_refused_and_its_page_is_found_by_it(http, author_id):
+    valid = 1 <= len(author_id) <= 255 and not any(unicodedata.category(c) == "Cc" for c in author_id)
+    answer = http.post("/api/v1/reviews/", json.dumps(body(author_id=author_id)), content_type="application/json")
+    if not valid:
+        assert answer.status_code == 400 and "author_id" in answer.json()["fields"]
+        return
+    assert answer.status_code == 201 and answer.json()["author_id"] == author_id
     page = http.get(url(author_id))
     assert page.status_code == 200 and page.json()["author_id"] == author_id
 
@@ -273,14 +302,21 @@ def test_an_author_erasure_stopped_midway_erases_the_rest_when_run_again(http, a
     monkeypatch.setattr(authors_api, "AUTHOR_ERASE_PER_CALL", 2)
     first = http.delete(url("ann", "content")).json()
     assert (first["erased"], first["remaining"]) == (2, 3)
-    stops = iter([False, True])  # a SIGTERM after the first review
     author = Author.objects.get(author_id="ann")
     stopped = author_content_erase(author_pk=author.pk, actor="command", actor_id="op", reason="r",
-                                   stop=lambda: next(stops, True))
+                                   stop=lambda: True)  # a SIGTERM during the first review
     assert (stopped.erased, stopped.already_erased, stopped.remaining) == (1, 2, 2)
     rest = http.delete(url("ann", "content")).json()
     assert (rest["erased"], rest["already_erased"], rest["remaining"]) == (2, 3, 0)
     assert not Content.objects.filter(review__author=author, erased_at__isnull=True).exists()
+
+
+def test_a_request_out_of_time_still_erases_one_content(http, api_client, monkeypatch):
+    for _ in range(3):
+        authored(api_client, "ann", "approved")
+    monkeypatch.setattr(authors_api, "AUTHOR_ERASE_SECONDS", 0)
+    answers = [http.delete(url("ann", "content")).json() for _ in range(4)]
+    assert [(a["erased"], a["remaining"]) for a in answers] == [(1, 2), (1, 1), (1, 0), (0, 0)]
 
 
 def test_the_command_erases_an_author_named_by_client_and_id_after_a_dry_run(api_client, other_client):
