@@ -213,6 +213,9 @@ SPECTACULAR_SETTINGS = {
         "ReviewStatusEnum": "moderation.models.ReviewStatus",
         "AppealStatusEnum": "moderation.models.AppealStatus",
         "DecisionSourceEnum": "moderation.models.DecisionSource",
+        "AccountActionEnum": "moderation.models.ActionKind",
+        "RestrictionActionEnum": "moderation.models.RESTRICTIVE_ACTIONS",
+        "AccountAppealStatusEnum": "moderation.models.AccountAppealStatus",
     },
     # Served from the installed package: no CDN needed.
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -20,12 +20,18 @@ left to find are those of providers (errors, callback bodies): a run of QUOTE_MI
 the content anywhere in them. People's own words about the content (a report's detail, an
 appeal's statement, a moderator's note) can quote it at any length: they are replaced whole.
 An appeal still open on the content is closed in the same transaction (`_close_appeal_locked`).
+
+An author's strikes and account actions outlive the erasure of the author's content as facts
+(a strike's category and points, an action, its reason and the strikes it rested on): only a quote
+of the erased content in them goes. `author_content_erase` erases every content of one author,
+each review by `content_erase`, so each keeps every guarantee above.
 """
 
 from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -113,6 +119,16 @@ REDACTED: tuple[Redact, ...] = (
     # Append-only like the transition log, with the same sanctioned path (migration 0009).
     Redact("moderation.ModeratorNote", "text", How.WHOLE, review="review"),
     Redact("audit.ReviewTransition", "reason", review="review"),
+    # The author's record (docs/design.md, "Authors"): facts that stay, where a provider's category
+    # or a moderator's words may quote the content. Found through the review's author.
+    Redact("moderation.Strike", "category", review="review"),
+    Redact("moderation.AccountAction", "reason", review="author__reviews"),
+    Redact("moderation.AccountAction", "strikes", review="author__reviews"),
+    Redact("moderation.StandingTransition", "reason", review="author__reviews"),
+    Redact("moderation.AccountAppeal", "statement", review="author__reviews"),
+    Redact("moderation.AccountAppeal", "resolution_reason", review="author__reviews"),
+    Redact("moderation.DecisionNotification", "payload", review="standing_change__author__reviews"),
+    Redact("moderation.DecisionNotification", "payload", review="account_appeal__author__reviews"),
     Redact("audit.PipelineEvent", "detail", review="review"),
     Redact("callbacks.ProviderCallback", "payload_json", How.CALLBACK, key="idempotency_key"),
     Redact("callbacks.ProviderCallback", "outcome_detail", key="idempotency_key"),
@@ -173,6 +189,66 @@ def content_erase(*, review_id, actor: str, actor_id: str, reason: str, for_real
             report.for_real = False
             if not report.already_erased:
                 report.erased_at = None
+    return report
+
+
+# A call of the API erases at most this many contents of an author, and starts none after this
+# many seconds (far below WEB_WORKER_TIMEOUT_S); the client calls again. A command erases them all.
+AUTHOR_ERASE_PER_CALL = 200
+AUTHOR_ERASE_SECONDS = 5.0
+_AUTHOR_BATCH = 100
+
+
+@dataclass
+class AuthorErasureReport:
+    author_pk: int
+    reason: str
+    erased: int = 0
+    stopped_moderation: int = 0
+    already_erased: int = 0
+    remaining: int = 0
+    for_real: bool = True
+
+
+def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: str, for_real: bool = True,
+                         limit: int | None = None, stop: Callable[[], bool] = lambda: False,
+                         each: Callable[[ErasureReport], None] = lambda report: None) -> AuthorErasureReport:
+    """Erase every content of the author (at most `limit`), one review after another, each by
+    `content_erase` in a transaction of its own: no transaction holds more than one review's lock
+    (an author with thousands of reviews blocks none of them for long), and the author's lock is
+    never held here (erasure may decide a review, which locks its author: reviews first).
+
+    Re-running it after a crash, a `stop` (a SIGTERM, a time budget: asked after each review) or
+    a `limit` erases what is left: contents erased already are skipped. `each` is told of every review erased (or, in a dry run, that
+    would be). Content the author submits while it runs is erased if its review comes after the
+    last one read (reviews in id order, which is time order)."""
+    reason = reason.strip()
+    if not reason or len(reason) > REASON_MAX_CHARS:
+        raise ValueError(f"a reason is required (at most {REASON_MAX_CHARS} characters)")
+    reviews = ContentReview.objects.filter(author_id=author_pk)
+    report = AuthorErasureReport(author_pk, reason, for_real=for_real,
+                                 already_erased=reviews.filter(content__erased_at__isnull=False).count())
+    left = reviews.filter(content__erased_at__isnull=True).order_by("pk")
+    after, stopped = None, False
+    while not stopped and (limit is None or report.erased < limit):
+        batch = left.filter(pk__gt=after) if after is not None else left  # a dry run erases nothing: move on
+        size = _AUTHOR_BATCH if limit is None else min(_AUTHOR_BATCH, limit - report.erased)
+        ids = list(batch.values_list("pk", flat=True)[:size])
+        for review_id in ids:
+            erased = content_erase(review_id=review_id, actor=actor, actor_id=actor_id, reason=reason,
+                                   for_real=for_real)
+            after = review_id
+            if erased.already_erased:  # by someone else since the batch was read
+                report.already_erased += 1
+            else:
+                report.erased += 1
+                report.stopped_moderation += erased.stopped_moderation
+                each(erased)
+            if stop():  # asked after each review, so that every call gets on
+                stopped = True
+                break
+        stopped = stopped or not ids
+    report.remaining = left.filter(pk__gt=after).count() if not for_real and after else left.count()
     return report
 
 
@@ -268,8 +344,9 @@ def _redact(review: ContentReview, quotes: Quotes) -> dict[str, int]:
                 if history is not None:
                     pks = rows.values_list("pk", flat=True)
                     changed += _redact_rows(history.objects.filter(**{f"{model._meta.pk.attname}__in": pks}), entry, quotes)
-                if changed:
-                    counts[f"{entry.model}.{entry.field}"] = changed
+                if changed:  # (a column found by two paths counts both)
+                    name = f"{entry.model}.{entry.field}"
+                    counts[name] = counts.get(name, 0) + changed
         finally:
             cursor.execute("SET LOCAL moderation.erasure = 'off'")
     return counts

@@ -56,6 +56,11 @@ def _submission(name: str, kinds: list[str], **fields) -> type[serializers.Seria
         "external_id": serializers.CharField(
             max_length=255, help_text="Your id for the content; unique per client. Not blank."
         ),
+        "author_id": serializers.CharField(
+            required=False, allow_null=True, min_length=1, max_length=255,
+            help_text="Your id of the content's author: 1 to 255 characters, no control characters, taken as "
+                      "written. The same id sent by two clients names two authors.",
+        ),
         "content_type": serializers.ChoiceField(choices=kinds),
         **fields,
     }
@@ -79,12 +84,18 @@ METADATA_SUBMISSION = _submission(
 )
 
 
+# No control character (Unicode Cc: C0, DEL and C1), as AuthorIdField refuses.
+AUTHOR_ID_PATTERN = r"^[^\u0000-\u001f\u007f-\u009f]+$"
+
+
 def _not_blank(schema: dict) -> dict:
     """Tighten the generated component: what 'not blank' and 'non-empty' mean."""
     props = schema.get("properties", {})
     for name in ("external_id", "text"):
         if name in props:
             props[name]["pattern"] = r"\S"
+    if "author_id" in props:
+        props["author_id"]["pattern"] = AUTHOR_ID_PATTERN
     if "media_url" in props:
         props["media_url"]["pattern"] = r"^https?://"
     if "metadata" in schema.get("required", []):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 
 from rest_framework import serializers
 
@@ -9,6 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 
 from moderation.models import (
     APPEAL_STATEMENT_MAX,
+    AUTHOR_ID_MAX,
     DECISION_LABELS,
     OTHER_REASON,
     REPORT_DETAIL_MAX,
@@ -60,8 +62,27 @@ class StrictCharField(serializers.CharField):
         return super().to_internal_value(data)
 
 
+class AuthorIdField(StrictCharField):
+    """The client's id of an author: 1 to AUTHOR_ID_MAX characters, taken as written (not trimmed:
+    " ann" and "ann" are two authors), no control characters (Unicode Cc). Like every string the
+    API takes, it may hold no lone surrogate (DRF's own validator); format characters (Cf) are
+    allowed, as in an external_id: an emoji sequence joins with one."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "Your id of the content's author (1 to 255 characters, no control characters). "
+                                       "The same id sent by two clients names two authors.")
+        super().__init__(max_length=AUTHOR_ID_MAX, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if any(unicodedata.category(c) == "Cc" for c in value):
+            raise serializers.ValidationError("An author_id may not contain control characters.")
+        return value
+
+
 class ReviewSubmitSerializer(serializers.Serializer):
     external_id = StrictCharField(max_length=255)
+    author_id = AuthorIdField(required=False, allow_null=True)
     content_type = serializers.ChoiceField(choices=ContentKind.choices)
     text = StrictCharField(required=False, allow_blank=True, max_length=TEXT_MAX_CHARS, trim_whitespace=False)
     media_url = serializers.URLField(required=False, max_length=2048)
@@ -166,6 +187,7 @@ class ReviewSerializer(serializers.ModelSerializer):
     content_erased_at = serializers.DateTimeField(
         source="content.erased_at", allow_null=True, help_text="When the content was erased (null: it was not)."
     )
+    author_id = serializers.SerializerMethodField(help_text="Your id of the content's author (null: none was sent).")
     report_count = serializers.SerializerMethodField(help_text="Distinct users who reported the review.")
     appeal = serializers.SerializerMethodField(help_text="The review's latest appeal, if any.")
 
@@ -174,6 +196,7 @@ class ReviewSerializer(serializers.ModelSerializer):
         fields = [
             "id",
             "external_id",
+            "author_id",
             "content_type",
             "language",
             "status",
@@ -189,6 +212,13 @@ class ReviewSerializer(serializers.ModelSerializer):
             "content_erased_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_author_id(self, review: ContentReview) -> str | None:
+        if review.author_id is None:
+            return None
+        submitted = getattr(review, "submitted_author_id", None)  # set for a review just created
+        return submitted if submitted is not None else review.author.author_id  # select_related by the API
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_report_count(self, review: ContentReview) -> int:

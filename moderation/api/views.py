@@ -48,7 +48,7 @@ class ClientReviewsMixin:
     def get_queryset(self):
         return (
             ContentReview.objects.filter(client=self.request.user)
-            .select_related("content", "decision__policy")
+            .select_related("content", "decision__policy", "author")
             .annotate(report_count=Coalesce(Subquery(
                 Report.objects.filter(review=OuterRef("pk")).order_by().values("review").annotate(n=Count("*")).values("n")
             ), 0))
@@ -122,9 +122,11 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             text=data.get("text", ""),
             media_url=data.get("media_url", ""),
             metadata=data.get("metadata"),
+            author_id=data.get("author_id"),
         )
-        if created:  # nothing to count or look up yet
+        if created:  # nothing to count or look up yet: its author is the one just named
             review.report_count, review.latest_appeals = 0, []
+            review.submitted_author_id = data.get("author_id")
         return (status.HTTP_201_CREATED if created else status.HTTP_200_OK), ReviewSerializer(review).data
 
 

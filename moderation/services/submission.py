@@ -71,7 +71,7 @@ def review_submit(
 
 def _existing(client: ApiClient, external_id: str) -> ContentReview | None:
     return (
-        ContentReview.objects.select_related("content", "decision__policy")
+        ContentReview.objects.select_related("content", "decision__policy", "author")
         .filter(client=client, content__external_id=external_id)
         .first()
     )

@@ -394,6 +394,9 @@ NOT_SETTINGS = {
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
     "MATCH_BUDGET": ROOT / "moderation" / "rules.py",  # constants of the code
     "QUOTE_MIN": ROOT / "moderation" / "erasure.py",
+    "AUTHOR_ERASE_PER_CALL": ROOT / "moderation" / "erasure.py",
+    "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "erasure.py",
+    "LIST_MAX": ROOT / "moderation" / "api" / "authors.py",
     "HOSTILE_TEXTS": ROOT / "lab" / "race_lab.py",
 }
 

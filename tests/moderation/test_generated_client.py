@@ -100,3 +100,31 @@ def test_a_generated_client_works_against_the_live_server_without_workarounds(
         (409, "appeal_exists"), (400, "invalid"), (404, "not_found"), (401, "authentication_failed")]
     assert all(isinstance(e.parsed, models.Error) for e in errors)
     assert "reason" in errors[1].parsed.fields.additional_properties
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_generated_client_reads_and_appeals_an_author_whose_id_holds_a_slash(generated, live_server, api_client,
+                                                                              settings, django_user_model):
+    from moderation import services
+    from moderation.models import Author
+
+    settings.THROTTLE_CLIENT_RATE = "100000/min"
+    api, models = (lambda op: generated(f"api.v1.{op}")), generated("models")
+    client = generated("client").AuthenticatedClient(base_url=live_server.url, token=api_client.token)
+    submitted = api("v1_reviews_create").sync_detailed(client=client, body=models.TextSubmissionRequest(
+        external_id="e1", content_type=models.TextSubmissionContentTypeEnum.TEXT, text="hi", author_id="team/Zoë"))
+    assert submitted.status_code == 201 and submitted.parsed.author_id == "team/Zoë"
+    moderator = django_user_model.objects.create_user("mod-a", is_staff=True)
+    ban = services.author_act(author_pk=Author.objects.get().pk, moderator=moderator, action="ban", reason="spam")
+
+    appeal = api("v1_authors_appeals_create").sync_detailed(client=client, author_id="team/Zoë",
+                                                              body=models.AccountAppealCreateRequest(statement="no"))
+    assert appeal.status_code == 201 and appeal.parsed.status == models.AccountAppealStatusEnum.OPEN
+    page = api("v1_authors_retrieve").sync(client=client, author_id="team/Zoë")
+    assert isinstance(page, models.Author) and page.standing == models.StandingEnum.BANNED
+    assert page.restriction.action == models.RestrictionActionEnum.BAN and page.restriction.action_id == ban.pk
+    assert page.actions[0].appeal.id == appeal.parsed.id and page.actions[0].statement.automated is False
+    erased = api("authors_content_erase").sync(client=client, author_id="team/Zoë")
+    assert (erased.erased, erased.remaining) == (1, 0)
+    missing = api("v1_authors_retrieve").sync_detailed(client=client, author_id="nobody")
+    assert missing.status_code == 404 and missing.parsed.error == "not_found"

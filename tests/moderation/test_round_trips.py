@@ -91,6 +91,30 @@ def test_a_submission(http):
     assert_cost(cost, statements_at_most=3, round_trips_at_most=3)
 
 
+def test_a_submission_by_an_author(http):
+    for number in range(WARM):
+        http.post("/api/v1/reviews/", {"external_id": f"warm-{number}", "content_type": "text", "text": "hi",
+                                       "author_id": "ann"}, format="json")
+    with count_round_trips() as cost:
+        answer = http.post("/api/v1/reviews/", {"external_id": "x1", "content_type": "text", "text": "hello",
+                                                "author_id": "ann"}, format="json")
+    assert answer.status_code == 201 and answer.json()["author_id"] == "ann"
+    # One statement more than without an author: the author found or created, with its standing
+    # (no lock taken); the answer names it without reading it back.
+    assert_cost(cost, statements_at_most=4, round_trips_at_most=4)
+
+
+def test_a_resubmission_by_an_author(http):
+    body = {"external_id": "x1", "content_type": "text", "text": "hello", "author_id": "ann"}
+    for _ in range(WARM + 1):
+        http.post("/api/v1/reviews/", body, format="json")
+    with count_round_trips() as cost:
+        answer = http.post("/api/v1/reviews/", body, format="json")
+    assert answer.status_code == 200 and answer.json()["author_id"] == "ann"
+    # As a resubmission without one, and the author: the existing review reads it in its join.
+    assert_cost(cost, statements_at_most=6, round_trips_at_most=6)
+
+
 def test_a_resubmission(http):
     body = {"external_id": "x1", "content_type": "text", "text": "hello"}
     for _ in range(WARM + 1):  # (the first creates it)

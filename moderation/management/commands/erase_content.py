@@ -9,25 +9,42 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.models import Actor
-from moderation.erasure import REASON_MAX_CHARS, NotFound, content_erase, review_for
+from moderation.erasure import REASON_MAX_CHARS, NotFound, author_content_erase, content_erase, review_for
+from moderation.models import ApiClient, Author
 
 
 class Command(BaseCommand):
     help = (
-        "Erase the content of reviews, given review or content ids: text, media URL, metadata and every copy or "
-        "quote of them, keeping the review, its transitions, decisions and ids with a tombstone (who, when, why). "
+        "Erase the content of reviews, given review or content ids, or every content of an author (--author "
+        "with --client): text, media URL, metadata and every copy or quote of them, keeping the review, its "
+        "transitions, decisions and ids with a tombstone (who, when, why), and the author's strikes and actions. "
         "A review still being moderated is stopped. Dry run unless --for-real."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("ids", nargs="+", help="review ids or content ids")
+        parser.add_argument("ids", nargs="*", help="review ids or content ids")
+        parser.add_argument("--author", help="an author's id, as the client sent it: erase every content of it")
+        parser.add_argument("--client", help="the API client (its name) whose author --author names")
         parser.add_argument("--reason", required=True, help="why (e.g. the erasure request's reference); kept on the tombstone")
         parser.add_argument("--by", default="", help="who asks (default: the operating system user)")
         parser.add_argument("--for-real", action="store_true")
 
-    def handle(self, *args, ids, reason, by, for_real, **options):
+    def handle(self, *args, ids, author, client, reason, by, for_real, **options):
         if not reason.strip() or len(reason) > REASON_MAX_CHARS:
             raise CommandError(f"--reason must say why, in at most {REASON_MAX_CHARS} characters")
+        if bool(ids) == (author is not None) or (author is None) != (client is None):
+            raise CommandError("give review or content ids, or --author with --client")
+        stop = []
+        signal.signal(signal.SIGTERM, lambda *_: stop.append(True))  # finish the current one, then stop
+        actor_id = by or getpass.getuser()
+        if author is not None:
+            self._erase_author(self._author(client, author), actor_id, reason, for_real, stop)
+        else:
+            self._erase_reviews(ids, actor_id, reason, for_real, stop)
+        if not for_real:
+            self.stdout.write("dry run: nothing was erased; add --for-real to erase")
+
+    def _erase_reviews(self, ids, actor_id, reason, for_real, stop):
         # Every id is resolved before anything is erased: a typo stops the run with nothing done.
         try:
             reviews = [review_for(uuid.UUID(i)) for i in ids]
@@ -35,9 +52,6 @@ class Command(BaseCommand):
             raise CommandError("ids are UUIDs (a review's or a content's)") from None
         except NotFound as exc:
             raise CommandError(str(exc)) from None
-        stop = []
-        signal.signal(signal.SIGTERM, lambda *_: stop.append(True))  # finish the current one, then stop
-        actor_id = by or getpass.getuser()
         for review in dict.fromkeys(reviews):
             if stop:
                 self.stdout.write("stopped by SIGTERM")
@@ -46,8 +60,29 @@ class Command(BaseCommand):
                 review_id=review.pk, actor=Actor.COMMAND, actor_id=actor_id, reason=reason, for_real=for_real
             )
             self.stdout.write(self._line(report))
-        if not for_real:
-            self.stdout.write("dry run: nothing was erased; add --for-real to erase")
+
+    def _author(self, client_name, author_id) -> Author:
+        found = Author.objects.select_related("client").filter(client__name=client_name, author_id=author_id).first()
+        if found is None:
+            known = ApiClient.objects.filter(name=client_name).exists()
+            raise CommandError(f"client {client_name!r} sent no author {author_id!r}" if known
+                               else f"no API client named {client_name!r}")
+        return found
+
+    def _erase_author(self, author, actor_id, reason, for_real, stop):
+        """Every content of the author, one review at a time (moderation.erasure.author_content_erase):
+        stopped by SIGTERM or a crash, running the same command again erases the rest."""
+        report = author_content_erase(
+            author_pk=author.pk, actor=Actor.COMMAND, actor_id=actor_id, reason=reason, for_real=for_real,
+            stop=lambda: bool(stop), each=lambda erased: self.stdout.write(self._line(erased)),
+        )
+        verb = "erased" if for_real else "would erase"
+        self.stdout.write(
+            f"author {author.author_id!r} of {author.client.name}: {verb} {report.erased} contents "
+            f"({report.stopped_moderation} stopped), {report.already_erased} erased before, {report.remaining} left"
+        )
+        if stop:
+            self.stdout.write("stopped by SIGTERM: run the same command again to erase the rest")
 
     def _line(self, report) -> str:
         if report.already_erased:
