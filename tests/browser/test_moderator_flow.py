@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import time
+import urllib.request
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from audit.models import ReviewTransition
 from moderation import services, tasks
@@ -262,9 +264,16 @@ def test_a_moderator_follows_the_author_link_sees_the_strikes_and_suspends_for_7
     assert "u-4411" in beside and "2 active strike points" in beside
     assert strikes.count("harassment") == 2
     assert "Author suspended." in message and "Suspended" in standing and "until" in standing
-    # The standing the API reads (GET /api/v1/authors/{id}/ serializes this row).
+    # The client reads it over the API, through the live server.
+    asked = urllib.request.Request(f"{live_server.url}/api/v1/authors/u-4411/",
+                                   headers={"Authorization": f"Bearer {api_client.token}"})
+    with urllib.request.urlopen(asked, timeout=10) as answer:
+        assert answer.status == 200
+        seen = json.loads(answer.read())
+    assert seen["standing"] == "suspended" and seen["strike_points"] == 2
     author = Author.objects.get(client=api_client, author_id="u-4411")
-    assert author.standing == "suspended"
+    assert seen["restriction"]["action"] == "suspend"
+    assert parse_datetime(seen["restriction"]["until"]) == author.restricted_until
     assert abs(author.restricted_until - timezone.now() - timedelta(days=7)) < timedelta(minutes=5)
     assert delivered == ["delivered"]
     [body] = received
