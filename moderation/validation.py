@@ -3,6 +3,7 @@ database access."""
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from django.conf import settings
@@ -117,7 +118,7 @@ def validate_ladder(ladder: object) -> list[str]:
     if len(set(actions)) != len(actions):
         errors.append("enforcement_ladder: at most one rung per action")
     ordered = sorted(ladder, key=lambda rung: LADDER_ACTIONS.index(rung["action"]))
-    if any(a["points"] >= b["points"] for a, b in zip(ordered, ordered[1:])):
+    if any(a["points"] >= b["points"] for a, b in itertools.pairwise(ordered)):
         errors.append("enforcement_ladder: a more severe rung needs more points (warn < suspend < ban)")
     return errors
 

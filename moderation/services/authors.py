@@ -38,7 +38,6 @@ from moderation.errors import (
 )
 from moderation.models import (
     ACCOUNT_REASON_MAX,
-    RESTRICTED_STANDINGS,
     RESTRICTIVE_ACTIONS,
     STANDING_FOR_ACTION,
     STANDING_RANK,
