@@ -109,6 +109,16 @@ def statement_of_reasons(decision: Decision) -> dict[str, Any]:
     }
 
 
+def _strike_reasons(strikes: list[dict]) -> list[dict[str, Any]]:
+    """The strikes an action rests on, by category: their points and how many, most points first."""
+    by_category: dict[str, dict[str, Any]] = {}
+    for strike in strikes:
+        reason = by_category.setdefault(strike["category"], {"category": strike["category"], "points": 0, "strikes": 0})
+        reason["points"] += strike["points"]
+        reason["strikes"] += 1
+    return sorted(by_category.values(), key=lambda r: (-r["points"], r["category"]))
+
+
 def account_statement(action: AccountAction) -> dict[str, Any]:
     """An account action as the client (and the affected user) sees it: the standing it leads to,
     the strikes it rests on, whether it was automated and under which policy version. It names no
@@ -123,7 +133,7 @@ def account_statement(action: AccountAction) -> dict[str, Any]:
         "action": action.action,
         "standing": STANDING_FOR_ACTION[action.action],
         "until": _timestamp(action.until) if action.until else None,
-        "reasons": [{"category": s["category"], "points": s["points"]} for s in action.strikes or []],
+        "reasons": _strike_reasons(action.strikes or []),
         "strike_points": action.strike_points,
         "automated": automated,
         "policy_version": action.policy.version if action.policy_id else None,

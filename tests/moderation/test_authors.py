@@ -234,3 +234,22 @@ def test_a_ladder_that_makes_no_sense_is_refused(ladder, error):
 
     with pytest.raises(ValidationError, match=error):
         publish(enforcement_ladder=ladder)
+
+
+def test_an_account_statement_gives_reasons_by_category_and_names_no_moderator(api_client, moderators):
+    from moderation.reasons import account_statement
+
+    for _ in range(3):
+        authored(api_client, "u1", "rejected")
+    warning = AccountAction.objects.get(author=author(api_client))
+    assert account_statement(warning) == {
+        "action": "warn", "standing": "warned", "until": None,
+        "reasons": [{"category": "harassment", "points": 3, "strikes": 3}], "strike_points": 3,
+        "automated": True, "policy_version": 1,
+        "explanation": "Automated: 3 active strike points reached the warn step of the enforcement ladder.",
+    }
+    ban = services.author_act(author_pk=author(api_client).pk, moderator=moderators[0], action="ban",
+                              reason="threats in three threads")
+    stated = account_statement(ban)
+    assert stated["automated"] is False and "mod-a" not in str(stated)
+    assert stated["explanation"] == "A moderator took this action: threats in three threads"
