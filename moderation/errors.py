@@ -18,32 +18,34 @@ class IllegalTransition(ModerationError):
         self.cause = cause
 
 
-class StaleVersion(ModerationError):
+class Stale(ModerationError):
+    """A moderator acted on a page older than what it shows: `changes` lists what happened since
+    (empty for a version ahead of the current one: a forged or mistyped form)."""
+
+    def __init__(self, what: str, *, expected: int, actual: int, changes: list[str]) -> None:
+        self.reason = (f"changed since version {expected} (now {actual}): " + "; ".join(changes) if changes
+                       else f"is at version {actual}, not {expected}")
+        super().__init__(f"{what} {self.reason}")
+        self.expected = expected
+        self.actual = actual
+        self.changes = changes
+
+
+class StaleVersion(Stale):
     """The caller acted on a version of the review that has changed since it was read."""
 
     def __init__(self, *, review_id, expected: int, actual: int, changes: list[str]) -> None:
-        # A version ahead of the review's (a forged or mistyped form) has no changes to list.
-        self.reason = (f"changed since version {expected} (now {actual}): " + "; ".join(changes) if changes
-                       else f"is at version {actual}, not {expected}")
-        super().__init__(f"review {review_id} {self.reason}")
+        super().__init__(f"review {review_id}", expected=expected, actual=actual, changes=changes)
         self.review_id = review_id
-        self.expected = expected
-        self.actual = actual
-        self.changes = changes
 
 
-class StaleAuthor(ModerationError):
+class StaleAuthor(Stale):
     """A moderator acted on an author page older than the author: a strike or a change of standing
-    landed since. Lists what changed."""
+    landed since."""
 
     def __init__(self, *, author_pk, expected: int, actual: int, changes: list[str]) -> None:
-        self.reason = (f"changed since version {expected} (now {actual}): " + "; ".join(changes) if changes
-                       else f"is at version {actual}, not {expected}")
-        super().__init__(f"author {author_pk} {self.reason}")
+        super().__init__(f"author {author_pk}", expected=expected, actual=actual, changes=changes)
         self.author_pk = author_pk
-        self.expected = expected
-        self.actual = actual
-        self.changes = changes
 
 
 class IllegalStandingChange(ModerationError):

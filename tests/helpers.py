@@ -290,3 +290,18 @@ class LoopbackJsonServer:
 
     def shutdown(self) -> None:
         self.server.shutdown()
+
+
+def staff_browser(django_user_model, username: str, role: str | None):
+    """A logged-in Django test client for a new staff user in group `role` (None: no group);
+    its `.user` is that user."""
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    user = django_user_model.objects.create_user(username, password="pw-long-enough-1", is_staff=True)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    browser = Client()
+    browser.force_login(user)
+    browser.user = user
+    return browser

@@ -22,7 +22,7 @@ from moderation import services
 from moderation.admin import paginator
 from moderation.observability import workplace
 from moderation.models import AccountAction, AccountAppeal, Author, ContentReview, Standing, StandingTransition
-from tests.helpers import SCORE_FOR, result
+from tests.helpers import SCORE_FOR, result, staff_browser
 
 pytestmark = pytest.mark.django_db
 PAGE = "/admin/moderation/author/{}/change/"
@@ -38,24 +38,14 @@ def authored(client, author_id: str, label: str, *, text: str = "a sentence") ->
     return review
 
 
-def browser_as(django_user_model, username: str, role: str | None) -> Client:
-    user = django_user_model.objects.create_user(username, is_staff=True)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    browser = Client()
-    browser.force_login(user)
-    browser.user = user
-    return browser
-
-
 @pytest.fixture
 def mia(django_user_model):
-    return browser_as(django_user_model, "mia", "moderator")
+    return staff_browser(django_user_model, "mia", "moderator")
 
 
 @pytest.fixture
 def sam(django_user_model):
-    return browser_as(django_user_model, "sam", "supervisor")
+    return staff_browser(django_user_model, "sam", "supervisor")
 
 
 def text_of(response) -> str:
@@ -269,14 +259,14 @@ def test_a_stale_page_is_refused_and_shows_what_changed(api_client, mia):
 def test_only_post_and_only_with_the_permission(api_client, django_user_model):
     authored(api_client, "u1", "approved")
     author = Author.objects.get(author_id="u1")
-    auditor = browser_as(django_user_model, "ada", "auditor")
-    nobody = browser_as(django_user_model, "bob", None)
+    auditor = staff_browser(django_user_model, "ada", "auditor")
+    nobody = staff_browser(django_user_model, "bob", None)
 
     assert auditor.get(PAGE.format(author.pk)).status_code == 200
     assert 'id="ban-form"' not in auditor.get(PAGE.format(author.pk)).content.decode()
     assert act(auditor, author, "ban").status_code == 403
     assert nobody.get(PAGE.format(author.pk)).status_code == 403
-    mia = browser_as(django_user_model, "mia", "moderator")
+    mia = staff_browser(django_user_model, "mia", "moderator")
     assert mia.get(f"/admin/moderation/author/{author.pk}/act/ban/").status_code == 403
     assert 'id="ban-form"' in mia.get(PAGE.format(author.pk)).content.decode()
     author = Author.objects.get(pk=author.pk)

@@ -6,9 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import Group
 from django.db import connection
-from django.test import Client
 from django.utils import timezone
 
 from callbacks.services import callback_store
@@ -17,34 +15,24 @@ from moderation import services
 from moderation.errors import StaleVersion
 from moderation.models import Cause, ContentReview, ModerationRequest, ReviewStatus
 from moderation.observability.search import by_short_id
-from tests.helpers import claimed, collide, decided, result, submit
+from tests.helpers import claimed, collide, decided, result, staff_browser, submit
 
 LIST = "/admin/moderation/contentreview/"
 
 
-def person(django_user_model, username: str, role: str | None) -> Client:
-    user = django_user_model.objects.create_user(username, password="pw-long-enough-1", is_staff=True)
-    if role:
-        user.groups.add(Group.objects.get(name=role))
-    browser = Client()
-    browser.force_login(user)
-    browser.user = user
-    return browser
-
-
 @pytest.fixture
 def moderator(db, django_user_model):
-    return person(django_user_model, "mia", "moderator")
+    return staff_browser(django_user_model, "mia", "moderator")
 
 
 @pytest.fixture
 def supervisor(db, django_user_model):
-    return person(django_user_model, "sam", "supervisor")
+    return staff_browser(django_user_model, "sam", "supervisor")
 
 
 @pytest.fixture
 def auditor(db, django_user_model):
-    return person(django_user_model, "ada", "auditor")
+    return staff_browser(django_user_model, "ada", "auditor")
 
 
 def timeline(review):
