@@ -122,6 +122,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             text=data.get("text", ""),
             media_url=data.get("media_url", ""),
             metadata=data.get("metadata"),
+            author_id=data.get("author_id"),
         )
         if created:  # nothing to count or look up yet
             review.report_count, review.latest_appeals = 0, []
