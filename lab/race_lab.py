@@ -112,7 +112,7 @@ class LabConfig:
     override_rate: float = 0.2
     account_appeal_rate: float = 0.5
     sweep_ahead_days: float = 10.0
-    lapse_rate: float = 0.05
+    lapse_rate: float = 0.02
 
     @property
     def author_count(self) -> int:

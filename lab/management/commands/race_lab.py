@@ -53,7 +53,7 @@ class Command(BaseCommand):
                              help="share of suspensions and bans appealed (twice at once)")
         authors.add_argument("--sweep-ahead-days", type=float, default=10.0,
                              help="each of the two concurrent expiry runs acts as if up to this many days had passed")
-        authors.add_argument("--lapse-rate", type=float, default=0.05,
+        authors.add_argument("--lapse-rate", type=float, default=0.02,
                              help="share of expiry runs past the strike window (every strike lapses)")
 
     def handle(self, *args, **o):
