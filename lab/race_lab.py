@@ -107,12 +107,12 @@ class LabConfig:
     # and expiry runs at these rates.
     authors: int | None = None
     author_reject_rate: float = 0.3
-    moderator_rate: float = 2.0
+    moderator_rate: float = 0.3
     stale_rate: float = 0.2
     override_rate: float = 0.2
     account_appeal_rate: float = 0.5
     sweep_ahead_days: float = 10.0
-    lapse_rate: float = 0.02
+    lapse_rate: float = 0.005
 
     @property
     def author_count(self) -> int:

@@ -43,7 +43,7 @@ class Command(BaseCommand):
                              help="authors the reviews are spread over (default: one per 20 reviews; 0: no author traffic)")
         authors.add_argument("--author-reject-rate", type=float, default=0.3,
                              help="share of the authors' texts that are insults (rejected: strikes, the ladder)")
-        authors.add_argument("--moderator-rate", type=float, default=2.0,
+        authors.add_argument("--moderator-rate", type=float, default=0.3,
                              help="steps per second of each of the two moderators acting on authors")
         authors.add_argument("--stale-rate", type=float, default=0.2,
                              help="share of account actions sent from an older page of the author")
@@ -53,7 +53,7 @@ class Command(BaseCommand):
                              help="share of suspensions and bans appealed (twice at once)")
         authors.add_argument("--sweep-ahead-days", type=float, default=10.0,
                              help="each of the two concurrent expiry runs acts as if up to this many days had passed")
-        authors.add_argument("--lapse-rate", type=float, default=0.02,
+        authors.add_argument("--lapse-rate", type=float, default=0.005,
                              help="share of expiry runs past the strike window (every strike lapses)")
 
     def handle(self, *args, **o):
