@@ -4,6 +4,7 @@ rows created directly), and reports it; the same author left to the services rep
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import timedelta
 
@@ -145,3 +146,41 @@ def test_what_the_services_write_leaves_nothing_to_report(api_client, suspended)
     services.authors_sweep(now=timezone.now() + timedelta(days=400))
     assert Author.objects.values_list("standing", "strike_points").get(pk=suspended.pk) == (Standing.WARNED, 0)
     assert author_violations([suspended.pk]) == []
+
+
+AUTHOR_CHECKS = ("_POINTS", "_STRIKES_TWICE", "_ACTIONS_LOGGED", "_TRIGGERS", "_STANDING", "_CHAIN", "_IN_FORCE")
+
+
+def test_the_author_checks_read_a_few_authors_through_indexes_among_thousands(api_client, suspended):
+    """Beside 5,000 other authors with 10 strikes each and a warning for one in five, every author
+    check of a few authors is planned as index lookups: it reads what it checks, not the tables
+    (at 1M authors and 10M strikes, 50 authors take 0.04 s: docs/race-lab.md's lab checks 50)."""
+    from moderation import invariants
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL session_replication_role = replica")  # strikes of reviews not seeded
+        cursor.execute(
+            "INSERT INTO moderation_author (client_id, author_id, standing, strike_points, version, created_at, "
+            "updated_at) SELECT %s, 'bulk-' || g, CASE WHEN g %% 5 = 0 THEN 'warned' ELSE 'good' END, 5, 2, now(), "
+            "now() FROM generate_series(1, 5000) g", [api_client.pk])
+        cursor.execute(
+            "INSERT INTO moderation_strike (category, points, created_at, expires_at, ended_at, \"end\", author_id, "
+            "decision_id, review_id) SELECT 'harassment', 1, now() - interval '1 day', now(), "
+            "CASE WHEN g % 2 = 0 THEN now() END, CASE WHEN g % 2 = 0 THEN 'lapsed' ELSE '' END, a.id, "
+            "1000000 + a.id * 10 + g, gen_random_uuid() FROM moderation_author a, generate_series(1, 10) g "
+            "WHERE a.author_id LIKE 'bulk-%'")
+        cursor.execute(
+            "WITH w AS (INSERT INTO moderation_accountaction (id, author_id, action, cause, reason, strike_points, "
+            "strikes, previous_standing, created_at, \"end\") SELECT gen_random_uuid(), id, 'warn', 'strikes', 'r', 5, "
+            "'[]', 'good', now(), '' FROM moderation_author WHERE standing = 'warned' AND author_id LIKE 'bulk-%' "
+            "RETURNING id, author_id) INSERT INTO moderation_standingtransition (author_id, from_standing, "
+            "to_standing, cause, actor, actor_id, action_id, strike_points, reason, created_at) "
+            "SELECT author_id, 'good', 'warned', 'strikes', 'system', '', id, 5, 'r', now() FROM w")
+        cursor.execute("SET LOCAL session_replication_role = DEFAULT")
+        cursor.execute("ANALYZE")
+        scanned = {}
+        for name in AUTHOR_CHECKS:
+            cursor.execute("EXPLAIN " + getattr(invariants, name), {"ids": [suspended.pk]})
+            plan = "\n".join(row for (row,) in cursor.fetchall())
+            scanned[name] = re.findall(r"Seq Scan on (\w+)", plan)
+    assert scanned == dict.fromkeys(AUTHOR_CHECKS, []), scanned
