@@ -313,6 +313,7 @@ class RaceLab:
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
             "MODERATION_BATCH_SIZE": str(c.batch_size or settings.MODERATION_BATCH_SIZE),
         }
+        authors, acting = None, []
         try:
             if c.hostile_rate:
                 self._publish_lab_rules()
@@ -323,7 +324,8 @@ class RaceLab:
                 account_appeal_rate=c.account_appeal_rate, sweep_ahead_days=c.sweep_ahead_days,
                 lapse_rate=c.lapse_rate, seed=c.seed,
             ) if c.author_count else None
-            acting = authors.start() if authors else []  # from the first submission on
+            if authors:
+                acting = authors.start()  # from the first submission on
             review_ids, erased = self._submit(port, token)
             killer = threading.Thread(target=self._kill_workers, daemon=True)
             killer.start()
@@ -334,12 +336,12 @@ class RaceLab:
             unfinished = self._quiesce(review_ids, bouncer)
             users.done.set()
             contesting.join(timeout=120)
-            if authors:
-                authors.done.set()
-            for thread in acting:
-                thread.join(timeout=120)
             killer.join(timeout=1)
         finally:
+            if authors:
+                authors.done.set()  # their last steps end before the platform stops
+            for thread in acting:
+                thread.join(timeout=120)
             stop(self.processes.values())
             simulator.stop()
             if bouncer:
