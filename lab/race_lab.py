@@ -37,6 +37,7 @@ from moderation.models import ResultOutcome
 from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentErasure, ContentReview, ProviderAttempt
 from moderation.retention import prune
+from lab.author_traffic import AuthorTraffic
 from lab.pgbouncer import PgBouncer, server_address
 from lab.user_traffic import UserTraffic
 from lab.simulator import Faults, ProviderSimulator
@@ -72,6 +73,13 @@ def hostile_text(rng: random.Random) -> str:
     return rng.choice(HOSTILE_TEXTS)
 
 
+# The race lab's authors write this many reviews each by default (1,000 reviews: 50 authors).
+REVIEWS_PER_AUTHOR = 20
+# The texts of TEXTS the lab's rules (and the local model) reject: an author's insults.
+INSULTS = [text for text in TEXTS if any(term in text for term in LAB_TERM_LISTS[0]["terms"])]
+POLITE = [text for text in TEXTS if text not in INSULTS]
+
+
 @dataclass
 class LabConfig:
     reviews: int = 200
@@ -93,6 +101,22 @@ class LabConfig:
     batch_size: int | None = None  # MODERATION_BATCH_SIZE of the platform's processes (None: the setting's)
     hostile_rate: float = 0.2  # share of reviews with a hostile text (HOSTILE_TEXTS); the lab's rules are on
     decision_bound_s: float = 240.0  # every review's first decision at most this long after its submission
+    # Authors (lab/author_traffic.py): the reviews are spread over this many authors (None: one
+    # per REVIEWS_PER_AUTHOR reviews; 0: no author traffic), a share of their texts is an insult
+    # (rejected: strikes, ladders climbed concurrently), and the authors meet moderators, appeals
+    # and expiry runs at these rates.
+    authors: int | None = None
+    author_reject_rate: float = 0.3
+    moderator_rate: float = 0.3
+    stale_rate: float = 0.2
+    override_rate: float = 0.2
+    account_appeal_rate: float = 0.5
+    sweep_ahead_days: float = 10.0
+    lapse_rate: float = 0.005
+
+    @property
+    def author_count(self) -> int:
+        return max(1, self.reviews // REVIEWS_PER_AUTHOR) if self.authors is None else self.authors
 
 
 @dataclass
@@ -289,11 +313,19 @@ class RaceLab:
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
             "MODERATION_BATCH_SIZE": str(c.batch_size or settings.MODERATION_BATCH_SIZE),
         }
+        authors, acting = None, []
         try:
             if c.hostile_rate:
                 self._publish_lab_rules()
             self.processes = start_platform(env, port, web_workers=c.web_workers, clusters=c.clusters)
-            _, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
+            client, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
+            authors = AuthorTraffic(
+                client, moderator_rate=c.moderator_rate, stale_rate=c.stale_rate, override_rate=c.override_rate,
+                account_appeal_rate=c.account_appeal_rate, sweep_ahead_days=c.sweep_ahead_days,
+                lapse_rate=c.lapse_rate, seed=c.seed,
+            ) if c.author_count else None
+            if authors:
+                acting = authors.start()  # from the first submission on
             review_ids, erased = self._submit(port, token)
             killer = threading.Thread(target=self._kill_workers, daemon=True)
             killer.start()
@@ -306,6 +338,10 @@ class RaceLab:
             contesting.join(timeout=120)
             killer.join(timeout=1)
         finally:
+            if authors:
+                authors.done.set()  # their last steps end before the platform stops
+            for thread in acting:
+                thread.join(timeout=120)
             stop(self.processes.values())
             simulator.stop()
             if bouncer:
@@ -313,11 +349,12 @@ class RaceLab:
         if c.prune:
             self.pruned = prune(for_real=True, now=timezone.now() + timedelta(days=400))
         latencies = first_decision_latencies(review_ids)
-        report = LabReport(violations=violations(review_ids) + users.unexpected, unfinished=unfinished,
+        report = LabReport(violations=violations(review_ids) + users.unexpected + (authors.unexpected if authors else []),
+                           unfinished=unfinished,
                            erased_found=where_found(erased) if erased else set(),
                            late=[pk for pk, s in latencies.items() if s > c.decision_bound_s])
         report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer, latencies)
-        report.figures = {**report.figures, **users.figures()}
+        report.figures = {**report.figures, **users.figures(), **(authors.figures() if authors else {})}
         if outage:
             report.figures.update(outage.figures())
         return report
@@ -357,13 +394,17 @@ class RaceLab:
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
         run = uuid.uuid4().hex[:6]  # texts unique to this run: an erased one is looked for across the database
         texts = [hostile_text(self.rng) if self.rng.random() < self.config.hostile_rate
-                 else f"{self.rng.choice(TEXTS)} (lab {run}-{i})" for i in range(self.config.reviews)]
+                 else f"{self._text()} (lab {run}-{i})" for i in range(self.config.reviews)]
+        authors = self.config.author_count
+        written_by = [f"lab-{run}-author-{self.rng.randrange(authors)}" if authors else None
+                      for _ in range(self.config.reviews)]
         # Erased texts are looked for across the database afterwards: only the run's unique ones.
         unique = [i for i, text in enumerate(texts) if f"(lab {run}-{i})" in text]
         erase = set(self.rng.sample(unique, min(self.config.erase, len(unique))))
 
         def one(i: int):
-            body = {"external_id": f"lab-{run}-{i}", "content_type": "text", "text": texts[i]}
+            body = {"external_id": f"lab-{run}-{i}", "content_type": "text", "text": texts[i],
+                    **({"author_id": written_by[i]} if written_by[i] else {})}
             response = http.post("/api/v1/reviews/", json=body)
             if response.status_code != 201:
                 raise RuntimeError(f"submitting {texts[i][:40]!r} failed: {response.status_code} {response.text[:200]}")
@@ -378,6 +419,12 @@ class RaceLab:
             review_ids = list(pool.map(one, range(self.config.reviews)))
         self.stopped = ContentErasure.objects.filter(review_id__in=review_ids, stopped_moderation=True).count()
         return review_ids, [texts[i] for i in sorted(erase)]
+
+    def _text(self) -> str:
+        """One of TEXTS; with authors, an insult for a share `author_reject_rate` of them."""
+        if not self.config.author_count:
+            return self.rng.choice(TEXTS)
+        return self.rng.choice(INSULTS if self.rng.random() < self.config.author_reject_rate else POLITE)
 
     def _kill_workers(self) -> None:
         for _ in range(self.config.kill_workers):

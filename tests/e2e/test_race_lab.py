@@ -22,6 +22,9 @@ def test_a_small_race_lab_finds_every_invariant_holding():
     figures = report.figures
     assert figures["reviews"] == 200 and figures["worker kills"] == 1
     assert figures["duplicate deliveries"] > 0 and figures["provider attempts"] >= 200
+    # The reviews were spread over 10 authors, whose rejections climbed the ladder meanwhile.
+    assert figures["authors (reviews each: min / max)"].startswith("10 ")
+    assert "by strikes" in figures["account actions"], figures["account actions"]
 
 
 def test_the_race_lab_through_pgbouncer_with_erasures_and_a_prune_finds_every_invariant_holding():

@@ -1,15 +1,20 @@
 """Property-based: random interleavings of claims, moderation jobs (`tasks.moderate_review`, in
 batches of 1 and of 16, with the local provider and the webhook one), results (live, old and
 duplicate), timeouts, acceptances, provider-reported failures, supersedes, overrides by two
-moderators, escalations, reprocesses, user reports and appeals, with the invariants of
-docs/design.md checked after every step (hypothesis, stateful)."""
+moderators, escalations, reprocesses, user reports and appeals, and authors (rejections of their
+reviews climbing the ladder, moderators' account actions from current and stale pages, account
+appeals, expiry runs as if days had passed), with the invariants of docs/design.md checked after
+every step (hypothesis, stateful)."""
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -26,12 +31,18 @@ from moderation.errors import IllegalTransition
 from moderation import providers, services, tasks
 from moderation.errors import ModerationError
 from moderation.models import (
+    AccountAction,
+    AccountAppeal,
+    AccountAppealStatus,
     Appeal,
+    Author,
     Cause,
     ContentReview,
     ModerationRequest,
     RequestStatus,
     ReviewStatus,
+    StandingCause,
+    StandingTransition,
 )
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError, ProviderTimeout
@@ -224,6 +235,97 @@ class PipelineWithErasure(PipelineWithReportsAndAppeals):
         return review_id
 
 
+AUTHORS = st.sampled_from(["u1", "u2"])
+# A short ladder (test_random_interleavings_with_authors_keep_every_invariant publishes it), so a
+# few rejections climb it: 1 point warns, 2 suspend for a day, 4 ban.
+SHORT_LADDER = [{"points": 1, "action": "warn"}, {"points": 2, "action": "suspend", "days": 1},
+                {"points": 4, "action": "ban"}]
+
+
+class PipelineWithAuthors(PipelineWithReportsAndAppeals):
+    """The same, with the reviews written by two authors: their rejections and approvals land
+    (from the provider and from the moderators' overrides above), two moderators act on the
+    authors from the page they read or an older one, the authors appeal, and the expiry job runs
+    as if days had passed (`now`: a suspension ends, or every strike lapses). Each example has
+    authors of its own (the database outlives the example)."""
+
+    def __init__(self):
+        super().__init__()
+        self.run = uuid.uuid4().hex[:8]
+
+    @precondition(lambda self: len(self.seen) < 6)
+    @rule(target=Pipeline.reviews, author=AUTHORS)
+    def submit_authored(self, author):
+        review, _ = services.review_submit(client=self.client, external_id=uuid.uuid4().hex, kind="text",
+                                           text="a sentence", author_id=f"{author}-{self.run}")
+        self.seen.append(review.pk)
+        return review.pk
+
+    @precondition(lambda self: len(self.seen) < 6)
+    @rule(target=Pipeline.reviews, author=AUTHORS,
+          label=st.sampled_from([ReviewStatus.APPROVED, ReviewStatus.REJECTED, ReviewStatus.REJECTED]))
+    def authored_decided(self, author, label):
+        """An author's review the provider decides at once (rejections count strikes)."""
+        review_id = self.submit_authored(author)
+        key = services.review_claim(review_id=review_id, worker_id="w-author").idempotency_key
+        services.review_finalize(idempotency_key=key, result=result(SCORES["approve" if label == ReviewStatus.APPROVED
+                                                                        else "reject"]), cause=Cause.PROVIDER_RESULT)
+        return review_id
+
+    def _author(self, author):
+        return Author.objects.filter(client=self.client, author_id=f"{author}-{self.run}").values_list(
+            "pk", "version").first()
+
+    @rule(author=AUTHORS, action=st.sampled_from(["warn", "suspend", "ban", "lift"]), stale=st.booleans(),
+          who=st.sampled_from([0, 1]))
+    def act(self, author, action, stale, who):
+        """A moderator warns, suspends, bans or lifts, from the author's current page or one
+        version older (refused: StaleAuthor)."""
+        found = self._author(author)
+        if found is None:
+            return
+        pk, version = found
+        kwargs = {"author_pk": pk, "moderator": (self.moderator, self.second)[who], "reason": "checked",
+                  "expected_version": version - 1 if stale else version}
+        if action == "lift":
+            self._tolerating(services.author_lift, **kwargs)
+        else:
+            self._tolerating(services.author_act, action=action, days=1 if action == "suspend" else None, **kwargs)
+
+    @rule(author=AUTHORS)
+    def account_appeal(self, author):
+        if self._author(author) is not None:
+            self._tolerating(services.account_appeal_file, client=self.client, author_id=f"{author}-{self.run}",
+                             statement="unfair")
+
+    @rule(who=st.sampled_from([0, 1]), outcome=st.sampled_from([AccountAppealStatus.UPHELD,
+                                                                 AccountAppealStatus.OVERTURNED]))
+    def account_appeal_resolve(self, who, outcome):
+        """Either moderator resolves the oldest open account appeal (the one who imposed the
+        action is refused)."""
+        appeal = AccountAppeal.objects.filter(author__client=self.client, author__author_id__endswith=self.run,
+                                              status=AccountAppealStatus.OPEN).first()
+        if appeal is not None:
+            self._tolerating(services.account_appeal_resolve, appeal_id=appeal.pk,
+                             moderator=(self.moderator, self.second)[who], outcome=outcome, reason="looked again")
+
+    @rule(author=AUTHORS, who=st.sampled_from([0, 1]), resolver=st.sampled_from([0, 1]),
+          outcome=st.sampled_from([AccountAppealStatus.UPHELD, AccountAppealStatus.OVERTURNED]), lift=st.booleans())
+    def suspend_appeal_resolve(self, author, who, resolver, outcome, lift):
+        """A suspension from the current page, its appeal, a resolution by either moderator, and
+        perhaps a lift (the search rarely lines them up otherwise)."""
+        self.act(author, "suspend", False, who)
+        self.account_appeal(author)
+        self.account_appeal_resolve(resolver, outcome)
+        if lift:
+            self.act(author, "lift", False, resolver)
+
+    @rule(days=st.sampled_from([0, 2, 91]))
+    def sweep(self, days):
+        """The expiry job, as if `days` had passed: 2 ends a suspension, 91 lapses every strike."""
+        services.authors_sweep(now=timezone.now() + timedelta(days=days))
+
+
 def run_machine(client, scripted, moderator, *, shrink: bool = True, examples: int = 30, base=Pipeline,
                 provider_server: ProviderServer | None = None) -> None:
     class Machine(base):
@@ -286,6 +388,51 @@ def test_random_interleavings_with_reports_and_appeals_keep_every_invariant(api_
     causes = set(ReviewTransition.objects.values_list("cause", flat=True))
     assert {Cause.USER_REPORTS, Cause.APPEAL} <= causes
     assert set(Appeal.objects.values_list("status", flat=True)) >= {"upheld", "overturned"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_random_interleavings_with_authors_keep_every_invariant(api_client, scripted, django_user_model):
+    services.policy_publish(reject_threshold=0.9, review_threshold=0.5, report_threshold=2,
+                            enforcement_ladder=SHORT_LADDER)
+    run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), examples=10,
+                base=PipelineWithAuthors)
+
+    # The search climbed the ladder, acted by hand, and ended restrictions every way.
+    taken = set(AccountAction.objects.values_list("action", "cause"))
+    assert {("warn", "strikes"), ("suspend", "strikes"), ("suspend", "moderator")} <= taken, taken
+    ended = set(StandingTransition.objects.values_list("cause", flat=True))
+    assert {StandingCause.EXPIRED, StandingCause.LIFTED, StandingCause.OVERTURNED} <= ended, ended
+    assert set(AccountAppeal.objects.values_list("status", flat=True)) >= {"upheld", "overturned"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_author_machine_reports_a_violation_when_the_ladder_guard_is_removed(
+    api_client, scripted, django_user_model, monkeypatch
+):
+    """The ladder takes a rung only above the author's standing; without that guard, a warned
+    author's next strike warns again, and the checker finds an automatic action that did not
+    raise the standing."""
+    from moderation.models import ActionCause, ActionKind
+    from moderation.errors import IllegalStandingChange
+    from moderation.services import authors
+
+    def ladder_unguarded(author, policy, strike, before, *, now, actor, actor_id):
+        rung = authors.ladder_rung(policy.enforcement_ladder, author.strike_points)
+        if rung is None:
+            return None
+        kind = ActionKind(rung["action"])
+        until = now + timedelta(days=rung["days"]) if kind == ActionKind.SUSPEND else None
+        try:
+            return authors._act_locked(author, kind, cause=ActionCause.STRIKES, until=until, reason="rung",
+                                       moderator=None, policy=policy, actor=actor, actor_id=actor_id, now=now)
+        except IllegalStandingChange:  # the state machine still refuses what it refuses (a ban of a ban)
+            return None
+
+    monkeypatch.setattr(authors, "_ladder_locked", ladder_unguarded)
+    services.policy_publish(reject_threshold=0.9, review_threshold=0.5, enforcement_ladder=SHORT_LADDER)
+    with pytest.raises(AssertionError, match="did not raise the standing"):
+        run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), shrink=False, examples=30,
+                    base=PipelineWithAuthors)
 
 
 @pytest.mark.django_db(transaction=True)

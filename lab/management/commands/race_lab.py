@@ -38,6 +38,23 @@ class Command(BaseCommand):
                                  "long allow-dense texts), under the lab's term, pattern and allow rules (0: neither)")
         parser.add_argument("--decision-bound-s", type=float, default=240.0,
                             help="every review must be first decided within this many seconds of its submission")
+        authors = parser.add_argument_group("authors (lab/author_traffic.py)")
+        authors.add_argument("--authors", type=int, default=None,
+                             help="authors the reviews are spread over (default: one per 20 reviews; 0: no author traffic)")
+        authors.add_argument("--author-reject-rate", type=float, default=0.3,
+                             help="share of the authors' texts that are insults (rejected: strikes, the ladder)")
+        authors.add_argument("--moderator-rate", type=float, default=0.3,
+                             help="steps per second of each of the two moderators acting on authors")
+        authors.add_argument("--stale-rate", type=float, default=0.2,
+                             help="share of account actions sent from an older page of the author")
+        authors.add_argument("--override-rate", type=float, default=0.2,
+                             help="share of the moderators' steps that decide one of the author's reviews again")
+        authors.add_argument("--account-appeal-rate", type=float, default=0.5,
+                             help="share of suspensions and bans appealed (twice at once)")
+        authors.add_argument("--sweep-ahead-days", type=float, default=10.0,
+                             help="each of the two concurrent expiry runs acts as if up to this many days had passed")
+        authors.add_argument("--lapse-rate", type=float, default=0.005,
+                             help="share of expiry runs past the strike window (every strike lapses)")
 
     def handle(self, *args, **o):
         if (o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0
@@ -48,6 +65,12 @@ class Command(BaseCommand):
             raise CommandError("--report-rate, --appeal-rate and --hostile-rate are shares from 0 to 1")
         if o["decision_bound_s"] <= 0:
             raise CommandError("--decision-bound-s must be positive")
+        rates = ("author_reject_rate", "stale_rate", "override_rate", "account_appeal_rate", "lapse_rate")
+        if not all(0 <= o[rate] <= 1 for rate in rates):
+            raise CommandError("--author-reject-rate, --stale-rate, --override-rate, --account-appeal-rate and "
+                               "--lapse-rate are shares from 0 to 1")
+        if (o["authors"] is not None and o["authors"] < 0) or o["moderator_rate"] <= 0 or o["sweep_ahead_days"] < 0:
+            raise CommandError("--authors and --sweep-ahead-days must not be negative, --moderator-rate positive")
         executor = MigrationExecutor(connection)
         if executor.migration_plan(executor.loader.graph.leaf_nodes()):
             raise CommandError(f"the database {connection.settings_dict['NAME']!r} is not migrated: "
@@ -59,7 +82,10 @@ class Command(BaseCommand):
             web_workers=o["web_workers"], pgbouncer=o["pgbouncer"], erase=o["erase"], prune=o["prune"],
             report_rate=o["report_rate"], appeal_rate=o["appeal_rate"],
             web_outage_s=o["web_outage_s"], batch_size=o["batch_size"], hostile_rate=o["hostile_rate"],
-            decision_bound_s=o["decision_bound_s"],
+            decision_bound_s=o["decision_bound_s"], authors=o["authors"], author_reject_rate=o["author_reject_rate"],
+            moderator_rate=o["moderator_rate"], stale_rate=o["stale_rate"], override_rate=o["override_rate"],
+            account_appeal_rate=o["account_appeal_rate"], sweep_ahead_days=o["sweep_ahead_days"],
+            lapse_rate=o["lapse_rate"],
         )
         try:
             report = RaceLab(config).run()
