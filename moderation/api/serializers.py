@@ -9,7 +9,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from moderation.models import (
-    AUTHOR_ID_MAX,
     APPEAL_STATEMENT_MAX,
     AUTHOR_ID_MAX,
     DECISION_LABELS,
@@ -87,14 +86,6 @@ class ReviewSubmitSerializer(serializers.Serializer):
     content_type = serializers.ChoiceField(choices=ContentKind.choices)
     text = StrictCharField(required=False, allow_blank=True, max_length=TEXT_MAX_CHARS, trim_whitespace=False)
     media_url = serializers.URLField(required=False, max_length=2048)
-    # Who wrote it (docs/design.md, "Authors"): the same id sent twice names the same author.
-    author_id = StrictCharField(required=False, min_length=1, max_length=AUTHOR_ID_MAX, trim_whitespace=False)
-
-    def validate_author_id(self, value):
-        if any(unicodedata.category(char) == "Cc" for char in value):
-            raise serializers.ValidationError("author_id may not contain control characters.")
-        return value
-
     def validate_media_url(self, value):
         if not value.lower().startswith(("http://", "https://")):
             raise serializers.ValidationError("Only http(s) URLs can be fetched.")
