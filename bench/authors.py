@@ -17,6 +17,7 @@ on ten real reviews (contents, reviews, rejections), and times:
 - page: the queries of `GET /api/v1/authors/{author_id}/` and the admin's author page: the author
   by (client, author_id) with its restriction, its active strikes, its actions with their appeals,
   its review and rejection counts, its newest reviews (review_author_idx);
+- admin: the admin's author page itself, rendered for a moderator (Django's test client);
 - standing: the standing lookup on finalize: `author_ensure` of an existing author, then
   `authors_lock`, in one transaction;
 - ladder: a rejection's `strikes_after_decision_locked` (under the review's lock, committed): one
@@ -43,7 +44,7 @@ from contextlib import contextmanager
 from bench import common, growth
 from bench.growth import _child, _scans, _short, report, time_calls
 
-PATHS = ("page", "standing", "ladder", "rung")
+PATHS = ("page", "admin", "standing", "ladder", "rung")
 SCRAPES = 5  # the authors' figures of an uncached /metrics scrape, timed this many times a round
 MODULE = "bench.authors"
 WARMUP = 20
@@ -384,6 +385,20 @@ def _measure(ops: int, tag: str):
         assert found["review_count"] == 11 and len(found["strikes"]) == 2, found  # ten, and the rejection below
 
     yield ("page", *time_calls(page, warned, warmup=WARMUP))
+
+    from django.contrib.auth.models import Group, User
+    from django.test import Client
+
+    moderator, _ = User.objects.get_or_create(username="bench-moderator", defaults={"is_staff": True})
+    moderator.groups.add(Group.objects.get(name="moderator"))
+    http = Client()
+    http.force_login(moderator)
+
+    def admin(probe):
+        response = http.get(f"/admin/moderation/author/{probe[0]}/change/")
+        assert response.status_code == 200 and probe[1].encode() in response.content, response.status_code
+
+    yield ("admin", *time_calls(admin, warned, warmup=WARMUP))
 
     def standing(probe):
         with transaction.atomic():

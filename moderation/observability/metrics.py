@@ -345,8 +345,8 @@ class PipelineCollector:
                                 value=overdue.total_seconds() if overdue else 0.0)
 
 
-# The strikes' counters read the whole table (no index serves a count by how strikes ended): 3.8 s
-# at 10M strikes (docs/benchmarks.md). They are recounted at most this often, not at every scrape.
+# The strikes' counters read the whole table (no index serves a count by how strikes ended): 1 to
+# 4 s at 10M strikes (docs/benchmarks.md). They are recounted at most this often, not at every scrape.
 STRIKE_COUNTS_EVERY_S = 300
 
 
