@@ -91,7 +91,8 @@ def main() -> None:
                   f"{ratios[kinds[1], path] / ratios[kinds[0], path]:.2f}")
 
 
-def report(title: str, sizes: list[int], paths, results: dict[tuple[int, str], list[dict]]) -> list[list]:
+def report(title: str, sizes: list[int], paths, results: dict[tuple[int, str], list[dict]], *,
+           unit: str = "reviews") -> list[list]:
     """Print the medians per size and path, the plans at the largest size, and any sequential
     scan of a large table; return the table's rows."""
     rows, flagged = [], []
@@ -103,8 +104,8 @@ def report(title: str, sizes: list[int], paths, results: dict[tuple[int, str], l
             flagged += [(size, path, sql, scan) for sql, scans in rounds[0]["plans"] for scan in scans
                         if scan[0] == "Seq Scan" and scan[2] > BIG_TABLE_ROWS]
     print(f"\n{title}")
-    print(common.table(["reviews", "path", "statements", "p50 ms", "p95 ms"], rows))
-    print(f"\nPlans at {sizes[-1]:,} reviews (every SELECT/UPDATE/DELETE each path ran; scans only)")
+    print(common.table([unit, "path", "statements", "p50 ms", "p95 ms"], rows))
+    print(f"\nPlans at {sizes[-1]:,} {unit} (every SELECT/UPDATE/DELETE each path ran; scans only)")
     for path in paths:
         print(f"{path}:")
         for sql, scans in results[(sizes[-1], path)][0]["plans"]:
@@ -266,12 +267,21 @@ def _scans(query: str, params) -> list[tuple[str, str, int, str]]:
         if "Relation Name" in node:
             table = node["Relation Name"]
             rows = common.sql("SELECT reltuples::bigint FROM pg_class WHERE relname = %s", [table])[0][0]
-            scans.append((node["Node Type"], table, max(rows, 0), node.get("Index Name", "")))
+            # A bitmap heap scan reads the indexes its bitmap index scans (its children) name.
+            index = node.get("Index Name") or " and ".join(
+                child["Index Name"] for child in _descendants(node) if child["Node Type"] == "Bitmap Index Scan")
+            scans.append((node["Node Type"], table, max(rows, 0), index))
         for child in node.get("Plans", []):
             walk(child)
 
     walk(plan[0]["Plan"])
     return scans
+
+
+def _descendants(node: dict):
+    for child in node.get("Plans", []):
+        yield child
+        yield from _descendants(child)
 
 
 def _short(query: str, width: int = 110) -> str:

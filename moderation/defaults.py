@@ -1,4 +1,4 @@
-"""Rows the platform relies on (the first policy, the sweeper's schedule, the roles), created
+"""Rows the platform relies on (the first policy, the sweepers' schedules, the roles), created
 after every `migrate` (and every `flush`).
 
 Django emits post_migrate after both, so a database that was emptied gets them back too;
@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 SWEEP = "moderation.sweep"
+AUTHORS_SWEEP = "moderation.authors_sweep"
 PRUNE = "moderation.prune"
 # A second schedule of the same sweeper, half a period later: django-q2 schedules in whole
 # minutes, so two rows make a silent operation wait half as long to be noticed.
@@ -38,6 +39,9 @@ def ensure_defaults(**kwargs) -> None:
         Schedule.objects.update_or_create(
             name=name, defaults=every, create_defaults={**every, "next_run": now + timedelta(seconds=offset)}
         )
+    # Suspensions end and strikes lapse at the sweeper's pace, on any cluster (moderation.tasks.authors_sweep).
+    authors = {**every, "func": "moderation.tasks.authors_sweep"}
+    Schedule.objects.update_or_create(name=AUTHORS_SWEEP, defaults=authors, create_defaults={**authors, "next_run": now})
     # The notification cluster's heartbeat: a schedule only that cluster runs (the sweeper's
     # proves the moderation cluster is up).
     notifier_schedule_ensure()

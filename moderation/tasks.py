@@ -1,8 +1,9 @@
 """django-q2 tasks: thin wrappers that take ids, bind log context and call services, each of
 which owns its transaction and re-checks state under its lock; no task writes anything itself.
 `moderate_review` asks the breaker, then claims and dispatches a batch (of one, or more);
-`sweep` runs the callback, idempotency and review sweeps and beats its heartbeat; `prune` runs
-retention (docs/design.md, invariant 11).
+`sweep` runs the callback, idempotency and review sweeps and beats its heartbeat; `authors_sweep`
+ends suspensions and lapses strikes that are due; `prune` runs retention (docs/design.md,
+invariant 11).
 
 The broker delivers at least once, so each task is safe to run twice: a second claim loses,
 a second dispatch finds the attempt in flight or the request closed, a second sweep finds
@@ -93,6 +94,16 @@ def notifier_heartbeat(job_id: str = "", web_request_id: str = "", trace_parent:
     reads its beat to know that this deployment's notifications are being delivered."""
     services.heartbeat_beat(name=services.notifier(), detail=worker_id())
     return "beat"
+
+
+def authors_sweep(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """The authors' schedule (moderation.authors_sweep): suspensions whose `until` passed end
+    (`author.restored`), strikes older than their window lapse. Safe on several clusters at once:
+    each author changes under its lock, and a suspension ends only while it is still in force."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), _job_span(trace_parent, "authors_sweep"):
+        # Half the task's time: the batch under way when it runs out still ends before the timeout.
+        done = services.authors_sweep(deadline=time.monotonic() + settings.Q_TASK_TIMEOUT_S / 2)
+        return f"{done['restored']} suspensions ended, {done['lapsed']} strikes lapsed"
 
 
 def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

@@ -42,6 +42,9 @@ from moderation.observability import workplace
 from moderation.observability.access import is_operator
 from moderation.selectors import stuck_requests
 from moderation.models import (
+    AccountAction,
+    ActionCause,
+    ActionKind,
     Appeal,
     AppealStatus,
     Report,
@@ -58,6 +61,9 @@ from moderation.models import (
     NotificationStatus,
     ProviderCircuit,
     ReviewStatus,
+    Standing,
+    Strike,
+    StrikeEnd,
 )
 
 BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)
@@ -100,6 +106,7 @@ class PipelineCollector:
         yield self._latency()
         yield from self._reports_and_appeals()
         yield from self._workplace()
+        yield from self._authors()
 
     def _workplace(self):
         """The review queues and the humans' work (moderation.observability.workplace)."""
@@ -299,6 +306,61 @@ class PipelineCollector:
                                 value=counts.get(AppealStatus.OPEN, 0))
         yield durations
 
+    def _authors(self):
+        """Accounts by standing, actions taken on them, strikes written and ended, and how late
+        the authors' schedule is in ending suspensions."""
+        # Only the standings other than good: counted through author_standing_idx (partial: the
+        # authors with a record), not over every author a client ever named. The partial indexes'
+        # conditions are written as constants: a bound parameter would not match them once the
+        # statement is prepared (settings.DB_PREPARE_THRESHOLD).
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT standing, count(*) FROM moderation_author WHERE standing <> 'good' GROUP BY standing")
+            standings = dict(cursor.fetchall())
+            cursor.execute("SELECT statement_timestamp() - min(until) FROM moderation_accountaction"  # the due index
+                           " WHERE action = 'suspend' AND ended_at IS NULL AND until <= statement_timestamp()")
+            overdue = cursor.fetchone()[0]
+        accounts = GaugeMetricFamily("moderation_authors", "Authors by standing (good is not counted).",
+                                     labels=["standing"])
+        for standing in (Standing.WARNED, Standing.SUSPENDED, Standing.BANNED):
+            accounts.add_metric([standing], standings.get(standing, 0))
+        yield accounts
+        taken = {(action, cause): n for action, cause, n in AccountAction.objects.values_list("action", "cause")
+                 .annotate(n=Count("*")).order_by()}
+        actions = CounterMetricFamily("moderation_account_actions", "Warnings, suspensions and bans, by cause.",
+                                      labels=["action", "cause"])
+        for action in ActionKind.values:
+            for cause in ActionCause.values:
+                actions.add_metric([action, cause], taken.get((action, cause), 0))
+        yield actions
+        ends = _strike_counts()
+        yield CounterMetricFamily("moderation_strikes_written", "Strikes written (one per rejection of an author's "
+                                  "review).", value=sum(ends.values()))
+        ended = CounterMetricFamily("moderation_strikes_ended", "Strikes no longer counted: replaced by a new "
+                                    "decision, overturned (these two: revoked), or lapsed.", labels=["end"])
+        for end in StrikeEnd.values:
+            ended.add_metric([end], ends.get(end, 0))
+        yield ended
+        yield GaugeMetricFamily("moderation_suspensions_overdue_seconds",
+                                "How long the oldest suspension past its end has stayed in force (0: none).",
+                                value=overdue.total_seconds() if overdue else 0.0)
+
+
+# The strikes' counters read the whole table (no index serves a count by how strikes ended): 1 to
+# 4 s at 10M strikes (docs/benchmarks.md). They are recounted at most this often, not at every scrape.
+STRIKE_COUNTS_EVERY_S = 300
+
+
+def _strike_counts() -> dict[str, int]:
+    """Strikes by how they ended ('' for the active ones), recounted every STRIKE_COUNTS_EVERY_S
+    (every scrape when METRICS_CACHE_S is 0): counters that step every few minutes still give
+    `increase()` over an hour."""
+    counts = cache.get(_STRIKES_CACHE_KEY) if settings.METRICS_CACHE_S > 0 else None
+    if counts is None:
+        counts = dict(Strike.objects.values_list("end").annotate(n=Count("*")).order_by())
+        if settings.METRICS_CACHE_S > 0:
+            cache.set(_STRIKES_CACHE_KEY, counts, STRIKE_COUNTS_EVERY_S)
+    return counts
+
 
 _registry = CollectorRegistry(auto_describe=False)
 _registry.register(PipelineCollector())
@@ -326,5 +388,6 @@ def metrics(request):
 
 
 _CACHE_KEY = "moderation:metrics"
+_STRIKES_CACHE_KEY = "moderation:metrics:strikes"
 REFUSED = ("/metrics needs a staff login (sign in at /admin/ in the same browser) or the header"
            " `Authorization: Bearer <token>`, where the token is the server's METRICS_TOKEN setting\n")

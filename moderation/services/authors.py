@@ -16,6 +16,7 @@ id order (`authors_lock`). Nothing locks a review while holding an author's lock
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -464,10 +465,23 @@ def restrictions_expire_due(*, now: datetime | None = None, limit: int = 500) ->
     return ended
 
 
-def authors_sweep(*, now: datetime | None = None) -> dict[str, int]:
-    """The authors' scheduled work: suspensions that ended, strikes that lapsed."""
+def authors_sweep(*, now: datetime | None = None, limit: int = 100, batches: int = 100,
+                  deadline: float | None = None) -> dict[str, int]:
+    """The authors' scheduled work: suspensions that ended, strikes that lapsed. Each drains in
+    batches of `limit` until a batch comes back short, at most `batches` of them and none begun
+    past `deadline` (time.monotonic()), so a run ends within its task's time and a backlog (after
+    an outage) is taken by the next runs."""
     now = now or timezone.now()
-    return {"restored": restrictions_expire_due(now=now), "lapsed": strikes_lapse_due(now=now)}
+    done = {"restored": 0, "lapsed": 0}
+    for key, job in (("restored", restrictions_expire_due), ("lapsed", strikes_lapse_due)):
+        for _ in range(batches):
+            if deadline is not None and time.monotonic() > deadline:
+                break
+            count = job(now=now, limit=limit)
+            done[key] += count
+            if count < limit:
+                break
+    return done
 
 
 # --- account appeals --------------------------------------------------------------------------

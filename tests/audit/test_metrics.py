@@ -202,3 +202,47 @@ def test_reports_threshold_crossings_and_appeals_are_counted_with_their_time_to_
     assert m[("moderation_appeals_open", ())] == 1
     assert m[("moderation_appeal_resolution_seconds_count", (("outcome", "upheld"),))] == 1
     assert m[("moderation_appeal_resolution_seconds_bucket", (("le", "60"), ("outcome", "overturned")))] == 1
+
+
+@pytest.mark.django_db
+def test_authors_by_standing_account_actions_and_strikes_written_and_ended(client, api_client, settings,
+                                                                            django_user_model):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from moderation.models import AccountAction, Author, Strike
+    from tests.moderation.test_authors import authored
+
+    settings.METRICS_TOKEN = "scrape-me"
+    moderator = django_user_model.objects.create_user("mia")
+    rejected = [authored(api_client, "u1", "rejected") for _ in range(3)]  # the ladder warns u1
+    services.review_override(review_id=rejected[0].pk, label="approved", reason="fine", moderator=moderator)
+    services.review_override(review_id=rejected[1].pk, label="rejected", reason="hate", moderator=moderator,
+                             category="hate")  # its strike replaced by a new one
+    lapsing = authored(api_client, "u3", "rejected")
+    Strike.objects.filter(review=lapsing).update(expires_at=timezone.now())
+    assert services.strikes_lapse_due() == 1
+    u2 = services.author_ensure(api_client, "u2")
+    action = services.author_act(author_pk=u2.pk, moderator=moderator, action="suspend", days=1, reason="spam")
+    an_hour_ago = timezone.now() - timedelta(hours=1)  # the authors' schedule did not run since
+    AccountAction.objects.filter(pk=action.pk).update(until=an_hour_ago)
+    Author.objects.filter(pk=u2.pk).update(restricted_until=an_hour_ago)
+
+    m = scrape(client)
+
+    assert m[("moderation_authors", (("standing", "warned"),))] == 1
+    assert m[("moderation_authors", (("standing", "suspended"),))] == 1
+    assert m[("moderation_authors", (("standing", "banned"),))] == 0
+    assert ("moderation_authors", (("standing", "good"),)) not in m
+    assert m[("moderation_account_actions_total", (("action", "warn"), ("cause", "strikes")))] == 1
+    assert m[("moderation_account_actions_total", (("action", "suspend"), ("cause", "moderator")))] == 1
+    assert m[("moderation_account_actions_total", (("action", "ban"), ("cause", "strikes")))] == 0
+    assert m[("moderation_strikes_written_total", ())] == 5
+    assert m[("moderation_strikes_ended_total", (("end", "overturned"),))] == 1
+    assert m[("moderation_strikes_ended_total", (("end", "replaced"),))] == 1
+    assert m[("moderation_strikes_ended_total", (("end", "lapsed"),))] == 1
+    assert 3600 <= m[("moderation_suspensions_overdue_seconds", ())] < 3700
+
+    services.authors_sweep()
+    assert scrape(client)[("moderation_suspensions_overdue_seconds", ())] == 0

@@ -91,3 +91,28 @@ def test_the_rules_benchmark_runs_and_prints_each_path(monkeypatch, capsys):
     for kind in bench_rules.TEXTS:
         assert all(f"{kind:<26}{path:<7}" in out for path in ("rules", "scan", "old")), out
     assert out.count(" ms goal (p95 ") == len(bench_rules.TEXTS)
+
+
+@pytest.mark.django_db
+def test_the_authors_benchmark_runs_each_path_on_probe_authors_that_stay_consistent(monkeypatch):
+    from bench import authors as bench_authors
+    from moderation.models import AccountAction, Author
+    from moderation.services.authors import active_points
+
+    monkeypatch.setattr(bench_authors, "WARMUP", 2)
+    common.sql(bench_authors._UUID7_AT)
+    common.bench_client("authors")
+
+    measured = {path: (timings, statements) for path, timings, statements in bench_authors._measure(3, tag="t-")}
+
+    assert list(measured) == [*bench_authors.PATHS, "scrape"]
+    assert all(len(timings) == 3 for path, (timings, _) in measured.items() if path != "scrape")
+    assert len(measured["scrape"][0]) == bench_authors.SCRAPES
+    ladder_sql = " ".join(sql for sql, _ in measured["ladder"][1])
+    assert "UPDATE moderation_strike" in ladder_sql and 'INSERT INTO "moderation_strike"' in ladder_sql
+    assert "moderation_accountaction" in " ".join(sql for sql, _ in measured["rung"][1])
+    probes = Author.objects.filter(author_id__startswith="t-")
+    assert probes.count() == 2 * (3 + 2 + 1)
+    assert all(a.strike_points == active_points(a) for a in probes)  # the seeded points are the strikes'
+    assert set(probes.values_list("standing", flat=True)) == {"warned"}  # the rung's authors were warned
+    assert AccountAction.objects.filter(author__in=probes, cause="strikes").count() == 2 * (3 + 2 + 1)
