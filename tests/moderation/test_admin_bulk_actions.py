@@ -7,15 +7,15 @@ import pytest
 from django.test import Client
 
 from moderation.models import ContentReview
-from tests.helpers import decided
-from tests.moderation.test_workplace import LIST, messages_of, person
+from tests.helpers import decided, staff_browser
+from tests.moderation.test_workplace import LIST, messages_of
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def moderator(django_user_model) -> Client:
-    browser = person(django_user_model, "mia", "moderator")
+    browser = staff_browser(django_user_model, "mia", "moderator")
     browser.raise_request_exception = False
     return browser
 

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from moderation import services
 from moderation.models import Report
 from moderation.observability.timeline import review_timeline
-from tests.helpers import decided
-from tests.moderation.test_workplace import LIST, person, timeline
+from tests.helpers import decided, staff_browser
+from tests.moderation.test_workplace import LIST, timeline
 
 pytestmark = pytest.mark.django_db
 
@@ -23,7 +23,7 @@ REPORTS = 130
 
 @pytest.fixture
 def moderator(django_user_model):
-    return person(django_user_model, "mia", "moderator")
+    return staff_browser(django_user_model, "mia", "moderator")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from django.test import Client
 
 from moderation import services
 from moderation.models import ModerationPolicy
-from tests.moderation.test_workplace import person
+from tests.helpers import staff_browser
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 def people(django_user_model) -> dict[str, Client]:
     boss = Client(raise_request_exception=False)
     boss.force_login(django_user_model.objects.create_superuser("boss", password="pw-long-enough-1"))
-    return {"superuser": boss, **{role: person(django_user_model, f"{role}-1", role)
+    return {"superuser": boss, **{role: staff_browser(django_user_model, f"{role}-1", role)
                                   for role in ("moderator", "supervisor", "auditor")}}
 
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 
 from moderation import services
-from tests.helpers import decided
-from tests.moderation.test_workplace import LIST, act, messages_of, person, timeline
+from tests.helpers import decided, staff_browser
+from tests.moderation.test_workplace import LIST, act, messages_of, timeline
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def moderator(django_user_model):
-    return person(django_user_model, "mia", "moderator")
+    return staff_browser(django_user_model, "mia", "moderator")
 
 
 def test_the_review_page_shows_the_reports_and_the_appeal(moderator, api_client):
@@ -41,7 +41,7 @@ def test_the_moderator_who_made_the_appealed_decision_is_refused_with_the_reason
                              moderator=moderator.user)
     services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a film quote")
     review.refresh_from_db()
-    colleague = person(django_user_model, "max", "moderator")
+    colleague = staff_browser(django_user_model, "max", "moderator")
 
     own = act(moderator, review, "override", label="approved", reason="on reflection", version=review.version)
     other = act(colleague, review, "override", label="approved", reason="a film quote", version=review.version)

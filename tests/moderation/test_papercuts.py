@@ -15,15 +15,15 @@ from django.core.management.base import CommandError
 from audit.models import EventKind, PipelineEvent
 from moderation import services
 from moderation.models import ContentReview
-from tests.helpers import claimed, decided, submit
-from tests.moderation.test_workplace import LIST, messages_of, person
+from tests.helpers import claimed, decided, staff_browser, submit
+from tests.moderation.test_workplace import LIST, messages_of
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def moderator(django_user_model):
-    return person(django_user_model, "mia", "moderator")
+    return staff_browser(django_user_model, "mia", "moderator")
 
 
 def test_a_bulk_escalation_that_skips_decided_reviews_counts_no_illegal_transition(moderator, api_client, client, settings):
@@ -70,7 +70,7 @@ def test_releasing_without_permission_is_refused_and_releasing_what_you_do_not_h
     api_client, moderator, django_user_model
 ):
     review = decided(api_client, "manual_review")
-    auditor = person(django_user_model, "ada", "auditor")
+    auditor = staff_browser(django_user_model, "ada", "auditor")
     assert auditor.post(f"{LIST}{review.pk}/release/").status_code == 403
 
     response = moderator.post(f"{LIST}{review.pk}/release/", follow=True)
