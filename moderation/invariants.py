@@ -269,25 +269,16 @@ WHERE took <> 1 OR ended <> (CASE WHEN "end" IN ('', '{RestrictionEnd.REPLACED}'
    OR logged <> took + ended OR NOT reached OR NOT own OR (cause = '{ActionCause.STRIKES}' AND NOT raised)
 """
 
-# The triggering situation of an automatic action is the strike whose transaction took it: the
-# author's latest strike written at or before the action (strikes and actions of one author are
-# written under its lock, each strike's time read after the lock is taken, so no later strike of
-# the author is dated before the action). The action's facts end with that strike (they list
-# the active strikes oldest first). Two automatic actions on one strike took a rung twice.
+# The triggering situation of an automatic action is the strike that reached its rung, which the
+# action names (`AccountAction.strike`, written in that strike's transaction): it must be one of
+# the author's, and two automatic actions on one strike took a rung twice.
 _TRIGGERS = f"""
-WITH taken AS (
-    SELECT a.id AS action_id, s.id AS strike_id,
-           COALESCE(s.review_id::text = a.strikes -> -1 ->> 'review_id', false) AS rests
-    FROM moderation_accountaction a
-    LEFT JOIN LATERAL (
-        SELECT id, review_id FROM moderation_strike
-        WHERE author_id = a.author_id AND created_at <= a.created_at
-        ORDER BY created_at DESC, id DESC LIMIT 1
-    ) s ON true
-    WHERE a.author_id = ANY(%(ids)s) AND a.cause = '{ActionCause.STRIKES}'
-)
-SELECT strike_id, array_agg(action_id::text ORDER BY action_id), bool_and(rests)
-FROM taken GROUP BY strike_id HAVING strike_id IS NULL OR COUNT(*) > 1 OR NOT bool_and(rests)
+SELECT a.strike_id, array_agg(a.id::text ORDER BY a.id), bool_and(COALESCE(s.author_id = a.author_id, false))
+FROM moderation_accountaction a
+LEFT JOIN moderation_strike s ON s.id = a.strike_id
+WHERE a.author_id = ANY(%(ids)s) AND a.cause = '{ActionCause.STRIKES}'
+GROUP BY a.strike_id
+HAVING a.strike_id IS NULL OR COUNT(*) > 1 OR NOT bool_and(COALESCE(s.author_id = a.author_id, false))
 """
 
 # The author's standing is the last logged one (good before any), its restriction is the action
@@ -352,12 +343,12 @@ def author_violations(author_ids: Iterable) -> list[str]:
         problems.append(f"action {pk} ({kind} by {cause}, end: {end or 'none'}): {'; '.join(wrong)}")
     for strike, actions, rests in _rows(_TRIGGERS, author_ids):
         if strike is None:
-            problems.append(f"automatic actions {', '.join(actions)}: taken with no strike before them")
+            problems.append(f"automatic actions {', '.join(actions)}: taken with no strike that reached the rung")
             continue
         if len(actions) > 1:
             problems.append(f"strike {strike}: the ladder took {len(actions)} actions on it ({', '.join(actions)})")
         if not rests:
-            problems.append(f"strike {strike}: an automatic action taken on it does not list it last in its facts")
+            problems.append(f"strike {strike}: an automatic action taken on it is not its author's")
     for pk, standing, logged, unlogged, unrestricted, mismatched in _rows(_STANDING, author_ids):
         if unlogged:
             problems.append(f"author {pk}: {standing}, but its last logged standing is {logged}")

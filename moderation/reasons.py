@@ -84,7 +84,7 @@ def explanation(decision: Decision) -> str:
     return decision.explanation
 
 
-def _timestamp(value) -> str:
+def timestamp(value) -> str:
     return value.isoformat().replace("+00:00", "Z")  # as DRF renders datetimes
 
 
@@ -105,7 +105,7 @@ def statement_of_reasons(decision: Decision) -> dict[str, Any]:
         "model": decision.model,
         "model_used": decision.model_used,
         "rules": [{key: m[key] for key in ("rule", "category", "action", "term")} for m in decision.rule_matches or []],
-        "created_at": _timestamp(decision.created_at),
+        "created_at": timestamp(decision.created_at),
     }
 
 
@@ -132,7 +132,7 @@ def account_statement(action: AccountAction) -> dict[str, Any]:
     return {
         "action": action.action,
         "standing": STANDING_FOR_ACTION[action.action],
-        "until": _timestamp(action.until) if action.until else None,
+        "until": timestamp(action.until) if action.until else None,
         "reasons": _strike_reasons(action.strikes or []),
         "strike_points": action.strike_points,
         "automated": automated,

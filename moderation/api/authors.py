@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import time
 
-from django.db.models import Count, Q
+from django.utils import timezone
+from django.db.models import Count, Q, Sum, Window
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
@@ -151,10 +152,15 @@ class AuthorDetailView(generics.GenericAPIView):
         counts = ContentReview.objects.filter(author=author).aggregate(  # review_author_idx
             review_count=Count("pk"), rejected_count=Count("pk", filter=Q(status=ReviewStatus.REJECTED)),
         )
+        # The strikes younger than their window, whether or not the lapse job has run yet
+        # (strike_author_active_idx); their sum is the author's points.
+        # Their total rides on each row (a window over all of them, before the list is cut).
+        strikes = list(Strike.objects.filter(author=author, ended_at__isnull=True, expires_at__gt=timezone.now())
+                       .annotate(total=Window(Sum("points"))).order_by("-created_at", "-id")[:LIST_MAX])
         page = {
-            "author_id": author.author_id, "standing": author.standing, "strike_points": author.strike_points,
-            "strikes": Strike.objects.filter(author=author, ended_at__isnull=True)
-            .order_by("-created_at", "-id")[:LIST_MAX],
+            "author_id": author.author_id, "standing": author.standing,
+            "strike_points": strikes[0].total if strikes else 0,
+            "strikes": strikes,
             "restriction": author.restriction,
             "actions": AccountAction.objects.filter(author=author).select_related("policy", "appeal")
             .order_by("-created_at", "-id")[:LIST_MAX],

@@ -349,5 +349,10 @@ class Migration(migrations.Migration):
             model_name='strike',
             index=models.Index(condition=models.Q(('ended_at__isnull', True)), fields=['author', 'expires_at'], name='strike_author_active_idx'),
         ),
+        migrations.AddField(
+            model_name='accountaction',
+            name='strike',
+            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='moderation.strike'),
+        ),
         migrations.RunSQL(APPEND_ONLY, APPEND_ONLY_REVERSE),
     ]

@@ -226,6 +226,8 @@ class AccountAction(models.Model):
     # points, and each active strike's {category, points, review_id}.
     strike_points = models.PositiveIntegerField(default=0)
     strikes = models.JSONField(default=list, blank=True)
+    # The strike that reached the rung (an automatic action's; NULL for a moderator's).
+    strike = models.ForeignKey(Strike, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     # The standing it moved the author from (an overturn goes back to it, or to warned).
     previous_standing = models.CharField(max_length=16, choices=Standing.choices)
     created_at = models.DateTimeField(auto_now_add=True)

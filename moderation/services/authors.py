@@ -62,7 +62,7 @@ from moderation.models import (
     Strike,
     StrikeEnd,
 )
-from moderation.reasons import account_statement, reasons
+from moderation.reasons import account_statement, reasons, timestamp
 from moderation.services.one_statement import OneStatement
 from moderation.services.outbox import outbox_author_row, outbox_enqueue
 from moderation.services.policy import policy_active, policy_published
@@ -127,7 +127,9 @@ def authors_lock(author_ids: Iterable[int]) -> dict[int, Author]:
     ids = sorted({pk for pk in author_ids if pk is not None})
     if not ids:
         return {}
-    return {a.pk: a for a in Author.objects.select_for_update(of=("self",)).select_related("client")
+    # FOR NO KEY UPDATE: a new review naming the author (its foreign key check takes FOR KEY
+    # SHARE) does not wait for the holder; writers of the author still queue one behind another.
+    return {a.pk: a for a in Author.objects.select_for_update(no_key=True, of=("self",)).select_related("client")
             .filter(pk__in=ids).order_by("pk")}
 
 
@@ -148,58 +150,66 @@ def strike_points_for(policy: ModerationPolicy, category: str) -> int:
     return int((policy.strike_points or {}).get(category, 1))
 
 
-def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, actor: str, actor_id: str = "") -> None:
+def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, actor: str, actor_id: str = "",
+                                  counts_strike: bool = True) -> None:
     """Keep the review's strike true to its new decision, in the decision's transaction (called by
     `decide_locked`, holding the review's lock): a rejection writes one (replacing any the review
-    had), an approval revokes the review's strike. Then the ladder. Other decisions (a human
-    to look) change no strike."""
+    had), an approval revokes the review's strike. Then the ladder, if the author's points went
+    up. Other decisions (a human to look) change no strike, and neither does a rejection that
+    `counts_strike` says is not for a violation (a restricted author's content rejected unseen)."""
     if review.author_id is None or decision.label not in (ReviewStatus.REJECTED, ReviewStatus.APPROVED):
         return
     if decision.label == ReviewStatus.APPROVED and not Strike.objects.filter(
         review=review, ended_at__isnull=True
     ).exists():
         return  # the common approval: nothing to revoke, and no lock taken
+    found = reasons(decision) if decision.label == ReviewStatus.REJECTED and counts_strike else []
+    if decision.label == ReviewStatus.REJECTED and not found:
+        return  # a rejection that names no violation counts nothing, and leaves the review's strike be
     author = _author_locked(review)
     now = timezone.now()
-    # The points before this decision: less the strikes that lapsed meanwhile, and the review's own.
-    change = -_strikes_lapse_locked(author, now)
-    change -= _strike_end_locked(review, StrikeEnd.REPLACED if decision.label == ReviewStatus.REJECTED
-                                 else StrikeEnd.OVERTURNED, now)
-    before = author.strike_points + change
+    # The points before this decision: less the strikes that lapsed meanwhile.
+    _points_add_locked(author, -_strikes_lapse_locked(author, now))
+    before = author.strike_points
+    ended = _strike_end_locked(review, StrikeEnd.REPLACED if found else StrikeEnd.OVERTURNED, now)
+    change = -(ended.points if ended else 0)
     strike = None
-    found = reasons(decision) if decision.label == ReviewStatus.REJECTED else []
     if found:  # a rejection counts the points of its top category; one that names none counts nothing
         policy = policy_published(decision.policy_id) if decision.policy_id else policy_active()
         category = found[0]["category"]
+        # A new decision of the same review replaces its strike, which keeps its window: the
+        # violation is as old as it was.
+        since = ended.created_at if ended else now
         strike = Strike.objects.create(
             author=author, review=review, decision=decision, category=category[:64],
-            points=strike_points_for(policy, category), policy=policy, created_at=now,
-            expires_at=now + timedelta(days=policy.strike_window_days),
+            points=strike_points_for(policy, category), policy=policy, created_at=since,
+            expires_at=ended.expires_at if ended else now + timedelta(days=policy.strike_window_days),
         )
         change += strike.points
     _points_add_locked(author, change)
-    if strike is not None:
+    if strike is not None and change > 0:  # a rejection that merely stands (an appeal upheld) takes nothing
         _ladder_locked(author, policy, strike, before, now=now, actor=actor, actor_id=actor_id)
 
 
-def _strike_end_locked(review: ContentReview, end: StrikeEnd, now: datetime) -> int:
-    """End the review's active strike (if any); returns its points."""
-    ended = list(Strike.objects.filter(review=review, ended_at__isnull=True).values_list("pk", "points"))
-    if ended:
-        Strike.objects.filter(pk__in=[pk for pk, _ in ended]).update(ended_at=now, end=end)
-    return sum(points for _, points in ended)
+def _strike_end_locked(review: ContentReview, end: StrikeEnd, now: datetime) -> Strike | None:
+    """End the review's active strike (if any); returns it."""
+    ended = Strike.objects.filter(review=review, ended_at__isnull=True).first()
+    if ended is not None:
+        Strike.objects.filter(pk=ended.pk).update(ended_at=now, end=end)
+    return ended
 
 
-def _strikes_lapse_locked(author: Author, now: datetime) -> int:
+def _strikes_lapse_locked(author: Author, now: datetime, *, counted: bool = False):
     """Lapse the author's strikes older than their window; returns their points (not yet taken
-    off the author: the caller adds the change)."""
+    off the author: the caller does), and with `counted` how many lapsed."""
     with connection.cursor() as cursor:
         cursor.execute(
             "UPDATE moderation_strike SET ended_at = %s, \"end\" = %s "
             "WHERE author_id = %s AND ended_at IS NULL AND expires_at <= %s RETURNING points",
             [now, StrikeEnd.LAPSED, author.pk, now],
         )
-        return sum(points for (points,) in cursor.fetchall())
+        points = [points for (points,) in cursor.fetchall()]
+    return (sum(points), len(points)) if counted else sum(points)
 
 
 def _points_add_locked(author: Author, change: int) -> None:
@@ -222,15 +232,9 @@ def strikes_lapse_due(*, now: datetime | None = None, limit: int = 500) -> int:
     for author_id in dict.fromkeys(author_ids):
         with transaction.atomic():
             author = authors_lock([author_id])[author_id]
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "UPDATE moderation_strike SET ended_at = %s, \"end\" = %s "
-                    "WHERE author_id = %s AND ended_at IS NULL AND expires_at <= %s RETURNING points",
-                    [now, StrikeEnd.LAPSED, author.pk, now],
-                )
-                rows = cursor.fetchall()
-            _points_add_locked(author, -sum(points for (points,) in rows))
-            lapsed += len(rows)
+            points, count = _strikes_lapse_locked(author, now, counted=True)
+            _points_add_locked(author, -points)
+            lapsed += count
     return lapsed
 
 
@@ -257,7 +261,7 @@ def _ladder_locked(author: Author, policy: ModerationPolicy, strike: Strike, bef
         reason = (f"{author.strike_points} strike points in {policy.strike_window_days} days reached "
                   f"the {kind} rung ({rung['points']} points) of policy v{policy.version}")
         return _act_locked(author, kind, cause=ActionCause.STRIKES, until=until, reason=reason, moderator=None,
-                           policy=policy, actor=actor, actor_id=actor_id, now=now)
+                           policy=policy, actor=actor, actor_id=actor_id, now=now, strike=strike)
     crossed = [r for r in policy.enforcement_ladder if before < r["points"] <= author.strike_points]
     if crossed:
         record_event(EventKind.LADDER_RUNG_SKIPPED, review_id=strike.review_id, author=author.pk,
@@ -272,7 +276,8 @@ def _active_strike_facts(author: Author) -> list[dict]:
 
 
 def _act_locked(author: Author, kind: ActionKind, *, cause: ActionCause, until: datetime | None, reason: str,
-                moderator, policy: ModerationPolicy | None, actor: str, actor_id: str, now: datetime) -> AccountAction:
+                moderator, policy: ModerationPolicy | None, actor: str, actor_id: str, now: datetime,
+                strike: Strike | None = None) -> AccountAction:
     """Take an action on the author (holding its lock): its standing changes (the state machine
     decides whether it may), the action, the logged change and the `author.actioned`
     notification are written together."""
@@ -284,6 +289,7 @@ def _act_locked(author: Author, kind: ActionKind, *, cause: ActionCause, until: 
     action = AccountAction(
         author=author, action=kind, cause=cause, until=until, reason=reason, moderator=moderator, policy=policy,
         strike_points=author.strike_points, strikes=_active_strike_facts(author), previous_standing=previous,
+        strike=strike,
     )
     writes = OneStatement()
     if kind in RESTRICTIVE_ACTIONS:
@@ -345,7 +351,7 @@ def author_actioned_body(author: Author, action: AccountAction) -> dict:
         "type": NotificationKind.AUTHOR_ACTIONED,
         "data": {
             "author_id": author.author_id, "action_id": str(action.pk), "action": action.action,
-            "until": action.until.isoformat() if action.until else None, "cause": action.cause,
+            "until": timestamp(action.until) if action.until else None, "cause": action.cause,
             "reason": action.reason, "statement": account_statement(action),
         },
     }
@@ -494,7 +500,7 @@ def account_appeal_file(*, client: ApiClient, author_id: str, statement: str) ->
         raise Author.DoesNotExist(author_id)
     with context.bind(author_pk=author), transaction.atomic():
         author = authors_lock([author])[author]
-        if author.restriction_id is None:
+        if not standing_restricts(author.standing, author.restricted_until, timezone.now()):
             raise NotAppealable(f"author {author_id} is {author.standing}: no suspension or ban is in force")
         if AccountAppeal.objects.filter(action_id=author.restriction_id).exists():
             raise AppealExists(f"action {author.restriction_id} was already appealed")

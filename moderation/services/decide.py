@@ -36,6 +36,7 @@ def decide_locked(
     update_fields: tuple[str, ...] = (),
     appeal: Appeal | None = None,
     writes: OneStatement | None = None,
+    counts_strike: bool = True,
     **decision_fields,
 ) -> Decision:
     """Decide `review`: record the decision (and its outbox row), then move the review to `label`.
@@ -46,6 +47,8 @@ def decide_locked(
     transition goes elsewhere raises IllegalTransition and the caller's transaction rolls back.
     With `appeal` (open, the review's, checked by the caller), the decision resolves it.
     `writes`: the caller's own writes, sent in the statement that inserts the decision.
+    `counts_strike`: False for a rejection that judges no violation (a restricted author's
+    content rejected by the policy's `while_restricted`): it writes no strike.
     """
     with tracing.tracer.start_as_current_span(  # the notification's job continues this span
         "review.decide", attributes={"moderation.review_id": str(review.pk), "moderation.cause": str(cause),
@@ -73,7 +76,7 @@ def decide_locked(
         if appeal is not None:
             appeal_resolve_locked(appeal, decision)
         # The author's strike follows the decision, in its transaction (docs/design.md, "Authors").
-        strikes_after_decision_locked(review, decision, actor=actor, actor_id=actor_id)
+        strikes_after_decision_locked(review, decision, actor=actor, actor_id=actor_id, counts_strike=counts_strike)
         return decision
 
 

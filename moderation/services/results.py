@@ -189,6 +189,7 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
     policy = policy_published(getattr(request, "active_policy_id", None))
     detection = content_language(review.content)
     verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
+    judged = verdict.label
     if review.author_restricted:
         verdict = restricted_verdict(policy, verdict)
     now = timezone.now()
@@ -227,6 +228,7 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
         transition_reason=verdict.explanation,
         update_fields=fields,
         writes=writes,
+        counts_strike=verdict.label == judged,  # not a rejection only because the author is restricted
     )
 
 

@@ -281,4 +281,4 @@ def test_a_moderator_follows_the_author_link_sees_the_strikes_and_suspends_for_7
     assert {k: body["data"][k] for k in ("author_id", "action", "cause", "reason")} == {
         "author_id": "u-4411", "action": "suspend", "cause": "moderator",
         "reason": "Threatens neighbours after two warnings by the model."}
-    assert body["data"]["until"] == author.restricted_until.isoformat()
+    assert body["data"]["until"] == author.restricted_until.isoformat().replace("+00:00", "Z")

@@ -72,10 +72,11 @@ def test_a_rung_taken_twice_is_reported(suspended):
     first = AccountAction.objects.get(author=suspended, action="suspend")
     again = AccountAction.objects.create(
         author=suspended, action="suspend", cause="strikes", until=first.until, reason=first.reason,
-        strike_points=first.strike_points, strikes=first.strikes, previous_standing=Standing.SUSPENDED)
+        strike_points=first.strike_points, strikes=first.strikes, previous_standing=Standing.SUSPENDED,
+        strike=first.strike)
     StandingTransition.objects.create(author=suspended, from_standing=Standing.SUSPENDED, to_standing=Standing.SUSPENDED,
                                       cause="strikes", actor="system", action=again, strike_points=5)
-    trigger = Strike.objects.filter(author=suspended).order_by("-created_at").first()
+    trigger = first.strike
 
     found = author_violations([suspended.pk])
     assert f"action {again.pk} (suspend by strikes, end: none): logged 1 times as taken, 0 as ended, 1 in all; " \
@@ -92,7 +93,7 @@ def test_an_automatic_action_with_no_strike_behind_it_is_reported(api_client):
     StandingTransition.objects.create(author=author, from_standing=Standing.GOOD, to_standing=Standing.WARNED,
                                       cause="strikes", actor="system", action=action, strike_points=0)
     Author.objects.filter(pk=author.pk).update(standing=Standing.WARNED)
-    assert author_violations([author.pk]) == [f"automatic actions {action.pk}: taken with no strike before them"]
+    assert author_violations([author.pk]) == [f"automatic actions {action.pk}: taken with no strike that reached the rung"]
 
 
 def test_a_standing_changed_without_its_logged_transition_is_reported(suspended):

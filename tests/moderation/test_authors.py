@@ -253,3 +253,70 @@ def test_an_account_statement_gives_reasons_by_category_and_names_no_moderator(a
     stated = account_statement(ban)
     assert stated["automated"] is False and "mod-a" not in str(stated)
     assert stated["explanation"] == "A moderator took this action: threats in three threads"
+
+
+def test_a_rejection_that_merely_stands_takes_no_rung_and_keeps_its_window(api_client, moderators):
+    """An appeal upheld after the suspension expired: the rejection stands, nothing new happened,
+    so the author is not suspended again and the strike keeps its age."""
+    reviews = [authored(api_client, "u1", "rejected") for _ in range(5)]
+    assert services.restrictions_expire_due(now=timezone.now() + timedelta(days=8)) == 1
+    assert author(api_client).standing == Standing.WARNED
+    first = Strike.objects.get(review=reviews[0])
+    services.appeal_file(review_id=reviews[0].pk, appellant_id="u1", statement="not me")
+    services.review_override(review_id=reviews[0].pk, label="rejected", reason="it was", category="harassment",
+                             moderator=moderators[0])
+    a = author(api_client)
+    assert a.standing == Standing.WARNED and a.strike_points == 5
+    assert [x.action for x in AccountAction.objects.filter(author=a)] == ["warn", "suspend"]
+    replacement = Strike.objects.get(review=reviews[0], ended_at__isnull=True)
+    assert (replacement.created_at, replacement.expires_at) == (first.created_at, first.expires_at)
+
+
+def test_content_rejected_only_because_its_author_is_restricted_counts_no_strike(api_client, moderators):
+    publish(while_restricted="reject")
+    services.author_act(author_pk=author_with(api_client, "u1").pk, moderator=moderators[0], action="suspend",
+                        days=7, reason="r")
+    review = authored(api_client, "u1", "manual_review")  # scored in the band for a human
+    assert review.status == "rejected" and review.decision.category_scores == {"harassment": 0.6}
+    assert author(api_client).strike_points == 0 and not Strike.objects.filter(review=review).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_submission_does_not_wait_for_a_finalize_holding_its_author(api_client):
+    """The finalize's lock on the author (FOR NO KEY UPDATE) lets a new review name the author."""
+    import threading
+
+    from django.db import connection, transaction
+
+    from moderation.services.authors import authors_lock
+
+    pk = author_with(api_client, "u1").pk
+    held, submitted = threading.Event(), threading.Event()
+
+    def finalize_holding_the_author():
+        try:
+            with transaction.atomic():
+                assert authors_lock([pk])
+                held.set()
+                submitted.wait(timeout=5)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=finalize_holding_the_author)
+    holder.start()
+    assert held.wait(timeout=5)
+    services.review_submit(client=api_client, external_id="while-held", kind="text", text="x", author_id="u1")
+    waited = not holder.is_alive()  # the holder gave up (5 s) before the submission got through
+    submitted.set()
+    holder.join()
+    assert not waited
+
+
+def test_the_api_counts_only_strikes_younger_than_their_window_before_the_lapse_job_runs(api_client, http):
+    for _ in range(2):
+        authored(api_client, "u1", "rejected")
+    Strike.objects.filter(pk=Strike.objects.filter(author=author(api_client)).first().pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1))
+    page = http.get("/api/v1/authors/u1/").json()
+    assert page["strike_points"] == 1 and len(page["strikes"]) == 1
+    assert author(api_client).strike_points == 2  # the lapse job has not run
