@@ -216,6 +216,8 @@ SPECTACULAR_SETTINGS = {
         "AccountActionEnum": "moderation.models.ActionKind",
         "RestrictionActionEnum": "moderation.models.RESTRICTIVE_ACTIONS",
         "AccountAppealStatusEnum": "moderation.models.AccountAppealStatus",
+        "ReportKindEnum": "moderation.models.ReportKind",
+        "KindEnum": "moderation.observability.timeline.KINDS",  # the timeline entry kind, named before reports had one
     },
     # Served from the installed package: no CDN needed.
     "SWAGGER_UI_DIST": "SIDECAR",

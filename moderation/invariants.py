@@ -20,6 +20,8 @@ from moderation.models import (
     Standing,
     Appeal,
     AppealStatus,
+    NOTICE_KINDS,
+    Report,
     ReportEscalation,
     appeal_outcome,
     OPEN_REQUEST_STATUSES,
@@ -46,6 +48,7 @@ LEGAL = {
     *((src, to, Cause.MANUAL_OVERRIDE) for src in FINAL_STATUSES for to in (S.APPROVED, S.REJECTED)),
     *((src, S.PENDING, Cause.REPROCESS) for src in FINAL_STATUSES),
     (S.APPROVED, S.MANUAL_REVIEW, Cause.USER_REPORTS),
+    (S.APPROVED, S.MANUAL_REVIEW, Cause.NOTICE),
     (S.REJECTED, S.MANUAL_REVIEW, Cause.APPEAL),
     (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
@@ -53,7 +56,7 @@ LEGAL = {
 }
 # Transitions that send a decided review to a human without a decision of their own: the
 # decision they contest (its label) stays the review's until a moderator decides.
-CONTESTING = {Cause.USER_REPORTS: S.APPROVED, Cause.APPEAL: S.REJECTED}
+CONTESTING = {Cause.USER_REPORTS: S.APPROVED, Cause.NOTICE: S.APPROVED, Cause.APPEAL: S.REJECTED}
 
 
 def _decision_matches(review: ContentReview, log: list) -> bool:
@@ -170,6 +173,28 @@ def report_violations(review_ids: Iterable) -> list[str]:
         if crossing.transition.cause != Cause.USER_REPORTS or crossing.decision.label != S.APPROVED:
             problems.append(f"{crossing.review_id}: threshold crossing {crossing.pk} is not a user_reports "
                             "transition of an approval")
+    return problems
+
+
+def notice_violations(review_ids: Iterable) -> list[str]:
+    """A notice sends its review to a human (docs/design.md, "Reports"): the review keeps it
+    (`notice_kind`), no provider result approves it afterwards, and one approved when the
+    notice came is no longer approved by that same decision."""
+    problems = []
+    notices = (Report.objects.filter(review_id__in=review_ids, kind__in=NOTICE_KINDS)
+               .exclude(review__content__erased_at__lte=F("created_at"))  # a report of erased content moves nothing
+               .select_related("review__decision"))
+    for report in notices:
+        review = report.review
+        if not review.notice_kind:
+            problems.append(f"{review.pk}: {report.kind} report {report.pk} not kept on the review")
+        if (review.status == S.APPROVED and review.decision_id == report.decision_id
+                and review.decision.label == S.APPROVED):
+            problems.append(f"{review.pk}: still approved by the decision {report.kind} report {report.pk} contested")
+    late = Decision.objects.filter(review_id__in=review_ids, source=DecisionSource.PROVIDER, label=S.APPROVED,
+                                   review__reports__kind__in=NOTICE_KINDS,
+                                   review__reports__created_at__lt=F("created_at")).distinct()
+    problems += [f"{decision.review_id}: approved by its provider after a notice" for decision in late]
     return problems
 
 
@@ -369,4 +394,4 @@ def violations(review_ids: Iterable) -> list[str]:
     author_ids = list(ContentReview.objects.filter(pk__in=review_ids, author__isnull=False)
                       .values_list("author_id", flat=True).distinct())
     return (review_violations(review_ids) + pipeline_violations(review_ids) + report_violations(review_ids)
-            + appeal_violations(review_ids) + erasure_violations(review_ids) + author_violations(author_ids))
+            + notice_violations(review_ids) + appeal_violations(review_ids) + erasure_violations(review_ids) + author_violations(author_ids))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from moderation.models import Cause, ModerationPolicy, ReviewQueue
+from moderation.models import Cause, ModerationPolicy, ReportKind, ReviewQueue
 
 # Which queue a review waits in, by the cause that sent it to manual_review.
 QUEUE_FOR_CAUSE = {
@@ -16,10 +16,15 @@ QUEUE_FOR_CAUSE = {
     Cause.MANUAL_ESCALATION: ReviewQueue.ESCALATIONS,
     Cause.USER_REPORTS: ReviewQueue.REPORTS,
     Cause.APPEAL: ReviewQueue.APPEALS,
+    Cause.NOTICE: ReviewQueue.NOTICES,
 }
 
 
 _MAX_HOURS_AHEAD = 24 * 365 * 10
+# A trusted flagger's review goes ahead of every other notice (DSA Art. 22): its order key moves
+# earlier by more than any priority can move one (the cap above), so it comes before every DSA
+# notice queued in the last ten years, whatever their priorities.
+TRUSTED_FLAGGER_LEAD = timedelta(hours=_MAX_HOURS_AHEAD + 1)
 
 
 @dataclass(frozen=True)
@@ -53,10 +58,16 @@ PROVIDER_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.PROVIDE
 
 
 def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: int = 0,
-                now: datetime, author_restricted: bool = False, author_points: int = 0) -> QueueEntry:
-    """Where and how urgently a review waits when `cause` sends it to manual_review. Content
-    submitted while its author was suspended or banned waits in "Restricted authors"."""
-    if author_restricted and cause in PROVIDER_CAUSES:
+                now: datetime, author_restricted: bool = False, author_points: int = 0,
+                notice_kind: str = "") -> QueueEntry:
+    """Where and how urgently a review waits when `cause` sends it to manual_review. A review with
+    a notice (`notice_kind`) that a notice or its provider result sends waits in "DSA notices and
+    trusted flaggers", a trusted flagger's ahead of every DSA notice; other content submitted
+    while its author was suspended or banned waits in "Restricted authors"."""
+    noticed = bool(notice_kind) and (cause == Cause.NOTICE or cause in PROVIDER_CAUSES)
+    if noticed:
+        queue = ReviewQueue.NOTICES
+    elif author_restricted and cause in PROVIDER_CAUSES:
         queue = ReviewQueue.RESTRICTED_AUTHORS
     else:
         queue = QUEUE_FOR_CAUSE.get(cause, ReviewQueue.LOW_CONFIDENCE)
@@ -64,4 +75,6 @@ def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict
                       appealed=cause == Cause.APPEAL, author_points=author_points)
     # Capped at ten years ahead: any priority beyond that is "first", and the date stays valid.
     ahead = timedelta(hours=min(points / policy.priority_age_points_per_hour, _MAX_HOURS_AHEAD))
+    if noticed and notice_kind == ReportKind.TRUSTED_FLAGGER:
+        ahead += TRUSTED_FLAGGER_LEAD
     return QueueEntry(queue=queue, priority=points, queued_at=now, order_at=now - ahead)

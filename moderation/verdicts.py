@@ -175,3 +175,14 @@ def restricted_verdict(policy: ModerationPolicy, verdict: Verdict) -> Verdict:
     label = ReviewStatus.REJECTED if policy.while_restricted == "reject" else ReviewStatus.MANUAL_REVIEW
     return replace(verdict, label=label,
                    explanation=f"{RESTRICTED_EXPLANATION} {verdict.explanation}".strip())
+
+
+NOTICE_EXPLANATION = "A DSA notice or a trusted flagger reported it: a human decides."
+
+
+def notice_verdict(verdict: Verdict) -> Verdict:
+    """The verdict for content a notice was filed on before its result landed: whatever the
+    result says, a human decides (never approved automatically), the model's verdict shown
+    beside why (docs/design.md, "Reports")."""
+    return replace(verdict, label=ReviewStatus.MANUAL_REVIEW,
+                   explanation=f"{NOTICE_EXPLANATION} {verdict.explanation}".strip())

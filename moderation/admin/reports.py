@@ -49,11 +49,17 @@ class _ReadOnlyInline(admin.TabularInline):
 
 class ReportInline(_ReadOnlyInline):
     model = Report
-    fields = readonly_fields = ["reporter_id", "reason", "detail", "decision", "created_at"]
+    fields = readonly_fields = ["reporter_id", "kind_vouched", "reason", "detail", "decision", "created_at"]
     verbose_name_plural = "user reports"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("decision")
+        return super().get_queryset(request).select_related("decision", "review__client")
+
+    @admin.display(description="kind")
+    def kind_vouched(self, report: Report) -> str:
+        """The report's kind and the client that vouched for it: a trusted flagger is one only
+        because that client says so (docs/design.md, "Reports")."""
+        return f"{report.get_kind_display()}, as {report.review.client} says"
 
 
 class AppealInline(_ReadOnlyInline):

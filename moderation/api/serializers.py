@@ -20,6 +20,7 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    ReportKind,
     ReviewStatus,
     RuleAction,
 )
@@ -236,6 +237,12 @@ class ReportCreateSerializer(serializers.Serializer):
     reporter_id = StrictCharField(max_length=REPORTER_ID_MAX, help_text="Your user who reports.")
     reason = StrictCharField(max_length=64, help_text='One of the active policy\'s categories, or "other".')
     detail = StrictCharField(max_length=REPORT_DETAIL_MAX, required=False, allow_blank=True, trim_whitespace=False)
+    kind = serializers.ChoiceField(
+        choices=ReportKind.choices, required=False, default=ReportKind.USER,
+        help_text="`user` counts toward the threshold; `dsa_notice` (DSA Art. 16) and `trusted_flagger` "
+                  "(Art. 22) send the review to a human whatever the threshold, trusted flaggers first. "
+                  "You vouch for it, as for the reporter.",
+    )
 
     def validate_reason(self, value: str) -> str:
         allowed = [*policy_categories(self.context["policy"]), OTHER_REASON]
@@ -249,6 +256,7 @@ class ReportSerializer(serializers.Serializer):
     review_id = serializers.UUIDField(source="report.review_id")
     reporter_id = serializers.CharField(source="report.reporter_id")
     reason = serializers.CharField(source="report.reason")
+    kind = serializers.ChoiceField(source="report.kind", choices=ReportKind.choices)
     created_at = serializers.DateTimeField(source="report.created_at")
     report_count = serializers.IntegerField(help_text="Distinct users who reported the review, this one included.")
 

@@ -167,7 +167,9 @@ class ReviewTimelineView(generics.GenericAPIView):
     description=(
         "201 with the new report; 200 with the same report when that reporter already reported the "
         "review (one report per reporter per review). When an `approved` review reaches the active "
-        "policy's `report_threshold` distinct reporters it goes to human review, once."
+        "policy's `report_threshold` distinct reporters it goes to human review, once. A `dsa_notice` or "
+        "`trusted_flagger` sends an `approved` review to human review at once, and one still `pending` or "
+        "`processing` when its result lands (never approved automatically)."
     ),
     request=ReportCreateSerializer,
     parameters=RESPONSE_HEADERS,

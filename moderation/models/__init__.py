@@ -38,6 +38,7 @@ from moderation.models.outbox import (
 )
 from moderation.models.reports import (
     APPEAL_STATEMENT_MAX,
+    NOTICE_KINDS,
     OTHER_REASON,
     REPORT_DETAIL_MAX,
     REPORTER_ID_MAX,
@@ -45,6 +46,7 @@ from moderation.models.reports import (
     AppealStatus,
     Report,
     ReportEscalation,
+    ReportKind,
     appeal_outcome,
 )
 
@@ -53,5 +55,5 @@ __all__ = [
     "STANDING_RANK", "TRANSITION_FOR_ACTION", "AccountAction", "AccountAppeal", "AccountAppealStatus", "ActionCause",
     "ActionKind", "Author", "RestrictionEnd", "Standing", "StandingCause", "StandingTransition", "Strike", "StrikeEnd", "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
-    "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "Report", "ReportEscalation", "appeal_outcome", "WebhookCircuit",
+    "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "Report", "ReportEscalation", "ReportKind", "NOTICE_KINDS", "appeal_outcome", "WebhookCircuit",
 ]

@@ -137,6 +137,7 @@ class Cause(models.TextChoices):
     USER_REPORTS = "user_reports"
     APPEAL = "appeal"
     CONTENT_ERASED = "content_erased"
+    NOTICE = "notice"
 
 
 class ReviewQueue(models.TextChoices):
@@ -151,6 +152,9 @@ class ReviewQueue(models.TextChoices):
     # New content of a suspended or banned author, never approved automatically (the policy's
     # `while_restricted`).
     RESTRICTED_AUTHORS = "restricted_authors", "Restricted authors"
+    # Reviews a DSA notice or a trusted flagger sent to a human (cause notice, or a noticed
+    # review's provider result): trusted flaggers first (moderation.review_queues).
+    NOTICES = "notices", "DSA notices and trusted flaggers"
 
 
 # Causes whose transition lands on the decision's label (the others have one fixed target).
@@ -184,6 +188,10 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     )
     # Submitted while its author was suspended or banned: never approved automatically.
     author_restricted = models.BooleanField(default=False, db_default=False)
+    # The strongest notice filed on it ("dsa_notice" or "trusted_flagger", moderation.models.ReportKind;
+    # "" for none), set under its row lock by the report: a noticed review is never approved
+    # automatically, and waits in the notices queue (docs/design.md, "Reports").
+    notice_kind = models.CharField(max_length=16, blank=True, default="", db_default="")
     status = FSMField(default=ReviewStatus.PENDING, choices=ReviewStatus.choices, protected=True)
     # Bumped by every transition: a form or a caller that read version N can refuse to act on N+1.
     version = models.PositiveIntegerField(default=1)
@@ -311,6 +319,11 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     def report_escalate(self) -> None:
         """Enough distinct users reported an approved content: a human looks (docs/design.md, 12)."""
 
+    @transition(field=status, source=ReviewStatus.APPROVED, target=ReviewStatus.MANUAL_REVIEW)
+    def notice_escalate(self) -> None:
+        """A DSA notice or a trusted flagger reported an approved content: a human looks, whatever
+        the report threshold (docs/design.md, "Reports")."""
+
     @transition(field=status, source=ReviewStatus.REJECTED, target=ReviewStatus.MANUAL_REVIEW)
     def appeal(self) -> None:
         """The rejected content's owner appealed: a human decides again (docs/design.md, 13)."""
@@ -335,6 +348,7 @@ TRANSITION_FOR_CAUSE = {
     Cause.USER_REPORTS: "report_escalate",
     Cause.APPEAL: "appeal",
     Cause.CONTENT_ERASED: "stop_for_erasure",
+    Cause.NOTICE: "notice_escalate",
 }
 
 

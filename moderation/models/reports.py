@@ -22,6 +22,19 @@ APPEAL_STATEMENT_MAX = 5000
 OTHER_REASON = "other"
 
 
+class ReportKind(models.TextChoices):
+    """Who a report speaks for, as the client vouches (docs/design.md, "Reports")."""
+
+    USER = "user", "User (counts toward the threshold)"
+    DSA_NOTICE = "dsa_notice", "DSA notice (Art. 16)"
+    TRUSTED_FLAGGER = "trusted_flagger", "Trusted flagger (Art. 22)"
+
+
+# The kinds that send a review to a human whatever the threshold, weakest first: a review keeps
+# the strongest one filed on it (`ContentReview.notice_kind`).
+NOTICE_KINDS = (ReportKind.DSA_NOTICE, ReportKind.TRUSTED_FLAGGER)
+
+
 class Report(models.Model):
     """One reporter's report of one review, on behalf of the client's user `reporter_id`."""
 
@@ -36,6 +49,9 @@ class Report(models.Model):
         "moderation.Decision", on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     reporter_id = models.CharField(max_length=REPORTER_ID_MAX)
+    # As the client says, as it says who the reporter is: the review's client vouches for it.
+    kind = models.CharField(max_length=16, choices=ReportKind.choices, default=ReportKind.USER,
+                            db_default=ReportKind.USER)
     reason = models.CharField(max_length=64, help_text='A policy category, or "other".')
     detail = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

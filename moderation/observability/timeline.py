@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
-from moderation.models import Appeal, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report
+from moderation.models import Appeal, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind
 from moderation.reasons import statement_of_reasons
 
 # Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
@@ -168,7 +168,8 @@ def _decisions(review: ContentReview, first: int | None) -> list[Entry]:
 
 def _reports_and_appeals(review: ContentReview, first: int | None) -> list[Entry]:
     entries = [
-        Entry(report.created_at, "report", f"reported by {report.reporter_id} as {report.reason}",
+        Entry(report.created_at, "report", f"reported by {report.reporter_id} as {report.reason}"
+              + ("" if report.kind == ReportKind.USER else f" ({report.get_kind_display()})"),
               {"reported_as": report.reason, "text": report.detail}, _ids(report_id=report.pk), f"report:{report.pk}")
         for report in _head(Report.objects.filter(review=review), "created_at", first)
     ]

@@ -4,6 +4,13 @@ A client passes on its users' reports of a review. One report per reporter and r
 concurrent; when the reporters of an approved review's decision reach the active policy's
 `report_threshold`, the review goes to a human once (cause user_reports), announced to the
 client by a `review.reported` notification.
+
+A `dsa_notice` or `trusted_flagger` report (DSA Art. 16 and 22) sends the review to a human
+whatever the threshold: an approved one at once (cause notice), one still pending or processing
+when its result lands (the review keeps the notice, `notice_kind`, which finalize reads under the
+same lock). A notice's move is its transition row (cause notice, actor_id the kind): it is no
+threshold crossing, so it writes no ReportEscalation and no `review.reported`, which the contract
+sends for the threshold only.
 """
 
 from __future__ import annotations
@@ -16,11 +23,13 @@ from audit import context
 from audit.models import Actor
 from moderation.models import (
     ERASED,
+    NOTICE_KINDS,
     Cause,
     ContentReview,
     NotificationKind,
     Report,
     ReportEscalation,
+    ReportKind,
     ReviewStatus,
 )
 from moderation.services.transitions import records_illegal_transitions, transition_review
@@ -36,18 +45,23 @@ class ReportFiled:
 
 
 @records_illegal_transitions
-def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "") -> ReportFiled:
+def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "",
+                kind: str = ReportKind.USER) -> ReportFiled:
     """Store `reporter_id`'s report of a review, or return the one they already made.
 
     The review's row lock serialises every report of one review: the lookup, the count and the
     status check all see the reports committed before, so one reporter's concurrent reports
     make one row and the threshold moves the review once (after which it is no longer
-    approved). The unique (review, reporter) constraint holds even without the lock.
+    approved). The unique (review, reporter) constraint holds even without the lock. The same
+    lock orders a notice against a result, a decision or a reprocess: whichever comes second
+    sees what the first did.
     """
     with context.bind(review_id=review_id), transaction.atomic():
+        # Not the decision in the same query: a lock that waited for a decision's commit gets
+        # the review's new row but the join's old one (no decision), so it is read after the lock.
         review = (
             ContentReview.objects.select_for_update(of=("self",))
-            .select_related("client", "content", "decision")
+            .select_related("client", "content")
             .get(pk=review_id)
         )
         report = Report.objects.filter(review=review, reporter_id=reporter_id).first()
@@ -57,12 +71,15 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "") -
             # A report of erased content is counted, but its detail (which may quote what was
             # erased) is not kept, and it sends nothing to a human: there is nothing to judge.
             report = Report.objects.create(
-                review=review, decision=review.decision, reporter_id=reporter_id, reason=reason,
+                review=review, decision_id=review.decision_id, reporter_id=reporter_id, reason=reason, kind=kind,
                 detail=ERASED if erased and detail else detail,
             )
         count = Report.objects.filter(review=review).count()
         if created and not erased:
-            _escalate_if_due(review, count)
+            if kind in NOTICE_KINDS:
+                _notice_locked(review, ReportKind(kind), count)
+            else:
+                _escalate_if_due(review, count)
     return ReportFiled(report=report, created=created, report_count=count)
 
 
@@ -89,9 +106,33 @@ def _escalate_if_due(review: ContentReview, report_count: int) -> ReportEscalati
         reason=f"{reporters} users reported the decision (policy v{policy.version} threshold {policy.report_threshold})",
     )
     escalation = ReportEscalation.objects.create(
-        review=review, decision=review.decision, transition=transition, report_count=reporters,
+        review=review, decision_id=review.decision_id, transition=transition, report_count=reporters,
         threshold=policy.report_threshold,
     )
     outbox_write(review, kind=NotificationKind.REVIEW_REPORTED, body=reported_body(review, report_count),
                  escalation=escalation)
     return escalation
+
+
+def _notice_locked(review: ContentReview, kind: ReportKind, report_count: int) -> None:
+    """Keep the strongest notice on the review, and send an approved review to a human at once.
+
+    Call holding the review's row lock. A pending or processing review keeps the notice for its
+    result (finalize turns any result into manual_review); one already with a human, or
+    rejected, is not moved. Every state keeps it: a noticed review is never approved
+    automatically, after a reprocess either.
+    """
+    if NOTICE_KINDS.index(kind) > (NOTICE_KINDS.index(review.notice_kind) if review.notice_kind else -1):
+        review.notice_kind = kind
+    if review.status != ReviewStatus.APPROVED:
+        ContentReview.objects.filter(pk=review.pk).update(notice_kind=review.notice_kind)
+        return
+    transition_review(
+        review,
+        Cause.NOTICE,
+        actor=Actor.SYSTEM,
+        actor_id=kind,
+        report_count=report_count,  # the queue's priority counts it
+        reason=f"{kind.label}: a human decides whatever the report threshold",
+        update_fields=("notice_kind",),
+    )

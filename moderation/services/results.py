@@ -27,7 +27,7 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
-from moderation.verdicts import decide, match_record, restricted_verdict, rule_text
+from moderation.verdicts import decide, match_record, notice_verdict, restricted_verdict, rule_text
 from moderation.providers import ModerationResult
 from moderation.services.authors import authors_lock
 from moderation.services.one_statement import OneStatement
@@ -192,6 +192,8 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
     judged = verdict.label
     if review.author_restricted:
         verdict = restricted_verdict(policy, verdict)
+    if review.notice_kind:  # read under the lock a notice takes to set it: none lands unseen
+        verdict = notice_verdict(verdict)
     now = timezone.now()
     # The operation is complete: written in the statement that inserts the decision.
     writes = OneStatement()

@@ -209,7 +209,7 @@ def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_cou
         entry = queue_entry(
             policy_active(), cause=cause, category_scores=decision.category_scores if decision else {},
             report_count=report_count, now=timezone.now(), author_restricted=review.author_restricted,
-            author_points=_author_points(review),
+            author_points=_author_points(review), notice_kind=review.notice_kind,
         )
         review.queue, review.priority = entry.queue, entry.priority
         review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at

@@ -36,7 +36,8 @@ def test_a_first_report_is_201_and_the_same_reporter_again_gets_the_same_report_
 
     assert first.status_code == 201 and again.status_code == 200
     body = first.json()
-    assert set(body) == {"id", "review_id", "reporter_id", "reason", "created_at", "report_count"}
+    assert set(body) == {"id", "review_id", "reporter_id", "reason", "kind", "created_at", "report_count"}
+    assert body["kind"] == "user"
     assert body["review_id"] == str(review.pk) and body["report_count"] == 1
     assert again.json() == body  # the first report, unchanged
     assert Report.objects.count() == 1

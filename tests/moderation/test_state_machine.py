@@ -28,6 +28,7 @@ LEGAL = {
     *((src, to, Cause.MANUAL_OVERRIDE) for src in FINAL for to in (S.APPROVED, S.REJECTED)),
     *((src, S.PENDING, Cause.REPROCESS) for src in FINAL),
     (S.APPROVED, S.MANUAL_REVIEW, Cause.USER_REPORTS),
+    (S.APPROVED, S.MANUAL_REVIEW, Cause.NOTICE),
     (S.REJECTED, S.MANUAL_REVIEW, Cause.APPEAL),
     # The content was erased before a decision: nothing is left to moderate.
     (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
@@ -43,6 +44,7 @@ FIXED_TARGET = {
     Cause.MANUAL_ESCALATION: S.MANUAL_REVIEW,
     Cause.REPROCESS: S.PENDING,
     Cause.USER_REPORTS: S.MANUAL_REVIEW,
+    Cause.NOTICE: S.MANUAL_REVIEW,
     Cause.APPEAL: S.MANUAL_REVIEW,
     Cause.CONTENT_ERASED: S.MANUAL_REVIEW,
 }
