@@ -390,6 +390,8 @@ if NOTIFY_SLOW_AFTER_S >= NOTIFY_DEADLINE_S:
 # and need https without DEBUG (moderation/netguard.py). 1: allow them (development, tests, the
 # race lab on loopback). Never in production.
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
+# The public page of the platform's rules, linked from notices to affected users (empty: not linked).
+POLICY_URL = env.str("POLICY_URL", default="")
 
 # How long a moderator's lease lasts: a review taken with "Review next" returns to its review
 # queue after this long unless decided.

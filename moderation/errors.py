@@ -86,6 +86,10 @@ class NotAppealable(ModerationError):
     """Only a rejection can be appealed."""
 
 
+class AppealWindowClosed(ModerationError):
+    """The decision or action is older than its policy's `appeal_window_days`."""
+
+
 class FourEyesRequired(ModerationError):
     """The moderator who made an appealed decision may not decide its appeal."""
 

@@ -9,6 +9,11 @@ timeline.
 Each reason comes from one source function in REASON_SOURCES; a decision field that records
 why a policy rule decided (its matches) adds its own source there, whose reasons may carry more
 keys (the rule, the matched term) beside `category` and `score`.
+
+A restrictive decision (a rejection) and every account action also carry `appealable_until` and
+the `notice` for the affected user (moderation.notices); a decision that restricts nothing (an
+approval, or `manual_review`: the content waits for a human, nothing is taken down) has both
+null, so a client reads one shape.
 """
 
 from __future__ import annotations
@@ -16,7 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from moderation.models import STANDING_FOR_ACTION, AccountAction, ActionCause, Decision, DecisionSource, ReviewStatus, RuleAction
+from moderation.models import (
+    STANDING_FOR_ACTION,
+    AccountAction,
+    ActionCause,
+    Decision,
+    DecisionSource,
+    ReviewStatus,
+    RuleAction,
+)
+from moderation.notices import appealable_until, notice
 from moderation.verdicts import thresholds_for
 
 Reason = dict[str, Any]
@@ -90,12 +104,13 @@ def timestamp(value) -> str:
 
 def statement_of_reasons(decision: Decision) -> dict[str, Any]:
     """The decision as a client sees it, in the API, on the timeline and in webhooks."""
+    found = reasons(decision)
     return {
         "label": decision.label,
         "decided_by": decision.source,  # "moderator", "provider" or "system": never who
         "source": decision.source,
         "automated": decision.source != DecisionSource.MODERATOR,
-        "reasons": reasons(decision),
+        "reasons": found,
         "policy_version": decision.policy.version if decision.policy_id else None,
         "explanation": explanation(decision),
         "score": decision.score,
@@ -106,7 +121,21 @@ def statement_of_reasons(decision: Decision) -> dict[str, Any]:
         "model_used": decision.model_used,
         "rules": [{key: m[key] for key in ("rule", "category", "action", "term")} for m in decision.rule_matches or []],
         "created_at": timestamp(decision.created_at),
+        **_decision_notice(decision, found),
     }
+
+
+def _decision_notice(decision: Decision, found: list[Reason]) -> dict[str, Any]:
+    """A rejection's appeal window and notice, in the content's language (English when the
+    policy has no template for it or the language is unknown). It reads `decision.review.content`:
+    a caller rendering many decisions selects them with it (the API's review serializer)."""
+    if decision.label != ReviewStatus.REJECTED:
+        return {"appealable_until": None, "notice": None}
+    policy = decision.policy if decision.policy_id else None
+    until = appealable_until(decision.created_at, policy)
+    return {"appealable_until": timestamp(until),
+            "notice": notice(policy, decision.review.content.language, categories=[r["category"] for r in found], until=until,
+                             appeal_route=f"/api/v1/reviews/{decision.review_id}/appeals/")}
 
 
 def _strike_reasons(strikes: list[dict]) -> list[dict[str, Any]]:
@@ -129,13 +158,21 @@ def account_statement(action: AccountAction) -> dict[str, Any]:
                      "of the enforcement ladder.")
     else:
         explained = f"A moderator took this action: {action.reason}" if action.reason else "A moderator took this action."
+    policy = action.policy if action.policy_id else None
+    until = appealable_until(action.created_at, policy)
+    strike_reasons = _strike_reasons(action.strikes or [])
     return {
         "action": action.action,
         "standing": STANDING_FOR_ACTION[action.action],
         "until": timestamp(action.until) if action.until else None,
-        "reasons": _strike_reasons(action.strikes or []),
+        "reasons": strike_reasons,
         "strike_points": action.strike_points,
         "automated": automated,
         "policy_version": action.policy.version if action.policy_id else None,
         "explanation": explained,
+        # Every action, a warning too, may be appealed and is noticed; in English: an author has
+        # no language of their own, and an action rests on strikes of content in any language.
+        "appealable_until": timestamp(until),
+        "notice": notice(policy, "en", categories=[r["category"] for r in strike_reasons], until=until,
+                         appeal_route=f"/api/v1/authors/{action.author.author_id}/appeals/"),
     }

@@ -9,6 +9,7 @@ import re
 from django.conf import settings
 
 from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
+from moderation.notices import validate_appeal_window, validate_notice_templates
 from moderation.rules import validate_term_lists
 
 REPORT_THRESHOLD_DEFAULT = 3
@@ -50,6 +51,8 @@ def validate_policy(fields: dict) -> list[str]:
         errors += validate_categories(fields["categories"])
     errors += validate_priority_weights(fields)
     errors += validate_author_rules(fields)
+    errors += validate_appeal_window(fields.get("appeal_window_days", 183))
+    errors += validate_notice_templates(fields.get("notice_templates", {}))
     return errors
 
 
@@ -71,6 +74,8 @@ PRIORITY_WEIGHTS = ("priority_score_weight", "priority_report_weight", "priority
                     "priority_age_points_per_hour", "priority_strike_weight")
 # A version's rules for authors (docs/design.md, "Authors, strikes and account actions").
 AUTHOR_FIELDS = ("strike_points", "strike_window_days", "enforcement_ladder", "while_restricted")
+# What the affected user is told, and for how long they may appeal (moderation.notices).
+NOTICE_FIELDS = ("appeal_window_days", "notice_templates")
 STRIKE_POINTS_MAX = 1000
 STRIKE_WINDOW_DAYS_MAX = 3650
 LADDER_ACTIONS = ("warn", "suspend", "ban")

@@ -18,7 +18,7 @@ from moderation.admin.authors import AuthorAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, PRIORITY_WEIGHTS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -76,8 +76,8 @@ class PolicyForm(forms.ModelForm):
     class Meta:
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
-                  "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, "model_languages", "unjudged_label", "term_lists",
-                  "notes"]
+                  "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, "model_languages", "unjudged_label",
+                  "term_lists", "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -92,6 +92,7 @@ class PolicyForm(forms.ModelForm):
         if data.get("model_languages") is None:
             data["model_languages"] = default_model_languages()
         data["term_lists"] = data.get("term_lists") or []
+        data["notice_templates"] = data.get("notice_templates") or {}
         data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
         active = services.policy_active()
         if data.get("based_on") is not None and data["based_on"] != active.version:

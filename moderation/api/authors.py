@@ -29,7 +29,7 @@ from audit.models import Actor
 from moderation import services
 from moderation.api.erasure import DEFAULT_REASON, ErasureQuerySerializer
 from moderation.api.schema import INVALID, RESPONSE_HEADERS, THROTTLED, TOO_LARGE, UNAUTHORIZED, error
-from moderation.api.serializers import StrictCharField
+from moderation.api.serializers import NoticeSerializer, StrictCharField
 from moderation.erasure import AUTHOR_ERASE_PER_CALL, AUTHOR_ERASE_SECONDS, author_content_erase
 from moderation.models import (
     APPEAL_STATEMENT_MAX,
@@ -102,6 +102,10 @@ class AccountStatementSerializer(serializers.Serializer):
     automated = serializers.BooleanField(help_text="True when the enforcement ladder took it.")
     policy_version = serializers.IntegerField(allow_null=True)
     explanation = serializers.CharField()
+    appealable_until = serializers.DateTimeField(
+        help_text="The end of the appeal window (a suspension or ban in force may be appealed until then)."
+    )
+    notice = NoticeSerializer(help_text="What to tell the affected user.")
 
 
 class AccountActionSerializer(serializers.Serializer):
@@ -162,7 +166,7 @@ class AuthorDetailView(generics.GenericAPIView):
             "strike_points": strikes[0].total if strikes else 0,
             "strikes": strikes,
             "restriction": author.restriction,
-            "actions": AccountAction.objects.filter(author=author).select_related("policy", "appeal")
+            "actions": AccountAction.objects.filter(author=author).select_related("policy", "appeal", "author")
             .order_by("-created_at", "-id")[:LIST_MAX],
             **counts,
         }
@@ -199,13 +203,14 @@ class AccountAppealSerializer(serializers.Serializer):
     description=(
         "201 with the open appeal of the suspension or ban in force; a moderator other than the one "
         "who imposed it resolves it (`account_appeal.resolved` tells you how). At most one appeal per "
-        "action (409 `appeal_exists`); 409 `not_appealable` when no suspension or ban is in force."
+        "action (409 `appeal_exists`); 409 `not_appealable` when no suspension or ban is in force; 409 "
+        "`appeal_window_closed` after the action's `appealable_until`."
     ),
     request=AccountAppealCreateSerializer,
     parameters=[AUTHOR_PATH, *RESPONSE_HEADERS],
     responses={201: AccountAppealSerializer, 400: INVALID, 401: UNAUTHORIZED, 404: AUTHOR_NOT_FOUND,
-               409: error("The action was already appealed (`appeal_exists`), or no suspension or ban is in "
-                          "force (`not_appealable`)."),
+               409: error("The action was already appealed (`appeal_exists`), no suspension or ban is in "
+                          "force (`not_appealable`), or its appeal window has closed (`appeal_window_closed`)."),
                413: TOO_LARGE, 429: THROTTLED},
 )
 class AuthorAppealsView(SuffixIsPartOfTheId, generics.GenericAPIView):

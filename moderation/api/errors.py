@@ -13,6 +13,7 @@ from moderation.error_body import error_body
 from moderation.errors import (
     AppealExists,
     AppealOpen,
+    AppealWindowClosed,
     FourEyesRequired,
     IdempotencyKeyReused,
     IllegalTransition,
@@ -32,6 +33,7 @@ _DOMAIN = {
     ReasonRequired: (status.HTTP_400_BAD_REQUEST, "reason_required"),
     AppealExists: (status.HTTP_409_CONFLICT, "appeal_exists"),
     NotAppealable: (status.HTTP_409_CONFLICT, "not_appealable"),
+    AppealWindowClosed: (status.HTTP_409_CONFLICT, "appeal_window_closed"),
     FourEyesRequired: (status.HTTP_409_CONFLICT, "four_eyes_required"),
     AppealOpen: (status.HTTP_409_CONFLICT, "appeal_open"),
 }

@@ -141,6 +141,13 @@ class RuleMatchSerializer(serializers.Serializer):
     term = serializers.CharField(help_text="The term of the policy's list that matched.")
 
 
+class NoticeSerializer(serializers.Serializer):
+    """The notice for the affected user (moderation.notices): the policy's template, rendered."""
+
+    language = serializers.CharField(help_text="The content's language if the policy has a template for it, else en.")
+    text = serializers.CharField()
+
+
 class DecisionSerializer(serializers.Serializer):
     """A decision as a statement of reasons: why, under which policy version, decided by which
     role. It names no person and no internal error."""
@@ -165,6 +172,10 @@ class DecisionSerializer(serializers.Serializer):
     )
     rules = RuleMatchSerializer(many=True, help_text="The policy's watched-term rules that matched.")
     created_at = serializers.DateTimeField()
+    appealable_until = serializers.DateTimeField(
+        allow_null=True, help_text="The end of the appeal window of a rejection (null: nothing was restricted)."
+    )
+    notice = NoticeSerializer(allow_null=True, help_text="What to tell the affected user (null: nothing was restricted).")
 
     def to_representation(self, instance: Decision) -> dict:
         return statement_of_reasons(instance)
@@ -231,6 +242,13 @@ class ReviewSerializer(serializers.ModelSerializer):
         if latest is None:
             latest = list(review.appeals.order_by("-created_at")[:1])
         return AppealSummarySerializer(latest[0]).data if latest else None
+
+    def to_representation(self, review: ContentReview) -> dict:
+        if review.decision is not None:
+            # The decision's review is this one, whose content the API selected: the statement
+            # reads the notice's language from it with no query of its own.
+            review.decision.review = review
+        return super().to_representation(review)
 
 
 class ReportCreateSerializer(serializers.Serializer):

@@ -191,13 +191,14 @@ class ReviewReportsView(generics.GenericAPIView):
     summary="Appeal a rejection on behalf of one of your users",
     description=(
         "201 with the open appeal, and the review goes back to a human. At most one appeal per "
-        "decision (409 `appeal_exists`); only a `rejected` review can be appealed (409 `not_appealable`)."
+        "decision (409 `appeal_exists`); only a `rejected` review can be appealed (409 `not_appealable`), "
+        "until the decision's `appealable_until` (409 `appeal_window_closed`)."
     ),
     request=AppealCreateSerializer,
     parameters=RESPONSE_HEADERS,
     responses={201: AppealSerializer, 400: INVALID, 401: UNAUTHORIZED, 404: NOT_FOUND,
-               409: error("The decision was already appealed (`appeal_exists`), or the review is not rejected "
-                          "(`not_appealable`)."),
+               409: error("The decision was already appealed (`appeal_exists`), the review is not rejected "
+                          "(`not_appealable`), or its appeal window has closed (`appeal_window_closed`)."),
                413: TOO_LARGE, 429: THROTTLED},
 )
 class ReviewAppealsView(generics.GenericAPIView):

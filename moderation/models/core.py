@@ -675,6 +675,16 @@ class ModerationPolicy(models.Model):
     priority_strike_weight = models.FloatField(
         default=5, db_default=5, help_text="Points for each active strike point of the content's author."
     )
+    # Notices to the affected user (docs/design.md, "Statements of reasons"): how long a
+    # restrictive decision or an account action may be appealed, and the policy's own wording.
+    appeal_window_days = models.PositiveIntegerField(
+        default=183, db_default=183, help_text="Days a rejection or an account action may be appealed (DSA Art. 20: six months)."
+    )
+    notice_templates = models.JSONField(
+        default=dict, blank=True, db_default={},
+        help_text='Notice text per language, e.g. {"en": "..."}, replacing the built-in en and id ones. '
+                  "Placeholders: {category}, {reasons}, {policy_url}, {appealable_until}, {appeal_route}.",
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"

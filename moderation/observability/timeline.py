@@ -151,7 +151,8 @@ def _callbacks(review: ContentReview, first: int | None) -> list[Entry]:
 
 def _decisions(review: ContentReview, first: int | None) -> list[Entry]:
     entries = []
-    for decision in _head(Decision.objects.filter(review=review).select_related("policy", "moderator", "request"),
+    for decision in _head(Decision.objects.filter(review=review).select_related("policy", "moderator", "request",
+                                                                                  "review__content"),
                           "created_at", first):
         statement = statement_of_reasons(decision)
         entries.append(Entry(decision.created_at, "decision", f"decision: {decision.label} by {decision.decided_by}",

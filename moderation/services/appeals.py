@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
-from moderation.errors import AppealExists, FourEyesRequired, NotAppealable
+from moderation.errors import AppealExists, AppealWindowClosed, FourEyesRequired, NotAppealable
 from moderation.models import Appeal, AppealStatus, Cause, ContentReview, Decision, ReviewStatus, appeal_outcome
+from moderation.notices import appealable_until
 from moderation.services.transitions import records_illegal_transitions, transition_review
 
 
@@ -25,7 +26,8 @@ def appeal_file(*, review_id, appellant_id: str, statement: str) -> Appeal:
 
     The review's row lock serialises appeals of one review: of concurrent ones the first
     creates the appeal and moves the review, the others then find it (AppealExists). The
-    unique constraint on the appealed decision holds even without the lock.
+    unique constraint on the appealed decision holds even without the lock. The appeal window
+    (the decision's policy's `appeal_window_days`) is checked under the same lock.
     """
     with context.bind(review_id=review_id), transaction.atomic():
         review = ContentReview.objects.select_for_update(of=("self",)).select_related("content").get(pk=review_id)
@@ -39,6 +41,10 @@ def appeal_file(*, review_id, appellant_id: str, statement: str) -> Appeal:
         if review.content.erased_at is not None:
             # No review queue offers erased content: the appeal would wait for ever (docs/design.md, 16).
             raise NotAppealable(f"the content of review {review.pk} was erased: there is nothing left to judge")
+        decision = Decision.objects.select_related("policy").get(pk=review.decision_id)
+        until = appealable_until(decision.created_at, decision.policy)
+        if timezone.now() > until:
+            raise AppealWindowClosed(f"the decision on review {review.pk} could be appealed until {until.isoformat()}")
         appeal = Appeal.objects.create(
             review=review, decision_id=review.decision_id, appellant_id=appellant_id, statement=statement
         )

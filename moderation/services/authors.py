@@ -30,10 +30,11 @@ from audit import context
 from audit.models import Actor, EventKind
 from moderation.errors import (
     AppealExists,
+    AppealWindowClosed,
     FourEyesRequired,
     IllegalStandingChange,
-    NotApplicable,
     NotAppealable,
+    NotApplicable,
     ReasonRequired,
     StaleAuthor,
 )
@@ -62,6 +63,7 @@ from moderation.models import (
     Strike,
     StrikeEnd,
 )
+from moderation.notices import appealable_until
 from moderation.reasons import account_statement, reasons, timestamp
 from moderation.services.one_statement import OneStatement
 from moderation.services.outbox import outbox_author_row, outbox_enqueue
@@ -493,8 +495,9 @@ def authors_sweep(*, now: datetime | None = None, limit: int = 100, batches: int
 # --- account appeals --------------------------------------------------------------------------
 
 def account_appeal_file(*, client: ApiClient, author_id: str, statement: str) -> AccountAppeal:
-    """The author appeals the suspension or ban in force. At most one appeal per action: of
-    concurrent ones the first (under the author's lock) creates it, the others find it."""
+    """The author appeals the suspension or ban in force, within its policy's appeal window. At
+    most one appeal per action: of concurrent ones the first (under the author's lock) creates
+    it, the others find it; the window is checked under the same lock."""
     author = Author.objects.filter(client=client, author_id=author_id).values_list("pk", flat=True).first()
     if author is None:
         raise Author.DoesNotExist(author_id)
@@ -504,6 +507,10 @@ def account_appeal_file(*, client: ApiClient, author_id: str, statement: str) ->
             raise NotAppealable(f"author {author_id} is {author.standing}: no suspension or ban is in force")
         if AccountAppeal.objects.filter(action_id=author.restriction_id).exists():
             raise AppealExists(f"action {author.restriction_id} was already appealed")
+        action = AccountAction.objects.select_related("policy").get(pk=author.restriction_id)
+        until = appealable_until(action.created_at, action.policy)
+        if timezone.now() > until:
+            raise AppealWindowClosed(f"action {action.pk} could be appealed until {until.isoformat()}")
         return AccountAppeal.objects.create(action_id=author.restriction_id, author=author, statement=statement)
 
 

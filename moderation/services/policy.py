@@ -12,7 +12,7 @@ from django.db.models import Max, Subquery
 from moderation.errors import PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.validation import AUTHOR_FIELDS, PRIORITY_WEIGHTS, REPORT_THRESHOLD_DEFAULT, validate_policy
+from moderation.validation import AUTHOR_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_THRESHOLD_DEFAULT, validate_policy
 from moderation.verdicts import rule_text
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
@@ -30,10 +30,11 @@ POLICY_FIELDS = (
     "categories",
     *PRIORITY_WEIGHTS,
     *AUTHOR_FIELDS,
+    *NOTICE_FIELDS,
 )
-# Fields the review queues use (categories, priority weights) and the rules for authors: left
-# out, each takes its default.
-_WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS)
+# Fields the review queues use (categories, priority weights), the rules for authors and the
+# notices to affected users: left out, each takes its default.
+_WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS)
 
 DEFAULT_POLICY = {
     "reject_threshold": 0.9,
@@ -115,8 +116,8 @@ def policy_publish(
     """Publish a new policy version; past versions stay as they were (decisions point at them).
 
     `workplace` holds the review-queue fields (`categories` and the priority weights,
-    moderation.validation.PRIORITY_WEIGHTS) and the rules for authors (AUTHOR_FIELDS); each
-    one left out takes the model's default.
+    moderation.validation.PRIORITY_WEIGHTS), the rules for authors (AUTHOR_FIELDS) and the
+    notices to affected users (NOTICE_FIELDS); each one left out takes the model's default.
 
     `based_on`: the version the caller read and changed. If another was published since,
     PolicyChanged is raised and nothing is written: publishing would silently drop that

@@ -46,13 +46,13 @@ def test_history_cannot_be_reverted_into_the_row(staff, api_client):
     assert (review.status, review.version) == ("approved", 3)
 
 
-# The human-queue fields and the rules for authors a policy form posts (prefilled from the
-# active version in the admin).
+# The human-queue fields, the rules for authors and the notices a policy form posts (prefilled
+# from the active version in the admin).
 WORKPLACE_FIELDS = {"categories": '["harassment", "spam"]', "priority_score_weight": 100, "priority_report_weight": 15,
                     "priority_appeal_weight": 40, "priority_age_points_per_hour": 10, "priority_strike_weight": 5,
                     "strike_points": '{"hate": 3}', "strike_window_days": 90,
                     "enforcement_ladder": '[{"points": 3, "action": "warn"}, {"points": 5, "action": "suspend", "days": 7}]',
-                    "while_restricted": "manual_review"}
+                    "while_restricted": "manual_review", "appeal_window_days": 183, "notice_templates": "{}"}
 
 
 @pytest.mark.django_db
@@ -81,6 +81,18 @@ def test_an_invalid_policy_form_is_refused(staff):
     )
     assert response.status_code == 200
     assert "review &lt;= reject" in response.content.decode() or "review <= reject" in response.content.decode()
+    assert ModerationPolicy.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_notice_template_with_an_unknown_placeholder_is_refused_by_the_form(staff):
+    response = staff.post(
+        "/admin/moderation/moderationpolicy/add/",
+        {"reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": "{}", "flagged_label": "manual_review",
+         "report_threshold": 3, **WORKPLACE_FIELDS, "notice_templates": '{"en": "Appeal by {deadline}"}'},
+    )
+    assert response.status_code == 200
+    assert "notice_templates.en: unknown placeholders {deadline}" in response.content.decode()
     assert ModerationPolicy.objects.count() == 1
 
 

@@ -242,11 +242,15 @@ def test_an_account_statement_gives_reasons_by_category_and_names_no_moderator(a
     for _ in range(3):
         authored(api_client, "u1", "rejected")
     warning = AccountAction.objects.get(author=author(api_client))
+    until = warning.created_at + timedelta(days=183)
     assert account_statement(warning) == {
         "action": "warn", "standing": "warned", "until": None,
         "reasons": [{"category": "harassment", "points": 3, "strikes": 3}], "strike_points": 3,
         "automated": True, "policy_version": 1,
         "explanation": "Automated: 3 active strike points reached the warn step of the enforcement ladder.",
+        "appealable_until": until.isoformat().replace("+00:00", "Z"),
+        "notice": {"language": "en", "text": "We restricted your content or account under our rules. Reasons: "
+                                             f"harassment. You can appeal until {until.date().isoformat()}."},
     }
     ban = services.author_act(author_pk=author(api_client).pk, moderator=moderators[0], action="ban",
                               reason="threats in three threads")
