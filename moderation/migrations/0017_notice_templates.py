@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0015_authors_strikes_account_actions'),
+        ('moderation', '0016_report_kinds'),
     ]
 
     operations = [
