@@ -305,3 +305,12 @@ def staff_browser(django_user_model, username: str, role: str | None):
     browser.force_login(user)
     browser.user = user
     return browser
+
+
+def active_points(author) -> int:
+    """The sum of an author's active strikes, counted afresh: what `Author.strike_points` keeps."""
+    from django.db.models import Sum
+
+    from moderation.models import Strike
+
+    return Strike.objects.filter(author=author, ended_at__isnull=True).aggregate(n=Sum("points"))["n"] or 0

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Sum
 from django.utils import timezone
 from django_fsm import InvalidResultState, TransitionNotAllowed
 
@@ -551,11 +550,3 @@ def account_appeal_resolved_body(author: Author, appeal: AccountAppeal) -> dict:
         "data": {"author_id": author.author_id, "action_id": str(appeal.action_id), "appeal_id": str(appeal.pk),
                  "outcome": appeal.status},
     }
-
-
-# --- reading ----------------------------------------------------------------------------------
-
-def active_points(author: Author) -> int:
-    """The sum of the author's active strikes (what `strike_points` keeps)."""
-    return Strike.objects.filter(author=author, ended_at__isnull=True).aggregate(n=Sum("points"))["n"] or 0
-

@@ -37,9 +37,8 @@ from moderation.models import (
     Strike,
 )
 from moderation.services import authors, results
-from moderation.services.authors import active_points
 from moderation.services.results import OperationResult
-from tests.helpers import SCORE_FOR, collide, result
+from tests.helpers import SCORE_FOR, active_points, collide, result
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

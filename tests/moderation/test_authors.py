@@ -22,8 +22,7 @@ from moderation.models import (
     StandingTransition,
     Strike,
 )
-from moderation.services.authors import active_points
-from tests.helpers import SCORE_FOR, result
+from tests.helpers import SCORE_FOR, active_points, result
 
 pytestmark = pytest.mark.django_db
 
