@@ -15,6 +15,7 @@ from bench.ingest import _requests
 from bench.naive import unguard
 from moderation.invariants import violations
 from moderation.models import ContentReview, ModerationRequest, ReviewStatus
+from tests.helpers import active_points
 
 
 @pytest.fixture
@@ -97,7 +98,6 @@ def test_the_rules_benchmark_runs_and_prints_each_path(monkeypatch, capsys):
 def test_the_authors_benchmark_runs_each_path_on_probe_authors_that_stay_consistent(monkeypatch):
     from bench import authors as bench_authors
     from moderation.models import AccountAction, Author
-    from moderation.services.authors import active_points
 
     monkeypatch.setattr(bench_authors, "WARMUP", 2)
     common.sql(bench_authors._UUID7_AT)
