@@ -44,9 +44,13 @@ from moderation.models.reports import (
     REPORTER_ID_MAX,
     Appeal,
     AppealStatus,
+    PileOn,
     Report,
     ReportEscalation,
+    Reporter,
+    ReporterMute,
     ReportKind,
+    ReportOutcome,
     appeal_outcome,
 )
 
@@ -55,5 +59,5 @@ __all__ = [
     "STANDING_RANK", "TRANSITION_FOR_ACTION", "AccountAction", "AccountAppeal", "AccountAppealStatus", "ActionCause",
     "ActionKind", "Author", "RestrictionEnd", "Standing", "StandingCause", "StandingTransition", "Strike", "StrikeEnd", "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
-    "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "Report", "ReportEscalation", "ReportKind", "NOTICE_KINDS", "appeal_outcome", "WebhookCircuit",
+    "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "PileOn", "Report", "ReportEscalation", "Reporter", "ReporterMute", "ReportKind", "ReportOutcome", "NOTICE_KINDS", "appeal_outcome", "WebhookCircuit",
 ]

@@ -192,6 +192,9 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     # "" for none), set under its row lock by the report: a noticed review is never approved
     # automatically, and waits in the notices queue (docs/design.md, "Reports").
     notice_kind = models.CharField(max_length=16, blank=True, default="", db_default="")
+    # Its reports look like a pile-on (moderation.models.PileOn: a burst, or mostly reporters who
+    # are rarely right), set under its row lock by the report that showed it; "" for none.
+    pile_on = models.CharField(max_length=16, blank=True, default="", db_default="")
     status = FSMField(default=ReviewStatus.PENDING, choices=ReviewStatus.choices, protected=True)
     # Bumped by every transition: a form or a caller that read version N can refuse to act on N+1.
     version = models.PositiveIntegerField(default=1)
@@ -685,6 +688,15 @@ class ModerationPolicy(models.Model):
         help_text='Notice text per language, e.g. {"en": "..."}, replacing the built-in en and id ones. '
                   "Placeholders: {category}, {reasons}, {policy_url}, {appealable_until}, {appeal_route}.",
     )
+    # Reports (docs/design.md, "Reporters"): a user report still open after report_expiry_days
+    # is told `expired`; more than pile_on_reports reports within pile_on_minutes mark a pile-on.
+    report_expiry_days = models.PositiveIntegerField(
+        default=30, db_default=30, help_text="Days a user report waits for a decision before it expires."
+    )
+    pile_on_reports = models.PositiveSmallIntegerField(
+        default=4, db_default=4, help_text="This many reports of one review within pile_on_minutes mark a pile-on."
+    )
+    pile_on_minutes = models.PositiveSmallIntegerField(default=10, db_default=10)
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"

@@ -33,6 +33,7 @@ class NotificationKind(models.TextChoices):
     AUTHOR_ACTIONED = "author.actioned", "Author actioned"
     AUTHOR_RESTORED = "author.restored", "Author restored"
     ACCOUNT_APPEAL_RESOLVED = "account_appeal.resolved", "Account appeal resolved"
+    REPORT_RESOLVED = "report.resolved", "Report resolved"
 
 
 class DecisionNotification(models.Model):
@@ -42,7 +43,8 @@ class DecisionNotification(models.Model):
     kind = models.CharField(max_length=32, choices=NotificationKind.choices, default=NotificationKind.REVIEW_DECIDED)
     # What it announces, exactly one of: a decision (review.decided, or appeal.resolved for the
     # decision resolving an appeal), a report-threshold crossing (review.reported), a change of
-    # an author's standing (author.actioned, author.restored) or an account appeal's resolution.
+    # an author's standing (author.actioned, author.restored), an account appeal's resolution or
+    # a report's resolution (report.resolved).
     # One per thing announced: unique constraints, not checks, make a second impossible.
     decision = models.OneToOneField(
         "moderation.Decision", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
@@ -55,6 +57,9 @@ class DecisionNotification(models.Model):
     )
     account_appeal = models.OneToOneField(
         "moderation.AccountAppeal", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
+    )
+    report = models.OneToOneField(
+        "moderation.Report", on_delete=models.PROTECT, null=True, blank=True, related_name="notification"
     )
     client = models.ForeignKey("moderation.ApiClient", on_delete=models.PROTECT, related_name="notifications")
     event_id = models.CharField(max_length=64, unique=True, help_text="The webhook-id: the same on every attempt.")
@@ -82,14 +87,16 @@ class DecisionNotification(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(decision__isnull=False, escalation__isnull=True, standing_change__isnull=True,
-                            account_appeal__isnull=True, review__isnull=False)
+                            account_appeal__isnull=True, report__isnull=True, review__isnull=False)
                 | Q(decision__isnull=True, escalation__isnull=False, standing_change__isnull=True,
-                    account_appeal__isnull=True, review__isnull=False)
+                    account_appeal__isnull=True, report__isnull=True, review__isnull=False)
                 | Q(decision__isnull=True, escalation__isnull=True, standing_change__isnull=False,
-                    account_appeal__isnull=True, review__isnull=True)
+                    account_appeal__isnull=True, report__isnull=True, review__isnull=True)
                 | Q(decision__isnull=True, escalation__isnull=True, standing_change__isnull=True,
-                    account_appeal__isnull=False, review__isnull=True),
-                name="notification_announces_one_thing_v2",
+                    account_appeal__isnull=False, report__isnull=True, review__isnull=True)
+                | Q(decision__isnull=True, escalation__isnull=True, standing_change__isnull=True,
+                    account_appeal__isnull=True, report__isnull=False, review__isnull=False),
+                name="notification_announces_one_thing_v3",
             ),
         ]
 
