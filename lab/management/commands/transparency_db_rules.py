@@ -118,6 +118,14 @@ def _rule(item: str, flags: dict) -> str:
     raise CommandError(f"cannot read the rule {item!r}: read GroupedSubmissionsService.php by hand")
 
 
+def _digest(show, path: str) -> str | None:
+    """The sha256 of a file at the commit, None if the commit has no such file."""
+    try:
+        return hashlib.sha256(show(path)).hexdigest()
+    except subprocess.CalledProcessError:
+        return None
+
+
 def multi_messages(source: str) -> dict[str, str]:
     return {php_string(k): php_string(v) for k, v in re.findall(rf"({PHP_STRING})\s*=>\s*({PHP_STRING})", _function_body(source, "multi_messages"))}
 
@@ -141,8 +149,7 @@ class Command(BaseCommand):
         except (subprocess.CalledProcessError, OSError, ValueError) as exc:
             raise CommandError(f"cannot read the source or the fixture: {exc}") from exc
         differences = self._compare(fixture, read)
-        changed = sorted(path for path, digest in fixture["source"]["files"].items()
-                         if hashlib.sha256(show(path)).hexdigest() != digest)
+        changed = sorted(path for path, digest in fixture["source"]["files"].items() if _digest(show, path) != digest)
         for line in differences:
             self.stdout.write(line)
         self.stdout.write(f"fixture at {fixture['source']['commit'][:12]}, source at {commit[:12]}: "
@@ -154,8 +161,8 @@ class Command(BaseCommand):
             for name in set(fixture["fields"]) - set(read["fields"]):
                 del fixture["fields"][name]
             date = subprocess.run([*git, "log", "-1", "--format=%cI", commit], capture_output=True, text=True).stdout.strip()
-            fixture["source"].update(commit=commit, commit_date=date,
-                                     files={path: hashlib.sha256(show(path)).hexdigest() for path in fixture["source"]["files"]})
+            files = {path: _digest(show, path) for path in fixture["source"]["files"]}
+            fixture["source"].update(commit=commit, commit_date=date, files={p: d for p, d in files.items() if d})
             with open(o["rules"], "w") as out:
                 json.dump(fixture, out, indent=1, ensure_ascii=False)
                 out.write("\n")
@@ -169,11 +176,15 @@ class Command(BaseCommand):
     def _read(show) -> dict:
         model, countries, languages = (constants(show(p).decode()) for p in (MODEL, COUNTRIES, LANGUAGES))
         grouped = show(GROUPED).decode()
-        enumerations = {name: model[name] for name in STATEMENT_ENUMERATIONS}
-        for name in ("EUROPEAN_COUNTRY_CODES", "EUROPEAN_UNION_COUNTRY_CODES", "EUROPEAN_ECONOMIC_AREA_COUNTRY_CODES"):
-            enumerations[name] = countries[name]
-        for name in ("ALL_LANGUAGES", "EUROPEAN_LANGUAGE_CODES"):
-            enumerations[name] = languages[name]
+        wanted = [(model, name, MODEL) for name in STATEMENT_ENUMERATIONS]
+        wanted += [(countries, name, COUNTRIES) for name in ("EUROPEAN_COUNTRY_CODES", "EUROPEAN_UNION_COUNTRY_CODES",
+                                                              "EUROPEAN_ECONOMIC_AREA_COUNTRY_CODES")]
+        wanted += [(languages, name, LANGUAGES) for name in ("ALL_LANGUAGES", "EUROPEAN_LANGUAGE_CODES")]
+        enumerations = {}
+        for found, name, path in wanted:
+            if name not in found:
+                raise CommandError(f"{path} has no constant {name}: read it by hand")
+            enumerations[name] = found[name]
         return {"enumerations": enumerations, "fields": multi_rules(grouped), "custom_messages": multi_messages(grouped)}
 
     @staticmethod
