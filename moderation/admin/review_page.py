@@ -1,4 +1,4 @@
-"""What the review page and the list show of a review's content and its model scores.
+"""What the review page and the list show of a review's content, its model scores and its reports.
 
 Content is shown, never fetched: media is a link (with its host), so opening a review loads
 nothing from a third party (a tracking pixel would learn the moderator's address).

@@ -1,6 +1,7 @@
 """How the humans and the model are doing: the review queues, the moderators' throughput, how often a
 moderator reverses the model, and how long reviews wait. The admin index and /metrics read
-these; each is one indexed query, so neither slows down as the tables grow."""
+these; each is one indexed query, so neither slows down as the tables grow. Also what a page of
+reviews' reports say (`report_summaries`), for the queue list and the review page."""
 
 from __future__ import annotations
 

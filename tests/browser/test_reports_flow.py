@@ -14,7 +14,7 @@ import pytest
 
 from moderation import services
 from moderation.models import ContentReview, PileOn, Report, Reporter
-from tests.browser.test_moderator_flow import CHROMIUM, chromium, log_in, shots, staff  # noqa: F401 (shots: a fixture)
+from tests.browser.test_moderator_flow import CHROMIUM, chromium, log_in, staff
 from tests.helpers import decided
 
 pytestmark = [
@@ -29,7 +29,7 @@ RESOLVED_BEFORE, ACTIONED_BEFORE = 6, 4
 
 
 def test_a_moderator_agrees_with_the_reports_of_a_piled_on_review_and_the_reporters_accuracy_counts_it(
-    live_server, api_client, django_user_model, shots
+    live_server, api_client, django_user_model, tmp_path
 ):
     review = decided(api_client, "approved")
     for reporter_id, reason, weight in REPORTERS:
@@ -48,7 +48,7 @@ def test_a_moderator_agrees_with_the_reports_of_a_piled_on_review_and_the_report
         page.click("#queue-reports a")
         page.wait_for_selector(f"#queue-item-{review.short_id}")
         row = page.inner_text(f"#queue-item-{review.short_id}")
-        page.screenshot(path=str(shots / "reports-queue.png"), full_page=True)
+        page.screenshot(path=str(tmp_path / "reports-queue.png"), full_page=True)
 
         page.click(f"#queue-item-{review.short_id} a[href*='/timeline/']")
         page.wait_for_selector("#decide-form")
@@ -58,7 +58,7 @@ def test_a_moderator_agrees_with_the_reports_of_a_piled_on_review_and_the_report
         page.keyboard.press("r")  # "Agree with reports": the category list takes the focus, already filled
         agreed = page.get_by_label("Agree with reports").is_checked()
         page.fill("#decide-form textarea[name=reason]", "Harassment, as the reporters said.")
-        page.locator("#decide-form").screenshot(path=str(shots / "decide-panel-reports.png"))
+        page.locator("#decide-form").screenshot(path=str(tmp_path / "decide-panel-reports.png"))
         page.keyboard.press("Control+Enter")  # decide and next: the queue is empty now
         page.wait_for_selector(".messagelist")
         message = page.inner_text(".messagelist")
