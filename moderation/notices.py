@@ -7,8 +7,8 @@ built-in one. A template is the policy's own text with `{name}` placeholders for
 only; the values put in are categories, a date and a route, never the content. Rendering is one
 regular-expression pass: a value is never read again as a template, an unknown `{...}` stays as
 written, and no attribute or index is ever looked up (as `str.format` would), so rendering any
-text never raises. Publishing refuses a template with an unknown placeholder
-(`validate_notice_templates`), which catches a typo before a user reads it.
+text never raises. Publishing refuses a template with an unknown placeholder or a brace without
+its pair (`validate_notice_templates`), which catches a typo before a user reads it.
 """
 
 from __future__ import annotations
@@ -102,7 +102,23 @@ def validate_notice_templates(value: object) -> list[str]:
         if unknown:
             errors.append(f"notice_templates.{code}: unknown placeholders {', '.join('{' + n + '}' for n in unknown)}; "
                           f"use {', '.join('{' + n + '}' for n in PLACEHOLDERS)}")
+        stray = stray_brace(text)
+        if stray is not None:
+            errors.append(f"notice_templates.{code}: the brace at character {stray + 1} has no pair; a placeholder "
+                          "is written {name}, and a notice holds no other brace ({{ is no escape here)")
     return errors
+
+
+def stray_brace(template: str) -> int | None:
+    """The index of the first brace that is not part of a `{name}` (a typo such as
+    `{appealable_until` or `reasons}`: rendering would show it as written), else None."""
+    covered = 0
+    for match in _PLACEHOLDER.finditer(template):
+        for i in range(covered, match.start()):
+            if template[i] in "{}":
+                return i
+        covered = match.end()
+    return next((i for i in range(covered, len(template)) if template[i] in "{}"), None)
 
 
 def validate_appeal_window(value: object) -> list[str]:

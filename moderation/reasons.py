@@ -132,10 +132,17 @@ def _decision_notice(decision: Decision, found: list[Reason]) -> dict[str, Any]:
     if decision.label != ReviewStatus.REJECTED:
         return {"appealable_until": None, "notice": None}
     policy = decision.policy if decision.policy_id else None
+    until, stated = decision_notice(decision, found, policy=policy, language=decision.review.content.language)
+    return {"appealable_until": timestamp(until), "notice": stated}
+
+
+def decision_notice(decision: Decision, found: list[Reason], *, policy, language: str) -> tuple[Any, dict[str, str]]:
+    """(appealable_until, notice) of a rejection `decision` with reasons `found` under `policy`, in
+    `language`: the one rendering of a review's notice, which the statement of reasons sends and the
+    policy admin's template editor previews with a draft policy (moderation/admin/notice_templates.py)."""
     until = appealable_until(decision.created_at, policy)
-    return {"appealable_until": timestamp(until),
-            "notice": notice(policy, decision.review.content.language, categories=[r["category"] for r in found], until=until,
-                             appeal_route=f"/api/v1/reviews/{decision.review_id}/appeals/")}
+    return until, notice(policy, language, categories=[r["category"] for r in found], until=until,
+                         appeal_route=f"/api/v1/reviews/{decision.review_id}/appeals/")
 
 
 def _strike_reasons(strikes: list[dict]) -> list[dict[str, Any]]:

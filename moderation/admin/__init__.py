@@ -16,6 +16,7 @@ from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin.authors import AuthorAdmin
 from moderation.admin.reviews import ReviewAdmin
+from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
 from moderation.validation import AUTHOR_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, validate_policy
@@ -119,7 +120,9 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     def get_urls(self):
         own = [path("terms/", self.admin_site.admin_view(lambda request: term_lists_view(self, request)),
-                    name="moderation_moderationpolicy_terms")]
+                    name="moderation_moderationpolicy_terms"),
+               path("notices/", self.admin_site.admin_view(lambda request: notice_templates_view(self, request)),
+                    name="moderation_moderationpolicy_notices")]
         return own + super().get_urls()
 
     def get_fields(self, request, obj=None):

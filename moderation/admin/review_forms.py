@@ -7,6 +7,9 @@ from moderation.models import NOTE_MAX_CHARS, ReviewQueue, ReviewStatus
 from moderation.validation import policy_categories
 
 LABELS = [(ReviewStatus.APPROVED, "Approve"), (ReviewStatus.REJECTED, "Reject")]
+# On a review with open reports the same two decisions judge the reporters too (the decide path
+# records Report.agreed): rejecting agrees with them, approving disagrees.
+REPORTED_LABELS = [(ReviewStatus.APPROVED, "Disagree"), (ReviewStatus.REJECTED, "Agree with reports")]
 
 
 def _category_field() -> forms.ChoiceField:
@@ -41,6 +44,27 @@ class DecideForm(CategoryChoicesMixin, forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput)
     # The review queue the moderator works: "decide and next" takes the next review from it.
     queue = forms.ChoiceField(choices=[("", "")] + ReviewQueue.choices, required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, reported: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.reported = reported
+        if reported:  # the values stay: the keyboard and the service read approved / rejected
+            self.fields["label"].choices = REPORTED_LABELS
+
+    def categories(self) -> list[str]:
+        return [value for value, _ in self.fields["category"].choices if value]
+
+
+def prefilled_category(review, summary, categories: list[str]) -> str:
+    """The category the decide panel starts with: the category of the decision in force (an
+    appealed rejection's), else the reporters' most common reason when it is one of the policy's
+    categories ("other", or a category since removed, prefills nothing). Only a starting value:
+    the category the moderator posts is the one decided."""
+    current = review.decision.category if review.decision_id and review.decision else ""
+    if current in categories:
+        return current
+    top = summary.top_reason if summary is not None else ""
+    return top if top in categories else ""
 
 
 class NoteForm(forms.Form):

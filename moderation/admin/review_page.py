@@ -1,4 +1,4 @@
-"""What the review page and the list show of a review's content and its model scores.
+"""What the review page and the list show of a review's content, its model scores and its reports.
 
 Content is shown, never fetched: media is a link (with its host), so opening a review loads
 nothing from a third party (a tracking pixel would learn the moderator's address).
@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.template.response import TemplateResponse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
-from moderation.models import ContentReview, Decision, ModerationPolicy, ReviewStatus
+from moderation.models import ContentReview, Decision, ModerationPolicy, PileOn, ReportKind, ReviewStatus
+from moderation.observability.workplace import ReportSummary
 from moderation.verdicts import thresholds_for
 
 # The admin pages load nothing from elsewhere: no image, media, frame or object from any origin
@@ -91,3 +94,31 @@ def model_decision(review: ContentReview) -> Decision | None:
         return review.decision
     return (Decision.objects.filter(review=review).exclude(category_scores={}).select_related("policy")
             .order_by("-id").first())
+
+
+def pile_on_html(review: ContentReview) -> SafeString | str:
+    """The pile-on mark: its kind in words, the reason in its title (the review's `pile_on`,
+    moderation.models.PileOn); "" for none."""
+    if not review.pile_on:
+        return ""
+    kind = PileOn(review.pile_on) if review.pile_on in PileOn.values else None
+    return format_html('<span class="badge pile-on pile-on-{}" title="{}">pile-on: {}</span>', review.pile_on,
+                       kind.label if kind else review.pile_on, kind.value.replace("_", " ") if kind else review.pile_on)
+
+
+def reasons_html(summary: ReportSummary | None) -> SafeString | str:
+    """The most common reasons with their counts ("spam ×3, hate ×1 and 2 more"), escaped."""
+    if summary is None or not summary.reasons:
+        return "—"
+    shown = format_html_join(", ", '<span class="report-reason">{} ×{}</span>', summary.shown_reasons)
+    if summary.more_reasons:
+        return format_html("{} and {} more", shown, summary.more_reasons)
+    return shown
+
+
+def kinds_text(summary: ReportSummary | None) -> str:
+    """Who the reports speak for ("User ×3, Trusted flagger ×1"), in words."""
+    if summary is None:
+        return ""
+    labels = dict(ReportKind.choices)
+    return ", ".join(f"{labels.get(kind, kind).split(' (')[0]} ×{n}" for kind, n in summary.kinds)

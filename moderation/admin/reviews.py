@@ -34,12 +34,19 @@ from moderation.admin import review_page
 from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
 from moderation.admin.paginator import EstimatedCountPaginator, rows_page
-from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, DecideForm, NoteForm, ReasonForm
+from moderation.admin.review_forms import (
+    BulkOverrideForm,
+    BulkReasonForm,
+    DecideForm,
+    NoteForm,
+    ReasonForm,
+    prefilled_category,
+)
 from moderation.errors import ModerationError, StaleVersion
 from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
 from moderation.observability.search import review_ids_matching
 from moderation.observability.timeline import review_timeline
-from moderation.observability.workplace import review_queue_figures
+from moderation.observability.workplace import report_summaries, review_queue_figures
 
 EXCERPT_CHARS = 200
 # A review's version as a form posts it: ASCII digits that fit the column (str.isdigit also
@@ -48,6 +55,8 @@ VERSION = re.compile(r"[0-9]{1,9}")
 QUEUE_PAGE_ROWS = 50
 LIST_PAGE_ROWS = 50  # the review page's reports and notes
 TIMELINE_PAGE_ROWS = 100
+# The queues whose list shows what the reports say: count, weighted score, reasons, pile-on.
+REPORT_QUEUES = (ReviewQueue.REPORTS, ReviewQueue.NOTICES)
 
 PERMISSIONS = {
     "override": "moderation.override_review",
@@ -171,15 +180,18 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
 
     @admin.display(description="queue")
     def badges(self, review):
+        """The review queue, priority and wait of a review waiting for a human, and the pile-on
+        mark of one whose reports look like one."""
         if review.status != ReviewStatus.MANUAL_REVIEW or not review.queue:
-            return ""
+            return review_page.pile_on_html(review)
         waited = timezone.now() - review.queued_at if review.queued_at else timedelta(0)
         late = waited.total_seconds() > settings.MODERATION_QUEUE_SLA_S
         return format_html(
             '<span class="badge queue-{}">{}</span> <span class="badge">priority {}</span> '
-            '<span class="badge{}" title="waiting in the queue">{}{}</span>',
+            '<span class="badge{}" title="waiting in the queue">{}{}</span> {}',
             review.queue, review.get_queue_display(), f"{review.priority or 0:.0f}", " late" if late else "",
             timesince(review.queued_at, timezone.now()) if review.queued_at else "—", " (past SLA)" if late else "",
+            review_page.pile_on_html(review),
         )
 
     @admin.display(description="provider")
@@ -266,6 +278,12 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         policy = services.policy_active()
         scored = review_page.model_decision(review)
         queue = request.GET.get("queue") or review.queue
+        summary = report_summaries([review]).get(review.pk)
+        decide_form = None
+        if can["override"] and is_final:
+            decide_form = DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""},
+                                     reported=bool(summary and summary.open))
+            decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
             review=review,
@@ -276,8 +294,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             metadata=review_page.metadata_rows(review.content.metadata),
             scored_decision=scored,
             scores=review_page.score_rows(scored, policy),
-            decide_form=DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""})
-            if can["override"] and is_final else None,
+            decide_form=decide_form,
             escalate_form=ReasonForm(initial=version)
             if can["escalate"] and review.status in (ReviewStatus.PENDING, ReviewStatus.PROCESSING) else None,
             reprocess_form=ReasonForm(initial=version) if can["reprocess"] and is_final else None,
@@ -291,6 +308,10 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 review.reports.order_by("created_at", "pk")[offset:offset + limit])),
             report_count=review.reports.count(),
+            report_summary=summary,
+            report_reasons=review_page.reasons_html(summary),
+            report_kinds=review_page.kinds_text(summary),
+            pile_on=review_page.pile_on_html(review),
             appeal=review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
         )
 
@@ -309,8 +330,14 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             .order_by("queue_order_at", "id")[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
+        # What the reports say, for the page shown: one grouped query over these reviews' reports.
+        reported = chosen in REPORT_QUEUES
+        summaries = report_summaries(waiting) if reported else {}
         rows = [{
             "review": review,
+            "reports": summaries.get(review.pk),
+            "reasons": review_page.reasons_html(summaries.get(review.pk)),
+            "pile_on": review_page.pile_on_html(review),
             "excerpt": self.content_excerpt(review),
             "top": self.top_category(review),
             "waited": timesince(review.queued_at, now) if review.queued_at else "—",
@@ -319,7 +346,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         } for review in waiting]
         return self._page(
             request, "admin/moderation/contentreview/queues.html", "Review queues",
-            figures=figures, chosen=chosen, chosen_label=ReviewQueue(chosen).label, rows=rows,
+            figures=figures, chosen=chosen, chosen_label=ReviewQueue(chosen).label, rows=rows, reported=reported,
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
         )
 

@@ -1,18 +1,21 @@
 """How the humans and the model are doing: the review queues, the moderators' throughput, how often a
 moderator reverses the model, and how long reviews wait. The admin index and /metrics read
-these; each is one indexed query, so neither slows down as the tables grow."""
+these; each is one indexed query, so neither slows down as the tables grow. Also what a page of
+reviews' reports say (`report_summaries`), for the queue list and the review page."""
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.db import connection
-from django.db.models import Count, Min, Q
+from django.db.models import Count, F, Min, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from moderation.models import ContentReview, Decision, DecisionSource, ReviewQueue, ReviewStatus
+from moderation.models import ContentReview, Decision, DecisionSource, Report, ReviewQueue, ReviewStatus
 from moderation.review_queues import PROVIDER_CAUSES, QUEUE_FOR_CAUSE
 
 DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
@@ -144,3 +147,69 @@ def time_in_review_queue(*, days: int = 7, now: datetime | None = None) -> list[
         cursor.execute(_TIME_IN_QUEUE, [since])
         found = {queue: (n, float(p50), float(p95)) for queue, n, p50, p95 in cursor.fetchall()}
     return [TimeInReviewQueue(queue, *found[queue]) for queue in ReviewQueue.values if queue in found]
+
+
+# --- what the reports of a review say, for the queue list and the review page ----------------------
+
+REASONS_SHOWN = 3  # the most common reasons a row names; the others are counted in "more"
+
+
+@dataclass(frozen=True)
+class ReportSummary:
+    """The reports of the decision a review has in force (the ones the threshold counted:
+    docs/design.md, "Reports"), for a moderator deciding whether the reporters are right."""
+
+    count: int
+    weight: Decimal  # the sum of the reporters' weights when each report came (Report.weight)
+    open: int  # not yet resolved: the moderator's decision will judge them
+    reasons: tuple[tuple[str, int], ...]  # (reason, reports), most common first
+    kinds: tuple[tuple[str, int], ...]  # (report kind, reports), most common first
+
+    @property
+    def top_reason(self) -> str:
+        return self.reasons[0][0] if self.reasons else ""
+
+    @property
+    def shown_reasons(self) -> tuple[tuple[str, int], ...]:
+        return self.reasons[:REASONS_SHOWN]
+
+    @property
+    def more_reasons(self) -> int:
+        return len(self.reasons) - REASONS_SHOWN if len(self.reasons) > REASONS_SHOWN else 0
+
+
+def report_summaries(reviews) -> dict:
+    """{review id: ReportSummary} for the reviews given (a page of them), in one grouped query over
+    their own reports (the (review, reporter) index): never a query per review, never a scan of
+    the reports table. A review without reports has no entry.
+
+    The reports counted are the decision in force's, as the threshold counts them: a report
+    made while a review had no decision belongs to a review that still has none.
+    """
+    ids = [review.pk for review in reviews]
+    if not ids:
+        return {}
+    rows = (
+        Report.objects.filter(review_id__in=ids)
+        .filter(Q(decision_id=F("review__decision_id"))
+                | Q(decision_id__isnull=True, review__decision_id__isnull=True))
+        .values("review_id", "reason", "kind").order_by()
+        .annotate(n=Count("pk"), weight=Sum("weight"), open=Count("pk", filter=Q(outcome="")))
+    )
+    grouped: dict = defaultdict(lambda: {"count": 0, "weight": Decimal(0), "open": 0,
+                                         "reasons": Counter(), "kinds": Counter()})
+    for row in rows:
+        summary = grouped[row["review_id"]]
+        summary["count"] += row["n"]
+        summary["weight"] += row["weight"] or 0
+        summary["open"] += row["open"]
+        summary["reasons"][row["reason"]] += row["n"]
+        summary["kinds"][row["kind"]] += row["n"]
+    return {review_id: ReportSummary(count=s["count"], weight=s["weight"], open=s["open"],
+                                     reasons=_most_common(s["reasons"]), kinds=_most_common(s["kinds"]))
+            for review_id, s in grouped.items()}
+
+
+def _most_common(counts: Counter) -> tuple[tuple[str, int], ...]:
+    # Ties in name order: the same reports always read the same, and prefill the same category.
+    return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))

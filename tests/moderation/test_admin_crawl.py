@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from decimal import Decimal
 from html import unescape
 from urllib.parse import urldefrag, urljoin, urlsplit
 
@@ -24,7 +25,7 @@ from django.test import Client
 
 from moderation import roles, services
 from moderation.erasure import content_erase
-from moderation.models import Author, ContentReview
+from moderation.models import Author, ContentReview, PileOn, Report
 from tests.helpers import result
 
 pytestmark = pytest.mark.django_db
@@ -86,6 +87,19 @@ def hostile(django_user_model, api_client):
     for i in range(REPORTS_ON_ONE_REVIEW):
         services.report_file(review_id=reviews["reported"].pk, reporter_id=f"{INJECTIONS[3]}-{i}",
                              reason="spam", detail=f"{INJECTIONS[i % len(INJECTIONS)]} \u202E{i}")
+    # The reports queue's columns and the review page's summary: weights, a pile-on mark, hostile
+    # reasons (the service stores what the API's serializer would refuse) on a second reported review.
+    Report.objects.filter(review=reviews["reported"], reporter_id__endswith="7").update(weight=Decimal("0.5"))
+    ContentReview.objects.filter(pk=reviews["reported"].pk).update(pile_on=PileOn.BURST)
+    piled, _ = services.review_submit(client=api_client, external_id="piled-on" + INJECTIONS[0], kind="text",
+                                      text="a post many report at once " + INJECTIONS[2])
+    request = services.review_claim(review_id=piled.pk, worker_id="w1")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1), cause="provider_result")
+    for i, reason in enumerate([INJECTIONS[0], INJECTIONS[1][:64], INJECTIONS[0], "\u202Espam\u200D", "other"]):
+        services.report_file(review_id=piled.pk, reporter_id=f"{INJECTIONS[2]}-{i}", reason=reason, detail=ZALGO,
+                             kind="trusted_flagger" if i == 4 else "user")
+    ContentReview.objects.filter(pk=piled.pk).update(pile_on=PileOn.LOW_ACCURACY)
+    reviews["piled-on"] = piled
     content_erase(review_id=reviews["bidi"].pk, actor="admin", actor_id=INJECTIONS[0], reason=INJECTIONS[1])
     # An author named like an injection, with strikes, one overturned, an action by a moderator
     # and an appeal of it; and an author whose id is bidi and emoji.
@@ -174,7 +188,9 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
              "/admin/moderation/author/?q=" + INJECTIONS[0],
              f"/admin/moderation/contentreview/{reported}/timeline/?timeline_page=4&reports_page=7",
              f"/admin/moderation/contentreview/{reported}/change/?reports_page=7",
-             "/admin/moderation/contentreview/?q=" + INJECTIONS[0], "/admin/moderation/contentreview/?q=%F0%9F%98%80"]
+             "/admin/moderation/contentreview/?q=" + INJECTIONS[0], "/admin/moderation/contentreview/?q=%F0%9F%98%80",
+             "/admin/moderation/contentreview/queues/?queue=reports", "/admin/moderation/contentreview/queues/?queue=notices",
+             "/admin/moderation/moderationpolicy/notices/"]
     problems, seen = [], {}
     for role in ROLES:
         browser = browser_for(role, django_user_model)
@@ -189,10 +205,20 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
             })
             problems += [f"{role}: {problem}" for problem in problems_of("term-list preview", preview)]
             assert preview.status_code == 200 and "Dry run" in preview.content.decode(), role
+            # A notice preview with hostile templates, for a hostile review, and one with errors.
+            for templates in ({"template_en": f"{INJECTIONS[0]} {{reasons}} {ZALGO}", "template_id": INJECTIONS[3]},
+                              {"template_en": INJECTIONS[1] + " {reasons", "template_id": "{" + INJECTIONS[2] + "}"}):
+                notice = browser.post("/admin/moderation/moderationpolicy/notices/", {
+                    "base_version": services.policy_active().version, "review": hostile["zero-width"].short_id,
+                    "notes": INJECTIONS[2], "preview": "1", **templates})
+                problems += [f"{role}: {problem}" for problem in problems_of("notice preview", notice)]
+                assert notice.status_code == 200 and ('id="notice-preview"' in notice.content.decode()
+                                                      or "has no pair" in notice.content.decode()), role
 
     assert not problems, "\n".join(problems)
     for role, pages in seen.items():  # the crawl reached the lists, the custom pages, the policy versions
         paths = {urlsplit(url).path for url in pages}
+        assert "/admin/moderation/contentreview/queues/?queue=reports" in pages, role
         assert {"/admin/moderation/contentreview/queues/", "/admin/moderation/moderationpolicy/",
                 "/admin/audit/reviewtransition/", "/admin/moderation/author/"} <= paths, role
         assert any(re.fullmatch(r"/admin/moderation/author/\d+/change/", p) for p in paths), role
