@@ -10,7 +10,9 @@ on its own, and inside the caller's transaction it is part of it.
     notification.decision_id = writes.key_of(decision)        # its id, inside the statement
     writes.insert(notification)
     writes.update(ModerationRequest.objects.filter(pk=1), status="completed", updated_at=now)
-    writes.execute()                                          # every inserted row has its pk
+    reported = writes.read("SELECT EXISTS (...)", params)     # a question asked in the same trip
+    writes.execute()                                          # every inserted row has its pk,
+                                                              # reported.value its answer
 
 PostgreSQL's rule for a WITH query (its manual, "Data-Modifying Statements in WITH"): every
 sub-statement runs with the same snapshot, the one the statement started with, so the writes
