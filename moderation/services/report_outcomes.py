@@ -18,8 +18,9 @@ A report is resolved once, by whichever comes first:
   rejection): no moderator will ever look at it.
 
 Each resolution writes one `report.resolved` row to the outbox in its transaction (a unique
-constraint per report). Only a resolution whose condition `outcome = ''` still holds under the
-report's row lock happens, so a decision and the expiry job racing for one report resolve it
+constraint per report). Every resolution holds the review's row lock (the expiry job takes it
+with SKIP LOCKED) and resolves only reports still open (`outcome = ''`, re-checked by its
+UPDATE), so a decision, a report and the expiry job racing on one review resolve each report
 once. A moderator's decision also judges the reporter (`Report.agreed`), counted on their
 `Reporter` row in the same transaction.
 """
@@ -63,9 +64,9 @@ def report_outcome(label: str) -> ReportOutcome:
 
 def reports_open_read(writes: OneStatement, review: ContentReview) -> Read:
     """Whether `review` has an open report, asked in the statement that inserts its decision:
-    most reviews are never reported, and their decisions pay no round trip for reports. Holding
-    the review's row lock, the answer stays true until the decision resolves them (the expiry
-    job may resolve some meanwhile, which the resolution re-checks)."""
+    most reviews are never reported, and their decisions pay no round trip for reports. Under
+    the review's row lock the answer holds until the decision resolves them: report_file and the
+    expiry job take that lock too."""
     return writes.read("SELECT EXISTS (SELECT 1 FROM moderation_report WHERE review_id = %s AND outcome = '')",
                        (review.pk,))
 
@@ -117,8 +118,9 @@ def _resolve_locked(review: ContentReview, decision_id, outcome: ReportOutcome, 
                     now: datetime | None = None, report_ids: list | None = None) -> list[tuple]:
     """One statement resolves the open reports (a review may have thousands), returning them;
     then their notifications in bulk and, when a moderator judged them, their reporters' counts.
-    `outcome = ''` is re-checked under each report's row lock: one the expiry job resolved
-    meanwhile is left as it is."""
+    Every caller holds the review's row lock, as the expiry job does before it expires any of
+    its reports; `outcome = ''` is re-checked all the same, under each report's row lock, so
+    nothing resolves a report twice (a unique constraint on its notification stands behind)."""
     now = now or timezone.now()
     only = "AND id = ANY(%(ids)s)" if report_ids is not None else ""
     with connection.cursor() as cursor:
