@@ -11,6 +11,7 @@ from datetime import timedelta
 
 SWEEP = "moderation.sweep"
 AUTHORS_SWEEP = "moderation.authors_sweep"
+REPORTS_EXPIRE = "moderation.reports_expire"
 PRUNE = "moderation.prune"
 # A second schedule of the same sweeper, half a period later: django-q2 schedules in whole
 # minutes, so two rows make a silent operation wait half as long to be noticed.
@@ -42,6 +43,10 @@ def ensure_defaults(**kwargs) -> None:
     # Suspensions end and strikes lapse at the sweeper's pace, on any cluster (moderation.tasks.authors_sweep).
     authors = {**every, "func": "moderation.tasks.authors_sweep"}
     Schedule.objects.update_or_create(name=AUTHORS_SWEEP, defaults=authors, create_defaults={**authors, "next_run": now})
+    # User reports left open past the policy's report_expiry_days expire at the same pace, on any
+    # cluster (moderation.tasks.reports_expire).
+    reports = {**every, "func": "moderation.tasks.reports_expire"}
+    Schedule.objects.update_or_create(name=REPORTS_EXPIRE, defaults=reports, create_defaults={**reports, "next_run": now})
     # The notification cluster's heartbeat: a schedule only that cluster runs (the sweeper's
     # proves the moderation cluster is up).
     notifier_schedule_ensure()

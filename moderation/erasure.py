@@ -59,6 +59,7 @@ from moderation.reasons import reasons
 from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.pipeline import request_close_live_locked
+from moderation.services.report_outcomes import reports_resolve_erased_locked
 from moderation.services.transitions import review_queue_leave
 
 # A run of this many characters of the content, anywhere in other text, is a quote of it (an
@@ -155,6 +156,7 @@ class ErasureReport:
     redacted: dict[str, int] = field(default_factory=dict)
     for_real: bool = True
     appeal_closed: bool = False  # erasing again closed an appeal an older version left open
+    reports_resolved: int = 0  # its open reports, resolved: no moderator will judge them
 
 
 def review_for(identifier) -> ContentReview:
@@ -266,7 +268,8 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
         tombstone = content.erasure
         return ErasureReport(review.pk, content.pk, tombstone.erased_at, tombstone.reason, already_erased=True,
                              stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted,
-                             appeal_closed=_close_appeal_locked(review, actor=actor, actor_id=actor_id))
+                             appeal_closed=_close_appeal_locked(review, actor=actor, actor_id=actor_id),
+                             reports_resolved=reports_resolve_erased_locked(review, now=timezone.now()))
     quotes = content_quotes(content, also=_quoted_matches(review))
     _close_appeal_locked(review, actor=actor, actor_id=actor_id)
     stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)
@@ -277,7 +280,10 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
         content=content, review=review, actor=actor, actor_id=actor_id, reason=reason, erased_at=now,
         stopped_moderation=stopped, redacted=counts,
     )
-    return ErasureReport(review.pk, content.pk, tombstone.erased_at, reason, stopped_moderation=stopped, redacted=counts)
+    # Its open reports: no moderator will judge them now (report_outcomes), resolved as it is erased.
+    resolved = reports_resolve_erased_locked(review, now=now)
+    return ErasureReport(review.pk, content.pk, tombstone.erased_at, reason, stopped_moderation=stopped, redacted=counts,
+                         reports_resolved=resolved)
 
 
 def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:

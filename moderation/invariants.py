@@ -3,6 +3,7 @@ step, and by `manage.py race_lab` after a run. Each check returns violations, ne
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 
 from django.db import connection
@@ -21,8 +22,11 @@ from moderation.models import (
     Appeal,
     AppealStatus,
     NOTICE_KINDS,
+    NotificationKind,
     Report,
     ReportEscalation,
+    ReportKind,
+    ReportOutcome,
     appeal_outcome,
     OPEN_REQUEST_STATUSES,
     Cause,
@@ -195,6 +199,98 @@ def notice_violations(review_ids: Iterable) -> list[str]:
                                    review__reports__kind__in=NOTICE_KINDS,
                                    review__reports__created_at__lt=F("created_at")).distinct()
     problems += [f"{decision.review_id}: approved by its provider after a notice" for decision in late]
+    return problems
+
+
+# Invariant 19, one statement each over the reports of the reviews asked about: each selects only
+# the rows that break it, with a flag per broken rule (as the authors' checks below).
+_JUDGING = ", ".join(f"'{label}'" for label in (S.APPROVED, S.REJECTED))
+_NOTICES = ", ".join(f"'{kind}'" for kind in NOTICE_KINDS)
+_REPORTS = f"""
+SELECT * FROM (
+  SELECT r.id, r.review_id, r.outcome,
+    r.outcome = '' AND n.id IS NOT NULL AS open_told,
+    r.outcome <> '' AND n.id IS NULL AS untold,
+    n.id IS NOT NULL AND (n.kind <> '{NotificationKind.REPORT_RESOLVED}' OR n.review_id IS DISTINCT FROM r.review_id
+                          OR n.payload::jsonb #>> '{{data,outcome}}' IS DISTINCT FROM r.outcome) AS told_wrong,
+    d.review_id <> r.review_id AS other_review,
+    (r.outcome = '{ReportOutcome.ACTIONED}') <> (d.label = '{S.REJECTED}') AS wrong_outcome,
+    -- Only a judgement made after the report resolves it, unless none will come: a notice on a
+    -- review already rejected (the rejection in force), or content erased (the decision in force).
+    (d.created_at < r.created_at OR d.label NOT IN ({_JUDGING}) OR r.resolved_at < d.created_at)
+      AND NOT (r.kind IN ({_NOTICES}) AND r.resolved_by_id = r.decision_id AND d.label = '{S.REJECTED}'
+               AND d.created_at <= r.created_at)
+      AND NOT (c.erased_at IS NOT NULL AND c.erased_at <= r.resolved_at) AS not_after,
+    (r.agreed IS NOT NULL) <> COALESCE(d.source = '{DecisionSource.MODERATOR}' AND d.label IN ({_JUDGING})
+                                       AND d.created_at >= r.created_at, FALSE)
+      OR r.agreed <> (d.label = '{S.REJECTED}') AS wrong_agreement,
+    r.outcome = '{ReportOutcome.EXPIRED}' AND r.kind <> '{ReportKind.USER}' AS notice_expired,
+    r.outcome = '' AND (c.erased_at IS NOT NULL OR EXISTS (
+      SELECT 1 FROM moderation_decision j WHERE j.review_id = r.review_id AND j.label IN ({_JUDGING})
+        AND j.created_at > r.created_at)) AS left_open
+  FROM moderation_report r
+  JOIN moderation_contentreview v ON v.id = r.review_id
+  JOIN moderation_content c ON c.id = v.content_id
+  LEFT JOIN moderation_decisionnotification n ON n.report_id = r.id
+  LEFT JOIN moderation_decision d ON d.id = r.resolved_by_id
+  WHERE r.review_id = ANY(%(ids)s)
+) flagged
+WHERE open_told OR untold OR told_wrong OR other_review OR wrong_outcome OR not_after OR wrong_agreement
+   OR notice_expired OR left_open
+"""
+# Every report.resolved of a review announces one of its resolved reports: counted, not joined.
+_REPORTS_TOLD = f"""
+SELECT v.id, told.n, resolved.n
+FROM moderation_contentreview v,
+  LATERAL (SELECT count(*) AS n FROM moderation_decisionnotification n
+           WHERE n.review_id = v.id AND n.kind = '{NotificationKind.REPORT_RESOLVED}') told,
+  LATERAL (SELECT count(*) AS n FROM moderation_report r WHERE r.review_id = v.id AND r.outcome <> '') resolved
+WHERE v.id = ANY(%(ids)s) AND told.n <> resolved.n
+"""
+# A reporter's counts are the reports of theirs a moderator judged (`agreed`), over every review
+# of their client, for the reporters of the reviews asked about.
+_REPORTERS = """
+WITH asked AS (
+  SELECT DISTINCT v.client_id, r.reporter_id FROM moderation_report r
+  JOIN moderation_contentreview v ON v.id = r.review_id WHERE r.review_id = ANY(%(ids)s)
+)
+SELECT a.client_id, a.reporter_id, COALESCE(rp.resolved, 0), COALESCE(rp.actioned, 0), judged.resolved, judged.actioned
+FROM asked a
+LEFT JOIN moderation_reporter rp ON rp.client_id = a.client_id AND rp.reporter_id = a.reporter_id,
+LATERAL (SELECT count(*) FILTER (WHERE r.agreed IS NOT NULL) AS resolved, count(*) FILTER (WHERE r.agreed) AS actioned
+         FROM moderation_report r JOIN moderation_contentreview v ON v.id = r.review_id
+         WHERE r.reporter_id = a.reporter_id AND v.client_id = a.client_id) judged
+WHERE (COALESCE(rp.resolved, 0), COALESCE(rp.actioned, 0)) <> (judged.resolved, judged.actioned)
+"""
+_REPORT_PROBLEMS = {
+    "open_told": "open, but its report.resolved was written",
+    "untold": "resolved, but no report.resolved was written",
+    "told_wrong": "its report.resolved is of another kind, review or outcome",
+    "other_review": "resolved by a decision of another review",
+    "wrong_outcome": "its outcome is not what the decision it cites says",
+    "not_after": "resolved by a decision that is no judgement made after it",
+    "wrong_agreement": "its agreement is not the judgement of a moderator's decision after it",
+    "notice_expired": "a notice, expired",
+    "left_open": "still open after a judgement of its review (or its content's erasure)",
+}
+
+
+def report_resolution_violations(review_ids: Iterable) -> list[str]:
+    """Invariant 19: each report is resolved at most once and told so once, by a judgement made
+    after it (or the expiry of a user report, or at once where none will come); none is left open
+    after one; its reporter counts what moderators judged."""
+    review_ids = [uuid.UUID(str(pk)) for pk in review_ids]
+    if not review_ids:
+        return []
+    problems = []
+    for pk, review_id, outcome, *flags in _rows(_REPORTS, review_ids):
+        wrong = [text for text, flag in zip(_REPORT_PROBLEMS.values(), flags, strict=True) if flag]
+        problems.append(f"{review_id}: report {pk} ({outcome or 'open'}): {'; '.join(wrong)}")
+    problems += [f"{review_id}: {told} report.resolved notifications, {resolved} resolved reports"
+                 for review_id, told, resolved in _rows(_REPORTS_TOLD, review_ids)]
+    problems += [f"reporter {reporter} of client {client}: counts {kept}/{kept_actioned} resolved/actioned, "
+                 f"moderators judged {judged}/{agreed}"
+                 for client, reporter, kept, kept_actioned, judged, agreed in _rows(_REPORTERS, review_ids)]
     return problems
 
 
@@ -394,4 +490,5 @@ def violations(review_ids: Iterable) -> list[str]:
     author_ids = list(ContentReview.objects.filter(pk__in=review_ids, author__isnull=False)
                       .values_list("author_id", flat=True).distinct())
     return (review_violations(review_ids) + pipeline_violations(review_ids) + report_violations(review_ids)
-            + notice_violations(review_ids) + appeal_violations(review_ids) + erasure_violations(review_ids) + author_violations(author_ids))
+            + notice_violations(review_ids) + report_resolution_violations(review_ids) + appeal_violations(review_ids)
+            + erasure_violations(review_ids) + author_violations(author_ids))

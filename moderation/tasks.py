@@ -2,7 +2,8 @@
 which owns its transaction and re-checks state under its lock; no task writes anything itself.
 `moderate_review` asks the breaker, then claims and dispatches a batch (of one, or more);
 `sweep` runs the callback, idempotency and review sweeps and beats its heartbeat; `authors_sweep`
-ends suspensions and lapses strikes that are due; `prune` runs retention (docs/design.md,
+ends suspensions and lapses strikes that are due; `reports_expire` tells
+the reporters of reports left open too long; `prune` runs retention (docs/design.md,
 invariant 11).
 
 The broker delivers at least once, so each task is safe to run twice: a second claim loses,
@@ -104,6 +105,16 @@ def authors_sweep(job_id: str = "", web_request_id: str = "", trace_parent: str 
         # Half the task's time: the batch under way when it runs out still ends before the timeout.
         done = services.authors_sweep(deadline=time.monotonic() + settings.Q_TASK_TIMEOUT_S / 2)
         return f"{done['restored']} suspensions ended, {done['lapsed']} strikes lapsed"
+
+
+def reports_expire(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """The reports' schedule (moderation.reports_expire): user reports still open after the active
+    policy's report_expiry_days are told `expired`. Safe on several clusters at once: each batch
+    takes its reports with SKIP LOCKED and expires only those still open."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), _job_span(trace_parent, "reports_expire"):
+        # Half the task's time, as authors_sweep: the batch under way still ends before the timeout.
+        expired = services.reports_expire_due(deadline=time.monotonic() + settings.Q_TASK_TIMEOUT_S / 2)
+        return f"{expired} reports expired"
 
 
 def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

@@ -49,11 +49,26 @@ class _ReadOnlyInline(admin.TabularInline):
 
 class ReportInline(_ReadOnlyInline):
     model = Report
-    fields = readonly_fields = ["reporter_id", "kind_vouched", "reason", "detail", "decision", "created_at"]
+    fields = readonly_fields = ["reporter_id", "kind_vouched", "reason", "detail", "decision", "created_at",
+                                "outcome_told", "resolved_at", "agreement"]
     verbose_name_plural = "user reports"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("decision", "review__client")
+        return super().get_queryset(request).select_related("decision", "review__client", "resolved_by")
+
+    @admin.display(description="outcome")
+    def outcome_told(self, report: Report) -> str:
+        """What the client was told became of it (`report.resolved`), and the decision it cites."""
+        if not report.outcome:
+            return "open"
+        cited = f" (decision {report.resolved_by_id}, {report.resolved_by.label})" if report.resolved_by_id else ""
+        return f"{report.get_outcome_display()}{cited}"
+
+    @admin.display(description="moderator agreed")
+    def agreement(self, report: Report) -> str:
+        """Whether a moderator's decision found the reporter right; only these count toward their
+        accuracy."""
+        return {True: "yes", False: "no", None: "not judged by a moderator"}[report.agreed]
 
     @admin.display(description="kind")
     def kind_vouched(self, report: Report) -> str:

@@ -3,7 +3,8 @@ all in the caller's transaction (docs/design.md, invariants 1, 7 and 9).
 
 Every decision goes through `decide_locked`: a provider result, a provider failure handed to a
 human, a moderator's override and an escalation; and so does every strike against the review's
-author (moderation/services/authors.py).
+author (moderation/services/authors.py) and every resolution of its reports by a decision
+(moderation/services/report_outcomes.py).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from django.utils import timezone
 
 from audit import tracing
 from moderation.errors import IllegalTransition
-from moderation.models import LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, NotificationKind
+from moderation.models import LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, DecisionSource, NotificationKind
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
 from moderation.services.authors import strikes_after_decision_locked
 from moderation.services.one_statement import OneStatement
+from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
 from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
 
 
@@ -55,6 +57,8 @@ def decide_locked(
                                      "moderation.label": str(label)},
     ):
         from_status = review.status
+        writes = writes or OneStatement()
+        reported = reports_open_read(writes, review)  # asked in the decision's statement: no round trip
         decision = decision_record(review, appeal=appeal, writes=writes, label=label, source=source, **decision_fields)
         review.decision = decision
         review.completed_at = timezone.now()
@@ -77,6 +81,10 @@ def decide_locked(
             appeal_resolve_locked(appeal, decision)
         # The author's strike follows the decision, in its transaction (docs/design.md, "Authors").
         strikes_after_decision_locked(review, decision, actor=actor, actor_id=actor_id, counts_strike=counts_strike)
+        # The review's open reports are judged by it (docs/design.md, "Reports"); last, so that
+        # every decision takes its locks in one order: review, author, then reporters.
+        if reported.value:
+            reports_resolve_locked(review, decision, by_moderator=source == DecisionSource.MODERATOR)
         return decision
 
 

@@ -10,7 +10,9 @@ on its own, and inside the caller's transaction it is part of it.
     notification.decision_id = writes.key_of(decision)        # its id, inside the statement
     writes.insert(notification)
     writes.update(ModerationRequest.objects.filter(pk=1), status="completed", updated_at=now)
-    writes.execute()                                          # every inserted row has its pk
+    reported = writes.read("SELECT EXISTS (...)", params)     # a question asked in the same trip
+    writes.execute()                                          # every inserted row has its pk,
+                                                              # reported.value its answer
 
 PostgreSQL's rule for a WITH query (its manual, "Data-Modifying Statements in WITH"): every
 sub-statement runs with the same snapshot, the one the statement started with, so the writes
@@ -61,9 +63,20 @@ up for: a model added, or a receiver connected, shows up there.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import connections, models
 from django.db.models import sql
 from django.db.models.expressions import DatabaseDefault, RawSQL
+
+
+@dataclass
+class Read:
+    """A value read by a OneStatement (`read`): None until the statement has run."""
+
+    sql: str
+    params: tuple
+    value: object = None
 
 
 class OneStatement:
@@ -74,6 +87,7 @@ class OneStatement:
         self._inserted: list[tuple[models.Model, str]] = []
         self._references: list[tuple[RawSQL, models.Model]] = []
         self._executed: list = []
+        self._reads: list[Read] = []
 
     def insert(self, obj: models.Model) -> None:
         """Add the INSERT of unsaved `obj`. Its field values are prepared now (`auto_now_add`,
@@ -120,6 +134,14 @@ class OneStatement:
         update_sql, params = query.get_compiler(using=self.using, connection=self.connection).as_sql()
         self._writes.append((f"w{len(self._writes)} AS ({update_sql})", params))
 
+    def read(self, sql_: str, params=()) -> Read:
+        """Add a scalar subquery to the statement's SELECT: what a caller would otherwise ask in a
+        round trip of its own. It sees the snapshot the statement starts with (none of its
+        writes); its `value` is set once the statement has run."""
+        read = Read(sql_, tuple(params))
+        self._reads.append(read)
+        return read
+
     def on_executed(self, callback) -> None:
         """Call `callback()` once the statement has run (not if it raised)."""
         self._executed.append(callback)
@@ -127,6 +149,8 @@ class OneStatement:
     def execute(self) -> None:
         """Run every write, in one statement; each inserted row gets its primary key, and a
         value given by `key_of` becomes that key."""
+        if not self._writes and self._reads:
+            self._writes.append(("w0 AS (SELECT 1)", ()))  # reads alone: still one statement
         if not self._writes:
             self._executed, callbacks = [], self._executed
             for callback in callbacks:
@@ -135,10 +159,14 @@ class OneStatement:
         keys = ", ".join(
             f"(SELECT {self.connection.ops.quote_name(obj._meta.pk.column)} FROM {name})" for obj, name in self._inserted
         ) or "1"
+        selected = ", ".join([keys, *(f"({read.sql})" for read in self._reads)])
         params = [param for _, write_params in self._writes for param in write_params]
+        params += [param for read in self._reads for param in read.params]
         with self.connection.cursor() as cursor:
-            cursor.execute(f"WITH {', '.join(sql_ for sql_, _ in self._writes)} SELECT {keys}", params)
+            cursor.execute(f"WITH {', '.join(sql_ for sql_, _ in self._writes)} SELECT {selected}", params)
             row = cursor.fetchone()
+        for read, value in zip(self._reads, row[len(row) - len(self._reads):], strict=True):
+            read.value = value
         for (obj, _), key in zip(self._inserted, row, strict=False):
             obj.pk = key
             obj._state.adding, obj._state.db = False, self.using
@@ -149,6 +177,6 @@ class OneStatement:
                 if target is not None:
                     setattr(obj, field.attname, target.pk)
         callbacks = self._executed
-        self._writes, self._inserted, self._references, self._executed = [], [], [], []
+        self._writes, self._inserted, self._references, self._executed, self._reads = [], [], [], [], []
         for callback in callbacks:
             callback()

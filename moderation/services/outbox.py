@@ -21,6 +21,7 @@ from moderation.models import (
     NotificationKind,
     NotificationStatus,
     ReportEscalation,
+    ReportOutcome,
     appeal_outcome,
 )
 from moderation.jobs import enqueue_on_commit
@@ -105,6 +106,16 @@ def appeal_resolved_body(review: ContentReview, appeal: Appeal, decision: Decisi
             "outcome": appeal_outcome(decision.label),
             "decision": statement_of_reasons(decision),
         },
+    }
+
+
+def report_resolved_body(review: ContentReview, *, report_id, reporter_id: str, outcome: ReportOutcome) -> dict:
+    """What became of one report, told once (docs/design.md, "Reports"): no decision's reasons,
+    which the review's own notification carries to the client already."""
+    return {
+        "type": NotificationKind.REPORT_RESOLVED,
+        "data": {"report_id": str(report_id), "review_id": str(review.pk), "external_id": review.content.external_id,
+                 "reporter_id": reporter_id, "outcome": outcome},
     }
 
 

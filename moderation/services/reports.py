@@ -35,6 +35,7 @@ from moderation.models import (
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.outbox import outbox_write, reported_body
 from moderation.services.policy import policy_active
+from moderation.services.report_outcomes import report_resolve_on_filing_locked
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "",
                 detail=ERASED if erased and detail else detail,
             )
         count = Report.objects.filter(review=review).count()
+        # A notice on a rejected review, or any report of erased content: no decision will come
+        # to judge it, so it is resolved at once (moderation/services/report_outcomes.py).
+        if created:
+            report_resolve_on_filing_locked(review, report)
         if created and not erased:
             if kind in NOTICE_KINDS:
                 _notice_locked(review, ReportKind(kind), count)

@@ -61,3 +61,18 @@ def test_review_next_never_hands_a_moderator_the_appeal_of_their_own_decision(dj
 
     assert services.review_take_next(moderator=mia) is None
     assert services.review_take_next(moderator=max_).pk == review.pk
+
+
+def test_the_review_page_shows_what_became_of_each_report(moderator, django_user_model, api_client):
+    review = decided(api_client, "approved")
+    services.report_file(review_id=review.pk, reporter_id="early", reason="harassment")
+    services.review_override(review_id=review.pk, label="rejected", reason="r", category="harassment",
+                             moderator=django_user_model.objects.create_user("max"))
+    services.report_file(review_id=review.pk, reporter_id="late", reason="harassment")
+    review.refresh_from_db()
+
+    page = moderator.get(f"{LIST}{review.pk}/change/").content.decode()
+
+    assert f"Actioned (the review was rejected) (decision {review.decision_id}, rejected)" in page
+    assert "Moderator agreed" in page and "<p>yes</p>" in page
+    assert "<p>open</p>" in page and "<p>not judged by a moderator</p>" in page  # the late one waits

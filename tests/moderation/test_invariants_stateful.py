@@ -39,6 +39,7 @@ from moderation.models import (
     Cause,
     ContentReview,
     ModerationRequest,
+    Report,
     RequestStatus,
     ReviewStatus,
     StandingCause,
@@ -205,6 +206,18 @@ class PipelineWithReportsAndAppeals(Pipeline):
         self.reporters += fresh
         for reporter in reporters:
             services.report_file(review_id=review_id, reporter_id=reporter, reason="harassment")
+
+    @rule(review_id=Pipeline.reviews)
+    def notice(self, review_id):
+        """A DSA notice: to a human whatever the threshold, resolved at once on a rejection."""
+        self.reporters += 1
+        services.report_file(review_id=review_id, reporter_id=f"user-{self.reporters}", reason="harassment",
+                             kind="dsa_notice")
+
+    @rule(days=st.sampled_from([0, 31]))
+    def expire_reports(self, days):
+        """The reports' expiry job, as if `days` had passed: 31 expires every user report left open."""
+        services.reports_expire_due(now=timezone.now() + timedelta(days=days))
 
     @rule(review_id=Pipeline.reviews)
     def appeal(self, review_id):
@@ -388,6 +401,8 @@ def test_random_interleavings_with_reports_and_appeals_keep_every_invariant(api_
     causes = set(ReviewTransition.objects.values_list("cause", flat=True))
     assert {Cause.USER_REPORTS, Cause.APPEAL} <= causes
     assert set(Appeal.objects.values_list("status", flat=True)) >= {"upheld", "overturned"}
+    # Reports were judged both ways, and expired (docs/design.md, invariant 19).
+    assert set(Report.objects.values_list("outcome", flat=True)) >= {"actioned", "no_action", "expired"}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -438,7 +453,7 @@ def test_the_author_machine_reports_a_violation_when_the_ladder_guard_is_removed
 
 @pytest.mark.django_db(transaction=True)
 def test_random_interleavings_with_erasure_keep_every_invariant(api_client, scripted, django_user_model):
-    run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), examples=5,
+    run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), examples=6,
                 base=PipelineWithErasure)
 
     # The search erased reviews under way and under appeal.

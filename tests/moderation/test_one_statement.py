@@ -9,6 +9,7 @@ import pytest
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import signals
 from django.db.models.expressions import RawSQL
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent
@@ -40,6 +41,20 @@ def test_rows_written_together_get_their_keys_and_may_refer_to_each_other(api_cl
     assert PipelineEvent.objects.get(pk=event.pk).review_id == review.pk
     assert ModerationRequest.objects.get(pk=request.pk).status == RequestStatus.FAILED
     assert review.created_at is not None and review.status == "pending"  # prepared as save() would
+
+
+def test_a_read_rides_in_the_statement_and_sees_the_rows_as_they_were_before_its_writes(api_client):
+    content = Content(client=api_client, external_id="read", kind="text", text="hello")
+    writes = OneStatement()
+    writes.insert(content)
+    before = writes.read("SELECT count(*) FROM moderation_content WHERE external_id = %s", ("read",))
+    assert before.value is None  # not run yet
+
+    with CaptureQueriesContext(connection) as queries:
+        writes.execute()
+
+    assert len(queries) == 1 and before.value == 0  # one statement; its snapshot predates the insert
+    assert Content.objects.filter(external_id="read").count() == 1
 
 
 def test_a_key_taken_inside_the_statement_becomes_the_rows_key(api_client):
