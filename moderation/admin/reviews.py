@@ -36,7 +36,7 @@ from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter
 from moderation.admin.paginator import EstimatedCountPaginator, rows_page
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm, DecideForm, NoteForm, ReasonForm
 from moderation.errors import ModerationError, StaleVersion
-from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
+from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, PileOn, ReviewQueue, ReviewStatus
 from moderation.observability.search import review_ids_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import review_queue_figures
@@ -80,6 +80,11 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     except ModerationError as exc:
         return getattr(exc, "reason", None) or str(exc)
     return None
+
+
+def pile_on_label(review: ContentReview) -> str:
+    """Why the review's open reports look like a pile-on (docs/design.md, "Reporters"), or ""."""
+    return PileOn(review.pile_on).label if review.pile_on else ""
 
 
 def refuse_nul(request) -> HttpResponseBadRequest | None:
@@ -291,6 +296,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 review.reports.order_by("created_at", "pk")[offset:offset + limit])),
             report_count=review.reports.count(),
+            pile_on=pile_on_label(review),
             appeal=review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
         )
 
@@ -316,6 +322,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             "waited": timesince(review.queued_at, now) if review.queued_at else "—",
             "late": bool(review.queued_at) and (now - review.queued_at).total_seconds() > settings.MODERATION_QUEUE_SLA_S,
             "holder": self.moderator_lease(review),
+            "pile_on": pile_on_label(review),
         } for review in waiting]
         return self._page(
             request, "admin/moderation/contentreview/queues.html", "Review queues",
