@@ -45,6 +45,7 @@ from moderation.services.policy import content_language, policy_active, policy_d
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
 from moderation.services.submission import review_submit
 from moderation.services.reports import ReportFiled, report_file
+from moderation.services.reporters import reporter_mute
 from moderation.services.appeals import appeal_file
 from moderation.services.authors import (
     account_appeal_file,
@@ -75,6 +76,7 @@ __all__ = [
     "ReportFiled",
     "appeal_file",
     "report_file",
+    "reporter_mute",
     "api_client_authenticate",
     "TRIAL",
     "breaker_admit",
