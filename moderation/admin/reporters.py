@@ -152,8 +152,10 @@ class ReporterAdmin(ReadOnlyPermissionsMixin, admin.ModelAdmin):
             reports=page("reports_page", Report.objects.filter(reporter_id=reporter.reporter_id,
                                                                 review__client_id=reporter.client_id)
                          .select_related("review").order_by("-created_at", "-id")),
-            changes=page("changes_page", reporter.history.select_related("history_user", "mute_changed_by")
-                         .order_by("-history_id")),
+            # Its history is its mutes: a report creates a reporter without a history row, and
+            # the counters are not in it.
+            changes=page("changes_page", reporter.history.exclude(history_type="+")
+                         .select_related("history_user", "mute_changed_by").order_by("-history_id")),
             buttons=[(name, MuteForm(initial={"token": token}, auto_id=f"id_{name}_%s"))
                      for name in buttons_for(reporter)] if self.has_mute_permission(request) else [],
         )

@@ -168,19 +168,25 @@ FOR KEY SHARE
 def reporter_weight_locked(*, client_id: int, reporter_id: str) -> Decimal:
     """The weight of `reporter_id` of `client_id` now, creating the reporter on its first report.
 
-    Call inside the report's transaction, holding its review's row lock. The insert waits only for
-    a transaction inserting the same reporter (then does nothing); the read's FOR KEY SHARE keeps
-    a moderator's mute (FOR UPDATE) from landing between this read and the report's commit, and
-    makes this read wait for a mute in flight. The row's history is not written for a creation:
+    Call inside the report's transaction, holding its review's row lock. The insert (of a reporter
+    not found) waits only for a transaction inserting the same one (then does nothing); the
+    read's FOR KEY SHARE keeps a moderator's mute (FOR UPDATE) from landing between this read
+    and the report's commit, and makes this read wait for a mute in flight. The row's history is not written for a creation:
     a reporter's history is its mutes (the counters are excluded from it too).
     """
     params = {"client": client_id, "reporter_id": reporter_id}
     with connection.cursor() as cursor:
-        cursor.execute(_ENSURE, params)
-        # A new statement, a new snapshot: it sees a row another transaction inserted and
-        # committed while the insert above waited for it.
         cursor.execute(_READ, params)
-        resolved, actioned, mute = cursor.fetchone()
+        row = cursor.fetchone()
+        if row is None:
+            # Read first, insert only when missing: an insert's unique check on an existing row
+            # waits for a transaction updating it (a decision adding to the counters).
+            cursor.execute(_ENSURE, params)
+            # A new statement, a new snapshot: it sees a row another transaction inserted and
+            # committed while the insert above waited for it.
+            cursor.execute(_READ, params)
+            row = cursor.fetchone()
+    resolved, actioned, mute = row
     return reporter_weight(resolved=resolved, actioned=actioned, mute=mute)
 
 

@@ -157,3 +157,43 @@ def test_without_the_key_share_lock_a_report_stored_after_a_mute_keeps_its_old_w
         if filed.created_at > muted.mute_changed_at and filed.weight != 0:
             wrong.append(round_no)
     assert wrong
+
+
+def test_a_report_does_not_wait_for_a_decision_adding_to_its_reporters_counters(api_client):
+    """A decision keeps the counters in its transaction (an UPDATE: FOR NO KEY UPDATE); the
+    report's FOR KEY SHARE does not conflict with it, so a report files while the decision is
+    still open, with the weight committed before it. The control is the mute above: FOR UPDATE
+    does wait."""
+    import threading
+
+    from django.db import connection, transaction
+    from django.db.models import F
+
+    reporter = Reporter.objects.create(client=api_client, reporter_id="ann", resolved=5, actioned=5)
+    review = decided(api_client, "manual_review")
+    counting, filed, order = threading.Event(), threading.Event(), []
+
+    def decision_counting():
+        try:
+            with transaction.atomic():
+                Reporter.objects.filter(pk=reporter.pk).update(resolved=F("resolved") + 1)
+                counting.set()
+                filed.wait(timeout=10)
+                order.append("decision commits")
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=decision_counting)
+    holder.start()
+    try:
+        assert counting.wait(timeout=10)
+        report = services.report_file(review_id=review.pk, reporter_id="ann", reason="spam").report
+        order.append("report filed")
+    finally:
+        filed.set()
+        holder.join(timeout=15)
+
+    assert order == ["report filed", "decision commits"]
+    assert report.weight == Decimal("2.00")  # 5 of 5: the sixth was not committed yet
+    reporter.refresh_from_db()
+    assert reporter.resolved == 6
