@@ -164,6 +164,23 @@ def test_the_threshold_sums_the_weights_of_the_decisions_reporters(api_client):
 
 
 @pytest.mark.django_db
+def test_the_checker_reports_a_crossing_that_did_not_weigh_the_threshold(api_client):
+    from moderation.invariants import violations
+
+    rated(api_client, "sharp", 5, 5)
+    review = decided(api_client, "approved")
+    report(review, "sharp"), report(review, "fair")  # 2.00 + 1 = 3: crossed at the second
+    crossing = ReportEscalation.objects.get(review=review)
+    assert violations([review.pk]) == []
+
+    # As if the threshold had summed a weight the report did not carry.
+    Report.objects.filter(review=review, reporter_id="sharp").update(weight=D("1.50"))
+
+    assert violations([review.pk]) == [f"{review.pk}: threshold crossing {crossing.pk} counted 2 reporters of "
+                                       "threshold 3, but 2 reported before it, weighing 2.50"]
+
+
+@pytest.mark.django_db
 def test_muted_reporters_are_stored_and_counted_but_move_nothing(api_client, django_user_model):
     review = decided(api_client, "approved")
     for i in range(4):
