@@ -48,6 +48,20 @@ class StaleAuthor(Stale):
         self.author_pk = author_pk
 
 
+class StaleReporter(ModerationError):
+    """A moderator muted or unmuted a reporter from a page older than its mute: another moderator
+    changed it since (moderation/services/reporters.py, `mute_token`)."""
+
+    def __init__(self, *, reporter, expected: str) -> None:
+        by = getattr(reporter.mute_changed_by, "get_username", lambda: "someone")()
+        when = reporter.mute_changed_at.strftime("%Y-%m-%d %H:%M:%S") if reporter.mute_changed_at else "never"
+        self.reason = (f"changed since the page was read: now {reporter.get_mute_display().lower()}, "
+                       f"by {by} at {when} UTC ({reporter.mute_reason or 'no reason'})")
+        super().__init__(f"reporter {reporter.pk} {self.reason}")
+        self.reporter_pk = reporter.pk
+        self.expected = expected
+
+
 class IllegalStandingChange(ModerationError):
     """The author's standing does not allow this action (banning a banned author, lifting
     nothing)."""

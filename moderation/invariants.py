@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
+from decimal import Decimal
 
 from django.db import connection
 from django.db.models import Count, F
@@ -177,7 +178,24 @@ def report_violations(review_ids: Iterable) -> list[str]:
         if crossing.transition.cause != Cause.USER_REPORTS or crossing.decision.label != S.APPROVED:
             problems.append(f"{crossing.review_id}: threshold crossing {crossing.pk} is not a user_reports "
                             "transition of an approval")
+        problems += _crossing_weight_violations(crossing)
     return problems
+
+
+def _crossing_weight_violations(crossing: ReportEscalation) -> list[str]:
+    """The crossing came with the first report of its decision whose reporters' weights reach
+    the threshold (docs/design.md, "Reporters"), and counted the reporters up to it: reports are
+    stored one at a time under the review's lock, so those before the crossing are the ones
+    created before it."""
+    weights = list(Report.objects.filter(review_id=crossing.review_id, decision_id=crossing.decision_id,
+                                         created_at__lte=crossing.created_at)
+                   .order_by("created_at").values_list("weight", flat=True))
+    total = sum(weights, Decimal(0))
+    if len(weights) != crossing.report_count or total < crossing.threshold or (
+            weights and total - weights[-1] >= crossing.threshold):
+        return [f"{crossing.review_id}: threshold crossing {crossing.pk} counted {crossing.report_count} reporters "
+                f"of threshold {crossing.threshold}, but {len(weights)} reported before it, weighing {total}"]
+    return []
 
 
 def notice_violations(review_ids: Iterable) -> list[str]:

@@ -38,11 +38,13 @@ class QueueEntry:
     order_at: datetime
 
 
-def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: int = 0, appealed: bool = False,
+def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: float = 0, appealed: bool = False,
              author_points: int = 0) -> float:
     """Priority points of a review entering a review queue: the model's top category score, the
-    distinct users who reported it, whether its owner appealed, and its author's active strike
-    points (a repeat offender's content ranks higher in every queue), weighted by the policy."""
+    distinct users who reported it, each counted by its weight (docs/design.md, "Reporters": 1
+    for a reporter not yet rated, 0 muted), whether its owner appealed, and its author's active
+    strike points (a repeat offender's content ranks higher in every queue), weighted by the
+    policy."""
     top = max((float(v) for v in (category_scores or {}).values()), default=0.0)
     return round(
         policy.priority_score_weight * top
@@ -57,7 +59,7 @@ def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: i
 PROVIDER_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.PROVIDER_FAILED)
 
 
-def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: int = 0,
+def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: float = 0,
                 now: datetime, author_restricted: bool = False, author_points: int = 0,
                 notice_kind: str = "") -> QueueEntry:
     """Where and how urgently a review waits when `cause` sends it to manual_review. A review with

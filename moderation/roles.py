@@ -1,8 +1,8 @@
 """The three roles of the moderator's workplace, as Django groups.
 
-moderator: sees everything a decision needs, overrides and escalates, and acts on authors (warns,
-suspends, bans, lifts, resolves account appeals). supervisor: also reprocesses and publishes
-policy versions. auditor: sees everything, changes nothing.
+moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
+suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
+reprocesses and publishes policy versions. auditor: sees everything, changes nothing.
 """
 
 from __future__ import annotations
@@ -26,9 +26,11 @@ VIEW_ALL = [
     "callbacks.view_providercallback",
     "moderation.view_contenterasure",  # erasure tombstones: who erased a content, when and why
     "moderation.view_author",  # the author page: its reviews, strikes, actions, appeals
+    "moderation.view_reporter",  # the reporters: accuracy, weight, muting and its history
 ]
-# Who may override a review may act on its author.
-MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author"]
+# Who may override a review may act on its author, and mute or unmute a reporter.
+MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author",
+             "moderation.mute_reporter"]
 ROLES = {
     "moderator": MODERATOR,
     "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy"],

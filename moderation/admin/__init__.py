@@ -1,4 +1,5 @@
-"""The admin: reviews (moderation/admin/reviews.py), authors (moderation/admin/authors.py), read-only pipeline records, policy
+"""The admin: reviews (moderation/admin/reviews.py), authors (moderation/admin/authors.py), reporters
+(moderation/admin/reporters.py), read-only pipeline records, policy
 publishing, API clients, and the dashboard on the index page.
 
 Statuses and decisions are never form fields: only services change them.
@@ -15,6 +16,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin.authors import AuthorAdmin
+from moderation.admin.reporters import ReporterAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.term_lists import term_lists_view
@@ -28,6 +30,7 @@ from moderation.models import (
     Decision,
     ModerationPolicy,
     ModerationRequest,
+    Reporter,
     ReviewStatus,
     ProviderAttempt,
     ProviderCircuit,
@@ -38,6 +41,7 @@ from moderation.models import (
 
 admin.site.register(ContentReview, ReviewAdmin)
 admin.site.register(Author, AuthorAdmin)
+admin.site.register(Reporter, ReporterAdmin)
 admin.site.index_template = "admin/moderation_index.html"
 admin.site.site_header = "Moderation"
 admin.site.site_title = "Moderation admin"

@@ -146,6 +146,7 @@ class Reporter(models.Model):
 
     class Meta:
         ordering = ["client", "reporter_id"]
+        permissions = [("mute_reporter", "Can mute and unmute reporters")]
         constraints = [
             models.UniqueConstraint(fields=["client", "reporter_id"], name="reporter_one_per_client"),
             models.CheckConstraint(condition=Q(actioned__lte=models.F("resolved")), name="reporter_actioned_le_resolved"),

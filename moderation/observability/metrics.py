@@ -40,6 +40,7 @@ from audit.models import EventKind, PipelineEvent, PrunedTally
 from callbacks.models import ProviderCallback
 from moderation.observability import workplace
 from moderation.observability.access import is_operator
+from moderation.services.reporters import ACCURACY_BANDS, UNRATED, reporter_counts
 from moderation.selectors import stuck_requests
 from moderation.models import (
     AccountAction,
@@ -107,6 +108,7 @@ class PipelineCollector:
         yield from self._reports_and_appeals()
         yield from self._workplace()
         yield from self._authors()
+        yield from self._reporters()
 
     def _workplace(self):
         """The review queues and the humans' work (moderation.observability.workplace)."""
@@ -344,6 +346,30 @@ class PipelineCollector:
                                 "How long the oldest suspension past its end has stayed in force (0: none).",
                                 value=overdue.total_seconds() if overdue else 0.0)
 
+
+    def _reporters(self):
+        """Reporters by accuracy band, and how many are muted (by the accuracy rule, by a
+        moderator): recounted every REPORTER_COUNTS_EVERY_S, not at each scrape (the count reads
+        every reporter a client ever named)."""
+        counts = cache.get(_REPORTERS_CACHE_KEY) if settings.METRICS_CACHE_S > 0 else None
+        if counts is None:
+            counts = reporter_counts()
+            if settings.METRICS_CACHE_S > 0:
+                cache.set(_REPORTERS_CACHE_KEY, counts, REPORTER_COUNTS_EVERY_S)
+        bands = GaugeMetricFamily("moderation_reporters", "Reporters by the share of their resolved reports a "
+                                  "moderator actioned (unrated: fewer than 5 resolved).", labels=["accuracy_band"])
+        for band in (UNRATED, *ACCURACY_BANDS):
+            bands.add_metric([band], counts["bands"].get(band, 0))
+        yield bands
+        muted = GaugeMetricFamily("moderation_reporters_muted", "Reporters whose reports weigh 0 toward the report "
+                                  "threshold, by who muted them.", labels=["by"])
+        for by in ("accuracy", "moderator"):
+            muted.add_metric([by], counts["muted"].get(by, 0))
+        yield muted
+
+
+REPORTER_COUNTS_EVERY_S = 300
+_REPORTERS_CACHE_KEY = "moderation:metrics:reporters"
 
 # The strikes' counters read the whole table (no index serves a count by how strikes ended): 1 to
 # 4 s at 10M strikes (docs/benchmarks.md). They are recounted at most this often, not at every scrape.

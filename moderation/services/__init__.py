@@ -46,6 +46,7 @@ from moderation.services.reconcile import review_reconcile, review_supersede, re
 from moderation.services.submission import review_submit
 from moderation.services.reports import ReportFiled, report_file
 from moderation.services.report_outcomes import reports_expire_due
+from moderation.services.reporters import reporter_mute
 from moderation.services.appeals import appeal_file
 from moderation.services.authors import (
     account_appeal_file,
@@ -77,6 +78,7 @@ __all__ = [
     "appeal_file",
     "report_file",
     "reports_expire_due",
+    "reporter_mute",
     "api_client_authenticate",
     "TRIAL",
     "breaker_admit",

@@ -13,7 +13,9 @@ from django.utils import timezone
 
 from audit import tracing
 from moderation.errors import IllegalTransition
-from moderation.models import LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, DecisionSource, NotificationKind
+from moderation.models import (
+    LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, DecisionSource, NotificationKind, ReviewStatus,
+)
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
 from moderation.services.authors import strikes_after_decision_locked
@@ -62,6 +64,11 @@ def decide_locked(
         decision = decision_record(review, appeal=appeal, writes=writes, label=label, source=source, **decision_fields)
         review.decision = decision
         review.completed_at = timezone.now()
+        if label in (ReviewStatus.APPROVED, ReviewStatus.REJECTED) and review.pile_on:
+            # The decision resolves the open reports the pile-on mark describes (docs/design.md,
+            # "Reporters"): the reports after it are judged afresh.
+            review.pile_on = ""
+            update_fields = (*update_fields, "pile_on")
         transition_review(
             review,
             cause,

@@ -146,7 +146,8 @@ def reporters_count_locked(client_id: int, reporter_ids: Iterable[str], *, agree
     agreed), creating their rows as needed.
 
     Lock order: a decision holds its review's lock, then locks its reporters in reporter_id
-    order (the sorted insert, then the sorted SELECT FOR UPDATE); the UPDATE after it touches
+    order (the sorted insert, then the sorted SELECT FOR NO KEY UPDATE, which a report's KEY SHARE read
+    of the reporter does not wait for); the UPDATE after it touches
     only rows it holds. Two decisions on different reviews that share reporters therefore
     wait for each other in one order and never deadlock, and neither holds a reporter while
     waiting for a review.
@@ -155,7 +156,7 @@ def reporters_count_locked(client_id: int, reporter_ids: Iterable[str], *, agree
     Reporter.objects.bulk_create([Reporter(client_id=client_id, reporter_id=rid) for rid in ordered],
                                  ignore_conflicts=True, batch_size=1000)
     rows = Reporter.objects.filter(client_id=client_id, reporter_id__in=ordered)
-    locked = list(rows.select_for_update().order_by("reporter_id").values_list("pk", flat=True))
+    locked = list(rows.select_for_update(no_key=True).order_by("reporter_id").values_list("pk", flat=True))
     Reporter.objects.filter(pk__in=locked).update(resolved=F("resolved") + 1,
                                                   actioned=F("actioned") + (1 if agreed else 0))
 

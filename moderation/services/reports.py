@@ -11,13 +11,24 @@ when its result lands (the review keeps the notice, `notice_kind`, which finaliz
 same lock). A notice's move is its transition row (cause notice, actor_id the kind): it is no
 threshold crossing, so it writes no ReportEscalation and no `review.reported`, which the contract
 sends for the threshold only.
+
+Each report carries its reporter's weight as it arrives (moderation/services/reporters.py: 1 for
+a reporter not yet rated, 0.5 to 2.0 by accuracy, 0 muted), and the threshold compares the sum of
+the weights of the decision's reporters with `report_threshold`. A muted reporter's report is
+stored and counted (`report_count`) all the same. Under the same lock a report marks the review a
+pile-on (`pile_on_mark_locked`) when the open reports came in a burst, or mostly from reporters of
+low accuracy.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
 
 from django.db import transaction
+from django.db.models import Count, Q, Sum
+from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
@@ -26,7 +37,9 @@ from moderation.models import (
     NOTICE_KINDS,
     Cause,
     ContentReview,
+    ModerationPolicy,
     NotificationKind,
+    PileOn,
     Report,
     ReportEscalation,
     ReportKind,
@@ -36,6 +49,7 @@ from moderation.services.transitions import records_illegal_transitions, transit
 from moderation.services.outbox import outbox_write, reported_body
 from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import report_resolve_on_filing_locked
+from moderation.services.reporters import NEUTRAL, reporter_weight_locked
 
 
 @dataclass(frozen=True)
@@ -69,11 +83,13 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "",
         created = report is None
         erased = review.content.erased_at is not None
         if created:
+            # After the review's lock, as the locking rule of moderation/services/reporters.py asks.
+            weight = reporter_weight_locked(client_id=review.client_id, reporter_id=reporter_id)
             # A report of erased content is counted, but its detail (which may quote what was
             # erased) is not kept, and it sends nothing to a human: there is nothing to judge.
             report = Report.objects.create(
                 review=review, decision_id=review.decision_id, reporter_id=reporter_id, reason=reason, kind=kind,
-                detail=ERASED if erased and detail else detail,
+                detail=ERASED if erased and detail else detail, weight=weight,
             )
         count = Report.objects.filter(review=review).count()
         # A notice on a rejected review, or any report of erased content: no decision will come
@@ -81,34 +97,75 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "",
         if created:
             report_resolve_on_filing_locked(review, report)
         if created and not erased:
+            policy = policy_active()
+            pile_on_mark_locked(review, policy)
             if kind in NOTICE_KINDS:
-                _notice_locked(review, ReportKind(kind), count)
+                _notice_locked(review, ReportKind(kind), count, reports_weight(review))
             else:
-                _escalate_if_due(review, count)
+                _escalate_if_due(review, count, policy)
     return ReportFiled(report=report, created=created, report_count=count)
 
 
-def _escalate_if_due(review: ContentReview, report_count: int) -> ReportEscalation | None:
-    """Move an approved review whose decision's reporters reach the threshold to a human.
+def reports_weight(review: ContentReview) -> Decimal:
+    """The sum of the weights of the review's reports: one per reporter, so the sum of the
+    weights of its distinct reporters."""
+    return Report.objects.filter(review=review).aggregate(total=Sum("weight"))["total"] or Decimal(0)
 
-    Call holding the review's row lock. Only the reporters of the decision in force count: a
-    moderator who confirms an approval starts the count again, and reports made while no
-    decision was in force (a review still pending) count toward none. The threshold is
-    checked when a report arrives, the only moment the count can reach it.
+
+def pile_on_mark_locked(review: ContentReview, policy: ModerationPolicy) -> str:
+    """Mark the review a pile-on if its open reports (those no decision resolved yet, this one
+    included) look like one, and return the mark (docs/design.md, "Reporters").
+
+    Call holding the review's row lock, after storing the report. `burst`: at least the policy's
+    `pile_on_reports` of them arrived within its last `pile_on_minutes`. Else `low_accuracy`: at
+    least two of them, and at least half weigh under 1 (reporters rarely right, the muted
+    included). A mark stays until a decision that resolves the reports (decide_locked) clears
+    it: later reports do not change it.
+    """
+    if review.pile_on:
+        return review.pile_on
+    since = timezone.now() - timedelta(minutes=policy.pile_on_minutes)
+    counts = Report.objects.filter(review=review, outcome="").aggregate(
+        open=Count("pk"), recent=Count("pk", filter=Q(created_at__gte=since)),
+        light=Count("pk", filter=Q(weight__lt=NEUTRAL)),
+    )
+    if counts["recent"] >= policy.pile_on_reports:
+        mark = PileOn.BURST
+    elif counts["open"] >= 2 and 2 * counts["light"] >= counts["open"]:
+        mark = PileOn.LOW_ACCURACY
+    else:
+        return ""
+    review.pile_on = mark
+    ContentReview.objects.filter(pk=review.pk).update(pile_on=mark)
+    return mark
+
+
+def _escalate_if_due(review: ContentReview, report_count: int, policy: ModerationPolicy) -> ReportEscalation | None:
+    """Move an approved review whose decision's reporters weigh up to the threshold to a human.
+
+    Call holding the review's row lock. Only the reporters of the decision in force count, each
+    by the weight it had when its report arrived (the contract: the sum of the weights of
+    distinct reporters, compared with `report_threshold`): a moderator who confirms an approval
+    starts the count again, and reports made while no decision was in force (a review still
+    pending) count toward none. The threshold is checked when a report arrives, the only moment
+    the sum can reach it. The escalation keeps how many reporters that was, and the reason says
+    what they weighed.
     """
     if review.status != ReviewStatus.APPROVED:
         return None
-    policy = policy_active()
-    reporters = Report.objects.filter(review=review, decision_id=review.decision_id).count()
-    if reporters < policy.report_threshold:
+    counted = Report.objects.filter(review=review, decision_id=review.decision_id).aggregate(
+        reporters=Count("pk"), weight=Sum("weight"))
+    reporters, weight = counted["reporters"], counted["weight"] or Decimal(0)
+    if weight < policy.report_threshold:
         return None
     transition = transition_review(
         review,
         Cause.USER_REPORTS,
         actor=Actor.SYSTEM,
         actor_id="report-threshold",
-        report_count=reporters,  # the reports queue orders by it
-        reason=f"{reporters} users reported the decision (policy v{policy.version} threshold {policy.report_threshold})",
+        report_count=float(weight),  # the reports queue orders by it
+        reason=f"{reporters} users reported the decision, weighing {weight} "
+               f"(policy v{policy.version} threshold {policy.report_threshold})",
     )
     escalation = ReportEscalation.objects.create(
         review=review, decision_id=review.decision_id, transition=transition, report_count=reporters,
@@ -119,7 +176,7 @@ def _escalate_if_due(review: ContentReview, report_count: int) -> ReportEscalati
     return escalation
 
 
-def _notice_locked(review: ContentReview, kind: ReportKind, report_count: int) -> None:
+def _notice_locked(review: ContentReview, kind: ReportKind, report_count: int, weight: Decimal) -> None:
     """Keep the strongest notice on the review, and send an approved review to a human at once.
 
     Call holding the review's row lock. A pending or processing review keeps the notice for its
@@ -137,7 +194,7 @@ def _notice_locked(review: ContentReview, kind: ReportKind, report_count: int) -
         Cause.NOTICE,
         actor=Actor.SYSTEM,
         actor_id=kind,
-        report_count=report_count,  # the queue's priority counts it
+        report_count=float(weight),  # the queue's priority counts the reporters by their weight
         reason=f"{kind.label}: a human decides whatever the report threshold",
         update_fields=("notice_kind",),
     )

@@ -44,7 +44,7 @@ def transition_review(
     reason: str = "",
     history_user=None,
     update_fields: Iterable[str] = (),
-    report_count: int = 0,
+    report_count: float = 0,
 ) -> ReviewTransition:
     """`transition_reviews` for one review; returns its transition row."""
     (transition,) = transition_reviews(
@@ -68,7 +68,7 @@ def transition_reviews(
     reason: str = "",
     history_user=None,
     update_fields: Iterable[str] = (),
-    report_count: int = 0,
+    report_count: float = 0,
 ) -> list[ReviewTransition]:
     """Run the state machine transition for `cause` on each review, save the reviews and write
     their audit rows: the one way a review's status changes (docs/design.md, invariant 1).
@@ -86,7 +86,8 @@ def transition_reviews(
     each transition row names, one per review in order (None: none).
 
     A review that lands in manual_review joins a review queue here, the one place its queue and
-    priority are computed (`report_count`: the distinct users who reported it, for the priority);
+    priority are computed (`report_count`: the distinct users who reported it, each by its weight,
+    for the priority);
     one that leaves manual_review leaves its queue (`review_queue_leave`).
     """
     keys = list(idempotency_keys) if idempotency_keys is not None else [None] * len(reviews)
@@ -201,7 +202,7 @@ def review_queue_leave(review: ContentReview) -> dict[str, Any]:
     return dict(QUEUE_LEFT)
 
 
-def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_count: int) -> tuple[str, ...]:
+def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_count: float) -> tuple[str, ...]:
     """Set (or clear) the review's place in the review queues for the status it just took; returns
     the fields set. An erased content leaves nothing to judge: its review waits in no queue."""
     if review.status == ReviewStatus.MANUAL_REVIEW and cause != Cause.CONTENT_ERASED:

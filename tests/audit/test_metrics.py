@@ -246,3 +246,26 @@ def test_authors_by_standing_account_actions_and_strikes_written_and_ended(clien
 
     services.authors_sweep()
     assert scrape(client)[("moderation_suspensions_overdue_seconds", ())] == 0
+
+
+@pytest.mark.django_db
+def test_reporters_by_accuracy_band_and_the_muted_by_who_muted_them(client, api_client, settings, django_user_model):
+    from moderation.models import Reporter
+
+    settings.METRICS_TOKEN = "scrape-me"
+    review = decided(api_client, "manual_review")
+    for reporter_id in ("new-1", "new-2"):  # reporters a report creates: not rated yet
+        services.report_file(review_id=review.pk, reporter_id=reporter_id, reason="spam")
+    for reporter_id, resolved, actioned in [("never", 20, 1), ("rarely", 10, 3), ("half", 10, 5), ("always", 5, 5),
+                                            ("held", 6, 6)]:
+        Reporter.objects.create(client=api_client, reporter_id=reporter_id, resolved=resolved, actioned=actioned)
+    services.reporter_mute(reporter_pk=Reporter.objects.get(reporter_id="held").pk, muted=True, reason="brigading",
+                           user=django_user_model.objects.create_user("mia"))
+
+    m = scrape(client)
+
+    bands = {band: m[("moderation_reporters", (("accuracy_band", band),))]
+             for band in ("unrated", "0-10", "10-33", "33-67", "67-100")}
+    assert bands == {"unrated": 2, "0-10": 1, "10-33": 1, "33-67": 1, "67-100": 2}
+    assert m[("moderation_reporters_muted", (("by", "accuracy"),))] == 1  # never: 1 of 20
+    assert m[("moderation_reporters_muted", (("by", "moderator"),))] == 1

@@ -3,8 +3,9 @@
 A database is seeded through the services with what clients and moderators can send: emoji-only,
 bidi, zero-width and combining texts, a 100,000-character text, HTML and script injections in
 texts, metadata, reports, appeals, notes and names, a policy with a `re:` pattern rule and an
-allow rule, an erased review, 320 reports on one review (its pages are paged), and authors
-named like injections with strikes, a suspension and its appeal. Then each
+allow rule, an erased review, 320 reports on one review (its pages are paged) by reporters named
+like injections, muted and unmuted with hostile reasons, and authors named like injections with
+strikes, a suspension and its appeal. Then each
 role (moderation/roles.py, and a superuser) opens the admin index and follows every link it
 finds under /admin/ (changelists and their filters, a few change and history pages of each
 model, the queues, the review pages, the term editor), plus each seeded review's pages, and
@@ -25,7 +26,7 @@ from django.test import Client
 
 from moderation import roles, services
 from moderation.erasure import content_erase
-from moderation.models import Author, ContentReview, PileOn, Report
+from moderation.models import Author, ContentReview, PileOn, Report, Reporter
 from tests.helpers import result
 
 pytestmark = pytest.mark.django_db
@@ -100,6 +101,12 @@ def hostile(django_user_model, api_client):
                              kind="trusted_flagger" if i == 4 else "user")
     ContentReview.objects.filter(pk=piled.pk).update(pile_on=PileOn.LOW_ACCURACY)
     reviews["piled-on"] = piled
+    # Reporters: the 320 above (named like an injection), one rated and muted by the rule, one a
+    # moderator muted with an injection for a reason, one unmuted with a bidi reason.
+    noisy, held, freed = (Reporter.objects.get(reporter_id=f"{INJECTIONS[3]}-{i}") for i in range(3))
+    Reporter.objects.filter(pk=noisy.pk).update(resolved=40, actioned=1)  # as report_outcomes counts them
+    services.reporter_mute(reporter_pk=held.pk, muted=True, reason=INJECTIONS[0] + ZALGO, user=author)
+    services.reporter_mute(reporter_pk=freed.pk, muted=False, reason="\u202Eevil\u202C " + INJECTIONS[2], user=author)
     content_erase(review_id=reviews["bidi"].pk, actor="admin", actor_id=INJECTIONS[0], reason=INJECTIONS[1])
     # An author named like an injection, with strikes, one overturned, an action by a moderator
     # and an appeal of it; and an author whose id is bidi and emoji.
@@ -186,6 +193,9 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
                           for page in ("timeline", "change")],
              *[f"/admin/moderation/author/{pk}/change/" for pk in Author.objects.values_list("pk", flat=True)],
              "/admin/moderation/author/?q=" + INJECTIONS[0],
+             *[f"/admin/moderation/reporter/{pk}/change/" for pk in Reporter.objects.order_by("pk")
+               .values_list("pk", flat=True)[:3]],
+             "/admin/moderation/reporter/?q=" + INJECTIONS[3] + "-1", "/admin/moderation/reporter/?muted=moderator",
              f"/admin/moderation/contentreview/{reported}/timeline/?timeline_page=4&reports_page=7",
              f"/admin/moderation/contentreview/{reported}/change/?reports_page=7",
              "/admin/moderation/contentreview/?q=" + INJECTIONS[0], "/admin/moderation/contentreview/?q=%F0%9F%98%80",
@@ -220,6 +230,7 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
         paths = {urlsplit(url).path for url in pages}
         assert "/admin/moderation/contentreview/queues/?queue=reports" in pages, role
         assert {"/admin/moderation/contentreview/queues/", "/admin/moderation/moderationpolicy/",
-                "/admin/audit/reviewtransition/", "/admin/moderation/author/"} <= paths, role
+                "/admin/audit/reviewtransition/", "/admin/moderation/author/", "/admin/moderation/reporter/"} <= paths, role
         assert any(re.fullmatch(r"/admin/moderation/author/\d+/change/", p) for p in paths), role
+        assert any(re.fullmatch(r"/admin/moderation/reporter/\d+/change/", p) for p in paths), role
         assert sum(re.fullmatch(r"/admin/moderation/moderationpolicy/\d+/change/", p) is not None for p in paths) >= 2
