@@ -63,7 +63,7 @@ NOTICE_SETS = {(ReportKind.DSA_NOTICE,): 2, (ReportKind.TRUSTED_FLAGGER,): 2,
 # pending to decided (and, on a noticed one, decided again by the notice moderator).
 BURST_DELAY_S = (0.0, 30.0)
 REPORTS_ALLOWED = {200, 201}
-REPORTERS_PER_KIND = 5
+REPORTERS_PER_KIND = 5  # reporters of each kind: a few file many reports each, as flaggers do
 # What a moderator's decision or a reprocess may be refused with, racing a notice, a result or
 # the other traffic: the review changed since it was read, another moderator holds it, its
 # content was erased, it is under appeal, or it is no longer decided. An IllegalTransition is

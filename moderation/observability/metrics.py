@@ -312,8 +312,8 @@ class PipelineCollector:
         return family
 
     def _reports_and_appeals(self):
-        """Users' reports and the threshold crossings they caused; appeals filed, resolved by
-        outcome, still open, and how long a resolution took."""
+        """The threshold crossings users' reports caused (the reports themselves: _reports_by_kind);
+        appeals filed, resolved by outcome, still open, and how long a resolution took."""
         yield CounterMetricFamily("moderation_report_threshold_crossings",
                                   "Approved reviews sent to a human because enough users reported them.",
                                   value=ReportEscalation.objects.count())
