@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import contextmanager
+from unittest import mock
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -29,6 +31,7 @@ import httpx
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, Min, Sum
+from django.test import override_settings
 from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent, ReviewTransition
@@ -38,6 +41,7 @@ from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentErasure, ContentReview, ProviderAttempt
 from moderation.retention import prune
 from lab.author_traffic import AuthorTraffic
+from lab.notice_traffic import NoticeTraffic
 from lab.pgbouncer import PgBouncer, server_address
 from lab.user_traffic import UserTraffic
 from lab.simulator import Faults, ProviderSimulator
@@ -113,6 +117,12 @@ class LabConfig:
     account_appeal_rate: float = 0.5
     sweep_ahead_days: float = 10.0
     lapse_rate: float = 0.005
+    # Notices (lab/notice_traffic.py): a share of the reviews gets DSA notices and trusted
+    # flaggers' reports a few seconds after its submission, with a share of those bursts carrying
+    # the review's decision by a moderator or a reprocess.
+    notice_rate: float = 0.1
+    notice_decide_rate: float = 0.5
+    notice_reprocess_rate: float = 0.3
 
     @property
     def author_count(self) -> int:
@@ -172,6 +182,21 @@ def first_decision_latencies(review_ids: list) -> dict:
 def percentile(ordered: list, q: float) -> float:
     """The q-quantile of an ascending list (nearest rank)."""
     return ordered[min(len(ordered) - 1, max(0, round(q * len(ordered)) - 1))]
+
+
+@contextmanager
+def job_queues(q_name: str):
+    """While inside, what this process enqueues (the lab's reprocesses, its moderators'
+    notifications) goes on the job queues named `q_name`, the run's, which its clusters consume.
+    django-q2 also signs each task with the queue's name (`Conf.PREFIX`, read at import): a task
+    signed with another is refused by the cluster, and the job lost until the sweeper's requeue."""
+    from django_q.conf import Conf
+
+    notify = f"{q_name}-notify"
+    alt = {notify: next(iter(settings.Q_CLUSTER["ALT_CLUSTERS"].values()))}
+    with override_settings(Q_CLUSTER={**settings.Q_CLUSTER, "name": q_name, "ALT_CLUSTERS": alt},
+                           NOTIFY_CLUSTER=notify), mock.patch.object(Conf, "PREFIX", q_name):
+        yield
 
 
 def free_port() -> int:
@@ -313,48 +338,64 @@ class RaceLab:
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
             "MODERATION_BATCH_SIZE": str(c.batch_size or settings.MODERATION_BATCH_SIZE),
         }
-        authors, acting = None, []
-        try:
-            if c.hostile_rate:
-                self._publish_lab_rules()
-            self.processes = start_platform(env, port, web_workers=c.web_workers, clusters=c.clusters)
-            client, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
-            authors = AuthorTraffic(
-                client, moderator_rate=c.moderator_rate, stale_rate=c.stale_rate, override_rate=c.override_rate,
-                account_appeal_rate=c.account_appeal_rate, sweep_ahead_days=c.sweep_ahead_days,
-                lapse_rate=c.lapse_rate, seed=c.seed,
-            ) if c.author_count else None
-            if authors:
-                acting = authors.start()  # from the first submission on
-            review_ids, erased = self._submit(port, token)
-            killer = threading.Thread(target=self._kill_workers, daemon=True)
-            killer.start()
-            users = UserTraffic(f"http://127.0.0.1:{port}", token, review_ids, c.report_rate, c.appeal_rate, c.seed)
-            contesting = threading.Thread(target=users.run, daemon=True)
-            contesting.start()
-            outage = self._web_outage(env, port, review_ids) if c.web_outage_s > 0 else None
-            unfinished = self._quiesce(review_ids, bouncer)
-            users.done.set()
-            contesting.join(timeout=120)
-            killer.join(timeout=1)
-        finally:
-            if authors:
-                authors.done.set()  # their last steps end before the platform stops
-            for thread in acting:
-                thread.join(timeout=120)
-            stop(self.processes.values())
-            simulator.stop()
-            if bouncer:
-                bouncer.stop()
+        authors, acting, notices, noticing = None, [], None, []
+        with job_queues(env["Q_NAME"]):  # what the lab's own threads enqueue goes to its clusters
+            try:
+                if c.hostile_rate:
+                    self._publish_lab_rules()
+                self.processes = start_platform(env, port, web_workers=c.web_workers, clusters=c.clusters)
+                client, token = api_client_create(name=f"race-lab-{uuid.uuid4().hex[:8]}")
+                authors = AuthorTraffic(
+                    client, moderator_rate=c.moderator_rate, stale_rate=c.stale_rate, override_rate=c.override_rate,
+                    account_appeal_rate=c.account_appeal_rate, sweep_ahead_days=c.sweep_ahead_days,
+                    lapse_rate=c.lapse_rate, seed=c.seed,
+                ) if c.author_count else None
+                if authors:
+                    acting = authors.start()  # from the first submission on
+                if c.notice_rate:
+                    notices = NoticeTraffic(f"http://127.0.0.1:{port}", token, client, notice_rate=c.notice_rate,
+                                            decide_rate=c.notice_decide_rate, reprocess_rate=c.notice_reprocess_rate,
+                                            seed=c.seed)
+                    noticing = notices.start()  # from the first submission on
+                review_ids, erased = self._submit(port, token)
+                killer = threading.Thread(target=self._kill_workers, daemon=True)
+                killer.start()
+                users = UserTraffic(f"http://127.0.0.1:{port}", token, review_ids, c.report_rate, c.appeal_rate, c.seed)
+                contesting = threading.Thread(target=users.run, daemon=True)
+                contesting.start()
+                outage = self._web_outage(env, port, review_ids) if c.web_outage_s > 0 else None
+                unfinished = self._quiesce(review_ids, bouncer)
+                users.done.set()
+                contesting.join(timeout=120)
+                killer.join(timeout=1)
+                if notices:
+                    notices.done.set()  # its scheduled bursts end, then what they reprocessed is decided
+                    for thread in noticing:
+                        thread.join(timeout=120)
+                    if notices.counts["reprocessed"]:
+                        unfinished = self._quiesce(review_ids, bouncer)
+            finally:
+                if notices:
+                    notices.done.set()
+                if authors:
+                    authors.done.set()  # their last steps end before the platform stops
+                for thread in acting:
+                    thread.join(timeout=120)
+                stop(self.processes.values())
+                simulator.stop()
+                if bouncer:
+                    bouncer.stop()
         if c.prune:
             self.pruned = prune(for_real=True, now=timezone.now() + timedelta(days=400))
         latencies = first_decision_latencies(review_ids)
-        report = LabReport(violations=violations(review_ids) + users.unexpected + (authors.unexpected if authors else []),
+        report = LabReport(violations=violations(review_ids) + users.unexpected + (authors.unexpected if authors else [])
+                           + (notices.unexpected if notices else []),
                            unfinished=unfinished,
                            erased_found=where_found(erased) if erased else set(),
                            late=[pk for pk, s in latencies.items() if s > c.decision_bound_s])
         report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer, latencies)
-        report.figures = {**report.figures, **users.figures(), **(authors.figures() if authors else {})}
+        report.figures = {**report.figures, **users.figures(), **(authors.figures() if authors else {}),
+                          **(notices.figures() if notices else {})}
         if outage:
             report.figures.update(outage.figures())
         return report

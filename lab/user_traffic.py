@@ -27,6 +27,20 @@ APPEALS_ALLOWED = {201, 409}
 RETRY_FOR_S = 120
 
 
+def post_as_a_client(http: httpx.Client, path: str, body: dict, counts: Counter) -> httpx.Response:
+    """POST as a client would: a connection that fails (the web tier down, `--web-outage-s`)
+    is tried again, for up to RETRY_FOR_S; the answer that finally comes is what counts."""
+    deadline = time.monotonic() + RETRY_FOR_S
+    while True:
+        try:
+            return http.post(path, json=body)
+        except httpx.TransportError:
+            counts["connection errors retried"] += 1
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 @dataclass
 class UserTraffic:
     base_url: str
@@ -90,17 +104,7 @@ class UserTraffic:
         self._answers("appeal", APPEALS_ALLOWED, pool.map(lambda _: self._post(http, path, body), range(3)))
 
     def _post(self, http, path: str, body: dict) -> httpx.Response:
-        """POST as a client would: a connection that fails (the web tier down, `--web-outage-s`)
-        is tried again, for up to RETRY_FOR_S; the answer that finally comes is what counts."""
-        deadline = time.monotonic() + RETRY_FOR_S
-        while True:
-            try:
-                return http.post(path, json=body)
-            except httpx.TransportError:
-                self.counts["connection errors retried"] += 1
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        return post_as_a_client(http, path, body, self.counts)
 
     def _answers(self, what: str, allowed: set, responses) -> None:
         for response in responses:

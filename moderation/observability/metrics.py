@@ -21,6 +21,7 @@ from django.db.models import (
     FloatField,
     Func,
     Min,
+    QuerySet,
     OuterRef,
     Q,
     Subquery,
@@ -48,8 +49,11 @@ from moderation.models import (
     ActionKind,
     Appeal,
     AppealStatus,
+    NOTICE_KINDS,
     Report,
     ReportEscalation,
+    ReportKind,
+    ReportOutcome,
     Cause,
     CircuitState,
     ContentReview,
@@ -86,6 +90,28 @@ def _pruned() -> dict[str, int]:
 
 # Appeals wait for people: minutes to days.
 APPEAL_BUCKETS = (60, 300, 900, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600)
+# Notices wait for people too, a trusted flagger's at the head of the queue: seconds to weeks, fine
+# enough for histogram_quantile to give the median a DSA transparency report states.
+NOTICE_BUCKETS = (10, 30, 60, 300, 900, 1800, 3600, 2 * 3600, 4 * 3600, 8 * 3600, 12 * 3600, 24 * 3600,
+                  2 * 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600, 14 * 24 * 3600, 30 * 24 * 3600)
+
+
+def report_counts(review_ids=None) -> dict[tuple[str, str], int]:
+    """Reports by (kind, outcome), outcome "" while open; of the given reviews only, if any."""
+    rows = Report.objects.all() if review_ids is None else Report.objects.filter(review_id__in=review_ids)
+    return {(kind, outcome): n for kind, outcome, n in rows.values_list("kind", "outcome").annotate(n=Count("id"))
+            .order_by()}
+
+
+def notice_decision_seconds(review_ids=None) -> QuerySet:
+    """The notices (DSA notices, trusted flaggers' reports) a decision resolved, each with the
+    seconds from the notice to that resolution (`seconds`): the time to act that a DSA
+    transparency report gives the median of. A report's resolution is written once and reports
+    are never pruned, so what this counts never falls."""
+    rows = Report.objects.filter(kind__in=NOTICE_KINDS, outcome__in=(ReportOutcome.ACTIONED, ReportOutcome.NO_ACTION))
+    if review_ids is not None:
+        rows = rows.filter(review_id__in=review_ids)
+    return rows.annotate(seconds=_seconds("resolved_at", F("created_at")))
 
 
 def _histogram(family: HistogramMetricFamily, stage: str, rows, bounds=BUCKETS) -> None:
@@ -106,6 +132,7 @@ class PipelineCollector:
         yield from self._backlogs()
         yield self._latency()
         yield from self._reports_and_appeals()
+        yield from self._reports_by_kind()
         yield from self._workplace()
         yield from self._authors()
         yield from self._reporters()
@@ -287,10 +314,8 @@ class PipelineCollector:
         return family
 
     def _reports_and_appeals(self):
-        """Users' reports and the threshold crossings they caused; appeals filed, resolved by
-        outcome, still open, and how long a resolution took."""
-        yield CounterMetricFamily("moderation_reports", "User reports received (one per reporter and review).",
-                                  value=Report.objects.count())
+        """The threshold crossings users' reports caused (the reports themselves: _reports_by_kind);
+        appeals filed, resolved by outcome, still open, and how long a resolution took."""
         yield CounterMetricFamily("moderation_report_threshold_crossings",
                                   "Approved reviews sent to a human because enough users reported them.",
                                   value=ReportEscalation.objects.count())
@@ -307,6 +332,43 @@ class PipelineCollector:
         yield GaugeMetricFamily("moderation_appeals_open", "Appeals waiting for a moderator.",
                                 value=counts.get(AppealStatus.OPEN, 0))
         yield durations
+
+    def _reports_by_kind(self):
+        """Reports received and resolved by kind and outcome, those still open, and how long a
+        notice waited for the decision that resolved it. The open ones are a gauge: a counter
+        labelled "open" would fall at each resolution. Each report is resolved once, so the
+        counters and the histogram only grow."""
+        counts = report_counts()
+        received = CounterMetricFamily("moderation_reports", "Reports received (one per reporter and review), by kind.",
+                                       labels=["kind"])
+        resolved = CounterMetricFamily("moderation_reports_resolved", "Reports resolved (report.resolved), by kind "
+                                       "and outcome.", labels=["kind", "outcome"])
+        still_open = GaugeMetricFamily("moderation_reports_open", "Reports not resolved yet, by kind.", labels=["kind"])
+        for kind in ReportKind.values:
+            received.add_metric([kind], sum(n for (k, _), n in counts.items() if k == kind))
+            still_open.add_metric([kind], counts.get((kind, ""), 0))
+            for outcome in ReportOutcome.values:
+                resolved.add_metric([kind, outcome], counts.get((kind, outcome), 0))
+        yield received
+        yield resolved
+        yield still_open
+        yield self._notice_decisions()
+
+    @staticmethod
+    def _notice_decisions() -> HistogramMetricFamily:
+        """One pass over the resolved notices for every (kind, outcome) series."""
+        family = HistogramMetricFamily("moderation_notice_decision_seconds", "From a DSA notice or a trusted "
+                                       "flagger's report to the decision that resolved it.", labels=["kind", "outcome"])
+        rows = {(row["kind"], row["outcome"]): row for row in notice_decision_seconds().values("kind", "outcome").annotate(
+            **{f"le{i}": Count("pk", filter=Q(seconds__lte=bound)) for i, bound in enumerate(NOTICE_BUCKETS)},
+            total=Count("pk"), sum=Sum("seconds"),
+        ).order_by()}
+        for kind in NOTICE_KINDS:
+            for outcome in (ReportOutcome.ACTIONED, ReportOutcome.NO_ACTION):
+                row = rows.get((kind, outcome), {})
+                buckets = [(str(bound), row.get(f"le{i}", 0)) for i, bound in enumerate(NOTICE_BUCKETS)]
+                family.add_metric([kind, outcome], buckets + [("+Inf", row.get("total", 0))], float(row.get("sum") or 0))
+        return family
 
     def _authors(self):
         """Accounts by standing, actions taken on them, strikes written and ended, and how late

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from audit.models import Actor, ReviewTransition
 from moderation import services, tasks
-from moderation.models import ModerationRequest
+from moderation.models import ModerationRequest, Report, ReportKind, ReportOutcome
 from moderation.providers import Accepted
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, decided, submit
@@ -194,7 +197,7 @@ def test_reports_threshold_crossings_and_appeals_are_counted_with_their_time_to_
 
     m = scrape(client)
 
-    assert m[("moderation_reports_total", ())] == 4
+    assert m[("moderation_reports_total", (("kind", "user"),))] == 4
     assert m[("moderation_report_threshold_crossings_total", ())] == 1
     assert m[("moderation_appeals_filed_total", ())] == 3
     assert m[("moderation_appeals_resolved_total", (("outcome", "upheld"),))] == 1
@@ -202,6 +205,67 @@ def test_reports_threshold_crossings_and_appeals_are_counted_with_their_time_to_
     assert m[("moderation_appeals_open", ())] == 1
     assert m[("moderation_appeal_resolution_seconds_count", (("outcome", "upheld"),))] == 1
     assert m[("moderation_appeal_resolution_seconds_bucket", (("le", "60"), ("outcome", "overturned")))] == 1
+
+
+def _report(review, kind: str, *, outcome: str = "", after_s: float | None = None) -> Report:
+    """A report of `review` filed an hour ago and, with `outcome`, resolved `after_s` seconds later
+    (by the review's decision unless it expired), as the resolution writes it."""
+    filed = timezone.now() - timedelta(hours=1)
+    report = Report.objects.create(review=review, reporter_id=f"{kind}-{Report.objects.count()}", kind=kind,
+                                   reason="other")
+    resolved = {} if not outcome else {
+        "outcome": outcome, "resolved_at": filed + timedelta(seconds=after_s),
+        "resolved_by": None if outcome == ReportOutcome.EXPIRED else review.decision,
+        "agreed": None if outcome == ReportOutcome.EXPIRED else outcome == ReportOutcome.ACTIONED,
+    }
+    Report.objects.filter(pk=report.pk).update(created_at=filed, **resolved)
+    return report
+
+
+@pytest.mark.django_db
+def test_reports_are_counted_by_kind_and_outcome_and_the_time_from_a_notice_to_its_decision_is_a_histogram(
+    client, api_client, settings
+):
+    settings.METRICS_TOKEN = "scrape-me"
+    rejected, approved = decided(api_client, "rejected"), decided(api_client, "approved")
+    _report(rejected, ReportKind.DSA_NOTICE, outcome=ReportOutcome.ACTIONED, after_s=45)
+    _report(approved, ReportKind.TRUSTED_FLAGGER, outcome=ReportOutcome.NO_ACTION, after_s=2 * 3600 - 1)
+    waiting = _report(approved, ReportKind.DSA_NOTICE)
+    _report(approved, ReportKind.USER)
+    _report(approved, ReportKind.USER, outcome=ReportOutcome.EXPIRED, after_s=30 * 86400)
+    _report(rejected, ReportKind.USER, outcome=ReportOutcome.ACTIONED, after_s=10)  # not a notice: no histogram
+
+    m = scrape(client)
+
+    assert [m[("moderation_reports_total", (("kind", k),))] for k in ReportKind.values] == [3, 2, 1]
+    assert [m[("moderation_reports_open", (("kind", k),))] for k in ReportKind.values] == [1, 1, 0]
+    resolved = {(k, o): m[("moderation_reports_resolved_total", (("kind", k), ("outcome", o)))]
+                for k in ReportKind.values for o in ReportOutcome.values}
+    assert {key: n for key, n in resolved.items() if n} == {
+        ("user", "actioned"): 1, ("user", "expired"): 1, ("dsa_notice", "actioned"): 1,
+        ("trusted_flagger", "no_action"): 1,
+    }
+
+    def histogram(kind, outcome, suffix, le=None):
+        labels = (("kind", kind), *((("le", le),) if le else ()), ("outcome", outcome))
+        return m[(f"moderation_notice_decision_seconds_{suffix}", labels)]
+
+    assert histogram("dsa_notice", "actioned", "count") == 1 and histogram("dsa_notice", "actioned", "sum") == 45
+    assert (histogram("dsa_notice", "actioned", "bucket", "30"), histogram("dsa_notice", "actioned", "bucket", "60")) == (0, 1)
+    assert histogram("trusted_flagger", "no_action", "sum") == 2 * 3600 - 1
+    assert (histogram("trusted_flagger", "no_action", "bucket", "3600"),
+            histogram("trusted_flagger", "no_action", "bucket", "7200")) == (0, 1)
+    assert histogram("dsa_notice", "no_action", "count") == histogram("trusted_flagger", "actioned", "count") == 0
+    assert not any(name.startswith("moderation_notice_decision") and ("kind", "user") in labels for name, labels in m)
+
+    # Resolving the open notice moves it from the gauge to the counters: nothing counted falls.
+    Report.objects.filter(pk=waiting.pk).update(outcome=ReportOutcome.ACTIONED, resolved_at=timezone.now(),
+                                                resolved_by=approved.decision, agreed=True)
+    after = scrape(client)
+    assert after[("moderation_reports_total", (("kind", "dsa_notice"),))] == 2
+    assert after[("moderation_reports_open", (("kind", "dsa_notice"),))] == 0
+    assert after[("moderation_reports_resolved_total", (("kind", "dsa_notice"), ("outcome", "actioned")))] == 2
+    assert after[("moderation_notice_decision_seconds_count", (("kind", "dsa_notice"), ("outcome", "actioned")))] == 2
 
 
 @pytest.mark.django_db

@@ -25,6 +25,11 @@ def test_a_small_race_lab_finds_every_invariant_holding():
     # The reviews were spread over 10 authors, whose rejections climbed the ladder meanwhile.
     assert figures["authors (reviews each: min / max)"].startswith("10 ")
     assert "by strikes" in figures["account actions"], figures["account actions"]
+    # A tenth of them got DSA notices and trusted flaggers' reports while results, decisions and
+    # reprocesses raced them (the checker's notice_violations above), answered as the contract says.
+    noticed, by_kind = figures["noticed reviews (by a DSA notice / a trusted flagger)"].split(" ", 1)
+    assert int(noticed) >= 5 and all(int(n) > 0 for n in by_kind.strip("()").split(" / ")), figures
+    assert figures["notice traffic errors"] == 0 and figures["noticed reviews final at the end"] == f"{noticed} of {noticed}"
 
 
 def test_the_race_lab_through_pgbouncer_with_erasures_and_a_prune_finds_every_invariant_holding():

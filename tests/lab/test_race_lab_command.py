@@ -26,7 +26,8 @@ def test_an_unmigrated_database_is_refused_with_the_step_that_fixes_it(monkeypat
 @pytest.mark.parametrize("args", [["--reviews", "0"], ["--batch-size", "300"], ["--report-rate", "1.5"],
                                   ["--hostile-rate", "-0.1"], ["--decision-bound-s", "0"], ["--authors", "-1"],
                                   ["--stale-rate", "1.5"], ["--account-appeal-rate", "-0.1"], ["--lapse-rate", "2"],
-                                  ["--moderator-rate", "0"], ["--sweep-ahead-days", "-1"]])
+                                  ["--moderator-rate", "0"], ["--sweep-ahead-days", "-1"], ["--notice-rate", "1.5"],
+                                  ["--notice-decide-rate", "-0.1"], ["--notice-reprocess-rate", "2"]])
 def test_out_of_range_arguments_are_refused(args):
     with pytest.raises(CommandError):
         call_command("race_lab", *args)

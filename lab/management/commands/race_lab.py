@@ -55,6 +55,14 @@ class Command(BaseCommand):
                              help="each of the two concurrent expiry runs acts as if up to this many days had passed")
         authors.add_argument("--lapse-rate", type=float, default=0.005,
                              help="share of expiry runs past the strike window (every strike lapses)")
+        notices = parser.add_argument_group("notices (lab/notice_traffic.py)")
+        notices.add_argument("--notice-rate", type=float, default=0.1,
+                             help="share of reviews given DSA notices and trusted flaggers' reports (with a user's "
+                                  "report), each reporter twice at once, a few seconds after submission (0: none)")
+        notices.add_argument("--notice-decide-rate", type=float, default=0.5,
+                             help="share of the notice bursts on a review with a human that carry its decision")
+        notices.add_argument("--notice-reprocess-rate", type=float, default=0.3,
+                             help="share of the notice bursts on a decided review that carry a reprocess")
 
     def handle(self, *args, **o):
         if (o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0
@@ -65,10 +73,12 @@ class Command(BaseCommand):
             raise CommandError("--report-rate, --appeal-rate and --hostile-rate are shares from 0 to 1")
         if o["decision_bound_s"] <= 0:
             raise CommandError("--decision-bound-s must be positive")
-        rates = ("author_reject_rate", "stale_rate", "override_rate", "account_appeal_rate", "lapse_rate")
+        rates = ("author_reject_rate", "stale_rate", "override_rate", "account_appeal_rate", "lapse_rate",
+                 "notice_rate", "notice_decide_rate", "notice_reprocess_rate")
         if not all(0 <= o[rate] <= 1 for rate in rates):
-            raise CommandError("--author-reject-rate, --stale-rate, --override-rate, --account-appeal-rate and "
-                               "--lapse-rate are shares from 0 to 1")
+            raise CommandError("--author-reject-rate, --stale-rate, --override-rate, --account-appeal-rate, "
+                               "--lapse-rate, --notice-rate, --notice-decide-rate and --notice-reprocess-rate are "
+                               "shares from 0 to 1")
         if (o["authors"] is not None and o["authors"] < 0) or o["moderator_rate"] <= 0 or o["sweep_ahead_days"] < 0:
             raise CommandError("--authors and --sweep-ahead-days must not be negative, --moderator-rate positive")
         executor = MigrationExecutor(connection)
@@ -85,7 +95,8 @@ class Command(BaseCommand):
             decision_bound_s=o["decision_bound_s"], authors=o["authors"], author_reject_rate=o["author_reject_rate"],
             moderator_rate=o["moderator_rate"], stale_rate=o["stale_rate"], override_rate=o["override_rate"],
             account_appeal_rate=o["account_appeal_rate"], sweep_ahead_days=o["sweep_ahead_days"],
-            lapse_rate=o["lapse_rate"],
+            lapse_rate=o["lapse_rate"], notice_rate=o["notice_rate"], notice_decide_rate=o["notice_decide_rate"],
+            notice_reprocess_rate=o["notice_reprocess_rate"],
         )
         try:
             report = RaceLab(config).run()
