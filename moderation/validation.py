@@ -53,6 +53,17 @@ def validate_policy(fields: dict) -> list[str]:
     errors += validate_author_rules(fields)
     errors += validate_appeal_window(fields.get("appeal_window_days", 183))
     errors += validate_notice_templates(fields.get("notice_templates", {}))
+    errors += validate_report_rules(fields)
+    return errors
+
+
+def validate_report_rules(fields: dict) -> list[str]:
+    """Each of REPORT_FIELDS given is a whole number in its range (left out: its default)."""
+    errors = []
+    for name, (low, high) in REPORT_FIELD_RANGES.items():
+        value = fields.get(name, low)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            errors.append(f"{name} must be a whole number from {low} to {high}")
     return errors
 
 
@@ -76,6 +87,9 @@ PRIORITY_WEIGHTS = ("priority_score_weight", "priority_report_weight", "priority
 AUTHOR_FIELDS = ("strike_points", "strike_window_days", "enforcement_ladder", "while_restricted")
 # What the affected user is told, and for how long they may appeal (moderation.notices).
 NOTICE_FIELDS = ("appeal_window_days", "notice_templates")
+# How long a user report waits for a decision, and what marks a pile-on (docs/design.md, "Reporters").
+REPORT_FIELDS = ("report_expiry_days", "pile_on_reports", "pile_on_minutes")
+REPORT_FIELD_RANGES = {"report_expiry_days": (1, 3650), "pile_on_reports": (2, 10_000), "pile_on_minutes": (1, 10_080)}
 STRIKE_POINTS_MAX = 1000
 STRIKE_WINDOW_DAYS_MAX = 3650
 LADDER_ACTIONS = ("warn", "suspend", "ban")

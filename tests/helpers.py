@@ -314,3 +314,12 @@ def active_points(author) -> int:
     from moderation.models import Strike
 
     return Strike.objects.filter(author=author, ended_at__isnull=True).aggregate(n=Sum("points"))["n"] or 0
+
+
+def violations_with_rated_reporters(review_ids) -> list[str]:
+    """The checker's findings, less the reporters' counts: for tests whose reporters come rated
+    (their `resolved` / `actioned` set directly rather than earned by judged reports, which the
+    checker would rightly report as counts no moderator judged)."""
+    from moderation.invariants import violations
+
+    return [v for v in violations(review_ids) if not v.startswith("reporter ")]

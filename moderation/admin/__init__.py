@@ -21,7 +21,7 @@ from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -81,7 +81,7 @@ class PolicyForm(forms.ModelForm):
     class Meta:
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
-                  "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, "model_languages", "unjudged_label",
+                  "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
                   "term_lists", "notes"]
 
     def __init__(self, *args, **kwargs):

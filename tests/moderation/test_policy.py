@@ -73,6 +73,9 @@ def test_publishing_creates_a_new_version_and_keeps_the_old_one():
         {"reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": {"hate": {"reject": "high"}}},
         {"reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": {"hate": {"review": 0.8, "reject": 0.2}}},
         {"reject_threshold": 0.9, "review_threshold": 0.5, "flagged_label": "pending"},
+        {"reject_threshold": 0.9, "review_threshold": 0.5, "report_expiry_days": 0},
+        {"reject_threshold": 0.9, "review_threshold": 0.5, "pile_on_reports": 1},
+        {"reject_threshold": 0.9, "review_threshold": 0.5, "pile_on_minutes": "ten"},
     ],
 )
 def test_an_invalid_policy_is_refused_and_nothing_is_published(bad):

@@ -11,11 +11,10 @@ import pytest
 
 from audit.models import ReviewTransition
 from moderation import services
-from moderation.invariants import violations
 from moderation.models import ContentReview, Report, ReportEscalation, Reporter, ReporterMute
 from moderation.services import reporters as reporters_service
 from moderation.services import reports as reports_service
-from tests.helpers import collide, decided
+from tests.helpers import collide, decided, violations_with_rated_reporters
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -83,7 +82,7 @@ def test_twelve_weighted_reporters_at_once_cross_the_threshold_once_at_the_right
         ok, said = crossing_is_the_first_prefix_to_weigh_the_threshold(review)
         assert ok, said
         assert dict(Report.objects.filter(review=review).values_list("reporter_id", "weight")) == weights
-        assert violations([review.pk]) == []
+        assert violations_with_rated_reporters([review.pk]) == []
 
 
 def test_without_the_review_lock_weighted_reporters_cross_wrongly(api_client, threshold_of_six, monkeypatch):
