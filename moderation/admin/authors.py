@@ -21,7 +21,7 @@ from django.urls import path, reverse
 
 from audit.admin_base import ReadOnlyPermissionsMixin
 from moderation import services
-from moderation.admin.paginator import EstimatedCountPaginator, rows_page
+from moderation.admin.paginator import ClientKeyedListMixin, rows_page
 from moderation.admin import review_page
 from moderation.admin.reviews import excerpt_html, refuse_nul, with_excerpts
 from moderation.errors import ModerationError, StaleAuthor
@@ -89,27 +89,13 @@ def applicable(author: Author) -> list[str]:
     return shown + (["lift"] if author.restriction_id else [])
 
 
-class AuthorAdmin(ReadOnlyPermissionsMixin, admin.ModelAdmin):
+class AuthorAdmin(ClientKeyedListMixin, ReadOnlyPermissionsMixin, admin.ModelAdmin):
     list_display = ["author_id", "client", "standing", "strike_points", "restricted_until", "created_at"]
     list_filter = ["standing", PointsFilter, "client"]
     list_select_related = ["client"]
     search_fields = ["author_id"]
     search_help_text = "The author's id, exactly as the client sends it."
-    ordering = ["-id"]
-    # No count(*) of a million authors per page (moderation/admin/paginator.py), and no facet
-    # counts: each would scan the table once per filter choice.
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    list_per_page = 50
-
-    def get_search_results(self, request, queryset, search_term):
-        """The author id as typed, in each client: one descent of the (client, author_id) index
-        per client, where `author_id = ...` alone would read the whole index."""
-        if not search_term:
-            return queryset, False
-        clients = list(ApiClient.objects.values_list("pk", flat=True))
-        return queryset.filter(client_id__in=clients, author_id=search_term), False
+    client_key = "author_id"
 
     def changelist_view(self, request, extra_context=None):
         return refuse_nul(request) or super().changelist_view(request, extra_context)

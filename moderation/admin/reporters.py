@@ -20,7 +20,7 @@ from django.urls import path, reverse
 
 from audit.admin_base import ReadOnlyPermissionsMixin
 from moderation.admin import review_page
-from moderation.admin.paginator import EstimatedCountPaginator, rows_page
+from moderation.admin.paginator import ClientKeyedListMixin, rows_page
 from moderation.admin.reviews import refuse_nul
 from moderation.errors import ModerationError
 from moderation.models import ACCOUNT_REASON_MAX, ApiClient, Report, Reporter, ReporterMute
@@ -78,26 +78,13 @@ def buttons_for(reporter: Reporter) -> list[str]:
             if {True: ReporterMute.MUTED, False: ReporterMute.UNMUTED, None: ReporterMute.AUTO}[muted] != reporter.mute]
 
 
-class ReporterAdmin(ReadOnlyPermissionsMixin, admin.ModelAdmin):
+class ReporterAdmin(ClientKeyedListMixin, ReadOnlyPermissionsMixin, admin.ModelAdmin):
     list_display = ["reporter_id", "client", "resolved", "actioned", "accuracy", "weight", "muted"]
     list_filter = [MutedFilter, RatedFilter, "client"]
     list_select_related = ["client"]
     search_fields = ["reporter_id"]
     search_help_text = "The reporter's id, exactly as the client sends it."
-    ordering = ["-id"]
-    # No count(*) of every reporter a client ever named, and no facet counts (as the authors).
-    paginator = EstimatedCountPaginator
-    show_full_result_count = False
-    show_facets = admin.ShowFacets.NEVER
-    list_per_page = 50
-
-    def get_search_results(self, request, queryset, search_term):
-        """The reporter id as typed, in each client: one descent of the unique (client,
-        reporter_id) index per client."""
-        if not search_term:
-            return queryset, False
-        clients = list(ApiClient.objects.values_list("pk", flat=True))
-        return queryset.filter(client_id__in=clients, reporter_id=search_term), False
+    client_key = "reporter_id"
 
     def changelist_view(self, request, extra_context=None):
         return refuse_nul(request) or super().changelist_view(request, extra_context)

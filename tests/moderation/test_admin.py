@@ -52,7 +52,8 @@ WORKPLACE_FIELDS = {"categories": '["harassment", "spam"]', "priority_score_weig
                     "priority_appeal_weight": 40, "priority_age_points_per_hour": 10, "priority_strike_weight": 5,
                     "strike_points": '{"hate": 3}', "strike_window_days": 90,
                     "enforcement_ladder": '[{"points": 3, "action": "warn"}, {"points": 5, "action": "suspend", "days": 7}]',
-                    "while_restricted": "manual_review", "appeal_window_days": 183, "notice_templates": "{}"}
+                    "while_restricted": "manual_review", "appeal_window_days": 183, "notice_templates": "{}",
+                    "report_expiry_days": 30, "pile_on_reports": 4, "pile_on_minutes": 10}
 
 
 @pytest.mark.django_db
