@@ -24,11 +24,13 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import httpx
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.db.models import Count, F
+from django.utils import timezone
 
 from audit.models import Actor, ReviewTransition
 from moderation import services
@@ -92,9 +94,10 @@ class NoticeTraffic:
         self.noticed: list = []
 
     def start(self) -> list[threading.Thread]:
-        """The notices (scheduling each burst) and the moderator of the notices queue."""
+        """The notices (scheduling each burst), the moderator of the notices queue and the
+        report expiry job."""
         threads = [threading.Thread(target=self._guarded, args=(job,), daemon=True)
-                   for job in (self._notice_loop, self._moderate_loop)]
+                   for job in (self._notice_loop, self._moderate_loop, self._expire_loop)]
         for thread in threads:
             thread.start()
         return threads
@@ -229,6 +232,19 @@ class NoticeTraffic:
                     refused.add((review_id, version))
             time.sleep(0.5)
 
+    def _expire_loop(self) -> None:
+        """Until `done`: the report expiry job (moderation.reports_expire), every second or two,
+        a third of the runs as if the policy's report_expiry_days had passed, so that open user
+        reports expire while the bursts' decisions, reprocesses and reports race them."""
+        while not self.done.is_set():
+            time.sleep(self._draw(self.rng.uniform, 1.0, 2.0))
+            past = self._draw(self.rng.random) < 1 / 3
+            days = services.policy_active().report_expiry_days + 1 if past else 0
+            expired = services.reports_expire_due(now=timezone.now() + timedelta(days=days))
+            self._count("expiry runs")
+            self._count("expiry runs past report_expiry_days", past)
+            self._count("reports expired", expired)
+
     # --- figures --------------------------------------------------------------------------------
 
     def figures(self) -> dict:
@@ -268,6 +284,8 @@ class NoticeTraffic:
                 for k in ReportKind.values),
             "notice to decision, s: p50 / max (resolved notices)": " / ".join(
                 str(round(v, 1)) for v in (seconds[(len(seconds) - 1) // 2], seconds[-1])) if seconds else "-",
+            "report expiry runs (past report_expiry_days) / reports expired": f"{c['expiry runs']} "
+            f"({c['expiry runs past report_expiry_days']}) / {c['reports expired']}",
             "notice traffic errors": len(self.unexpected),
         }
 

@@ -31,7 +31,6 @@ from moderation.models import (
     AccountAppeal,
     AccountAppealStatus,
     ActionKind,
-    ApiClient,
     Author,
     ContentReview,
     Standing,

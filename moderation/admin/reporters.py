@@ -23,7 +23,7 @@ from moderation.admin import review_page
 from moderation.admin.paginator import ClientKeyedListMixin, rows_page
 from moderation.admin.reviews import refuse_nul
 from moderation.errors import ModerationError
-from moderation.models import ACCOUNT_REASON_MAX, ApiClient, Report, Reporter, ReporterMute
+from moderation.models import ACCOUNT_REASON_MAX, Report, Reporter, ReporterMute
 from moderation.services.reporters import MUTED_BY_ACCURACY, RATED_AFTER, mute_token, reporter_mute, reporter_standing
 
 REPORTER_PK = re.compile(r"[0-9]{1,18}")
