@@ -81,6 +81,9 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "",
         )
         report = Report.objects.filter(review=review, reporter_id=reporter_id).first()
         created = report is None
+        # Read after the lock too, for the same reason: an erasure the lock waited for is in the
+        # review's row, not in the joined content's.
+        review.content.refresh_from_db(fields=["erased_at"])
         erased = review.content.erased_at is not None
         if created:
             # After the review's lock, as the locking rule of moderation/services/reporters.py asks.

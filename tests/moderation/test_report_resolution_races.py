@@ -95,3 +95,27 @@ def test_a_decision_racing_the_expiry_job_resolves_each_report_once(api_client, 
         assert DecisionNotification.objects.filter(review=review, kind=NotificationKind.REPORT_RESOLVED).count() == 20
         # The checker also counts each reporter's judged reports: only the decision's count.
         assert violations([review.pk]) == []
+
+
+def test_a_report_arriving_as_its_content_is_erased_is_resolved_whichever_commits_first(api_client):
+    """report_file reads whether the content is erased after the review's lock, not in the
+    locking query: a lock that waited for the erasure's commit returns the review's new row but
+    the joined content's old one, and the report would stay open with its detail kept, the
+    erasure's resolution of the open reports having run before it existed."""
+    from moderation.erasure import content_erase
+
+    for round_no in range(ROUNDS):
+        review = reported(api_client, "approved", 1)
+        calls = [
+            lambda: services.report_file(review_id=review.pk, reporter_id="late", reason="harassment",
+                                         detail="it says the erased words"),
+            lambda: content_erase(review_id=review.pk, actor="api", actor_id="owner", reason="owner's request"),
+        ]
+
+        results = collide(2, lambda i: _outcome(calls[i]))
+
+        assert raised(results) == [], results
+        late = Report.objects.get(review=review, reporter_id="late")
+        assert late.outcome == "no_action" and late.resolved_by_id == review.decision_id, (round_no, late.outcome)
+        assert late.detail != "it says the erased words"
+        assert violations([review.pk]) == []
