@@ -230,7 +230,10 @@ SELECT * FROM (
     r.outcome = '' AND n.id IS NOT NULL AS open_told,
     r.outcome <> '' AND n.id IS NULL AS untold,
     n.id IS NOT NULL AND (n.kind <> '{NotificationKind.REPORT_RESOLVED}' OR n.review_id IS DISTINCT FROM r.review_id
-                          OR n.payload::jsonb #>> '{{data,outcome}}' IS DISTINCT FROM r.outcome) AS told_wrong,
+                          OR n.payload::jsonb #>> '{{data,outcome}}' IS DISTINCT FROM r.outcome
+                          OR n.payload::jsonb #>> '{{data,report_id}}' IS DISTINCT FROM r.id::text
+                          OR n.payload::jsonb #>> '{{data,reporter_id}}' IS DISTINCT FROM r.reporter_id
+                          OR n.payload::jsonb #>> '{{data,review_id}}' IS DISTINCT FROM r.review_id::text) AS told_wrong,
     d.review_id <> r.review_id AS other_review,
     (r.outcome = '{ReportOutcome.ACTIONED}') <> (d.label = '{S.REJECTED}') AS wrong_outcome,
     -- Only a judgement made after the report resolves it, unless none will come: a notice on a
@@ -283,7 +286,7 @@ WHERE (COALESCE(rp.resolved, 0), COALESCE(rp.actioned, 0)) <> (judged.resolved, 
 _REPORT_PROBLEMS = {
     "open_told": "open, but its report.resolved was written",
     "untold": "resolved, but no report.resolved was written",
-    "told_wrong": "its report.resolved is of another kind, review or outcome",
+    "told_wrong": "its report.resolved is of another kind, review or outcome, or tells of another report",
     "other_review": "resolved by a decision of another review",
     "wrong_outcome": "its outcome is not what the decision it cites says",
     "not_after": "resolved by a decision that is no judgement made after it",

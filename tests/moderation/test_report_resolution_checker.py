@@ -79,6 +79,16 @@ def test_a_resolution_told_with_another_outcome_is_reported(api_client, moderato
     found(review, "its report.resolved is of another kind, review or outcome")
 
 
+def test_a_resolution_told_about_another_reporters_report_is_reported(api_client, moderator):
+    review, (report, other) = rejected_by(moderator, api_client)
+    notification = DecisionNotification.objects.get(report=report)
+    DecisionNotification.objects.filter(pk=notification.pk).update(
+        payload=notification.payload.replace(str(report.pk), str(other.pk)).replace(
+            f'"{report.reporter_id}"', f'"{other.reporter_id}"'))
+
+    found(review, "or tells of another report")
+
+
 def test_an_outcome_the_cited_decision_does_not_give_is_reported(api_client, moderator):
     review, (report, _) = rejected_by(moderator, api_client)
     Report.objects.filter(pk=report.pk).update(outcome="no_action")
