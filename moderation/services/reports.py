@@ -94,7 +94,10 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "",
                 review=review, decision_id=review.decision_id, reporter_id=reporter_id, reason=reason, kind=kind,
                 detail=ERASED if erased and detail else detail, weight=weight,
             )
-        count = Report.objects.filter(review=review).count()
+        # One scan for both: the count the answer gives, and the weights a notice's priority sums
+        # (one report per reporter, so the sum of the weights of its distinct reporters).
+        totals = Report.objects.filter(review=review).aggregate(count=Count("pk"), weight=Sum("weight"))
+        count = totals["count"]
         # A notice on a rejected review, or any report of erased content: no decision will come
         # to judge it, so it is resolved at once (moderation/services/report_outcomes.py).
         if created:
@@ -103,16 +106,10 @@ def report_file(*, review_id, reporter_id: str, reason: str, detail: str = "",
             policy = policy_active()
             pile_on_mark_locked(review, policy)
             if kind in NOTICE_KINDS:
-                _notice_locked(review, ReportKind(kind), count, reports_weight(review))
+                _notice_locked(review, ReportKind(kind), count, totals["weight"] or Decimal(0))
             else:
                 _escalate_if_due(review, count, policy)
     return ReportFiled(report=report, created=created, report_count=count)
-
-
-def reports_weight(review: ContentReview) -> Decimal:
-    """The sum of the weights of the review's reports: one per reporter, so the sum of the
-    weights of its distinct reporters."""
-    return Report.objects.filter(review=review).aggregate(total=Sum("weight"))["total"] or Decimal(0)
 
 
 def pile_on_mark_locked(review: ContentReview, policy: ModerationPolicy) -> str:
