@@ -95,11 +95,11 @@ def report_resolve_on_filing_locked(review: ContentReview, report: Report) -> bo
     noticed_rejected = report.kind in NOTICE_KINDS and review.status == ReviewStatus.REJECTED
     if review.decision_id is None or not (erased or noticed_rejected):
         return False
-    label = Decision.objects.values_list("label", flat=True).get(pk=review.decision_id)
     now = timezone.now()
-    if not _resolve_locked(review, review.decision_id, report_outcome(label), None, now=now, report_ids=[report.pk]):
+    outcome, resolved = _resolve_by_decision_in_force_locked(review, now=now, report_ids=[report.pk])
+    if not resolved:
         return False
-    report.outcome, report.resolved_at, report.resolved_by_id, report.agreed = report_outcome(label), now, review.decision_id, None
+    report.outcome, report.resolved_at, report.resolved_by_id, report.agreed = outcome, now, review.decision_id, None
     return True
 
 
@@ -110,8 +110,16 @@ def reports_resolve_erased_locked(review: ContentReview, *, now: datetime) -> in
     hand-off of content still in moderation)."""
     if review.decision_id is None:  # erasure decides a review that had none: unreachable, kept safe
         return 0
+    return len(_resolve_by_decision_in_force_locked(review, now=now)[1])
+
+
+def _resolve_by_decision_in_force_locked(review: ContentReview, *, now: datetime,
+                                         report_ids: list | None = None) -> tuple[ReportOutcome, list[tuple]]:
+    """Resolve open reports (all, or `report_ids`) by the decision in force, where no judgement
+    will come after them: no moderator agreed, so no reporter is counted."""
     label = Decision.objects.values_list("label", flat=True).get(pk=review.decision_id)
-    return len(_resolve_locked(review, review.decision_id, report_outcome(label), None, now=now))
+    outcome = report_outcome(label)
+    return outcome, _resolve_locked(review, review.decision_id, outcome, None, now=now, report_ids=report_ids)
 
 
 def _resolve_locked(review: ContentReview, decision_id, outcome: ReportOutcome, agreed: bool | None, *,
