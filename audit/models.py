@@ -67,6 +67,9 @@ class EventKind(models.TextChoices):
     # was refused (a stale page, a standing that does not allow it).
     LADDER_RUNG_SKIPPED = "ladder_rung_skipped", "Ladder rung already taken"
     AUTHOR_ACTION_REFUSED = "author_action_refused", "Account action refused"
+    # An operator sent a statement of reasons the Transparency Database refused again, built with
+    # the active policy's mapping (docs/transparency.md).
+    STATEMENT_REQUEUED = "statement_requeued", "Statement of reasons re-queued"
 
 
 class PipelineEvent(models.Model):

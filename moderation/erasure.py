@@ -131,6 +131,12 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.DecisionNotification", "payload", review="standing_change__author__reviews"),
     Redact("moderation.DecisionNotification", "payload", review="account_appeal__author__reviews"),
     Redact("audit.PipelineEvent", "detail", review="review"),
+    # Statements of reasons (docs/transparency.md) carry the policy's wording and enumerations,
+    # never the content: only a quote of it (a category key a provider echoed) would go.
+    Redact("moderation.TransparencyStatement", "facts", review="review"),
+    Redact("moderation.TransparencyStatement", "body", review="review"),
+    Redact("moderation.TransparencyStatement", "facts", review="account_action__author__reviews"),
+    Redact("moderation.TransparencyStatement", "body", review="account_action__author__reviews"),
     Redact("callbacks.ProviderCallback", "payload_json", How.CALLBACK, key="idempotency_key"),
     Redact("callbacks.ProviderCallback", "outcome_detail", key="idempotency_key"),
     Redact("callbacks.ProviderCallback", "process_error", key="idempotency_key"),

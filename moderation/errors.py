@@ -135,3 +135,8 @@ class NotApplicable(ModerationError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class NotRequeueable(ModerationError):
+    """A statement of reasons that is not one the Transparency Database refused: only those are
+    built again and sent again (moderation/services/statements.py)."""

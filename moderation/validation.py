@@ -10,6 +10,7 @@ from django.conf import settings
 
 from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
 from moderation.notices import validate_appeal_window, validate_notice_templates
+from moderation.transparency import validate_dsa_mapping
 from moderation.rules import validate_term_lists
 
 REPORT_THRESHOLD_DEFAULT = 3
@@ -54,6 +55,8 @@ def validate_policy(fields: dict) -> list[str]:
     errors += validate_appeal_window(fields.get("appeal_window_days", 183))
     errors += validate_notice_templates(fields.get("notice_templates", {}))
     errors += validate_report_rules(fields)
+    if "dsa_mapping" in fields:
+        errors += validate_dsa_mapping(fields["dsa_mapping"])
     return errors
 
 
@@ -89,6 +92,8 @@ AUTHOR_FIELDS = ("strike_points", "strike_window_days", "enforcement_ladder", "w
 NOTICE_FIELDS = ("appeal_window_days", "notice_templates")
 # How long a user report waits for a decision, and what marks a pile-on (docs/design.md, "Reporters").
 REPORT_FIELDS = ("report_expiry_days", "pile_on_reports", "pile_on_minutes")
+# The statements of reasons for the DSA Transparency Database (moderation.transparency).
+DSA_FIELDS = ("dsa_mapping",)
 REPORT_FIELD_RANGES = {"report_expiry_days": (1, 3650), "pile_on_reports": (2, 10_000), "pile_on_minutes": (1, 10_080)}
 STRIKE_POINTS_MAX = 1000
 STRIKE_WINDOW_DAYS_MAX = 3650

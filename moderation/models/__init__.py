@@ -1,5 +1,5 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
-authors, strikes and account actions (authors.py), user reports and appeals (reports.py), moderators' notes (notes.py), erasure tombstones
+authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), moderators' notes (notes.py), erasure tombstones
 (erasure.py) and the periodic jobs' heartbeats (heartbeats.py)."""
 
 from moderation.models.core import *  # noqa: F403
@@ -36,6 +36,13 @@ from moderation.models.outbox import (
     NotificationStatus,
     WebhookCircuit,
 )
+from moderation.models.transparency import (
+    INCOMPATIBLE,
+    StatementStatus,
+    TransparencyStatement,
+    default_dsa_mapping,
+    vocabulary,
+)
 from moderation.models.reports import (
     APPEAL_STATEMENT_MAX,
     NOTICE_KINDS,
@@ -60,4 +67,5 @@ __all__ = [
     "ActionKind", "Author", "RestrictionEnd", "Standing", "StandingCause", "StandingTransition", "Strike", "StrikeEnd", "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
     "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "PileOn", "Report", "ReportEscalation", "Reporter", "ReporterMute", "ReportKind", "ReportOutcome", "NOTICE_KINDS", "appeal_outcome", "WebhookCircuit",
+    "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
 ]

@@ -16,6 +16,7 @@ from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transi
 from simple_history.models import HistoricalRecords
 
 from moderation.ids import uuid7
+from moderation.models.transparency import default_dsa_mapping
 
 
 def history_user(request=None, **kwargs):
@@ -697,6 +698,13 @@ class ModerationPolicy(models.Model):
         default=4, db_default=4, help_text="This many reports of one review within pile_on_minutes mark a pile-on."
     )
     pile_on_minutes = models.PositiveSmallIntegerField(default=10, db_default=10)
+    # Statements of reasons for the DSA Transparency Database (moderation.transparency): each
+    # category onto a DSA category, keywords, ground and visibility; the territorial scope; account
+    # actions onto decision_account. Validated when published.
+    dsa_mapping = models.JSONField(
+        default=default_dsa_mapping, blank=True,
+        help_text="Policy categories onto the DSA Transparency Database's vocabulary (docs/transparency.md).",
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"

@@ -64,6 +64,7 @@ from moderation.models import (
 )
 from moderation.notices import appealable_until
 from moderation.reasons import account_statement, reasons, timestamp
+from moderation.services.statements import statement_account_overturned, statement_for_account_action
 from moderation.services.one_statement import OneStatement
 from moderation.services.outbox import outbox_author_row, outbox_enqueue
 from moderation.services.policy import policy_active, policy_published
@@ -299,6 +300,8 @@ def _act_locked(author: Author, kind: ActionKind, *, cause: ActionCause, until: 
                           ended_at=now, end=RestrictionEnd.REPLACED)
         author.restriction, author.restricted_until = action, until
     writes.insert(action)
+    if kind in RESTRICTIVE_ACTIONS:  # its statement of reasons for the DSA Transparency Database
+        statement_for_account_action(action, writes, now=now)
     writes.execute()
     _standing_changed_locked(author, previous, action, cause=StandingCause(cause), actor=actor, actor_id=actor_id,
                              reason=reason, body=lambda: author_actioned_body(author, action))
@@ -321,6 +324,8 @@ def _restore_locked(author: Author, end: RestrictionEnd, *, actor: str, actor_id
         raise IllegalStandingChange(f"cannot restore an author who is {previous}") from exc
     AccountAction.objects.filter(pk=action.pk).update(ended_at=now, end=end)
     action.ended_at, action.end = now, end
+    if end == RestrictionEnd.OVERTURNED:  # a correction, recorded against the action's statement
+        statement_account_overturned(action, now=now)
     author.restriction, author.restricted_until = None, None
     return _standing_changed_locked(author, previous, action, cause=_CAUSE_FOR_END[end], actor=actor,
                                     actor_id=actor_id, reason=reason,

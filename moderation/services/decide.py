@@ -4,7 +4,8 @@ all in the caller's transaction (docs/design.md, invariants 1, 7 and 9).
 Every decision goes through `decide_locked`: a provider result, a provider failure handed to a
 human, a moderator's override and an escalation; and so does every strike against the review's
 author (moderation/services/authors.py) and every resolution of its reports by a decision
-(moderation/services/report_outcomes.py).
+(moderation/services/report_outcomes.py), and every statement of reasons for the DSA Transparency
+Database (moderation/services/statements.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from moderation.services.appeals import appeal_resolve_locked
 from moderation.services.authors import strikes_after_decision_locked
 from moderation.services.one_statement import OneStatement
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
+from moderation.services.statements import statement_after_decision_locked
 from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
 
 
@@ -59,6 +61,7 @@ def decide_locked(
                                      "moderation.label": str(label)},
     ):
         from_status = review.status
+        previous_label = _label_in_force(review)
         writes = writes or OneStatement()
         reported = reports_open_read(writes, review)  # asked in the decision's statement: no round trip
         decision = decision_record(review, appeal=appeal, writes=writes, label=label, source=source, **decision_fields)
@@ -92,7 +95,21 @@ def decide_locked(
         # every decision takes its locks in one order: review, author, then reporters.
         if reported.value:
             reports_resolve_locked(review, decision, by_moderator=source == DecisionSource.MODERATOR)
+        # Its statement of reasons for the DSA Transparency Database, or the correction it makes
+        # (docs/transparency.md), from the trail above: the decision, the notices it acted on.
+        statement_after_decision_locked(review, decision, previous_label=previous_label, open_kind_rank=reported.value)
         return decision
+
+
+def _label_in_force(review: ContentReview) -> str | None:
+    """The label of the review's decision in force (None: none yet). Asked only of a review decided
+    before (a first decision, the common case, costs nothing)."""
+    if review.decision_id is None:
+        return None
+    cached = review._state.fields_cache.get("decision")
+    if cached is not None and cached.pk == review.decision_id:
+        return cached.label
+    return Decision.objects.filter(pk=review.decision_id).values_list("label", flat=True).first()
 
 
 def decision_record(
