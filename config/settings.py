@@ -392,6 +392,16 @@ if NOTIFY_SLOW_AFTER_S >= NOTIFY_DEADLINE_S:
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 # The public page of the platform's rules, linked from notices to affected users (empty: not linked).
 POLICY_URL = env.str("POLICY_URL", default="")
+# Statements of reasons to the EU DSA Transparency Database (docs/transparency.md): its base URL
+# and API token. Unset URL: statements are built and kept, not sent. The URL goes through the
+# webhooks' outbound guard (https unless DEBUG; loopback only with WEBHOOK_ALLOW_PRIVATE).
+DSA_TDB_URL = env.str("DSA_TDB_URL", default="").rstrip("/")
+DSA_TDB_TOKEN = env.str("DSA_TDB_TOKEN", default="")
+if DSA_TDB_URL and not DSA_TDB_TOKEN:
+    raise ImproperlyConfigured("DSA_TDB_URL is set without DSA_TDB_TOKEN: the database refuses every request")
+DSA_TDB_TIMEOUT_S = _env_number("DSA_TDB_TIMEOUT_S", 30.0)  # one batch's POST as a whole
+DSA_TDB_BACKOFF_S = _env_number("DSA_TDB_BACKOFF_S", 30.0)  # after a failed send, doubling per attempt
+DSA_TDB_BACKOFF_MAX_S = _env_number("DSA_TDB_BACKOFF_MAX_S", 1800.0)
 
 # How long a moderator's lease lasts: a review taken with "Review next" returns to its review
 # queue after this long unless decided.
@@ -418,7 +428,8 @@ if env.str("Q_CLUSTER_NAME", default="") not in ("", Q_NAME, NOTIFY_CLUSTER):
     raise ImproperlyConfigured(
         f"Q_CLUSTER_NAME selects a cluster: {Q_NAME!r} or {NOTIFY_CLUSTER!r}. Name the job queues with Q_NAME."
     )
-_NOTIFY_TIMEOUT = int(NOTIFY_DEADLINE_S) + 30  # an attempt never outlives its deadline by much
+# An attempt never outlives its deadline by much; nor a batch of statements (moderation.tasks.statements_submit).
+_NOTIFY_TIMEOUT = int(max(NOTIFY_DEADLINE_S, DSA_TDB_TIMEOUT_S)) + 30
 Q_CLUSTER = {
     "name": Q_NAME,
     "workers": Q_WORKERS,

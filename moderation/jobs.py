@@ -34,7 +34,7 @@ def new_job_id() -> str:
 
 # Tasks that run on the notification cluster (settings.NOTIFY_CLUSTER), never on the moderation
 # workers: a client's slow webhook receiver must not delay any review's decision.
-NOTIFICATION_TASKS = frozenset({"moderation.tasks.deliver_notification"})
+NOTIFICATION_TASKS = frozenset({"moderation.tasks.deliver_notification", "moderation.tasks.statements_submit"})
 
 
 def cluster_for(func: str) -> str:

@@ -3,7 +3,8 @@ which owns its transaction and re-checks state under its lock; no task writes an
 `moderate_review` asks the breaker, then claims and dispatches a batch (of one, or more);
 `sweep` runs the callback, idempotency and review sweeps and beats its heartbeat; `authors_sweep`
 ends suspensions and lapses strikes that are due; `reports_expire` tells
-the reporters of reports left open too long; `prune` runs retention (docs/design.md,
+the reporters of reports left open too long; `statements_submit` sends statements of reasons to
+the DSA Transparency Database; `prune` runs retention (docs/design.md,
 invariant 11).
 
 The broker delivers at least once, so each task is safe to run twice: a second claim loses,
@@ -115,6 +116,18 @@ def reports_expire(job_id: str = "", web_request_id: str = "", trace_parent: str
         # Half the task's time, as authors_sweep: the batch under way still ends before the timeout.
         expired = services.reports_expire_due(deadline=time.monotonic() + settings.Q_TASK_TIMEOUT_S / 2)
         return f"{expired} reports expired"
+
+
+def statements_submit(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """The statements' schedule (on the notification cluster only: services.notifier_schedule_ensure):
+    statements of reasons due are sent to the DSA Transparency Database. Safe on several clusters
+    at once: each batch is leased (SKIP LOCKED, then locked_until) by one sender."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), \
+            _job_span(trace_parent, "statements_submit"):
+        # Within the notification cluster's task timeout (it outlives one batch's POST: settings).
+        timeout = settings.Q_CLUSTER["ALT_CLUSTERS"][settings.NOTIFY_CLUSTER]["timeout"]
+        sent = services.statements_submit(deadline=time.monotonic() + timeout - 10)
+        return sent.line() + (f" ({sent.error})" if sent.error else "")
 
 
 def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

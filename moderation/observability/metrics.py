@@ -45,6 +45,8 @@ from moderation.services.reporters import ACCURACY_BANDS, UNRATED, reporter_coun
 from moderation.selectors import stuck_requests
 from moderation.models import (
     AccountAction,
+    StatementStatus,
+    TransparencyStatement,
     ActionCause,
     ActionKind,
     Appeal,
@@ -136,6 +138,7 @@ class PipelineCollector:
         yield from self._workplace()
         yield from self._authors()
         yield from self._reporters()
+        yield from self._statements()
 
     def _workplace(self):
         """The review queues and the humans' work (moderation.observability.workplace)."""
@@ -428,6 +431,25 @@ class PipelineCollector:
         for by in ("accuracy", "moderator"):
             muted.add_metric([by], counts["muted"].get(by, 0))
         yield muted
+
+    def _statements(self):
+        """Statements of reasons for the DSA Transparency Database still to send, or refused
+        (docs/transparency.md). Submitted ones are not counted: a scan of every statement ever
+        sent at each scrape; the indexes on status answer these two."""
+        rows = dict(TransparencyStatement.objects.filter(status__in=[StatementStatus.PENDING, StatementStatus.REJECTED])
+                    .values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+        waiting = GaugeMetricFamily("moderation_statements", "Statements of reasons not in the Transparency "
+                                    "Database: pending, or rejected by it.", labels=["status"])
+        for status in (StatementStatus.PENDING, StatementStatus.REJECTED):
+            waiting.add_metric([status], rows.get(status, 0))
+        yield waiting
+        # DSA_TDB_URL unset: statements are kept, not sent, and nothing is late (0).
+        oldest = (TransparencyStatement.objects.filter(status=StatementStatus.PENDING).aggregate(t=Min("created_at"))["t"]
+                  if settings.DSA_TDB_URL else None)
+        yield GaugeMetricFamily(
+            "moderation_statements_oldest_pending_seconds",
+            "Age of the oldest statement of reasons not yet in the Transparency Database (0 when none is sent).",
+            value=(timezone.now() - oldest).total_seconds() if oldest else 0.0)
 
 
 REPORTER_COUNTS_EVERY_S = 300

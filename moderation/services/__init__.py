@@ -48,6 +48,8 @@ from moderation.services.reports import ReportFiled, report_file
 from moderation.services.report_outcomes import reports_expire_due
 from moderation.services.reporters import reporter_mute
 from moderation.services.appeals import appeal_file
+from moderation.services.statement_sending import SendReport, statements_submit
+from moderation.services.statements import statement_requeue
 from moderation.services.authors import (
     account_appeal_file,
     account_appeal_resolve,
@@ -76,6 +78,9 @@ __all__ = [
     "notifier_schedule_ensure",
     "ReportFiled",
     "appeal_file",
+    "SendReport",
+    "statements_submit",
+    "statement_requeue",
     "report_file",
     "reports_expire_due",
     "reporter_mute",

@@ -21,17 +21,26 @@ def notifier() -> str:
 
 
 def notifier_schedule_ensure() -> None:
-    """Bind the notification cluster's heartbeat schedule to this deployment's cluster. Called
+    """Bind the notification cluster's schedules (its heartbeat, the statements) to this deployment's cluster. Called
     after every migrate and by every sweep (one read when it exists), so a deployment whose
     Q_NAME changed is bound without a migrate."""
     from django_q.models import Schedule
 
-    name = notifier()
-    if Schedule.objects.filter(name=name, cluster=settings.NOTIFY_CLUSTER).exists():
+    names = (notifier(), statements_schedule())
+    if Schedule.objects.filter(name__in=names, cluster=settings.NOTIFY_CLUSTER).count() == len(names):
         return
-    beat = {"func": "moderation.tasks.notifier_heartbeat", "schedule_type": Schedule.MINUTES,
-            "minutes": NOTIFIER_EVERY_MIN, "repeats": -1, "cluster": settings.NOTIFY_CLUSTER}
-    Schedule.objects.update_or_create(name=name, defaults=beat, create_defaults={**beat, "next_run": timezone.now()})
+    # The heartbeat, and the statements of reasons to the DSA Transparency Database
+    # (moderation.tasks.statements_submit): outbound work, the notification cluster's.
+    for name, func in zip(names, ("moderation.tasks.notifier_heartbeat", "moderation.tasks.statements_submit"),
+                          strict=True):
+        beat = {"func": func, "schedule_type": Schedule.MINUTES, "minutes": NOTIFIER_EVERY_MIN, "repeats": -1,
+                "cluster": settings.NOTIFY_CLUSTER}
+        Schedule.objects.update_or_create(name=name, defaults=beat, create_defaults={**beat, "next_run": timezone.now()})
+
+
+def statements_schedule() -> str:
+    """The name of this deployment's schedule that sends statements of reasons."""
+    return f"statements:{settings.NOTIFY_CLUSTER}"[:64]
 
 
 def heartbeat_beat(*, name: str, detail: str = "") -> None:
