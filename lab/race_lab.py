@@ -42,6 +42,7 @@ from moderation.models import FINAL_STATUSES, Cause, ContentErasure, ContentRevi
 from moderation.retention import prune
 from lab.author_traffic import AuthorTraffic
 from lab.notice_traffic import NoticeTraffic
+from lab.transparency_traffic import TransparencyTraffic
 from lab.pgbouncer import PgBouncer, server_address
 from lab.user_traffic import UserTraffic
 from lab.simulator import Faults, ProviderSimulator
@@ -123,6 +124,10 @@ class LabConfig:
     notice_rate: float = 0.1
     notice_decide_rate: float = 0.5
     notice_reprocess_rate: float = 0.3
+    # Statements of reasons (lab/transparency_traffic.py): sent to a fake Transparency Database
+    # through the run, with its outages and 5xx answers (tdb_faults); every one checked at the end.
+    statements: bool = True
+    tdb_faults: bool = True
 
     @property
     def author_count(self) -> int:
@@ -339,6 +344,9 @@ class RaceLab:
             "MODERATION_BATCH_SIZE": str(c.batch_size or settings.MODERATION_BATCH_SIZE),
         }
         authors, acting, notices, noticing = None, [], None, []
+        statements = TransparencyTraffic(seed=c.seed, faults=c.tdb_faults) if c.statements else None
+        if statements:
+            env.update(statements.env())
         with job_queues(env["Q_NAME"]):  # what the lab's own threads enqueue goes to its clusters
             try:
                 if c.hostile_rate:
@@ -357,6 +365,8 @@ class RaceLab:
                                             decide_rate=c.notice_decide_rate, reprocess_rate=c.notice_reprocess_rate,
                                             seed=c.seed)
                     noticing = notices.start()  # from the first submission on
+                if statements:
+                    statements.start()
                 review_ids, erased = self._submit(port, token)
                 killer = threading.Thread(target=self._kill_workers, daemon=True)
                 killer.start()
@@ -374,7 +384,15 @@ class RaceLab:
                         thread.join(timeout=120)
                     if notices.counts["reprocessed"]:
                         unfinished = self._quiesce(review_ids, bouncer)
+                if authors:
+                    authors.done.set()  # their last actions are taken before the statements are counted
+                    for thread in acting:
+                        thread.join(timeout=120)
+                if statements:
+                    statements.finish(review_ids)
             finally:
+                if statements:
+                    statements.stop()
                 if notices:
                     notices.done.set()
                 if authors:
@@ -389,13 +407,13 @@ class RaceLab:
             self.pruned = prune(for_real=True, now=timezone.now() + timedelta(days=400))
         latencies = first_decision_latencies(review_ids)
         report = LabReport(violations=violations(review_ids) + users.unexpected + (authors.unexpected if authors else [])
-                           + (notices.unexpected if notices else []),
+                           + (notices.unexpected if notices else []) + (statements.unexpected if statements else []),
                            unfinished=unfinished,
                            erased_found=where_found(erased) if erased else set(),
                            late=[pk for pk, s in latencies.items() if s > c.decision_bound_s])
         report.figures = self._figures(review_ids, time.monotonic() - started, simulator, report, bouncer, latencies)
         report.figures = {**report.figures, **users.figures(), **(authors.figures() if authors else {}),
-                          **(notices.figures() if notices else {})}
+                          **(notices.figures() if notices else {}), **(statements.figures() if statements else {})}
         if outage:
             report.figures.update(outage.figures())
         return report

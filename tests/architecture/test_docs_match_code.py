@@ -414,13 +414,22 @@ def _settings_names(source: str) -> set[str]:
     return {name for name in names if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", name)}
 
 
+def _dsa_vocabulary() -> set[str]:
+    """The DSA Transparency Database's own names (STATEMENT_CATEGORY_..., SOURCE_ARTICLE_16, the
+    enumerations' names): docs/transparency.md names them as the database does."""
+    from moderation.models import vocabulary
+
+    return {name for key, values in vocabulary().items() if isinstance(values, dict | list) and key != "_readme"
+            for name in (key, *values)}
+
+
 def test_every_setting_the_docs_name_exists():
     known = _settings_names(SETTINGS.read_text()) | set(READ_ELSEWHERE)
     named = set()
     for doc in DOCS:
         named |= set(re.findall(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]*[A-Z0-9]\b", doc.read_text()))
     assert {"NOTIFY_MAX_ATTEMPTS", "MODERATION_BATCH_SIZE"} <= named & known  # both collectors work
-    unknown = named - known - set(NOT_SETTINGS)
+    unknown = named - known - set(NOT_SETTINGS) - _dsa_vocabulary()
     assert sorted(unknown) == [], "named in the docs, neither a setting nor listed in NOT_SETTINGS"
     for name, path in NOT_SETTINGS.items():
         assert name in named and name in path.read_text(), f"{name}: not in the docs, or not in {path.name}"

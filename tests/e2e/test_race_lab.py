@@ -21,6 +21,10 @@ def test_a_small_race_lab_finds_every_invariant_holding():
     assert report.violations == [] and report.unfinished == [], report
     figures = report.figures
     assert figures["reviews"] == 200 and figures["worker kills"] == 1
+    # Every statement of reasons reached the fake Transparency Database once, through its faults.
+    assert figures["statements missing / refused / sent again / stored twice"] == "0 / 0 / 0 / 0", figures
+    decided, acted = figures["statements of reasons (decisions / account actions)"].split(" / ")
+    assert int(decided) > 0 and int(acted) > 0, figures
     assert figures["duplicate deliveries"] > 0 and figures["provider attempts"] >= 200
     # The reviews were spread over 10 authors, whose rejections climbed the ladder meanwhile.
     assert figures["authors (reviews each: min / max)"].startswith("10 ")
