@@ -106,9 +106,6 @@ def _label_in_force(review: ContentReview) -> str | None:
     before (a first decision, the common case, costs nothing)."""
     if review.decision_id is None:
         return None
-    cached = review._state.fields_cache.get("decision")
-    if cached is not None and cached.pk == review.decision_id:
-        return cached.label
     return Decision.objects.filter(pk=review.decision_id).values_list("label", flat=True).first()
 
 

@@ -63,6 +63,11 @@ class Command(BaseCommand):
                              help="share of the notice bursts on a review with a human that carry its decision")
         notices.add_argument("--notice-reprocess-rate", type=float, default=0.3,
                              help="share of the notice bursts on a decided review that carry a reprocess")
+        tdb = parser.add_argument_group("statements of reasons (lab/transparency_traffic.py)")
+        tdb.add_argument("--no-statements", action="store_true",
+                         help="send no statements to the fake Transparency Database (nor check them)")
+        tdb.add_argument("--no-tdb-faults", action="store_true",
+                         help="the fake Transparency Database has no outages or 5xx answers")
 
     def handle(self, *args, **o):
         if (o["reviews"] < 1 or o["clusters"] < 1 or o["web_workers"] < 1 or o["kill_workers"] < 0 or o["erase"] < 0
@@ -96,7 +101,8 @@ class Command(BaseCommand):
             moderator_rate=o["moderator_rate"], stale_rate=o["stale_rate"], override_rate=o["override_rate"],
             account_appeal_rate=o["account_appeal_rate"], sweep_ahead_days=o["sweep_ahead_days"],
             lapse_rate=o["lapse_rate"], notice_rate=o["notice_rate"], notice_decide_rate=o["notice_decide_rate"],
-            notice_reprocess_rate=o["notice_reprocess_rate"],
+            notice_reprocess_rate=o["notice_reprocess_rate"], statements=not o["no_statements"],
+            tdb_faults=not o["no_tdb_faults"],
         )
         try:
             report = RaceLab(config).run()
