@@ -27,6 +27,7 @@ VIEW_ALL = [
     "moderation.view_contenterasure",  # erasure tombstones: who erased a content, when and why
     "moderation.view_author",  # the author page: its reviews, strikes, actions, appeals
     "moderation.view_reporter",  # the reporters: accuracy, weight, muting and its history
+    "moderation.view_transparencystatement",  # the transparency report page
 ]
 # Who may override a review may act on its author, and mute or unmute a reporter.
 MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author",

@@ -19,6 +19,7 @@ from moderation.admin.authors import AuthorAdmin
 from moderation.admin.reporters import ReporterAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
+from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
 from moderation.validation import AUTHOR_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
@@ -71,6 +72,14 @@ class DecisionAdmin(ReadOnlyAdmin):
     list_filter = ["label", "source"]
     search_fields = ["=review__id"]
     show_full_result_count = False
+
+    def get_urls(self):
+        # The transparency report counts decisions, notices, appeals and account actions; it is
+        # served here, with its own permission (moderation.admin.transparency_report).
+        own = [path("transparency-report/",
+                    self.admin_site.admin_view(lambda request: transparency_report_view(self, request)),
+                    name="moderation_transparency_report")]
+        return own + super().get_urls()
 
 
 class PolicyForm(forms.ModelForm):

@@ -242,6 +242,8 @@ class AccountAction(models.Model):
         ]
         indexes = [
             models.Index(fields=["author", "created_at"], name="account_action_author_idx"),
+            # The transparency report: a period's suspensions and bans.
+            models.Index(fields=["created_at"], name="account_action_created_idx"),
             # The expiry job's scan: suspensions in force, by end.
             models.Index(fields=["until"], name="account_action_due_idx",
                          condition=Q(action="suspend", ended_at__isnull=True)),
@@ -291,6 +293,10 @@ class AccountAppeal(models.Model):
         indexes = [
             models.Index(fields=["author", "created_at"], name="account_appeal_author_idx"),
             models.Index(fields=["created_at"], name="account_appeal_open_idx", condition=Q(status="open")),
+            # The transparency report: the appeals received, and those decided, in a period.
+            models.Index(fields=["created_at"], name="account_appeal_created_idx"),
+            models.Index(fields=["resolved_at"], name="account_appeal_resolved_idx",
+                         condition=Q(resolved_at__isnull=False)),
         ]
 
     def __str__(self) -> str:

@@ -217,7 +217,12 @@ class Appeal(models.Model):
             ),
             models.UniqueConstraint(fields=["review"], condition=Q(status="open"), name="appeal_one_open_per_review"),
         ]
-        indexes = [models.Index(fields=["review", "-created_at"], name="appeal_review_idx")]
+        indexes = [
+            models.Index(fields=["review", "-created_at"], name="appeal_review_idx"),
+            # The transparency report: the appeals received, and those decided, in a period.
+            models.Index(fields=["created_at"], name="appeal_created_idx"),
+            models.Index(fields=["resolved_at"], name="appeal_resolved_idx", condition=Q(resolved_at__isnull=False)),
+        ]
 
     def __str__(self) -> str:
         return f"appeal {self.id} ({self.status})"

@@ -127,6 +127,9 @@ class TransparencyStatement(models.Model):
             models.Index(fields=["status", "created_at"], name="statement_status_idx"),
             # The transparency report: a period's statements.
             models.Index(fields=["created_at"], name="statement_created_idx"),
+            # The transparency report's corrections: the statements overturned in a period.
+            models.Index(fields=["overturned_at"], name="statement_overturned_idx",
+                         condition=Q(overturned_at__isnull=False)),
         ]
         permissions = [("requeue_statement", "Can re-queue a statement the Transparency Database refused")]
 

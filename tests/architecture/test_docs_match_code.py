@@ -398,6 +398,11 @@ NOT_SETTINGS = {
     "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "erasure.py",
     "LIST_MAX": ROOT / "moderation" / "api" / "authors.py",
     "HOSTILE_TEXTS": ROOT / "lab" / "race_lab.py",
+    # The Transparency Database's values, as the transparency report counts them.
+    "AUTOMATED_DECISION_FULLY": ROOT / "moderation" / "transparency.py",
+    "SOURCE_VOLUNTARY": ROOT / "moderation" / "transparency.py",
+    "SOURCE_ARTICLE_16": ROOT / "moderation" / "transparency.py",
+    "SOURCE_TRUSTED_FLAGGER": ROOT / "moderation" / "transparency.py",
 }
 
 

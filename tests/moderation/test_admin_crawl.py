@@ -229,6 +229,7 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
     for role, pages in seen.items():  # the crawl reached the lists, the custom pages, the policy versions
         paths = {urlsplit(url).path for url in pages}
         assert "/admin/moderation/contentreview/queues/?queue=reports" in pages, role
+        assert "/admin/moderation/decision/transparency-report/" in paths, role  # linked from the index
         assert {"/admin/moderation/contentreview/queues/", "/admin/moderation/moderationpolicy/",
                 "/admin/audit/reviewtransition/", "/admin/moderation/author/", "/admin/moderation/reporter/"} <= paths, role
         assert any(re.fullmatch(r"/admin/moderation/author/\d+/change/", p) for p in paths), role
