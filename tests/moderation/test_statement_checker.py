@@ -169,3 +169,23 @@ def test_the_checker_reads_the_statements_in_two_queries(api_client, moderators,
 
     with django_assert_num_queries(2):
         assert statement_violations(reviews) == []
+
+
+def test_the_checker_finds_what_the_decide_path_writes_without_its_guard(api_client, moderators, monkeypatch):
+    """Without the guard that a rejection after a rejection restricts nothing new, an upheld
+    appeal writes a second statement, and the checker names it."""
+    from moderation.services import decide, statements
+
+    def unguarded(review, decision, *, previous_label, open_kind_rank):
+        return statements.statement_after_decision_locked(review, decision, previous_label=None,
+                                                          open_kind_rank=open_kind_rank)
+
+    monkeypatch.setattr(decide, "statement_after_decision_locked", unguarded)
+    review = authored(api_client, "person-1", "rejected")
+    services.appeal_file(review_id=review.pk, appellant_id="person-1", statement="it was fine")
+    upheld = services.review_override(review_id=review.pk, label="rejected", reason="the rejection stands firm",
+                                      moderator=moderators[0], category="harassment")
+
+    assert TransparencyStatement.objects.filter(review=review).count() == 2
+    found(review, f"decision {upheld.pk} (rejected), statement")
+    assert any("restricts nothing new" in p for p in violations([review.pk]))
