@@ -505,6 +505,107 @@ def author_violations(author_ids: Iterable) -> list[str]:
     return problems
 
 
+# --- statements of reasons (docs/transparency.md) -----------------------------------------------
+# Two statements: one over the reviews' decisions and statements, one over their authors' account
+# actions, each selecting only the rows that break a rule, with a flag per rule (as above).
+
+# What a statement's body must never quote, found in its string values (unescaped, so a quote
+# with a `"` in it is found too). Short texts and reasons ("spam", "ok") are words any body may
+# hold; ids are looked for whatever their length.
+QUOTE_MIN_CHARS = 8
+
+
+def _strings_of(body: str) -> str:
+    """SQL for the string values of the JSON `body`, unescaped, one text (chr(31) between them)."""
+    return f"""(SELECT string_agg(v #>> '{{}}', chr(31))
+               FROM jsonb_path_query({body}, 'strict $.** ? (@.type() == "string")') v)"""
+
+
+_REVIEW_STATEMENTS = f"""
+WITH d AS (
+  SELECT id, review_id, label,
+         label = '{S.REJECTED}' AND LAG(label) OVER (PARTITION BY review_id ORDER BY id) IS DISTINCT FROM '{S.REJECTED}'
+           AS restricts
+  FROM moderation_decision WHERE review_id = ANY(%(ids)s)
+), s AS (
+  SELECT * FROM moderation_transparencystatement WHERE review_id = ANY(%(ids)s)
+  UNION ALL  -- a statement of one of these decisions filed under another review
+  SELECT * FROM moderation_transparencystatement WHERE decision_id IN (SELECT id FROM d) AND review_id <> ALL(%(ids)s)
+), x AS (
+  SELECT COALESCE(d.review_id, s.review_id) AS review_id, d.id AS decision_id, d.label, s.id AS statement_id,
+    d.restricts AND s.id IS NULL AS missing,
+    s.id IS NOT NULL AND NOT COALESCE(d.restricts, false) AS unwarranted,
+    s.id IS NOT NULL AND d.review_id IS DISTINCT FROM s.review_id AS other_review,
+    s.body ->> 'puid' IS DISTINCT FROM s.puid OR s.puid IS DISTINCT FROM s.decision_id::text AS wrong_puid,
+    s.overturned_at IS NOT NULL AND NOT EXISTS (
+      SELECT 1 FROM d a WHERE a.review_id = s.review_id AND a.label = '{S.APPROVED}' AND a.id > s.decision_id)
+      AS overturned_alone,
+    q.text IS NOT NULL AND (
+      (length(c.text) >= {QUOTE_MIN_CHARS} AND strpos(q.text, c.text) > 0)
+      OR (au.author_id <> '' AND strpos(q.text, au.author_id) > 0)
+      OR EXISTS (SELECT 1 FROM moderation_report r
+                 WHERE r.review_id = s.review_id AND r.reporter_id <> '' AND strpos(q.text, r.reporter_id) > 0)
+      OR EXISTS (SELECT 1 FROM moderation_decision m WHERE m.review_id = s.review_id
+                 AND length(m.reason) >= {QUOTE_MIN_CHARS} AND strpos(q.text, m.reason) > 0)) AS quotes
+  FROM d FULL JOIN s ON s.decision_id = d.id
+  LEFT JOIN moderation_contentreview v ON v.id = s.review_id
+  LEFT JOIN moderation_content c ON c.id = v.content_id
+  LEFT JOIN moderation_author au ON au.id = v.author_id
+  LEFT JOIN LATERAL (SELECT {_strings_of("s.body")} AS text) q ON s.id IS NOT NULL
+)
+SELECT * FROM x WHERE missing OR unwarranted OR other_review OR (statement_id IS NOT NULL AND wrong_puid)
+  OR overturned_alone OR quotes
+"""
+_REVIEW_STATEMENT_PROBLEMS = {
+    "missing": "restricts the content, but has no statement",
+    "unwarranted": "has a statement, but restricts nothing new (the decision before it was a rejection, or it is none)",
+    "other_review": "has a statement of another review",
+    "wrong_puid": "its statement's puid is not the decision's id",
+    "overturned_alone": "its statement is overturned, but no later approval of its review lifted it",
+    "quotes": "its statement quotes the content, the author's or a reporter's id, or a moderator's reason",
+}
+# The authors of the reviews: each suspension or ban has its statement, a warning none.
+_ACTION_STATEMENTS = f"""
+SELECT * FROM (
+  SELECT a.id, a.action, a.author_id,
+    (a.action IN ({_RESTRICTIVE})) <> (s.id IS NOT NULL) AS wrong_count,
+    s.id IS NOT NULL AND (s.body ->> 'puid' IS DISTINCT FROM s.puid OR s.puid IS DISTINCT FROM a.id::text) AS wrong_puid,
+    s.id IS NOT NULL AND q.text IS NOT NULL AND (
+      (au.author_id <> '' AND strpos(q.text, au.author_id) > 0)
+      OR (length(a.reason) >= {QUOTE_MIN_CHARS} AND strpos(q.text, a.reason) > 0)) AS quotes
+  FROM moderation_accountaction a
+  JOIN moderation_author au ON au.id = a.author_id
+  LEFT JOIN moderation_transparencystatement s ON s.account_action_id = a.id
+  LEFT JOIN LATERAL (SELECT {_strings_of("s.body")} AS text) q ON s.id IS NOT NULL
+  WHERE a.author_id IN (SELECT author_id FROM moderation_contentreview WHERE id = ANY(%(ids)s) AND author_id IS NOT NULL)
+) x
+WHERE wrong_count OR wrong_puid OR quotes
+"""
+
+
+def statement_violations(review_ids: Iterable) -> list[str]:
+    """Statements of reasons (docs/transparency.md): a decision has one exactly when it restricts
+    (a rejection after no decision or one that was not a rejection); its puid is the decision's
+    id, in the row and the body; an overturned one was lifted by a later approval; none quotes
+    the content, an author's or reporter's id, or a moderator's reason; and, for the reviews'
+    authors, each suspension or ban has one and a warning none."""
+    review_ids = [uuid.UUID(str(pk)) for pk in review_ids]
+    if not review_ids:
+        return []
+    problems = []
+    for review_id, decision_id, label, statement_id, *flags in _rows(_REVIEW_STATEMENTS, review_ids):
+        wrong = [text for text, flag in zip(_REVIEW_STATEMENT_PROBLEMS.values(), flags, strict=True) if flag]
+        what = f"decision {decision_id} ({label})" if decision_id is not None else "a decision of another review"
+        problems.append(f"{review_id}: {what}, statement {statement_id or 'none'}: {'; '.join(wrong)}")
+    for pk, kind, author, wrong_count, wrong_puid, quotes in _rows(_ACTION_STATEMENTS, review_ids):
+        wrong = ([f"a {kind} {'without a statement' if kind in RESTRICTIVE_ACTIONS else 'with a statement'}"]
+                 if wrong_count else [])
+        wrong += ["its statement's puid is not the action's id"] if wrong_puid else []
+        wrong += ["its statement quotes the author's id or the moderator's reason"] if quotes else []
+        problems.append(f"author {author}: action {pk}: {'; '.join(wrong)}")
+    return problems
+
+
 def violations(review_ids: Iterable) -> list[str]:
     """Every invariant the checker knows, for the reviews and for the authors who wrote them."""
     review_ids = list(review_ids)
@@ -512,4 +613,4 @@ def violations(review_ids: Iterable) -> list[str]:
                       .values_list("author_id", flat=True).distinct())
     return (review_violations(review_ids) + pipeline_violations(review_ids) + report_violations(review_ids)
             + notice_violations(review_ids) + report_resolution_violations(review_ids) + appeal_violations(review_ids)
-            + erasure_violations(review_ids) + author_violations(author_ids))
+            + erasure_violations(review_ids) + author_violations(author_ids) + statement_violations(review_ids))

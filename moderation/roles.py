@@ -2,7 +2,8 @@
 
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
 suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
-reprocesses and publishes policy versions. auditor: sees everything, changes nothing.
+reprocesses, publishes policy versions, and reads and re-queues statements of reasons. auditor:
+sees everything (statements of reasons included), changes nothing.
 """
 
 from __future__ import annotations
@@ -32,10 +33,14 @@ VIEW_ALL = [
 # Who may override a review may act on its author, and mute or unmute a reporter.
 MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author",
              "moderation.mute_reporter"]
+# Statements of reasons for the DSA Transparency Database (moderation/admin/statements.py): read by
+# supervisors and auditors; a refused one re-queued, after the mapping is fixed, by supervisors.
+STATEMENTS_VIEW = "moderation.view_transparencystatement"
 ROLES = {
     "moderator": MODERATOR,
-    "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy"],
-    "auditor": VIEW_ALL,
+    "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy", STATEMENTS_VIEW,
+                   "moderation.requeue_statement"],
+    "auditor": [*VIEW_ALL, STATEMENTS_VIEW],
 }
 
 

@@ -1,5 +1,5 @@
 """The admin: reviews (moderation/admin/reviews.py), authors (moderation/admin/authors.py), reporters
-(moderation/admin/reporters.py), read-only pipeline records, policy
+(moderation/admin/reporters.py), statements of reasons (moderation/admin/statements.py), read-only pipeline records, policy
 publishing, API clients, and the dashboard on the index page.
 
 Statuses and decisions are never form fields: only services change them.
@@ -15,6 +15,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
+from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
 from moderation.admin.reporters import ReporterAdmin
 from moderation.admin.reviews import ReviewAdmin

@@ -26,7 +26,15 @@ from django.test import Client
 
 from moderation import roles, services
 from moderation.erasure import content_erase
-from moderation.models import Author, ContentReview, PileOn, Report, Reporter
+from moderation.models import (
+    Author,
+    ContentReview,
+    PileOn,
+    Report,
+    Reporter,
+    StatementStatus,
+    TransparencyStatement,
+)
 from tests.helpers import result
 
 pytestmark = pytest.mark.django_db
@@ -121,6 +129,10 @@ def hostile(django_user_model, api_client):
     services.account_appeal_file(client=api_client, author_id=INJECTIONS[0], statement=ZALGO + INJECTIONS[1])
     services.review_submit(client=api_client, external_id="bidi-author", kind="text", text=INJECTIONS[3],
                            author_id="\u202Eevil\u202C \U0001F468\u200D\U0001F469\u200D\U0001F467")
+    # A statement of reasons the Transparency Database refused, with hostile errors (its text, not ours).
+    assert TransparencyStatement.objects.filter(review=reviews["zero-width"]).update(
+        status=StatementStatus.REJECTED, errors={"statement_0": {INJECTIONS[0]: [INJECTIONS[1], ZALGO]}},
+        last_error=INJECTIONS[2]) == 1
     return reviews
 
 
@@ -235,3 +247,5 @@ def test_every_admin_page_opens_for_every_role_over_hostile_content(hostile, dja
         assert any(re.fullmatch(r"/admin/moderation/author/\d+/change/", p) for p in paths), role
         assert any(re.fullmatch(r"/admin/moderation/reporter/\d+/change/", p) for p in paths), role
         assert sum(re.fullmatch(r"/admin/moderation/moderationpolicy/\d+/change/", p) is not None for p in paths) >= 2
+        if role != "moderator":  # statements of reasons: supervisors and auditors (moderation/roles.py)
+            assert any(re.fullmatch(r"/admin/moderation/transparencystatement/\d+/change/", p) for p in paths), role
