@@ -6,8 +6,11 @@ processes cannot be.)"""
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
 from lab.race_lab import LabConfig, RaceLab
+from moderation.observability.transparency_report import transparency_report
+from tests.helpers_transparency import assert_same_figures, transparency_counts_from_tables
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos, pytest.mark.django_db(transaction=True)]
 
@@ -16,6 +19,7 @@ def test_a_small_race_lab_finds_every_invariant_holding():
     config = LabConfig(reviews=200, clusters=2, duplicate_rate=0.2, timeout_rate=0.05, late_rate=0.1,
                        error_rate=0.05, kill_workers=1, seed=7, quiesce_timeout_s=480)
 
+    began = timezone.now()
     report = RaceLab(config).run()
 
     assert report.violations == [] and report.unfinished == [], report
@@ -25,6 +29,9 @@ def test_a_small_race_lab_finds_every_invariant_holding():
     assert figures["statements missing / refused / sent again / stored twice"] == "0 / 0 / 0 / 0", figures
     decided, acted = figures["statements of reasons (decisions / account actions)"].split(" / ")
     assert int(decided) > 0 and int(acted) > 0, figures
+    # The transparency report of the lab's period is what its tables hold.
+    start, end = began.date(), timezone.now().date()
+    assert_same_figures(transparency_report(start=start, end=end), transparency_counts_from_tables(start=start, end=end))
     assert figures["duplicate deliveries"] > 0 and figures["provider attempts"] >= 200
     # The reviews were spread over 10 authors, whose rejections climbed the ladder meanwhile.
     assert figures["authors (reviews each: min / max)"].startswith("10 ")
