@@ -4,7 +4,6 @@ as the services left them report nothing."""
 
 from __future__ import annotations
 
-import uuid
 
 import pytest
 from django.utils import timezone
@@ -12,7 +11,8 @@ from django.utils import timezone
 from moderation import services
 from moderation.invariants import statement_violations, violations
 from moderation.models import ContentReview, Decision, TransparencyStatement
-from tests.helpers import SCORE_FOR, decided, result
+from tests.helpers import decided
+from tests.moderation.test_authors import authored
 
 pytestmark = pytest.mark.django_db
 TEXT = "a long enough sentence to be quoted"
@@ -23,19 +23,9 @@ def moderators(django_user_model):
     return (django_user_model.objects.create_user("mia"), django_user_model.objects.create_user("sam"))
 
 
-def authored(client, author_id: str, label: str, *, text: str = TEXT) -> ContentReview:
-    review, _ = services.review_submit(client=client, external_id=uuid.uuid4().hex, kind="text", text=text,
-                                       author_id=author_id)
-    request = services.review_claim(review_id=review.pk, worker_id="w1")
-    services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR[label]),
-                             cause="provider_result")
-    review.refresh_from_db()
-    return review
-
-
 def appealed_and_upheld(api_client, moderators) -> tuple[ContentReview, Decision]:
     """A rejection, appealed and upheld by a moderator: the first statement stands, alone."""
-    review = authored(api_client, "person-1", "rejected")
+    review = authored(api_client, "person-1", "rejected", text=TEXT)
     services.appeal_file(review_id=review.pk, appellant_id="person-1", statement="it was fine")
     upheld = services.review_override(review_id=review.pk, label="rejected", reason="the rejection stands firm",
                                       moderator=moderators[0], category="harassment")
@@ -63,8 +53,8 @@ def test_a_clean_history_has_no_violations(api_client, moderators):
     services.review_override(review_id=review.pk, label="rejected", reason="rejected once more",
                              moderator=moderators[0], category="spam")
     for _ in range(8):  # the ladder: a warning, a suspension, a ban
-        authored(api_client, "person-1", "rejected")
-    warned = authored(api_client, "person-2", "approved")
+        authored(api_client, "person-1", "rejected", text=TEXT)
+    warned = authored(api_client, "person-2", "approved", text=TEXT)
     services.author_act(author_pk=warned.author_id, moderator=moderators[0], action="warn", reason="be nicer now")
     reviews = list(ContentReview.objects.values_list("pk", flat=True))
 
@@ -108,7 +98,7 @@ def test_a_statement_whose_body_names_another_puid_is_reported(api_client):
 
 @pytest.mark.parametrize("quoted", ["content", "reason", "reporter", "author"])
 def test_a_statement_quoting_what_it_must_not_is_reported(api_client, moderators, quoted):
-    review = authored(api_client, "person-9", "approved")
+    review = authored(api_client, "person-9", "approved", text=TEXT)
     services.report_file(review_id=review.pk, reporter_id="rep-7", reason="harassment")
     services.review_override(review_id=review.pk, label="rejected", reason="my own private words",
                              moderator=moderators[0], category="harassment")
@@ -137,7 +127,7 @@ def test_an_overturn_no_approval_made_is_reported(api_client):
 
 @pytest.mark.parametrize("action", ["suspend", "ban"])
 def test_an_account_restriction_without_its_statement_is_reported(api_client, moderators, action):
-    review = authored(api_client, "person-3", "approved")
+    review = authored(api_client, "person-3", "approved", text=TEXT)
     taken = services.author_act(author_pk=review.author_id, moderator=moderators[0], action=action,
                                 days=3 if action == "suspend" else None, reason="a private reason")
     assert statement_violations([review.pk]) == []
@@ -147,7 +137,7 @@ def test_an_account_restriction_without_its_statement_is_reported(api_client, mo
 
 
 def test_a_warning_with_a_statement_or_an_action_statement_quoting_its_reason_is_reported(api_client, moderators):
-    review = authored(api_client, "person-4", "approved")
+    review = authored(api_client, "person-4", "approved", text=TEXT)
     warning = services.author_act(author_pk=review.author_id, moderator=moderators[0], action="warn",
                                   reason="a private reason")
     ban = services.author_act(author_pk=review.author_id, moderator=moderators[0], action="ban",
@@ -164,7 +154,7 @@ def test_a_warning_with_a_statement_or_an_action_statement_quoting_its_reason_is
 
 
 def test_the_checker_reads_the_statements_in_two_queries(api_client, moderators, django_assert_num_queries):
-    reviews = [authored(api_client, f"person-{i % 3}", label).pk for i, label in
+    reviews = [authored(api_client, f"person-{i % 3}", label, text=TEXT).pk for i, label in
                enumerate(["rejected", "approved", "rejected", "manual_review"] * 3)]
 
     with django_assert_num_queries(2):
@@ -181,7 +171,7 @@ def test_the_checker_finds_what_the_decide_path_writes_without_its_guard(api_cli
                                                           open_kind_rank=open_kind_rank)
 
     monkeypatch.setattr(decide, "statement_after_decision_locked", unguarded)
-    review = authored(api_client, "person-1", "rejected")
+    review = authored(api_client, "person-1", "rejected", text=TEXT)
     services.appeal_file(review_id=review.pk, appellant_id="person-1", statement="it was fine")
     upheld = services.review_override(review_id=review.pk, label="rejected", reason="the rejection stands firm",
                                       moderator=moderators[0], category="harassment")
