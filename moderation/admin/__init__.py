@@ -23,10 +23,11 @@ from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
+    default_dsa_mapping,
     Author,
     ContentReview,
     Decision,
@@ -92,7 +93,7 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", "notes"]
+                  "term_lists", *DSA_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -108,6 +109,7 @@ class PolicyForm(forms.ModelForm):
             data["model_languages"] = default_model_languages()
         data["term_lists"] = data.get("term_lists") or []
         data["notice_templates"] = data.get("notice_templates") or {}
+        data["dsa_mapping"] = data.get("dsa_mapping") or default_dsa_mapping()
         data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
         active = services.policy_active()
         if data.get("based_on") is not None and data["based_on"] != active.version:

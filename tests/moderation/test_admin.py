@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from moderation.models import ModerationPolicy
@@ -105,3 +107,25 @@ def test_a_published_policy_cannot_be_edited_or_deleted(staff):
     assert policy.reject_threshold == 0.9
     assert staff.post(f"/admin/moderation/moderationpolicy/{policy.pk}/delete/", {"post": "yes"}).status_code == 403
     assert ModerationPolicy.objects.filter(pk=policy.pk).exists()
+
+
+@pytest.mark.django_db
+def test_the_policy_forms_dsa_mapping_is_prefilled_validated_and_published(staff):
+    from moderation.models import default_dsa_mapping
+
+    initial = staff.get("/admin/moderation/moderationpolicy/add/").context["adminform"].form.initial
+    assert initial["dsa_mapping"] == default_dsa_mapping()
+    base = {"reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": "{}", "flagged_label": "manual_review",
+            "report_threshold": 3, **WORKPLACE_FIELDS}
+    mapping = default_dsa_mapping()
+    mapping["categories"]["spam"]["category"] = "STATEMENT_CATEGORY_SPAM"  # not one of the database's
+
+    refused = staff.post("/admin/moderation/moderationpolicy/add/", {**base, "dsa_mapping": json.dumps(mapping)})
+
+    assert refused.status_code == 200 and "STATEMENT_CATEGORY_SPAM" in refused.content.decode()
+    assert ModerationPolicy.objects.count() == 1
+    mapping["categories"]["spam"]["category"] = "STATEMENT_CATEGORY_SCAMS_AND_FRAUD"
+    published = staff.post("/admin/moderation/moderationpolicy/add/", {**base, "dsa_mapping": json.dumps(mapping)})
+    assert published.status_code == 302
+    newest = ModerationPolicy.objects.get(version=2)
+    assert newest.dsa_mapping["categories"]["spam"]["category"] == "STATEMENT_CATEGORY_SCAMS_AND_FRAUD"
