@@ -2,8 +2,9 @@
 
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
 suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
-reprocesses, publishes policy versions, and reads and re-queues statements of reasons. auditor:
-sees everything (statements of reasons included), changes nothing.
+reprocesses, publishes policy versions and re-queues statements of reasons the Transparency
+Database refused. auditor: sees everything, changes nothing. Every role reads the statements and
+the transparency report (aggregate figures and enumerations: nothing personal).
 """
 
 from __future__ import annotations
@@ -28,19 +29,18 @@ VIEW_ALL = [
     "moderation.view_contenterasure",  # erasure tombstones: who erased a content, when and why
     "moderation.view_author",  # the author page: its reviews, strikes, actions, appeals
     "moderation.view_reporter",  # the reporters: accuracy, weight, muting and its history
-    "moderation.view_transparencystatement",  # the transparency report page
+    "moderation.view_transparencystatement",  # statements of reasons, and the transparency report page
 ]
 # Who may override a review may act on its author, and mute or unmute a reporter.
 MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author",
              "moderation.mute_reporter"]
-# Statements of reasons for the DSA Transparency Database (moderation/admin/statements.py): read by
-# supervisors and auditors; a refused one re-queued, after the mapping is fixed, by supervisors.
-STATEMENTS_VIEW = "moderation.view_transparencystatement"
 ROLES = {
     "moderator": MODERATOR,
-    "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy", STATEMENTS_VIEW,
+    # A statement the Transparency Database refused is re-queued, once the mapping is fixed, by a
+    # supervisor (moderation/admin/statements.py).
+    "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy",
                    "moderation.requeue_statement"],
-    "auditor": [*VIEW_ALL, STATEMENTS_VIEW],
+    "auditor": VIEW_ALL,
 }
 
 

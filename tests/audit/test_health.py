@@ -110,7 +110,9 @@ def test_a_sweep_binds_the_heartbeat_schedule_of_a_renamed_deployment_without_a_
     settings.NOTIFY_CLUSTER = "renamed-notify"  # Q_NAME changed; no migrate since
     assert not Schedule.objects.filter(cluster="renamed-notify").exists()
     tasks.sweep()
-    schedule = Schedule.objects.get(cluster="renamed-notify")
+    schedule = Schedule.objects.get(cluster="renamed-notify", func="moderation.tasks.notifier_heartbeat")
+    # The statements' schedule is the notification cluster's too (docs/transparency.md).
+    assert Schedule.objects.filter(cluster="renamed-notify", func="moderation.tasks.statements_submit").count() == 1
     assert (schedule.name, schedule.func, schedule.minutes) == (notifier(), "moderation.tasks.notifier_heartbeat", 1)
     tasks.sweep()  # once bound, a sweep only reads it
     assert Schedule.objects.filter(func="moderation.tasks.notifier_heartbeat", cluster="renamed-notify").count() == 1

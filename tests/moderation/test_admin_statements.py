@@ -119,9 +119,11 @@ def test_the_list_says_what_each_statement_states_and_links_to_it(api_client, ad
     assert "<b>1</b>" not in page.content.decode()
 
 
-def test_moderators_do_not_see_statements(api_client, mia):
-    statement(api_client)
-    assert mia.get(LIST).status_code == 403
+def test_moderators_read_statements_but_cannot_requeue_them(api_client, mia):
+    refused = statement(api_client, StatementStatus.REJECTED)
+
+    assert mia.get(LIST).status_code == 200
+    assert b"Re-queue" not in mia.get(PAGE.format(refused.pk)).content
 
 
 # --- the statement page ---------------------------------------------------------------------------
