@@ -509,16 +509,29 @@ def author_violations(author_ids: Iterable) -> list[str]:
 # Two statements: one over the reviews' decisions and statements, one over their authors' account
 # actions, each selecting only the rows that break a rule, with a flag per rule (as above).
 
-# What a statement's body must never quote, found in its string values (unescaped, so a quote
-# with a `"` in it is found too). Short texts and reasons ("spam", "ok") are words any body may
-# hold; ids are looked for whatever their length.
+# What a statement's body must never quote, found in its string values but the puid (unescaped,
+# so a quote with a `"` in it is found too). Short texts and reasons ("spam", "ok") are words any
+# body may hold; an id is found anywhere from QUOTE_MIN_CHARS characters, and a shorter one
+# standing as a word of its own (an author "a0" is not quoted by a uuid or a date holding "a0").
 QUOTE_MIN_CHARS = 8
 
 
 def _strings_of(body: str) -> str:
-    """SQL for the string values of the JSON `body`, unescaped, one text (chr(31) between them)."""
+    """SQL for the string values of the JSON `body` but its puid, unescaped, one text (chr(31)
+    between them)."""
     return f"""(SELECT string_agg(v #>> '{{}}', chr(31))
-               FROM jsonb_path_query({body}, 'strict $.** ? (@.type() == "string")') v)"""
+               FROM jsonb_path_query({body} - 'puid', 'strict $.** ? (@.type() == "string")') v)"""
+
+
+def _quotes_id(column: str) -> str:
+    """SQL: the body's strings (`q.text`, their words `q.words`) quote the id in `column`."""
+    return (f"({column} <> '' AND ((length({column}) >= {QUOTE_MIN_CHARS} AND strpos(q.text, {column}) > 0)"
+            f" OR {column} = ANY(q.words)))")
+
+
+def _body_strings(body: str) -> str:
+    return (f"LEFT JOIN LATERAL (SELECT t.text, regexp_split_to_array(t.text, '[^[:alnum:]_@-]+') AS words "
+            f"FROM (SELECT {_strings_of(body)} AS text) t) q ON true")
 
 
 _REVIEW_STATEMENTS = f"""
@@ -542,16 +555,15 @@ WITH d AS (
       AS overturned_alone,
     q.text IS NOT NULL AND (
       (length(c.text) >= {QUOTE_MIN_CHARS} AND strpos(q.text, c.text) > 0)
-      OR (au.author_id <> '' AND strpos(q.text, au.author_id) > 0)
-      OR EXISTS (SELECT 1 FROM moderation_report r
-                 WHERE r.review_id = s.review_id AND r.reporter_id <> '' AND strpos(q.text, r.reporter_id) > 0)
+      OR {_quotes_id("au.author_id")}
+      OR EXISTS (SELECT 1 FROM moderation_report r WHERE r.review_id = s.review_id AND {_quotes_id("r.reporter_id")})
       OR EXISTS (SELECT 1 FROM moderation_decision m WHERE m.review_id = s.review_id
                  AND length(m.reason) >= {QUOTE_MIN_CHARS} AND strpos(q.text, m.reason) > 0)) AS quotes
   FROM d FULL JOIN s ON s.decision_id = d.id
   LEFT JOIN moderation_contentreview v ON v.id = s.review_id
   LEFT JOIN moderation_content c ON c.id = v.content_id
   LEFT JOIN moderation_author au ON au.id = v.author_id
-  LEFT JOIN LATERAL (SELECT {_strings_of("s.body")} AS text) q ON s.id IS NOT NULL
+  {_body_strings("s.body")}
 )
 SELECT * FROM x WHERE missing OR unwarranted OR other_review OR (statement_id IS NOT NULL AND wrong_puid)
   OR overturned_alone OR quotes
@@ -571,12 +583,12 @@ SELECT * FROM (
     (a.action IN ({_RESTRICTIVE})) <> (s.id IS NOT NULL) AS wrong_count,
     s.id IS NOT NULL AND (s.body ->> 'puid' IS DISTINCT FROM s.puid OR s.puid IS DISTINCT FROM a.id::text) AS wrong_puid,
     s.id IS NOT NULL AND q.text IS NOT NULL AND (
-      (au.author_id <> '' AND strpos(q.text, au.author_id) > 0)
+      {_quotes_id("au.author_id")}
       OR (length(a.reason) >= {QUOTE_MIN_CHARS} AND strpos(q.text, a.reason) > 0)) AS quotes
   FROM moderation_accountaction a
   JOIN moderation_author au ON au.id = a.author_id
   LEFT JOIN moderation_transparencystatement s ON s.account_action_id = a.id
-  LEFT JOIN LATERAL (SELECT {_strings_of("s.body")} AS text) q ON s.id IS NOT NULL
+  {_body_strings("s.body")}
   WHERE a.author_id IN (SELECT author_id FROM moderation_contentreview WHERE id = ANY(%(ids)s) AND author_id IS NOT NULL)
 ) x
 WHERE wrong_count OR wrong_puid OR quotes
