@@ -12,6 +12,7 @@ from django.db.models import Count, F
 
 from audit.models import ReviewTransition
 from callbacks.models import ProviderCallback
+from moderation.transparency import fixed_wording
 from moderation.models import (
     FINAL_STATUSES,
     RESTRICTIVE_ACTIONS,
@@ -529,9 +530,20 @@ def _quotes_id(column: str) -> str:
             f" OR {column} = ANY(q.words)))")
 
 
-def _body_strings(body: str) -> str:
-    return (f"LEFT JOIN LATERAL (SELECT t.text, regexp_split_to_array(t.text, '[^[:alnum:]_@-]+') AS words "
-            f"FROM (SELECT {_strings_of(body)} AS text) t) q ON true")
+def _quotes_text(column: str) -> str:
+    """SQL: the body's strings quote the free text in `column` (QUOTE_MIN_CHARS or longer): it is
+    in them, and not explained by the statement's own wording (its policy's mapping, the
+    builder's fixed sentences and the database's labels, `q.wording`): a moderator who wrote
+    "harassment" is not quoted by the ground "terms of service: harassment"."""
+    return (f"(length({column}) >= {QUOTE_MIN_CHARS} AND strpos(q.text, {column}) > 0"
+            f" AND strpos(q.wording, {column}) = 0)")
+
+
+def _body_strings(statement: str) -> str:
+    return (f"LEFT JOIN LATERAL (SELECT t.text, regexp_split_to_array(t.text, '[^[:alnum:]_@-]+') AS words, "
+            f"COALESCE((SELECT {_strings_of('p.dsa_mapping')} FROM moderation_moderationpolicy p "
+            f"WHERE p.id = {statement}.policy_id), '') || chr(31) || %(wording)s AS wording "
+            f"FROM (SELECT {_strings_of(statement + '.body')} AS text) t) q ON true")
 
 
 _REVIEW_STATEMENTS = f"""
@@ -554,16 +566,16 @@ WITH d AS (
       SELECT 1 FROM d a WHERE a.review_id = s.review_id AND a.label = '{S.APPROVED}' AND a.id > s.decision_id)
       AS overturned_alone,
     q.text IS NOT NULL AND (
-      (length(c.text) >= {QUOTE_MIN_CHARS} AND strpos(q.text, c.text) > 0)
+      {_quotes_text("c.text")}
       OR {_quotes_id("au.author_id")}
       OR EXISTS (SELECT 1 FROM moderation_report r WHERE r.review_id = s.review_id AND {_quotes_id("r.reporter_id")})
       OR EXISTS (SELECT 1 FROM moderation_decision m WHERE m.review_id = s.review_id
-                 AND length(m.reason) >= {QUOTE_MIN_CHARS} AND strpos(q.text, m.reason) > 0)) AS quotes
+                 AND {_quotes_text("m.reason")})) AS quotes
   FROM d FULL JOIN s ON s.decision_id = d.id
   LEFT JOIN moderation_contentreview v ON v.id = s.review_id
   LEFT JOIN moderation_content c ON c.id = v.content_id
   LEFT JOIN moderation_author au ON au.id = v.author_id
-  {_body_strings("s.body")}
+  {_body_strings("s")}
 )
 SELECT * FROM x WHERE missing OR unwarranted OR other_review OR (statement_id IS NOT NULL AND wrong_puid)
   OR overturned_alone OR quotes
@@ -584,15 +596,21 @@ SELECT * FROM (
     s.id IS NOT NULL AND (s.body ->> 'puid' IS DISTINCT FROM s.puid OR s.puid IS DISTINCT FROM a.id::text) AS wrong_puid,
     s.id IS NOT NULL AND q.text IS NOT NULL AND (
       {_quotes_id("au.author_id")}
-      OR (length(a.reason) >= {QUOTE_MIN_CHARS} AND strpos(q.text, a.reason) > 0)) AS quotes
+      OR {_quotes_text("a.reason")}) AS quotes
   FROM moderation_accountaction a
   JOIN moderation_author au ON au.id = a.author_id
   LEFT JOIN moderation_transparencystatement s ON s.account_action_id = a.id
-  {_body_strings("s.body")}
+  {_body_strings("s")}
   WHERE a.author_id IN (SELECT author_id FROM moderation_contentreview WHERE id = ANY(%(ids)s) AND author_id IS NOT NULL)
 ) x
 WHERE wrong_count OR wrong_puid OR quotes
 """
+
+
+def _statement_rows(sql: str, review_ids: list) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, {"ids": review_ids, "wording": chr(31).join(fixed_wording())})
+        return cursor.fetchall()
 
 
 def statement_violations(review_ids: Iterable) -> list[str]:
@@ -605,11 +623,11 @@ def statement_violations(review_ids: Iterable) -> list[str]:
     if not review_ids:
         return []
     problems = []
-    for review_id, decision_id, label, statement_id, *flags in _rows(_REVIEW_STATEMENTS, review_ids):
+    for review_id, decision_id, label, statement_id, *flags in _statement_rows(_REVIEW_STATEMENTS, review_ids):
         wrong = [text for text, flag in zip(_REVIEW_STATEMENT_PROBLEMS.values(), flags, strict=True) if flag]
         what = f"decision {decision_id} ({label})" if decision_id is not None else "a decision of another review"
         problems.append(f"{review_id}: {what}, statement {statement_id or 'none'}: {'; '.join(wrong)}")
-    for pk, kind, author, wrong_count, wrong_puid, quotes in _rows(_ACTION_STATEMENTS, review_ids):
+    for pk, kind, author, wrong_count, wrong_puid, quotes in _statement_rows(_ACTION_STATEMENTS, review_ids):
         wrong = ([f"a {kind} {'without a statement' if kind in RESTRICTIVE_ACTIONS else 'with a statement'}"]
                  if wrong_count else [])
         wrong += ["its statement's puid is not the action's id"] if wrong_puid else []

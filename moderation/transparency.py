@@ -73,6 +73,14 @@ _DECISION_SENTENCE = {
 }
 
 
+def fixed_wording() -> tuple[str, ...]:
+    """Every text a statement may hold besides its policy's mapping: this module's sentences and
+    the database's own labels (the invariant checker tells a quote from them)."""
+    labels = [label for values in vocabulary().values() if isinstance(values, dict) for label in values.values()]
+    return (*_SOURCE_SENTENCE.values(), *_DETECTION_SENTENCE.values(), *_DECISION_SENTENCE.values(),
+            *CONTENT_TYPE_OTHER_TEXT.values(), *ACCOUNT_WORDING, *labels)
+
+
 # --- validation (policy_publish and the policy form: moderation.validation) -------------------
 
 def _entry_errors(where: str, entry: object) -> list[str]:
@@ -195,20 +203,25 @@ def statement_body(*, puid: str, facts: dict[str, Any], mapping: dict[str, Any])
     return body
 
 
+ACCOUNT_WORDING = ("The account was terminated", "The account was suspended until",
+                   "under the platform's terms of service.",
+                   "for repeated violations of the platform's terms of service:", "points")
+
+
 def _account_facts(facts: dict[str, Any], mapping: dict[str, Any]) -> str:
     """What an account action rests on, in the database's own words: its category labels, never
     the policy's category names as a provider may have keyed them."""
     labels = vocabulary()["STATEMENT_CATEGORIES"]
     if facts["action"] == "ban":
-        done = "The account was terminated"
+        done = ACCOUNT_WORDING[0]
     else:
-        done = f"The account was suspended until {facts['until']}"
+        done = f"{ACCOUNT_WORDING[1]} {facts['until']}"
     strikes = facts.get("strikes") or []
     if not strikes:
-        return f"{done} under the platform's terms of service."
+        return f"{done} {ACCOUNT_WORDING[2]}"
     points: dict[str, int] = {}
     for category, count in strikes:
         label = labels[mapping_entry(mapping, category)["category"]]
         points[label] = points.get(label, 0) + count
     listed = ", ".join(f"{label} ({count} points)" for label, count in sorted(points.items(), key=lambda p: (-p[1], p[0])))
-    return f"{done} for repeated violations of the platform's terms of service: {listed}."
+    return f"{done} {ACCOUNT_WORDING[3]} {listed}."
