@@ -525,9 +525,10 @@ def _strings_of(body: str) -> str:
 
 
 def _quotes_id(column: str) -> str:
-    """SQL: the body's strings (`q.text`, their words `q.words`) quote the id in `column`."""
+    """SQL: the body's strings (`q.text`, their words `q.words`) quote the id in `column`. An id
+    that is a word of the statement's own wording ("Yes", "DE", "terms") says nothing."""
     return (f"({column} <> '' AND ((length({column}) >= {QUOTE_MIN_CHARS} AND strpos(q.text, {column}) > 0)"
-            f" OR {column} = ANY(q.words)))")
+            f" OR {column} = ANY(q.words)) AND NOT {column} = ANY(q.wording_words))")
 
 
 def _quotes_text(column: str) -> str:
@@ -540,10 +541,11 @@ def _quotes_text(column: str) -> str:
 
 
 def _body_strings(statement: str) -> str:
-    return (f"LEFT JOIN LATERAL (SELECT t.text, regexp_split_to_array(t.text, '[^[:alnum:]_@-]+') AS words, "
+    return (f"LEFT JOIN LATERAL (SELECT t.text, t.wording, regexp_split_to_array(t.text, '[^[:alnum:]_@-]+') AS words, "
+            f"regexp_split_to_array(t.wording, '[^[:alnum:]_@-]+') AS wording_words FROM ("
+            f"SELECT {_strings_of(statement + '.body')} AS text, "
             f"COALESCE((SELECT {_strings_of('p.dsa_mapping')} FROM moderation_moderationpolicy p "
-            f"WHERE p.id = {statement}.policy_id), '') || chr(31) || %(wording)s AS wording "
-            f"FROM (SELECT {_strings_of(statement + '.body')} AS text) t) q ON true")
+            f"WHERE p.id = {statement}.policy_id), '') || chr(31) || %(wording)s AS wording) t) q ON true")
 
 
 _REVIEW_STATEMENTS = f"""

@@ -75,8 +75,10 @@ _DECISION_SENTENCE = {
 
 def fixed_wording() -> tuple[str, ...]:
     """Every text a statement may hold besides its policy's mapping: this module's sentences and
-    the database's own labels (the invariant checker tells a quote from them)."""
-    labels = [label for values in vocabulary().values() if isinstance(values, dict) for label in values.values()]
+    the database's own names and labels (the invariant checker tells a quote from them)."""
+    words = vocabulary()
+    labels = [text for values in words.values() if isinstance(values, dict) for pair in values.items() for text in pair]
+    labels += [code for values in words.values() if isinstance(values, list) for code in values] + ["Yes", "No"]
     return (*_SOURCE_SENTENCE.values(), *_DETECTION_SENTENCE.values(), *_DECISION_SENTENCE.values(),
             *CONTENT_TYPE_OTHER_TEXT.values(), *ACCOUNT_WORDING, *labels)
 
