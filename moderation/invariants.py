@@ -549,11 +549,13 @@ def _body_strings(statement: str) -> str:
 
 
 _REVIEW_STATEMENTS = f"""
-WITH d AS (
-  SELECT id, review_id, label,
-         label = '{S.REJECTED}' AND LAG(label) OVER (PARTITION BY review_id ORDER BY id) IS DISTINCT FROM '{S.REJECTED}'
-           AS restricts
-  FROM moderation_decision WHERE review_id = ANY(%(ids)s)
+WITH j AS (  -- the judgements: a restriction is in force from a rejection until an approval
+  SELECT id, label = '{S.REJECTED}'
+           AND LAG(label) OVER (PARTITION BY review_id ORDER BY id) IS DISTINCT FROM '{S.REJECTED}' AS restricts
+  FROM moderation_decision WHERE review_id = ANY(%(ids)s) AND label IN ('{S.REJECTED}', '{S.APPROVED}')
+), d AS (
+  SELECT m.id, m.review_id, m.label, COALESCE(j.restricts, false) AS restricts
+  FROM moderation_decision m LEFT JOIN j ON j.id = m.id WHERE m.review_id = ANY(%(ids)s)
 ), s AS (
   SELECT * FROM moderation_transparencystatement WHERE review_id = ANY(%(ids)s)
   UNION ALL  -- a statement of one of these decisions filed under another review
@@ -567,6 +569,9 @@ WITH d AS (
     s.overturned_at IS NOT NULL AND NOT EXISTS (
       SELECT 1 FROM d a WHERE a.review_id = s.review_id AND a.label = '{S.APPROVED}' AND a.id > s.decision_id)
       AS overturned_alone,
+    s.overturned_at IS NULL AND EXISTS (
+      SELECT 1 FROM d a WHERE a.review_id = s.review_id AND a.label = '{S.APPROVED}' AND a.id > s.decision_id)
+      AS uncorrected,
     q.text IS NOT NULL AND (
       {_quotes_text("c.text")}
       OR {_quotes_id("au.author_id")}
@@ -580,14 +585,15 @@ WITH d AS (
   {_body_strings("s")}
 )
 SELECT * FROM x WHERE missing OR unwarranted OR other_review OR (statement_id IS NOT NULL AND wrong_puid)
-  OR overturned_alone OR quotes
+  OR overturned_alone OR uncorrected OR quotes
 """
 _REVIEW_STATEMENT_PROBLEMS = {
     "missing": "restricts the content, but has no statement",
-    "unwarranted": "has a statement, but restricts nothing new (the decision before it was a rejection, or it is none)",
+    "unwarranted": "has a statement, but restricts nothing new (a restriction was in force, or it is no rejection)",
     "other_review": "has a statement of another review",
     "wrong_puid": "its statement's puid is not the decision's id",
     "overturned_alone": "its statement is overturned, but no later approval of its review lifted it",
+    "uncorrected": "a later approval lifted the restriction, but its statement records no correction",
     "quotes": "its statement quotes the content, the author's or a reporter's id, or a moderator's reason",
 }
 # The authors of the reviews: each suspension or ban has its statement, a warning none.
@@ -617,8 +623,10 @@ def _statement_rows(sql: str, review_ids: list) -> list[tuple]:
 
 def statement_violations(review_ids: Iterable) -> list[str]:
     """Statements of reasons (docs/transparency.md): a decision has one exactly when it restricts
-    (a rejection after no decision or one that was not a rejection); its puid is the decision's
-    id, in the row and the body; an overturned one was lifted by a later approval; none quotes
+    (a rejection while no restriction is in force: no rejection before it, or an approval since
+    the last one; a hand-off to a human in between changes nothing); its puid is the decision's
+    id, in the row and the body; an overturned one was lifted by a later approval, and one a later
+    approval lifted records it; none quotes
     the content, an author's or reporter's id, or a moderator's reason; and, for the reviews'
     authors, each suspension or ban has one and a warning none."""
     review_ids = [uuid.UUID(str(pk)) for pk in review_ids]

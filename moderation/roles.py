@@ -3,8 +3,8 @@
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
 suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
 reprocesses, publishes policy versions and re-queues statements of reasons the Transparency
-Database refused. auditor: sees everything, changes nothing. Every role reads the statements and
-the transparency report (aggregate figures and enumerations: nothing personal).
+Database refused. auditor: sees everything, changes nothing. Every role reads the statements (the admin links
+each to its review or author) and the transparency report.
 """
 
 from __future__ import annotations

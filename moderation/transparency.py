@@ -18,7 +18,6 @@ wording and this module's fixed sentences.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -31,7 +30,9 @@ GROUND_TEXT_MAX = 500
 EXPLANATION_MAX = 2000
 URL_MAX = 500
 FACTS_MAX = 5000
-PUID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,500}$")
+DATE_MAX = "2038-01-01"  # the latest date the database takes (its before_or_equal rules)
+RESTRICTED_AUTHOR_SENTENCE = ("The content was submitted while its author's account was suspended or terminated, "
+                              "and the platform's rules do not publish new content of such an account.")
 
 ILLEGAL = "DECISION_GROUND_ILLEGAL_CONTENT"
 VISIBILITY_OTHER = "DECISION_VISIBILITY_OTHER"
@@ -80,7 +81,7 @@ def fixed_wording() -> tuple[str, ...]:
     labels = [text for values in words.values() if isinstance(values, dict) for pair in values.items() for text in pair]
     labels += [code for values in words.values() if isinstance(values, list) for code in values] + ["Yes", "No"]
     return (*_SOURCE_SENTENCE.values(), *_DETECTION_SENTENCE.values(), *_DECISION_SENTENCE.values(),
-            *CONTENT_TYPE_OTHER_TEXT.values(), *ACCOUNT_WORDING, *labels)
+            *CONTENT_TYPE_OTHER_TEXT.values(), *ACCOUNT_WORDING, RESTRICTED_AUTHOR_SENTENCE, *labels)
 
 
 # --- validation (policy_publish and the policy form: moderation.validation) -------------------
@@ -166,12 +167,15 @@ def statement_body(*, puid: str, facts: dict[str, Any], mapping: dict[str, Any])
         entry = mapping_entry(mapping, facts["category"])
         body: dict[str, Any] = {"decision_account": mapping["accounts"][facts["action"]]}
         if facts.get("until"):
-            body["end_date_account_restriction"] = facts["until"]
+            # The database takes no date past DATE_MAX: a longer suspension is stated as lasting
+            # at least that long (its facts keep the real end).
+            body["end_date_account_restriction"] = min(facts["until"], DATE_MAX)
         decided = _account_facts(facts, mapping)
     else:
         entry = mapping_entry(mapping, facts["category"])
         body = {"decision_visibility": [entry.get("visibility", "DECISION_VISIBILITY_CONTENT_REMOVED")]}
-        decided = entry["explanation"].strip()
+        # A restricted author's new content is rejected for the restriction, not for a violation.
+        decided = RESTRICTED_AUTHOR_SENTENCE if facts.get("restricted_author") else entry["explanation"].strip()
     ground = entry.get("ground", INCOMPATIBLE)
     prefix = "illegal_content" if ground == ILLEGAL else "incompatible_content"
     body |= {

@@ -27,6 +27,7 @@ from django.db.models import (
     Subquery,
     Sum,
 )
+from django.db.models.functions import Coalesce
 from django.http import HttpResponse
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -444,8 +445,9 @@ class PipelineCollector:
             waiting.add_metric([status], rows.get(status, 0))
         yield waiting
         # DSA_TDB_URL unset: statements are kept, not sent, and nothing is late (0).
-        oldest = (TransparencyStatement.objects.filter(status=StatementStatus.PENDING).aggregate(t=Min("created_at"))["t"]
-                  if settings.DSA_TDB_URL else None)
+        # Waiting since it was written, or re-queued (a statement fixed weeks later is not late).
+        oldest = (TransparencyStatement.objects.filter(status=StatementStatus.PENDING)
+                  .aggregate(t=Min(Coalesce("requeued_at", "created_at")))["t"] if settings.DSA_TDB_URL else None)
         yield GaugeMetricFamily(
             "moderation_statements_oldest_pending_seconds",
             "Age of the oldest statement of reasons not yet in the Transparency Database (0 when none is sent).",

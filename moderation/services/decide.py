@@ -61,7 +61,7 @@ def decide_locked(
                                      "moderation.label": str(label)},
     ):
         from_status = review.status
-        previous_label = _label_in_force(review)
+        decided_before = review.decision_id is not None  # (a first decision has no restriction to look for)
         writes = writes or OneStatement()
         reported = reports_open_read(writes, review)  # asked in the decision's statement: no round trip
         decision = decision_record(review, appeal=appeal, writes=writes, label=label, source=source, **decision_fields)
@@ -97,16 +97,9 @@ def decide_locked(
             reports_resolve_locked(review, decision, by_moderator=source == DecisionSource.MODERATOR)
         # Its statement of reasons for the DSA Transparency Database, or the correction it makes
         # (docs/transparency.md), from the trail above: the decision, the notices it acted on.
-        statement_after_decision_locked(review, decision, previous_label=previous_label, open_kind_rank=reported.value)
+        statement_after_decision_locked(review, decision, open_kind_rank=reported.value, judged=counts_strike,
+                                        decided_before=decided_before)
         return decision
-
-
-def _label_in_force(review: ContentReview) -> str | None:
-    """The label of the review's decision in force (None: none yet). Asked only of a review decided
-    before (a first decision, the common case, costs nothing)."""
-    if review.decision_id is None:
-        return None
-    return Decision.objects.filter(pk=review.decision_id).values_list("label", flat=True).first()
 
 
 def decision_record(

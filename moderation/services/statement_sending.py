@@ -6,7 +6,8 @@ notification cluster's schedule on several machines, `submit_statements`) never 
 statement at once; the POST runs with no transaction open, through the outbound guard
 (moderation/netguard.py, as webhooks). Then, by the answer:
 
-- 201: every statement of the batch is submitted;
+- 201 naming every statement of the batch: all are submitted (a 2xx that is not that, a login
+  page or a proxy's, stored nothing: it fails like a 5xx);
 - 422 naming statements (`statement_<index>`): those are rejected, their errors kept; the others
   are released and go in the next batch at once (the database stores nothing of a refused batch);
 - 422 naming `existing_puids`: those count as submitted (the database has them: an earlier send
@@ -77,8 +78,10 @@ def _lease_length() -> timedelta:
     return timedelta(seconds=settings.DSA_TDB_TIMEOUT_S * 2 + 30)
 
 
-def _lease(*, now: datetime, force: bool, size: int) -> list[_Leased]:
-    """Take up to `size` pending statements no other sender holds: due ones, or all with `force`."""
+def _lease(*, now: datetime, force: bool, size: int) -> tuple[list[_Leased], datetime]:
+    """Take up to `size` pending statements no other sender holds: due ones, or all with `force`.
+    Returns them and the lease (their `locked_until`): the answer is recorded only on rows that
+    still carry it, so a sender whose lease ran out never writes over the next sender's."""
     due = Q(status=StatementStatus.PENDING) & (Q(locked_until__isnull=True) | Q(locked_until__lte=now))
     if not force:
         due &= Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now)
@@ -88,10 +91,11 @@ def _lease(*, now: datetime, force: bool, size: int) -> list[_Leased]:
         rows = list(TransparencyStatement.objects.select_for_update(skip_locked=True).filter(due)
                     .order_by(F("next_attempt_at").asc(nulls_first=True), "id")
                     .values_list("pk", "puid", "body", "attempts")[:size])
+        lease = now + _lease_length()
         if rows:
             TransparencyStatement.objects.filter(pk__in=[row[0] for row in rows]).update(
-                locked_until=now + _lease_length(), attempts=F("attempts") + 1)
-    return [_Leased(pk, puid, body, attempts + 1) for pk, puid, body, attempts in rows]
+                locked_until=lease, attempts=F("attempts") + 1)
+    return [_Leased(pk, puid, body, attempts + 1) for pk, puid, body, attempts in rows], lease
 
 
 def _post(batch: list[_Leased]) -> tuple[int | None, object, str]:
@@ -142,12 +146,18 @@ def _uuids(answer: object) -> dict[str, str]:
     return {str(s.get("puid")): str(s.get("uuid", ""))[:64] for s in stored or [] if isinstance(s, dict)}
 
 
-def _record(batch: list[_Leased], status: int | None, answer: object, error: str, now: datetime,
+def _stored_all(batch: list[_Leased], status: int | None, answer: object) -> bool:
+    """The database's success: 201 with the statements it stored, every one of the batch among
+    them. Anything else that says 2xx (a login page, a proxy, a wrong path) stored nothing."""
+    return status == 201 and set(_uuids(answer)) >= {leased.puid for leased in batch}
+
+
+def _record(batch: list[_Leased], lease: datetime, status: int | None, answer: object, error: str, now: datetime,
             report: SendReport) -> bool:
     """Apply the database's answer to the batch; True if the run may go on with the next batch."""
     pks = [leased.pk for leased in batch]
-    ours = TransparencyStatement.objects.filter(status=StatementStatus.PENDING)
-    if status is not None and 200 <= status < 300:
+    ours = TransparencyStatement.objects.filter(status=StatementStatus.PENDING, locked_until=lease)
+    if _stored_all(batch, status, answer):
         uuids = _uuids(answer)
         ours.filter(pk__in=pks).update(
             status=StatementStatus.SUBMITTED, submitted_at=now, locked_until=None, last_error="",
@@ -172,6 +182,8 @@ def _record(batch: list[_Leased], status: int | None, answer: object, error: str
             logger.warning("statement %s refused by the Transparency Database: %s",
                            next(leased.puid for leased in batch if leased.pk == pk), _summary(refused[pk]))
         return True
+    if not error and status is not None and 200 <= status < 300:
+        error = f"HTTP {status}: not the database's answer (no stored statements for the batch)"
     error = error or (f"HTTP {status}: {_summary(errors)}" if isinstance(errors, dict) else f"HTTP {status}")
     ours.filter(pk__in=pks).update(
         locked_until=None, last_error=error[:ERROR_TEXT_MAX],
@@ -204,12 +216,12 @@ def statements_submit(*, force: bool = False, deadline: float | None = None, bat
     while not report.error and (deadline is None or time.monotonic() + settings.DSA_TDB_TIMEOUT_S < deadline):
         if should_stop is not None and should_stop():
             break
-        batch = _lease(now=clock(), force=force, size=min(batch_size, BATCH_MAX))
+        batch, lease = _lease(now=clock(), force=force, size=min(batch_size, BATCH_MAX))
         if not batch:
             break
         report.batches += 1
         status, answer, error = _post(batch)
-        if not _record(batch, status, answer, error, clock(), report):
+        if not _record(batch, lease, status, answer, error, clock(), report):
             break
     report.pending = statements_pending()
     return report

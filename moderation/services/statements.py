@@ -2,9 +2,9 @@
 state (docs/transparency.md; DSA Art. 24(5)).
 
 - `statement_after_decision_locked`: the decide path calls it in every decision's transaction.
-  A rejection that restricts the content (the decision in force before it restricted nothing:
-  no decision yet, an approval, a hand-off to a human) writes its statement; a rejection that
-  keeps a restriction in force (an appeal upheld, a reprocessed rejection rejected again,
+  A rejection that restricts the content (none is in force: no rejection yet, or the last one
+  was lifted by an approval) writes its statement; a rejection while a restriction is in force
+  (an appeal upheld, a reprocessed rejection rejected again, after a hand-off to a human too,
   erasure closing an appeal) writes none, its first statement stands; an approval that lifts a
   restriction records the correction on that statement (the database has no update).
 - `statement_for_account_action`: each suspension or ban, in its action's statement.
@@ -68,33 +68,38 @@ def _day(moment: datetime) -> str:
 
 
 def _flagged(decision_fields: dict) -> bool:
-    """Whether a provider's decision flagged the content: a model's score or a rule sent it
-    somewhere other than approval (a language the model may not judge, with no rule, did not)."""
-    if decision_fields["label"] == ReviewStatus.APPROVED:
-        return False
+    """Whether a provider's decision flagged the content: a rule matched it, or the model flagged
+    it where the policy lets the model judge (a language it may not judge flags nothing). Not its
+    label: a restricted author's or a noticed review's goes to a human whatever the model said."""
     ruled = any(m.get("action") != RuleAction.ALLOW for m in decision_fields["rule_matches"] or [])
-    return ruled or decision_fields["model_used"] is not False
+    return ruled or (decision_fields["flagged"] is True and decision_fields["model_used"] is not False)
 
 
 def _automation(review: ContentReview, decision: Decision) -> tuple[bool, str]:
-    """(automated_detection, automated_decision) of `decision`, from the review's trail."""
+    """(automated_detection, automated_decision) of `decision`, from the review's trail: a
+    provider's or a rule's decision is automated, and detected automatically if it flagged the
+    content; a moderator's is partially automated when the review's last provider decision
+    flagged it."""
     if decision.source != DecisionSource.MODERATOR:
-        return True, AUTOMATION_FULLY
+        return _flagged({"rule_matches": decision.rule_matches, "flagged": decision.flagged,
+                         "model_used": decision.model_used}), AUTOMATION_FULLY
     latest = (Decision.objects.filter(review=review, source=DecisionSource.PROVIDER).order_by("-id")
-              .values("label", "rule_matches", "model_used").first())
+              .values("flagged", "rule_matches", "model_used").first())
     detected = latest is not None and _flagged(latest)
     return detected, AUTOMATION_PARTIALLY if detected else AUTOMATION_NOT
 
 
-def decision_facts(review: ContentReview, decision: Decision, *, open_kind_rank: int | None) -> dict:
+def decision_facts(review: ContentReview, decision: Decision, *, open_kind_rank: int | None,
+                   judged: bool = True) -> dict:
     """The facts of a rejection's statement. `open_kind_rank`: the strongest kind among the open
-    reports the decision resolves (OPEN_KIND_RANK), read in the decision's statement."""
-    found = reasons(decision)
+    reports the decision resolves (OPEN_KIND_RANK), read in the decision's statement. `judged`:
+    False for a rejection that judges no violation (a restricted author's new content)."""
+    found = reasons(decision) if judged else []
     detected, automation = _automation(review, decision)
     content = review.content
     return {
         "kind": "decision",
-        "category": found[0]["category"] if found else (decision.category or ""),
+        "category": found[0]["category"] if found else (decision.category or "" if judged else ""),
         "content_type": content.kind,
         "content_date": _day(content.created_at),
         "application_date": _day(decision.created_at),
@@ -102,6 +107,7 @@ def decision_facts(review: ContentReview, decision: Decision, *, open_kind_rank:
         "source": _SOURCE_FOR_RANK[open_kind_rank],
         "detection": detected,
         "automation": automation,
+        **({} if judged else {"restricted_author": True}),
     }
 
 
@@ -115,28 +121,39 @@ def _statement(*, facts: dict, puid: str, policy: ModerationPolicy, **row) -> Tr
                                  automated_decision=body["automated_decision"], source_type=body["source_type"], **row)
 
 
-def statement_after_decision_locked(review: ContentReview, decision: Decision, *, previous_label: str | None,
-                                    open_kind_rank: int | None) -> TransparencyStatement | None:
+def statement_in_force(review: ContentReview) -> int | None:
+    """The id of the statement of the restriction in force on `review` (None: nothing restricts
+    it): the newest one no approval has lifted."""
+    return (TransparencyStatement.objects.filter(review=review, overturned_at__isnull=True)
+            .order_by("-id").values_list("pk", flat=True).first())
+
+
+def statement_after_decision_locked(review: ContentReview, decision: Decision, *, open_kind_rank: int | None,
+                                    judged: bool = True, decided_before: bool = True) -> TransparencyStatement | None:
     """Write the statement a decision calls for, or record the correction it makes.
 
     Call holding the review's row lock, in the decision's transaction, after the decision is
-    inserted. `previous_label`: the label of the decision in force before it (None: none).
+    inserted. `decided_before`: the review had a decision before this one (a first decision has no
+    restriction in force, and pays no query for it). A restriction
+    stays in force from its rejection until an approval lifts it, whatever happens between (a
+    reprocess, a hand-off to a human, an appeal), so a rejection under one in force writes none,
+    and the approval that lifts it records the correction. `judged`: decide_locked's
+    `counts_strike`.
     """
-    restricted_before = previous_label == ReviewStatus.REJECTED
-    if decision.label == ReviewStatus.REJECTED and not restricted_before:
-        statement = _statement(facts=decision_facts(review, decision, open_kind_rank=open_kind_rank),
+    if decision.label not in (ReviewStatus.REJECTED, ReviewStatus.APPROVED):
+        return None
+    in_force = statement_in_force(review) if decided_before else None
+    if decision.label == ReviewStatus.REJECTED and in_force is None:
+        statement = _statement(facts=decision_facts(review, decision, open_kind_rank=open_kind_rank, judged=judged),
                                puid=str(decision.pk), policy=_policy_of(decision.policy_id),
                                decision=decision, review=review)
         statement.save(force_insert=True)
         return statement
-    if decision.label == ReviewStatus.APPROVED and restricted_before:
+    if decision.label == ReviewStatus.APPROVED and in_force is not None:
         # The restriction is lifted (an appeal overturned, an override, a reprocess approved): the
         # statement of the decision that imposed it records it.
-        in_force = (TransparencyStatement.objects.filter(review=review, overturned_at__isnull=True)
-                    .order_by("-id").values_list("pk", flat=True).first())
-        if in_force is not None:
-            TransparencyStatement.objects.filter(pk=in_force).update(overturned_at=decision.created_at,
-                                                                     overturned_by=decision)
+        TransparencyStatement.objects.filter(pk=in_force).update(overturned_at=decision.created_at,
+                                                                 overturned_by=decision)
     return None
 
 

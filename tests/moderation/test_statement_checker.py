@@ -162,13 +162,13 @@ def test_the_checker_reads_the_statements_in_two_queries(api_client, moderators,
 
 
 def test_the_checker_finds_what_the_decide_path_writes_without_its_guard(api_client, moderators, monkeypatch):
-    """Without the guard that a rejection after a rejection restricts nothing new, an upheld
-    appeal writes a second statement, and the checker names it."""
+    """Without the guard that a rejection under a restriction in force restricts nothing new, an
+    upheld appeal writes a second statement, and the checker names it."""
     from moderation.services import decide, statements
 
-    def unguarded(review, decision, *, previous_label, open_kind_rank):
-        return statements.statement_after_decision_locked(review, decision, previous_label=None,
-                                                          open_kind_rank=open_kind_rank)
+    def unguarded(review, decision, *, open_kind_rank, judged, decided_before):
+        return statements.statement_after_decision_locked(review, decision, open_kind_rank=open_kind_rank,
+                                                          judged=judged, decided_before=False)
 
     monkeypatch.setattr(decide, "statement_after_decision_locked", unguarded)
     review = authored(api_client, "person-1", "rejected", text=TEXT)

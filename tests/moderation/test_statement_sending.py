@@ -231,3 +231,39 @@ def test_the_schedule_runs_on_the_notification_cluster(db, settings):
 
     schedule = Schedule.objects.get(func="moderation.tasks.statements_submit")
     assert schedule.cluster == settings.NOTIFY_CLUSTER and schedule.minutes == 1
+
+
+@pytest.mark.django_db
+def test_a_2xx_that_is_not_the_databases_answer_stores_nothing(api_client, settings):
+    from tests.helpers import LoopbackJsonServer
+
+    rejections(api_client, 2)
+    server = LoopbackJsonServer(lambda path, headers, body: (200, b"<html>Sign in</html>", 0))  # a proxy's, a login page
+    try:
+        settings.DSA_TDB_URL, settings.DSA_TDB_TOKEN = server.url, TOKEN
+        sent = statements_submit(force=True)
+    finally:
+        server.shutdown()
+
+    assert (sent.submitted, sent.pending) == (0, 2) and sent.error.startswith("HTTP 200")
+    assert statuses() == {StatementStatus.PENDING: 2}
+
+
+@pytest.mark.django_db
+def test_a_sender_whose_lease_ran_out_does_not_write_over_the_next_senders(api_client, tdb, monkeypatch):
+    from moderation.services import statement_sending
+
+    rejections(api_client, 3)
+    clock, taken = Clock(), []
+
+    def slow_post(batch):  # this sender waits past its lease; meanwhile the next one takes the batch
+        clock.advance(statement_sending._lease_length().total_seconds() + 1)
+        taken.append(statement_sending._lease(now=clock(), force=False, size=100))
+        return 503, None, "HTTP 503"
+
+    monkeypatch.setattr(statement_sending, "_post", slow_post)
+    first = statements_submit(now=clock)
+
+    assert first.error == "HTTP 503" and len(taken[0][0]) == 3
+    # The late failure changed nothing of the next sender's lease: no backoff, no release.
+    assert set(TransparencyStatement.objects.values_list("locked_until", "next_attempt_at")) == {(taken[0][1], None)}

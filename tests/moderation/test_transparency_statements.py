@@ -262,3 +262,68 @@ def test_any_mapping_the_validator_accepts_builds_statements_the_database_accept
         return
     body = statement_body(puid=str(uuid.uuid4()), facts=facts, mapping=mapping)
     assert validate_statement(body, default_rules()) == {}
+
+
+def _reprocessed_to_a_human(review):
+    services.review_reprocess(review_id=review.pk, actor="admin", actor_id="x", reason="again")
+    request = services.review_claim(review_id=review.pk, worker_id="w2")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR["manual_review"]),
+                             cause="provider_result")
+
+
+def test_a_restriction_stays_in_force_through_a_hand_off_to_a_human_until_an_approval_lifts_it(api_client,
+                                                                                               moderators):
+    rejected_again, lifted = decided(api_client, "rejected"), decided(api_client, "rejected")
+    for review in (rejected_again, lifted):
+        _reprocessed_to_a_human(review)
+
+    services.review_override(review_id=rejected_again.pk, label="rejected", reason="still", moderator=moderators[0],
+                             category="harassment")
+    approval = services.review_override(review_id=lifted.pk, label="approved", reason="fine", moderator=moderators[0])
+
+    assert TransparencyStatement.objects.filter(review=rejected_again).count() == 1  # the first one stands
+    corrected = TransparencyStatement.objects.get(review=lifted)
+    assert corrected.overturned_by_id == approval.pk
+    from moderation.invariants import violations
+
+    assert violations([rejected_again.pk, lifted.pk]) == []
+
+
+def test_a_restricted_authors_content_rejected_by_the_policy_was_not_detected_by_automated_means(api_client,
+                                                                                                  moderators):
+    services.policy_publish_change(lambda p: {"while_restricted": "reject"})
+    authored(api_client, "person-4", "approved")
+    services.author_act(author_pk=author(api_client, "person-4").pk, moderator=moderators[0], action="suspend",
+                        days=7, reason="spam wave")
+
+    review = authored(api_client, "person-4", "approved")  # the model approves; the policy rejects
+
+    body = assert_valid(statement_of(review.decision))
+    assert (body["automated_detection"], body["automated_decision"]) == ("No", "AUTOMATED_DECISION_FULLY")
+    assert "suspended or terminated" in body["decision_facts"]
+    assert body["category"] == "STATEMENT_CATEGORY_OTHER_VIOLATION_TC"
+
+
+def test_a_moderators_rejection_of_content_the_model_approved_is_not_automated(http, api_client, moderators):
+    review, request = claimed(api_client)
+    assert report(http, review, reporter="hotline", kind="dsa_notice").status_code == 201  # while processing
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR["approved"]),
+                             cause="provider_result")  # to a human, whatever the model said
+    decision = services.review_override(review_id=review.pk, label="rejected", reason="illegal", moderator=moderators[0],
+                                        category="hate")
+
+    body = assert_valid(statement_of(decision))
+    assert (body["source_type"], body["automated_detection"], body["automated_decision"]) == (
+        "SOURCE_ARTICLE_16", "No", "AUTOMATED_DECISION_NOT_AUTOMATED")
+
+
+def test_a_suspension_past_the_databases_last_date_is_stated_to_that_date(api_client, moderators):
+    authored(api_client, "person-5", "approved")
+    taken = services.author_act(author_pk=author(api_client, "person-5").pk, moderator=moderators[0],
+                                action="suspend", days=3650, reason="r")
+    statement = TransparencyStatement.objects.get(account_action=taken)
+    statement.facts["until"] = "2040-06-01"
+    body = statement_body(puid=statement.puid, facts=statement.facts, mapping=default_dsa_mapping())
+
+    assert body["end_date_account_restriction"] == "2038-01-01"
+    assert validate_statement(body) == {}
