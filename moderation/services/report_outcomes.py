@@ -62,16 +62,19 @@ def report_outcome(label: str) -> ReportOutcome:
     return ReportOutcome.ACTIONED if label == ReviewStatus.REJECTED else ReportOutcome.NO_ACTION
 
 
+# How strong a report's kind is, as `reports_open_read` answers (the strongest open one).
+OPEN_KIND_RANK = {ReportKind.USER: 1, ReportKind.DSA_NOTICE: 2, ReportKind.TRUSTED_FLAGGER: 3}
+_RANK_SQL = "CASE kind " + " ".join(f"WHEN '{kind}' THEN {rank}" for kind, rank in OPEN_KIND_RANK.items()) + " END"
+
+
 def reports_open_read(writes: OneStatement, review: ContentReview) -> Read:
-    """Whether `review` has an open report, and the strongest kind among them (NULL: none; 1 a
-    user report, 2 a DSA notice, 3 a trusted flagger: moderation.services.statements.OPEN_KIND_RANK),
-    asked in the statement that inserts its decision:
+    """Whether `review` has an open report, and the strongest kind among them (OPEN_KIND_RANK;
+    NULL: none), asked in the statement that inserts its decision:
     most reviews are never reported, and their decisions pay no round trip for reports. Under
     the review's row lock the answer holds until the decision resolves them: report_file and the
     expiry job take that lock too."""
     return writes.read(
-        "SELECT max(CASE kind WHEN 'trusted_flagger' THEN 3 WHEN 'dsa_notice' THEN 2 ELSE 1 END) "
-        "FROM moderation_report WHERE review_id = %s AND outcome = ''", (review.pk,))
+        f"SELECT max({_RANK_SQL}) FROM moderation_report WHERE review_id = %s AND outcome = ''", (review.pk,))
 
 
 def reports_resolve_locked(review: ContentReview, decision: Decision, *, by_moderator: bool) -> int:

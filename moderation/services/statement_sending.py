@@ -146,10 +146,10 @@ def _uuids(answer: object) -> dict[str, str]:
     return {str(s.get("puid")): str(s.get("uuid", ""))[:64] for s in stored or [] if isinstance(s, dict)}
 
 
-def _stored_all(batch: list[_Leased], status: int | None, answer: object) -> bool:
-    """The database's success: 201 with the statements it stored, every one of the batch among
-    them. Anything else that says 2xx (a login page, a proxy, a wrong path) stored nothing."""
-    return status == 201 and set(_uuids(answer)) >= {leased.puid for leased in batch}
+def _stored_all(batch: list[_Leased], status: int | None, uuids: dict[str, str]) -> bool:
+    """The database's success: 201 with the statements it stored (`uuids`), every one of the
+    batch among them. Anything else that says 2xx (a login page, a proxy, a wrong path) stored nothing."""
+    return status == 201 and set(uuids) >= {leased.puid for leased in batch}
 
 
 def _record(batch: list[_Leased], lease: datetime, status: int | None, answer: object, error: str, now: datetime,
@@ -157,8 +157,8 @@ def _record(batch: list[_Leased], lease: datetime, status: int | None, answer: o
     """Apply the database's answer to the batch; True if the run may go on with the next batch."""
     pks = [leased.pk for leased in batch]
     ours = TransparencyStatement.objects.filter(status=StatementStatus.PENDING, locked_until=lease)
-    if _stored_all(batch, status, answer):
-        uuids = _uuids(answer)
+    uuids = _uuids(answer)
+    if _stored_all(batch, status, uuids):
         ours.filter(pk__in=pks).update(
             status=StatementStatus.SUBMITTED, submitted_at=now, locked_until=None, last_error="",
             tdb_uuid=Case(*(When(pk=leased.pk, then=Value(uuids.get(leased.puid, ""))) for leased in batch),

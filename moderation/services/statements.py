@@ -43,6 +43,7 @@ from moderation.models import (
 from moderation.reasons import reasons
 from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active, policy_published
+from moderation.services.report_outcomes import OPEN_KIND_RANK
 from moderation.services.transitions import record_event
 from moderation.transparency import (
     AUTOMATION_FULLY,
@@ -57,10 +58,10 @@ from moderation.transparency import (
 
 logger = logging.getLogger(__name__)
 
-# The strongest open report kind, as `reports_open_read` answers it (NULL: no open report).
-OPEN_KIND_RANK = {ReportKind.USER: 1, ReportKind.DSA_NOTICE: 2, ReportKind.TRUSTED_FLAGGER: 3}
-_SOURCE_FOR_RANK = {None: SOURCE_VOLUNTARY, 0: SOURCE_VOLUNTARY, 1: SOURCE_REPORTS, 2: SOURCE_NOTICE,
-                    3: SOURCE_TRUSTED_FLAGGER}
+# The source of a decision from the strongest open report it resolved (reports_open_read; None: none).
+_SOURCE_FOR_RANK = {None: SOURCE_VOLUNTARY, OPEN_KIND_RANK[ReportKind.USER]: SOURCE_REPORTS,
+                    OPEN_KIND_RANK[ReportKind.DSA_NOTICE]: SOURCE_NOTICE,
+                    OPEN_KIND_RANK[ReportKind.TRUSTED_FLAGGER]: SOURCE_TRUSTED_FLAGGER}
 
 
 def _day(moment: datetime) -> str:
@@ -92,14 +93,14 @@ def _automation(review: ContentReview, decision: Decision) -> tuple[bool, str]:
 def decision_facts(review: ContentReview, decision: Decision, *, open_kind_rank: int | None,
                    judged: bool = True) -> dict:
     """The facts of a rejection's statement. `open_kind_rank`: the strongest kind among the open
-    reports the decision resolves (OPEN_KIND_RANK), read in the decision's statement. `judged`:
+    reports the decision resolves (report_outcomes.OPEN_KIND_RANK), read in the decision's statement. `judged`:
     False for a rejection that judges no violation (a restricted author's new content)."""
     found = reasons(decision) if judged else []
     detected, automation = _automation(review, decision)
     content = review.content
     return {
         "kind": "decision",
-        "category": found[0]["category"] if found else (decision.category or "" if judged else ""),
+        "category": found[0]["category"] if found else "",
         "content_type": content.kind,
         "content_date": _day(content.created_at),
         "application_date": _day(decision.created_at),
@@ -109,10 +110,6 @@ def decision_facts(review: ContentReview, decision: Decision, *, open_kind_rank:
         "automation": automation,
         **({} if judged else {"restricted_author": True}),
     }
-
-
-def _policy_of(policy_id: int | None) -> ModerationPolicy:
-    return policy_published(policy_id)
 
 
 def _statement(*, facts: dict, puid: str, policy: ModerationPolicy, **row) -> TransparencyStatement:
@@ -145,7 +142,7 @@ def statement_after_decision_locked(review: ContentReview, decision: Decision, *
     in_force = statement_in_force(review) if decided_before else None
     if decision.label == ReviewStatus.REJECTED and in_force is None:
         statement = _statement(facts=decision_facts(review, decision, open_kind_rank=open_kind_rank, judged=judged),
-                               puid=str(decision.pk), policy=_policy_of(decision.policy_id),
+                               puid=str(decision.pk), policy=policy_published(decision.policy_id),
                                decision=decision, review=review)
         statement.save(force_insert=True)
         return statement
@@ -183,7 +180,7 @@ def statement_for_account_action(action: AccountAction, writes: OneStatement, *,
         "detection": automated,
         "automation": AUTOMATION_FULLY if automated else AUTOMATION_NOT,
     }
-    writes.insert(_statement(facts=facts, puid=str(action.pk), policy=_policy_of(action.policy_id),
+    writes.insert(_statement(facts=facts, puid=str(action.pk), policy=policy_published(action.policy_id),
                              account_action=action))
 
 

@@ -5,8 +5,10 @@ through outages, and never one statement sent by two senders at once."""
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
+import time
 from datetime import timedelta
 from io import StringIO
 
@@ -43,13 +45,9 @@ class Clock:
         return self.at + timedelta(seconds=self.offset)
 
     def monotonic(self) -> float:
-        import time
-
         return time.monotonic() + self.offset
 
     def sleep(self, seconds: float) -> None:
-        import time
-
         time.sleep(seconds)
 
     def advance(self, seconds: float) -> None:
@@ -122,7 +120,7 @@ def test_a_statement_the_database_has_already_counts_as_submitted_and_is_not_sen
     written = rejections(api_client, 10)
     # A send whose answer was lost: the database stored five, the sender never heard.
     tdb.handle_statements(f"Bearer {TOKEN}", "application/json",
-                          __import__("json").dumps({"statements": [s.body for s in written[:5]]}).encode())
+                          json.dumps({"statements": [s.body for s in written[:5]]}).encode())
 
     first = statements_submit()
     again = statements_submit(force=True)
@@ -157,8 +155,6 @@ def test_a_failing_database_backs_off_and_nothing_is_lost(api_client, tdb, setti
     assert statements_submit().batches == 0  # backing off
     settings.DSA_TDB_TOKEN = TOKEN
     if fault in ("timeout", "refused"):
-        import time
-
         time.sleep(2.5)
     assert statements_submit(force=True).line() == "submitted 3, rejected 0, pending 0"
 

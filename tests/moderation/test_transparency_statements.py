@@ -191,11 +191,15 @@ def test_an_overturned_account_action_records_the_correction(api_client, moderat
 def test_a_statement_rolls_back_with_its_decision(api_client, monkeypatch):
     review, request = claimed(api_client)
 
-    def fail(*args, **kwargs):
+    from moderation.services import decide
+
+    written = decide.statement_after_decision_locked
+
+    def write_then_fail(*args, **kwargs):  # the statement is written, then the transaction fails
+        assert written(*args, **kwargs) is not None
         raise RuntimeError("after the statement")
 
-    monkeypatch.setattr("moderation.services.decide.statement_after_decision_locked",
-                        lambda *a, **k: (TransparencyStatement.objects.exists(), fail())[1])
+    monkeypatch.setattr(decide, "statement_after_decision_locked", write_then_fail)
     with pytest.raises(RuntimeError):
         with transaction.atomic():
             services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR["rejected"]),
