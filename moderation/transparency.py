@@ -86,6 +86,11 @@ def fixed_wording() -> tuple[str, ...]:
 
 # --- validation (policy_publish and the policy form: moderation.validation) -------------------
 
+def _one_of(value: object, allowed) -> bool:
+    """`value` is one of the database's names (a JSON object or list is none: never looked up)."""
+    return isinstance(value, str) and value in allowed
+
+
 def _entry_errors(where: str, entry: object) -> list[str]:
     if not isinstance(entry, dict):
         return [f"dsa_mapping {where}: an object with category, ground, ground_text and explanation"]
@@ -95,13 +100,13 @@ def _entry_errors(where: str, entry: object) -> list[str]:
                             "visibility"}
     if unknown:
         errors.append(f"dsa_mapping {where}: unknown keys {', '.join(sorted(map(str, unknown)))}")
-    if entry.get("category") not in words["STATEMENT_CATEGORIES"]:
+    if not _one_of(entry.get("category"), words["STATEMENT_CATEGORIES"]):
         errors.append(f"dsa_mapping {where}: category {entry.get('category')!r} is not a DSA statement category")
     keywords = entry.get("keywords", [])
-    if not isinstance(keywords, list) or not all(k in words["KEYWORDS"] for k in keywords if isinstance(k, str)) \
-            or not all(isinstance(k, str) for k in keywords) or len(set(keywords)) != len(keywords):
+    if not (isinstance(keywords, list) and all(_one_of(k, words["KEYWORDS"]) for k in keywords)
+            and len(set(keywords)) == len(keywords)):
         errors.append(f"dsa_mapping {where}: keywords must be distinct DSA category specification keywords")
-    if entry.get("ground", INCOMPATIBLE) not in words["DECISION_GROUNDS"]:
+    if not _one_of(entry.get("ground", INCOMPATIBLE), words["DECISION_GROUNDS"]):
         errors.append(f"dsa_mapping {where}: ground {entry.get('ground')!r} is not a DSA decision ground")
     for name, limit in (("ground_text", GROUND_TEXT_MAX), ("explanation", EXPLANATION_MAX)):
         text = entry.get(name)
@@ -116,7 +121,7 @@ def _entry_errors(where: str, entry: object) -> list[str]:
         except ValidationError:
             errors.append(f"dsa_mapping {where}: reference_url must be an http(s) URL of at most {URL_MAX} characters")
     visibility = entry.get("visibility", "DECISION_VISIBILITY_CONTENT_REMOVED")
-    if visibility not in words["DECISION_VISIBILITIES"] or visibility == VISIBILITY_OTHER:
+    if not _one_of(visibility, words["DECISION_VISIBILITIES"]) or visibility == VISIBILITY_OTHER:
         errors.append(f"dsa_mapping {where}: visibility {visibility!r} is not a DSA visibility restriction "
                       "(other than DECISION_VISIBILITY_OTHER)")
     return errors
@@ -135,7 +140,7 @@ def validate_dsa_mapping(mapping: object) -> list[str]:
         errors.append(f"dsa_mapping: unknown keys {', '.join(sorted(map(str, unknown)))}")
     scope = mapping.get("territorial_scope", [])
     countries = vocabulary()["EUROPEAN_ECONOMIC_AREA_COUNTRY_CODES"]
-    if not isinstance(scope, list) or not scope or not all(isinstance(c, str) and c in countries for c in scope):
+    if not isinstance(scope, list) or not scope or not all(_one_of(c, countries) for c in scope):
         errors.append("dsa_mapping territorial_scope must be a non-empty list of EEA country codes (AT, ..., NO)")
     by_category = mapping.get("categories", {})
     if not isinstance(by_category, dict):
@@ -149,7 +154,7 @@ def validate_dsa_mapping(mapping: object) -> list[str]:
         errors += _entry_errors("default", mapping["default"])
     accounts = mapping.get("accounts", {})
     if not isinstance(accounts, dict) or set(accounts) != {"suspend", "ban"} \
-            or not all(value in vocabulary()["DECISION_ACCOUNTS"] for value in accounts.values()):
+            or not all(_one_of(value, vocabulary()["DECISION_ACCOUNTS"]) for value in accounts.values()):
         errors.append("dsa_mapping accounts must map suspend and ban to DSA decision_account values")
     return errors
 

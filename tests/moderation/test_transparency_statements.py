@@ -231,6 +231,18 @@ def test_publishing_refuses_unknown_dsa_values():
     assert validate_dsa_mapping(default_dsa_mapping()) == []
 
 
+def test_a_mapping_of_the_wrong_shapes_is_refused_not_raised():
+    mapping = default_dsa_mapping()
+    mapping["categories"]["hate"] |= {"category": {"a": 1}, "keywords": [{"b": 2}], "ground": ["x"],
+                                      "visibility": {}}
+    mapping["accounts"]["ban"], mapping["territorial_scope"] = [], [["DE"]]
+
+    errors = " ".join(validate_dsa_mapping(mapping))
+
+    for expected in ("category {'a': 1}", "keywords", "ground ['x']", "visibility {}", "accounts", "territorial_scope"):
+        assert expected in errors
+
+
 def test_a_refused_statement_is_rebuilt_with_the_fixed_mapping_when_requeued(api_client, moderators):
     review = decided(api_client, "rejected")
     statement = statement_of(review.decision)
