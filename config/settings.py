@@ -197,6 +197,16 @@ METRICS_STATEMENT_TIMEOUT_MS = int(_env_number("METRICS_STATEMENT_TIMEOUT_MS", 1
 
 # The largest API request body accepted (413 above, without reading it).
 API_MAX_BODY_BYTES = int(_env_number("API_MAX_BODY_BYTES", 1024 * 1024, int))
+# Images (docs/design.md, "Images and hash banks"): the largest image taken, as image_base64 or
+# fetched from media_url; the most pixels decoded (a decompression bomb is refused unread); how
+# long a fetch may take, and how many redirects it follows (each re-checked by the outbound
+# guard, moderation/netguard.py).
+MEDIA_MAX_BYTES = int(_env_number("MEDIA_MAX_BYTES", 10 * 1024 * 1024, int))
+MEDIA_MAX_PIXELS = int(_env_number("MEDIA_MAX_PIXELS", 40_000_000, int))
+MEDIA_FETCH_TIMEOUT_S = _env_number("MEDIA_FETCH_TIMEOUT_S", 10.0)
+MEDIA_FETCH_MAX_REDIRECTS = int(_env_number("MEDIA_FETCH_MAX_REDIRECTS", 3, int))
+# A submission may carry an image as base64 (4 bytes for every 3) beside its other fields.
+SUBMISSION_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, (MEDIA_MAX_BYTES + 2) // 3 * 4 + 64 * 1024)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Moderation API",
@@ -284,7 +294,8 @@ REQUEST_BODY_TIMEOUT_S = _env_number("REQUEST_BODY_TIMEOUT_S", 10.0)
 # A web worker whose request has run longer than this is ended and replaced, as gunicorn's
 # --timeout did: one hung request must not hold a worker for good.
 WEB_WORKER_TIMEOUT_S = _env_number("WEB_WORKER_TIMEOUT_S", 60.0)
-REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, CALLBACK_MAX_BYTES, global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, SUBMISSION_MAX_BODY_BYTES, CALLBACK_MAX_BYTES,
+                             global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
 # Retention (`manage.py prune`, and the daily scheduled prune; docs/operations.md, "Retention").
@@ -297,6 +308,8 @@ if CALLBACK_RETENTION_DAYS < 7:
 Q_RESULT_RETENTION_DAYS = _env_number("Q_RESULT_RETENTION_DAYS", 7.0)  # django-q2's task results
 NOTIFICATION_ATTEMPT_RETENTION_DAYS = _env_number("NOTIFICATION_ATTEMPT_RETENTION_DAYS", 30.0)  # of delivered ones
 PIPELINE_EVENT_RETENTION_DAYS = _env_number("PIPELINE_EVENT_RETENTION_DAYS", 90.0)
+# Image and audio bytes, counted from the review's final decision; their hashes stay.
+MEDIA_RETENTION_DAYS = _env_number("MEDIA_RETENTION_DAYS", 30.0)
 # (Expired idempotency records: IDEMPOTENCY_TTL_H, above.)
 PRUNE_BATCH = int(_env_number("PRUNE_BATCH", 5000, int))  # rows per delete (each its own short transaction)
 

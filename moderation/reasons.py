@@ -41,10 +41,14 @@ SYSTEM_EXPLANATION = "The automated check could not be completed, so a moderator
 
 def _rule_reasons(decision: Decision) -> list[Reason]:
     """The watched-term rules that decided (moderation.rules): each names its rule and the term
-    of the policy's list that matched. An `allow` match is an exception, not a reason."""
+    of the policy's list that matched. An `allow` match is an exception, not a reason. A hash
+    bank's match names the bank and the distance (docs/design.md, "Images and hash banks")."""
     found = []
     for match in decision.rule_matches or []:
-        if match["action"] != RuleAction.ALLOW:
+        if "distance" in match:  # a hash bank's entry (moderation.verdicts.bank_match_record)
+            found.append({"category": match["category"], "score": None, "rule": match["rule"],
+                          "distance": match["distance"]})
+        elif match["action"] != RuleAction.ALLOW:
             found.append({"category": match["category"], "score": None, "rule": match["rule"], "term": match["term"]})
     return found
 

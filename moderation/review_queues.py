@@ -61,16 +61,19 @@ PROVIDER_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.PROVIDE
 
 def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: float = 0,
                 now: datetime, author_restricted: bool = False, author_points: int = 0,
-                notice_kind: str = "") -> QueueEntry:
+                notice_kind: str = "", media: bool = False) -> QueueEntry:
     """Where and how urgently a review waits when `cause` sends it to manual_review. A review with
     a notice (`notice_kind`) that a notice or its provider result sends waits in "DSA notices and
     trusted flaggers", a trusted flagger's ahead of every DSA notice; other content submitted
-    while its author was suspended or banned waits in "Restricted authors"."""
+    while its author was suspended or banned waits in "Restricted authors"; an image or audio
+    (`media`) its job sent to a human waits in "Images", not with the model's doubts."""
     noticed = bool(notice_kind) and (cause == Cause.NOTICE or cause in PROVIDER_CAUSES)
     if noticed:
         queue = ReviewQueue.NOTICES
     elif author_restricted and cause in PROVIDER_CAUSES:
         queue = ReviewQueue.RESTRICTED_AUTHORS
+    elif media and cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK):
+        queue = ReviewQueue.IMAGES
     else:
         queue = QUEUE_FOR_CAUSE.get(cause, ReviewQueue.LOW_CONFIDENCE)
     points = priority(policy, category_scores=category_scores, report_count=report_count,

@@ -19,9 +19,10 @@ REPORT_THRESHOLD_MAX = 10_000
 
 def policy_categories(policy: ModerationPolicy) -> list[str]:
     """The violation categories of a policy version (what reports, rules and moderators may name):
-    its list, any category it sets thresholds for, and its rules' categories (importing a term list
-    for a new category creates that category)."""
-    return sorted({*policy.categories, *policy.category_thresholds, *(r["category"] for r in policy.term_lists)})
+    its list, any category it sets thresholds for, and its rules' and its hash banks' categories (importing a
+    term list or a bank for a new category creates that category)."""
+    return sorted({*policy.categories, *policy.category_thresholds, *(r["category"] for r in policy.term_lists),
+                   *(bank["category"] for bank in policy.hash_banks or [])})
 
 
 def validate_policy(fields: dict) -> list[str]:
@@ -57,6 +58,7 @@ def validate_policy(fields: dict) -> list[str]:
     errors += validate_report_rules(fields)
     if "dsa_mapping" in fields:
         errors += validate_dsa_mapping(fields["dsa_mapping"])
+    errors += validate_media_rules(fields)
     return errors
 
 
@@ -94,6 +96,47 @@ NOTICE_FIELDS = ("appeal_window_days", "notice_templates")
 REPORT_FIELDS = ("report_expiry_days", "pile_on_reports", "pile_on_minutes")
 # The statements of reasons for the DSA Transparency Database (moderation.transparency).
 DSA_FIELDS = ("dsa_mapping",)
+# Images (docs/design.md, "Images and hash banks"): the banks a version matches, how near a hash
+# must be, and what an image nothing judged becomes.
+MEDIA_FIELDS = ("hash_banks", "pdq_distance", "image_fallback")
+PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
+_BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+_BANK_KEYS = {"name", "category", "action", "never_display", "through"}
+
+
+def validate_media_rules(fields: dict) -> list[str]:
+    """Errors in a version's image fields (MEDIA_FIELDS; each left out takes its default)."""
+    errors = []
+    distance = fields.get("pdq_distance", 31)
+    if isinstance(distance, bool) or not isinstance(distance, int) or not 0 <= distance <= PDQ_DISTANCE_MAX:
+        errors.append(f"pdq_distance must be a whole number from 0 to {PDQ_DISTANCE_MAX}")
+    if fields.get("image_fallback", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, ReviewStatus.APPROVED):
+        errors.append("image_fallback must be manual_review or approved")
+    banks = fields.get("hash_banks", [])
+    if not isinstance(banks, list):
+        return [*errors, "hash_banks must be a list"]
+    seen = set()
+    for n, bank in enumerate(banks):
+        where = f"hash bank {n + 1}"
+        if not isinstance(bank, dict) or set(bank) != _BANK_KEYS:
+            errors.append(f"{where}: an object with exactly {', '.join(sorted(_BANK_KEYS))}")
+            continue
+        name = bank["name"]
+        if not isinstance(name, str) or not _BANK_NAME.match(name):
+            errors.append(f"{where}: the name is lower-case letters, digits, '_', '.' and '-', at most 64")
+        elif name in seen:
+            errors.append(f"{where}: bank {name} is listed twice")
+        seen.add(name if isinstance(name, str) else None)
+        if not isinstance(bank["category"], str) or not _CATEGORY_NAME.match(bank["category"]):
+            errors.append(f"{where}: category {bank['category']!r}: lowercase letters, digits, '_', '-' or '/'")
+        if bank["action"] not in ("reject", "manual_review"):
+            errors.append(f"{where}: action must be reject or manual_review")
+        if not isinstance(bank["never_display"], bool):
+            errors.append(f"{where}: never_display must be true or false")
+        through = bank["through"]
+        if isinstance(through, bool) or not isinstance(through, int) or through < 0:
+            errors.append(f"{where}: through must be an entry id (a whole number, 0 or more)")
+    return errors
 REPORT_FIELD_RANGES = {"report_expiry_days": (1, 3650), "pile_on_reports": (2, 10_000), "pile_on_minutes": (1, 10_080)}
 STRIKE_POINTS_MAX = 1000
 STRIKE_WINDOW_DAYS_MAX = 3650

@@ -25,7 +25,13 @@ class Verdict:
     score: float | None
     explanation: str
     rule_matches: tuple[RuleMatch, ...] = field(default=())
-    model_used: bool = True
+    model_used: bool | None = True
+    # Hash-bank matches of an image, as the decision stores them (`bank_match_record`).
+    bank_matches: tuple[dict, ...] = field(default=())
+
+    def stored_matches(self) -> list[dict]:
+        """What `Decision.rule_matches` keeps: the rules' matches, then the banks'."""
+        return [match_record(match) for match in self.rule_matches] + list(self.bank_matches)
 
 
 # What a decision stores of a rule match: the policy's rule and term and the span in the text.
@@ -37,6 +43,13 @@ STORED_MATCH_KEYS = ("rule", "category", "action", "language", "term", "start", 
 def match_record(match: RuleMatch) -> dict:
     """A rule match as `Decision.rule_matches` keeps it (STORED_MATCH_KEYS)."""
     return {key: getattr(match, key) for key in STORED_MATCH_KEYS}
+
+
+def bank_match_record(*, bank: dict, entry_id: int, distance: int) -> dict:
+    """A hash-bank match as `Decision.rule_matches` keeps it: STORED_MATCH_KEYS (no language,
+    term or span: an image has none), the distance in bits and the entry that matched."""
+    return {"rule": f"bank:{bank['name']}", "category": bank["category"], "action": bank["action"], "language": "",
+            "term": "", "start": None, "end": None, "distance": distance, "entry": entry_id}
 
 
 def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
@@ -151,6 +164,44 @@ def _rule_reasons(matches: tuple[RuleMatch, ...]) -> list[str]:
 
 def _stricter(a: ReviewStatus, b: ReviewStatus) -> ReviewStatus:
     return a if _SEVERITY[a] >= _SEVERITY[b] else b
+
+
+MEDIA_KINDS = (ContentKind.IMAGE, ContentKind.AUDIO)
+
+
+def media_decide(policy: ModerationPolicy, result: ModerationResult | None, *, kind: str, media: dict) -> Verdict:
+    """The decision for an image or audio: its hash-bank matches (`media["matches"]`, made under
+    this very version: moderation/services/media.py) beside a provider's verdict when one judged
+    it (`result`). The strictest wins, as for text. With no match and no provider, an image takes
+    the policy's `image_fallback` (audio always waits for a human); media that could not be read
+    (`media["error"]`) waits for a human, saying why."""
+    label, reasons = ReviewStatus.APPROVED, []
+    matches = tuple(media.get("matches") or ())
+    for match in matches:
+        label = _stricter(label, _ACTION_LABEL[match["action"]])
+        reasons.append(f"hash bank {match['rule'].removeprefix('bank:')} matched at distance {match['distance']} "
+                       f"(category {match['category']})")
+    if media.get("error"):
+        label = _stricter(label, ReviewStatus.MANUAL_REVIEW)
+        reasons.append(f"the {kind} could not be read: {media['error']}")
+    elif kind == ContentKind.IMAGE and media.get("quality") is not None and media["quality"] < media.get("min_quality", 0):
+        reasons.append(f"its PDQ quality is {media['quality']} (under {media['min_quality']}): no bank can match it")
+    if result is not None:
+        model = evaluate(policy, result)
+        label = _stricter(label, ReviewStatus(model.label))
+        reasons.append(model.explanation.removeprefix(f"{policy}: "))
+    elif not matches and not media.get("error"):
+        fallback = ReviewStatus(policy.image_fallback) if kind == ContentKind.IMAGE else ReviewStatus.MANUAL_REVIEW
+        label = _stricter(label, fallback)
+        what = "the policy's image_fallback" if kind == ContentKind.IMAGE else "audio always waits for a human"
+        reasons.append(f"no hash bank matched and no provider here judges {kind}: {fallback.label.lower()}, {what}")
+    return Verdict(
+        label=label,
+        score=max(result.category_scores.values(), default=None) if result is not None else None,
+        explanation=f"{policy}: " + "; ".join(reasons),
+        model_used=True if result is not None else None,
+        bank_matches=matches,
+    )
 
 
 def rule_text(content: Content) -> str:

@@ -25,6 +25,17 @@ def _error(status: int, detail: str = "") -> JsonResponse:
     return JsonResponse(error_body(CODES.get(status, "error"), detail or HTTPStatus(status).phrase), status=status)
 
 
+SUBMISSIONS_PATH = "/api/v1/reviews/"
+
+
+def body_limit(request) -> int:
+    """The largest body this request may send: a submission may carry an image as base64
+    (SUBMISSION_MAX_BODY_BYTES), every other API request API_MAX_BODY_BYTES."""
+    if request.method == "POST" and request.path == SUBMISSIONS_PATH:
+        return settings.SUBMISSION_MAX_BODY_BYTES
+    return settings.API_MAX_BODY_BYTES
+
+
 class ApiErrorMiddleware:
     def __init__(self, get_response):
         self.get_response = get_response
@@ -36,8 +47,9 @@ class ApiErrorMiddleware:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return _error(400, "Content-Length is not a number")
-        if declared > settings.API_MAX_BODY_BYTES:
-            return _error(413, f"bodies are limited to {settings.API_MAX_BODY_BYTES} bytes")
+        limit = body_limit(request)
+        if declared > limit:
+            return _error(413, f"bodies are limited to {limit} bytes")
         response = self.get_response(request)
         if response.status_code >= 400 and response.get("Content-Type", "").startswith("text/html"):
             return _error(response.status_code)

@@ -74,8 +74,22 @@ TEXT_SUBMISSION = _submission(
     metadata=serializers.DictField(required=False),
 )
 MEDIA_SUBMISSION = _submission(
-    "MediaSubmission", ["image", "audio"],
+    "MediaSubmission", ["audio"],
     media_url=serializers.URLField(max_length=2048, help_text="An http(s) URL."),
+    metadata=serializers.DictField(required=False),
+)
+IMAGE_SUBMISSION = _submission(
+    "ImageSubmission", ["image"],
+    media_url=serializers.URLField(
+        max_length=2048, required=False,
+        help_text="An http(s) URL, fetched by the moderation job through the outbound guard (at most "
+                  "MEDIA_MAX_BYTES). Send it or image_base64, not both.",
+    ),
+    image_base64=serializers.CharField(
+        required=False,
+        help_text="The image's bytes, base64 (JPEG, PNG, GIF, WebP or BMP; at most MEDIA_MAX_BYTES decoded). "
+                  "Bytes that do not decode as an image are a 400.",
+    ),
     metadata=serializers.DictField(required=False),
 )
 METADATA_SUBMISSION = _submission(
@@ -98,6 +112,9 @@ def _not_blank(schema: dict) -> dict:
         props["author_id"]["pattern"] = AUTHOR_ID_PATTERN
     if "media_url" in props:
         props["media_url"]["pattern"] = r"^https?://"
+    if "image_base64" in props:  # one of the two, not both
+        props["image_base64"]["pattern"] = r"^[A-Za-z0-9+/]+={0,2}$"
+        schema["oneOf"] = [{"required": ["image_base64"]}, {"required": ["media_url"]}]
     if "metadata" in schema.get("required", []):
         props["metadata"]["minProperties"] = 1
     schema["additionalProperties"] = False  # unknown fields are refused
@@ -107,7 +124,7 @@ def _not_blank(schema: dict) -> dict:
 def tighten_submission_components(result, generator, request, public):
     """drf-spectacular postprocessing hook (SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"])."""
     components = result.get("components", {}).get("schemas", {})
-    for name in ("TextSubmissionRequest", "MediaSubmissionRequest", "MetadataSubmissionRequest"):
+    for name in ("TextSubmissionRequest", "MediaSubmissionRequest", "ImageSubmissionRequest", "MetadataSubmissionRequest"):
         if name in components:
             _not_blank(components[name])
     return result

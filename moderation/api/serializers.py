@@ -1,13 +1,18 @@
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import unicodedata
+
+from django.conf import settings
 
 from rest_framework import serializers
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
+from moderation.media import MediaRefused, image_decode
 from moderation.models import (
     APPEAL_STATEMENT_MAX,
     AUTHOR_ID_MAX,
@@ -87,11 +92,29 @@ class ReviewSubmitSerializer(serializers.Serializer):
     content_type = serializers.ChoiceField(choices=ContentKind.choices)
     text = StrictCharField(required=False, allow_blank=True, max_length=TEXT_MAX_CHARS, trim_whitespace=False)
     media_url = serializers.URLField(required=False, max_length=2048)
+    # The image's bytes, base64: decoded and checked here (moderation.media), hashed in the job.
+    image_base64 = serializers.CharField(required=False, trim_whitespace=False, max_length=None)
+
     def validate_media_url(self, value):
         if not value.lower().startswith(("http://", "https://")):
             raise serializers.ValidationError("Only http(s) URLs can be fetched.")
         return value
     metadata = serializers.JSONField(required=False)
+
+    def validate_image_base64(self, value):
+        """The bytes, decoded (base64) and then as an image, bounded (MEDIA_MAX_BYTES, and
+        MEDIA_MAX_PIXELS before any pixel is decoded): `(bytes, DecodedImage)`. A 400 says why."""
+        if len(value) > (settings.MEDIA_MAX_BYTES + 2) // 3 * 4 + 4:
+            raise serializers.ValidationError(f"The image is larger than {settings.MEDIA_MAX_BYTES} bytes.")
+        try:
+            data = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise serializers.ValidationError("Not valid base64 (the standard alphabet, padded).") from None
+        try:
+            decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
+        except MediaRefused as exc:
+            raise serializers.ValidationError(f"{str(exc)[:1].upper()}{str(exc)[1:]}.") from None
+        return data, decoded
 
     def to_internal_value(self, data):
         if isinstance(data, dict):
@@ -110,16 +133,22 @@ class ReviewSubmitSerializer(serializers.Serializer):
 
     def validate(self, attrs):
         kind = attrs["content_type"]
-        required = {
-            ContentKind.TEXT: "text",
-            ContentKind.IMAGE: "media_url",
-            ContentKind.AUDIO: "media_url",
-            ContentKind.METADATA: "metadata",
-        }[kind]
-        if not attrs.get(required):
-            raise serializers.ValidationError({required: [f"This field is required for {kind} content."]})
+        if kind == ContentKind.IMAGE:
+            if attrs.get("image_base64") and attrs.get("media_url"):
+                raise serializers.ValidationError({"image_base64": ["Send either image_base64 or media_url, not both."]})
+            if not attrs.get("image_base64") and not attrs.get("media_url"):
+                raise serializers.ValidationError(
+                    {"media_url": ["media_url or image_base64 is required for image content."]})
+        elif attrs.get("image_base64"):
+            raise serializers.ValidationError({"image_base64": ["Only image content carries image_base64."]})
+        else:
+            required = {ContentKind.TEXT: "text", ContentKind.AUDIO: "media_url", ContentKind.METADATA: "metadata"}[kind]
+            if not attrs.get(required):
+                raise serializers.ValidationError({required: [f"This field is required for {kind} content."]})
         if attrs.get("text") and attrs.get("media_url"):
             raise serializers.ValidationError({"media_url": ["Send either text or media_url, not both."]})
+        if attrs.get("text") and attrs.get("image_base64"):
+            raise serializers.ValidationError({"image_base64": ["Send either text or image_base64, not both."]})
         if kind == ContentKind.TEXT and not attrs["text"].strip():
             raise serializers.ValidationError({"text": ["Text content may not be blank."]})
         return attrs
@@ -128,8 +157,11 @@ class ReviewSubmitSerializer(serializers.Serializer):
 class ReasonSerializer(serializers.Serializer):
     category = serializers.CharField()
     score = serializers.FloatField(allow_null=True, help_text="The category's score, when a model scored it.")
-    rule = serializers.CharField(required=False, help_text="The watched-term rule that decided, if one did.")
+    rule = serializers.CharField(required=False, help_text='The watched-term rule that decided, if one did, or the hash '
+                                                          'bank ("bank:NAME") whose entry an image matched.')
     term = serializers.CharField(required=False, help_text="The term of the rule's list that matched.")
+    distance = serializers.IntegerField(required=False, help_text="For a hash bank: the bits (of 256) between the "
+                                                                  "image's PDQ hash and the entry's.")
 
 
 class RuleMatchSerializer(serializers.Serializer):

@@ -15,6 +15,7 @@ from moderation.api.authentication import BearerTokenAuthentication
 from moderation.api.pagination import NewestFirstPagination
 from moderation.api.schema import (
     INVALID,
+    IMAGE_SUBMISSION,
     MEDIA_SUBMISSION,
     METADATA_SUBMISSION,
     NOT_FOUND,
@@ -88,7 +89,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
         )],
         request=PolymorphicProxySerializer(
             component_name="ReviewSubmission",
-            serializers={"text": TEXT_SUBMISSION, "image": MEDIA_SUBMISSION, "audio": MEDIA_SUBMISSION,
+            serializers={"text": TEXT_SUBMISSION, "image": IMAGE_SUBMISSION, "audio": MEDIA_SUBMISSION,
                          "metadata": METADATA_SUBMISSION},
             resource_type_field_name="content_type",
         ),
@@ -121,6 +122,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             kind=data["content_type"],
             text=data.get("text", ""),
             media_url=data.get("media_url", ""),
+            image=data.get("image_base64"),
             metadata=data.get("metadata"),
             author_id=data.get("author_id"),
         )

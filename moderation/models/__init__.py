@@ -1,5 +1,5 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
-authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), moderators' notes (notes.py), erasure tombstones
+authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), erasure tombstones
 (erasure.py) and the periodic jobs' heartbeats (heartbeats.py)."""
 
 from moderation.models.core import *  # noqa: F403
@@ -28,6 +28,17 @@ from moderation.models.authors import (
 )
 from moderation.models.erasure import ERASED, ContentErasure
 from moderation.models.heartbeats import Heartbeat
+from moderation.models.media import (
+    BANK_NAME_MAX,
+    ENTRY_LABEL_MAX,
+    BankChangeKind,
+    HashBank,
+    HashBankChange,
+    HashBankEntry,
+    MediaRemoval,
+    MediaSource,
+    ReviewMedia,
+)
 from moderation.models.notes import NOTE_MAX_CHARS, ModeratorNote
 from moderation.models.outbox import (
     DecisionNotification,
@@ -67,5 +78,7 @@ __all__ = [
     "ActionKind", "Author", "RestrictionEnd", "Standing", "StandingCause", "StandingTransition", "Strike", "StrikeEnd", "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
     "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "PileOn", "Report", "ReportEscalation", "Reporter", "ReporterMute", "ReportKind", "ReportOutcome", "NOTICE_KINDS", "appeal_outcome", "WebhookCircuit",
+    "BANK_NAME_MAX", "ENTRY_LABEL_MAX", "BankChangeKind", "HashBank", "HashBankChange", "HashBankEntry", "MediaRemoval",
+    "MediaSource", "ReviewMedia",
     "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
 ]

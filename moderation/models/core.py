@@ -156,6 +156,9 @@ class ReviewQueue(models.TextChoices):
     # Reviews a DSA notice or a trusted flagger sent to a human (cause notice, or a noticed
     # review's provider result): trusted flaggers first (moderation.review_queues).
     NOTICES = "notices", "DSA notices and trusted flaggers"
+    # Images and audio that no bank matched and no provider could judge (the policy's
+    # `image_fallback`), or whose bytes could not be read: not a provider's failure.
+    IMAGES = "images", "Images"
 
 
 # Causes whose transition lands on the decision's label (the others have one fixed target).
@@ -395,6 +398,13 @@ class ModerationRequest(models.Model):
     # The W3C traceparent of the work that started this operation (audit/tracing.py): a callback
     # names the operation by its key, and continues that trace. Empty when tracing is off.
     trace_parent = models.CharField(max_length=64, blank=True, db_default="")  # (raw inserts, e.g. bench seeding)
+    # An image's operation is judged under the policy version its banks were matched with,
+    # pinned here before the provider is called (a version published meanwhile must not decide
+    # with matches it did not make), with what was read of the image: {"matches": [...],
+    # "never_display", "error"} (moderation/services/media.py). NULL for text.
+    policy = models.ForeignKey("ModerationPolicy", on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="+", db_index=False)
+    media = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -704,6 +714,20 @@ class ModerationPolicy(models.Model):
     dsa_mapping = models.JSONField(
         default=default_dsa_mapping, blank=True,
         help_text="Policy categories onto the DSA Transparency Database's vocabulary (docs/transparency.md).",
+    )
+    # Images (docs/design.md, "Images and hash banks"): the PDQ hash banks this version matches,
+    # each [{"name", "category", "action": reject|manual_review, "never_display", "through"}]
+    # (`through`: the last entry id it takes, moderation/models/media.py); how near a hash must
+    # be to match; and what an image no bank matched and no provider judged becomes.
+    hash_banks = models.JSONField(default=list, blank=True, db_default=[])
+    pdq_distance = models.PositiveSmallIntegerField(
+        default=31, db_default=31, help_text="A hash within this many bits (of 256) of a bank entry matches."
+    )
+    image_fallback = models.CharField(
+        max_length=16,
+        choices=[(ReviewStatus.MANUAL_REVIEW.value, "Manual review"), (ReviewStatus.APPROVED.value, "Approve")],
+        default=ReviewStatus.MANUAL_REVIEW, db_default=ReviewStatus.MANUAL_REVIEW,
+        help_text="An image no bank matched, with no image-capable provider.",
     )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(

@@ -8,18 +8,23 @@ from moderation.providers.base import (
     Accepted,
     ItemError,
     MalformedAnswer,
+    NO_MODEL,
+    TEXT_KINDS,
     ModerationInput,
     ModerationResult,
     OperationStatus,
     Provider,
     ProviderError,
     UnsupportedContent,
+    provider_judges,
 )
 
 __all__ = [
     "Accepted",
     "ItemError",
     "MalformedAnswer",
+    "NO_MODEL",
+    "TEXT_KINDS",
     "ModerationInput",
     "ModerationResult",
     "OperationStatus",
@@ -27,6 +32,7 @@ __all__ = [
     "ProviderError",
     "UnsupportedContent",
     "get_provider",
+    "provider_judges",
     "register",
 ]
 

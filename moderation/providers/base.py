@@ -14,6 +14,10 @@ class ModerationInput:
     content_type: str
     text: str = ""
     media_url: str = ""
+    # An image's bytes (base64) and type, read by the moderation job (moderation/services/media.py):
+    # what an image-capable provider judges, never the client's URL (providers fetch nothing).
+    image_base64: str = ""
+    media_mime: str = ""
     metadata: dict[str, Any] = field(default_factory=dict)
     callback_url: str = ""
     # Our ids for the provider to echo back (review_id): never needed to match a result.
@@ -62,6 +66,19 @@ class ModerationResult:
             category_scores=scores,
             provider_request_id=str(data.get("id", "")),
         )
+
+
+# What finalize is given for an image no provider here can judge: no model spoke (its banks and
+# the policy's image_fallback decide, moderation.verdicts.media_decide). Compared by identity.
+NO_MODEL = ModerationResult(model="", flagged=False, categories={}, category_scores={})
+
+# What a provider judges unless it says otherwise (`Provider.kinds`).
+TEXT_KINDS = frozenset({"text", "metadata"})
+
+
+def provider_judges(provider, kind: str) -> bool:
+    """Whether `provider` declares it can judge content of `kind` (docs/design.md, "Providers")."""
+    return kind in getattr(provider, "kinds", TEXT_KINDS)
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,9 @@ class UnsupportedContent(ProviderError):
 
 class Provider(Protocol):
     name: str
+    # The content kinds it can judge ("text", "metadata", "image", "audio"); an image sent to a
+    # provider without "image" is never sent: its banks and the policy's image_fallback decide.
+    kinds: frozenset[str]
 
     def moderate(self, request: ModerationInput) -> ModerationResult | Accepted:
         """Call the provider once. Raises ProviderError. Must not touch the database."""

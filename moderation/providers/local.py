@@ -49,6 +49,7 @@ def predictor():
 
 class LocalProvider:
     name = "local"
+    kinds = frozenset({"text", "metadata"})  # a text model: images go to the banks and image_fallback
     model_name = f"alt-profanity-check-{version('alt-profanity-check')}"
 
     def warm_up(self) -> None:

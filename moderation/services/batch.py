@@ -72,12 +72,12 @@ def requests_dispatch_batch(*, requests: list[ModerationRequest], worker_id: str
         begun, reports = _attempts_begin(requests, worker_id=worker_id, job_id=job_id)
         started = []
         for request, attempt, payload, content in begun:
-            with _bound(request, attempt):
-                failed = attempt_prepare(request, attempt, content)  # one that fails stays out of the call
-            if failed is None:
-                started.append((request, attempt, payload, content))
+            with _bound(request, attempt):  # one that fails, or is decided here, stays out of the call
+                prepared = attempt_prepare(request, attempt, content, payload)
+            if isinstance(prepared, DispatchReport):
+                reports.append(prepared)
             else:
-                reports.append(failed)
+                started.append((request, attempt, prepared, content))
         replies, latency_ms = _call_many(provider, [payload for _, _, payload, _ in started])
         answered = []
         for (request, attempt, _, _), reply in zip(started, replies, strict=True):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -31,12 +31,23 @@ from moderation.models import (
     RequestStatus,
     ReviewStatus,
 )
-from moderation.providers import Accepted, ItemError, ModerationInput, ModerationResult, ProviderError, get_provider
+from moderation.providers import (
+    NO_MODEL,
+    Accepted,
+    ItemError,
+    ModerationInput,
+    ModerationResult,
+    ProviderError,
+    get_provider,
+    provider_judges,
+)
 from moderation.services.transitions import record_event
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at, circuit_get
 from moderation.services.pipeline import request_give_up_locked
 from moderation.services.results import review_finalize
+from moderation.services.media import media_read
 from moderation.services.policy import content_language
+from moderation.verdicts import MEDIA_KINDS
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +76,10 @@ def request_dispatch(
         with context.bind(
             review_id=request.review_id, idempotency_key=request.idempotency_key, attempt_no=attempt.attempt_no
         ):
-            return attempt_prepare(request, attempt, content) or _attempt_call(request, attempt, payload)
+            prepared = attempt_prepare(request, attempt, content, payload)
+            if isinstance(prepared, DispatchReport):
+                return prepared
+            return _attempt_call(request, attempt, prepared)
 
 
 def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetime | None, trial: bool = False):
@@ -204,17 +218,28 @@ def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: da
     return ""
 
 
-def attempt_prepare(request: ModerationRequest, attempt: ProviderAttempt, content) -> DispatchReport | None:
-    """Read the rules' language of the attempt's content, once, before the provider is called and
-    with no transaction open (detection is CPU only, a few milliseconds). None: the attempt may
-    go. Should detection raise, this attempt alone fails, unsent, to its retry path (an
-    ItemError): the report says so."""
+def attempt_prepare(request: ModerationRequest, attempt: ProviderAttempt, content,
+                    payload: ModerationInput) -> DispatchReport | ModerationInput:
+    """What must be read before the provider is called, with no transaction open: the rules'
+    language of a text (detection is CPU only, a few milliseconds), or an image's bytes, hash and
+    bank matches, with the policy version they were matched under pinned on the operation
+    (moderation/services/media.py). Returns the payload to send, or, when nothing is to be sent,
+    the report of how the attempt ended: an image the provider cannot judge is decided here, by
+    its banks and the policy's image_fallback. Should reading raise, this attempt alone fails,
+    unsent, to its retry path (an ItemError): the report says so."""
     try:
+        if content.kind in MEDIA_KINDS:
+            read = media_read(request=request, content=content)
+            if not provider_judges(get_provider(request.provider), content.kind) or read.data is None:
+                _attempt_close(attempt, AttemptOutcome.RESULT, 0)  # decided here: the provider is not called
+                return result_apply(request, attempt, NO_MODEL, 0)
+            return replace(payload, image_base64=read.image_base64 if content.kind == "image" else "",
+                           media_mime=read.mime)
         content_language(content)
     except Exception as exc:  # noqa: BLE001 - this item alone fails (docs/design.md, "Batches")
-        logger.exception("detecting the content's language failed: this attempt alone fails")
+        logger.exception("reading the content before the provider failed: this attempt alone fails")
         return attempt_settle(request, attempt, ItemError.unexpected(exc), 0)
-    return None
+    return payload
 
 
 def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload: ModerationInput) -> DispatchReport:

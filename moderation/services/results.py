@@ -27,8 +27,8 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
-from moderation.verdicts import decide, match_record, notice_verdict, restricted_verdict, rule_text
-from moderation.providers import ModerationResult
+from moderation.verdicts import MEDIA_KINDS, decide, media_decide, notice_verdict, restricted_verdict, rule_text
+from moderation.providers import NO_MODEL, ModerationResult
 from moderation.services.authors import authors_lock
 from moderation.services.one_statement import OneStatement
 from moderation.services.decide import decide_locked
@@ -186,9 +186,16 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
                         cause: Cause, callback_id: int | None = None, attempt_no: int | None = None) -> None:
     """Decide `review` from a result `result_classify` found `applied`, and complete its operation.
     Call holding the review's row lock."""
-    policy = policy_published(getattr(request, "active_policy_id", None))
-    detection = content_language(review.content)
-    verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
+    if review.content.kind in MEDIA_KINDS:
+        # Judged under the version its banks were matched with, pinned before the provider was
+        # called (moderation/services/media.py): never a version published since.
+        policy = policy_published(request.policy_id or getattr(request, "active_policy_id", None))
+        verdict = media_decide(policy, None if result is NO_MODEL else result, kind=review.content.kind,
+                               media=request.media or {"error": "the media was never read"})
+    else:
+        policy = policy_published(getattr(request, "active_policy_id", None))
+        detection = content_language(review.content)
+        verdict = decide(policy, result, text=rule_text(review.content), detection=detection)
     judged = verdict.label
     if review.author_restricted:
         verdict = restricted_verdict(policy, verdict)
@@ -212,13 +219,13 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
         label=verdict.label,
         source=DecisionSource.PROVIDER,
         score=verdict.score,
-        flagged=result.flagged,
+        flagged=None if result is NO_MODEL else result.flagged,
         categories=result.categories,
         category_scores=result.category_scores,
         model=result.model,
         policy=policy,
         explanation=verdict.explanation,
-        rule_matches=[match_record(match) for match in verdict.rule_matches],
+        rule_matches=verdict.stored_matches(),
         model_used=verdict.model_used,
         request=request,
         callback_id=callback_id,

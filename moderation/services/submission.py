@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit import context
-from moderation.models import ApiClient, Content, ContentReview
+from moderation.media import DecodedImage
+from moderation.models import ApiClient, Content, ContentReview, MediaSource, ReviewMedia
 from moderation.jobs import enqueue_on_commit
 from moderation.services.authors import author_ensure
 from moderation.services.transitions import review_history_row
@@ -22,6 +25,7 @@ def review_submit(
     media_url: str = "",
     metadata: dict | None = None,
     author_id: str | None = None,
+    image: tuple[bytes, DecodedImage] | None = None,
 ) -> tuple[ContentReview, bool]:
     """Create the content and its pending review, or return the existing one. (review, created)
 
@@ -49,6 +53,11 @@ def review_submit(
     # job is enqueued once it has run.
     writes = OneStatement()
     writes.insert(content)
+    if image is not None:
+        data, decoded = image
+        writes.insert(ReviewMedia(content=content, source=MediaSource.UPLOAD, data=data, byte_size=len(data),
+                                  mime=decoded.mime, width=decoded.width, height=decoded.height,
+                                  sha256=hashlib.sha256(data).hexdigest()))
     writes.insert(review)
     history = review_history_row(review, created=True)
     if history is not None:

@@ -13,11 +13,21 @@ from django.db import connection
 from django.utils import timezone
 
 from moderation import services, tasks
-from moderation.models import AttemptOutcome, Cause, ContentReview, DecisionSource, ModerationRequest, ReviewStatus
+from moderation.media import image_decode
+from moderation.models import (
+    AttemptOutcome,
+    Cause,
+    ContentReview,
+    DecisionSource,
+    ModerationRequest,
+    ReviewQueue,
+    ReviewStatus,
+)
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderClientError, ProviderServerError, ProviderTimeout
 from moderation.services.dispatch import _attempt_begin
 from tests.helpers import claimed, result, submit
+from tests.helpers_media import encoded, picture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -169,18 +179,24 @@ def test_a_superseded_request_is_never_sent(api_client, scripted):
     assert scripted.calls == []
 
 
-def test_content_the_local_model_cannot_judge_goes_to_a_human(api_client, settings):
+def test_an_image_the_local_model_cannot_judge_is_not_sent_and_waits_in_the_images_queue(api_client, settings):
+    """The local model reads text only: an image is never sent to it. No bank matched, so the
+    policy's image_fallback (manual_review) decides, in "Images", not "Provider failures"."""
     settings.MODERATION_PROVIDER = "local"
+    data = encoded(picture(1))
     review, _ = services.review_submit(
-        client=api_client, external_id="img-1", kind="image", media_url="https://example.com/cat.png"
+        client=api_client, external_id="img-1", kind="image", image=(data, image_decode(data, max_bytes=10**7,
+                                                                                         max_pixels=10**7)),
     )
 
-    assert tasks.moderate_review(review.pk).startswith("escalated")
+    assert tasks.moderate_review(review.pk).startswith("finalized")
 
     review = ContentReview.objects.get(pk=review.pk)
-    assert review.status == ReviewStatus.MANUAL_REVIEW
-    assert "cannot judge image" in review.decision.reason
-    assert ModerationRequest.objects.get(review=review).attempts.get().outcome == AttemptOutcome.UNSUPPORTED
+    assert review.status == ReviewStatus.MANUAL_REVIEW and review.queue == ReviewQueue.IMAGES
+    assert "image_fallback" in review.decision.explanation and review.decision.model_used is None
+    request = ModerationRequest.objects.get(review=review)
+    assert request.policy_id == review.decision.policy_id and request.media["matches"] == []
+    assert review.content.media.pdq_quality == 100 and len(review.content.media.pdq) == 64
 
 
 def test_a_callback_racing_the_record_of_an_acceptance_does_not_deadlock(api_client, scripted, monkeypatch):

@@ -1,0 +1,167 @@
+"""Images: bounded decoding, PDQ hashes in ThreatExchange's hex form, and matching against hash
+banks (docs/design.md, "Images and hash banks"). Pure functions and an in-memory index; no
+database access. (Fetching a `media_url` is moderation/media_fetch.py.)
+
+- **Decoding** is bounded twice: by bytes (`MEDIA_MAX_BYTES`, before Pillow sees them) and by
+  pixels (`MEDIA_MAX_PIXELS`, read from the header before any pixel is decoded), so a
+  decompression bomb (a small file declaring a huge canvas) is refused unread. The format is
+  then checked by decoding every pixel, not by the header or the file name: a truncated or
+  forged file is refused too.
+- **Hashing** is PDQ, by `pdqhash` (Python bindings of the reference implementation), with its
+  quality (0-100). The hex form is ThreatExchange's (`threatexchange.signal_type.pdq`): the 256
+  bits in pdqhash's order, most significant first, so `hex(int(bits, 2))` of its vector, zero
+  padded to 64 digits. Hash lists from hash-sharing programs then match bit for bit.
+- **Matching** is a linear scan over packed bits: the bank is an (N, 4) array of uint64, and one
+  query XORs it whole and counts the set bits (`numpy.bitwise_count`), so 1M entries take a few
+  milliseconds (bench/media_match.py). Hashes under `MIN_QUALITY` never match anything.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+# PDQ's own guidance (ThreatExchange, hashing/pdq/README): hashes of quality under 50 are too
+# featureless (flat colours, tiny images) to say anything; they would match one another.
+MIN_QUALITY = 50
+HASH_HEX_DIGITS = 64
+_HEX = re.compile(r"^[0-9a-fA-F]{64}$")
+
+# What a platform of this kind moderates: the formats browsers show. Pillow is asked to open
+# these and no other, so a file of some exotic format (a PSD, an EPS through Ghostscript) is
+# refused before any of its code runs.
+FORMATS = ("JPEG", "PNG", "GIF", "WEBP", "BMP")
+MIME_TYPES = {"JPEG": "image/jpeg", "PNG": "image/png", "GIF": "image/gif", "WEBP": "image/webp", "BMP": "image/bmp"}
+
+
+class MediaRefused(ValueError):
+    """These bytes are not an image this platform takes; the message says why, for the client."""
+
+
+@dataclass(frozen=True)
+class DecodedImage:
+    format: str
+    width: int
+    height: int
+    image: Image.Image  # fully decoded, RGB
+
+    @property
+    def mime(self) -> str:
+        return MIME_TYPES[self.format]
+
+
+def image_decode(data: bytes, *, max_bytes: int, max_pixels: int) -> DecodedImage:
+    """Decode `data` as an image, within the bounds; MediaRefused (saying why) otherwise."""
+    if not data:
+        raise MediaRefused("the image is empty")
+    if len(data) > max_bytes:
+        raise MediaRefused(f"the image is {len(data)} bytes; at most {max_bytes} are accepted")
+    try:
+        with warnings.catch_warnings():
+            # Pillow's own bomb check warns between its limit and twice it; ours is stricter.
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data), formats=FORMATS)
+            width, height = image.size
+            if width < 1 or height < 1:
+                raise MediaRefused("the image has no pixels")
+            if width * height > max_pixels:
+                raise MediaRefused(f"the image declares {width}x{height} pixels; at most {max_pixels} are decoded "
+                                   "(a decompression bomb is refused unread)")
+            image.seek(0)  # the first frame of an animation
+            image.load()  # every pixel: a truncated or forged file fails here, not later
+            rgb = image.convert("RGB")
+    except MediaRefused:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise MediaRefused(f"the image is a decompression bomb: {exc}") from exc
+    except UnidentifiedImageError as exc:
+        raise MediaRefused(f"the bytes are not an image in a supported format ({', '.join(FORMATS)})") from exc
+    except (OSError, SyntaxError, ValueError, EOFError, MemoryError) as exc:
+        raise MediaRefused(f"the image cannot be decoded: {exc}") from exc
+    return DecodedImage(format=image.format or "", width=width, height=height, image=rgb)
+
+
+def pdq_hash(image: Image.Image) -> tuple[str, int]:
+    """(hex, quality) of an RGB image: ThreatExchange's PDQ hex form (module docstring)."""
+    import pdqhash  # a compiled extension, imported where it is used (web workers never hash)
+
+    vector, quality = pdqhash.compute(np.asarray(image.convert("RGB"), dtype=np.uint8))
+    return np.packbits(vector.astype(np.uint8)).tobytes().hex(), int(quality)
+
+
+def hash_normalize(text: str) -> str:
+    """A PDQ hash as written in a bank file or a form: 64 hex digits, lower case; ValueError otherwise."""
+    value = text.strip()
+    if not _HEX.match(value):
+        raise ValueError(f"not a PDQ hash (64 hex digits): {value[:80]!r}")
+    return value.lower()
+
+
+def hash_words(hashes) -> np.ndarray:
+    """Hex hashes (or 32-byte values) as an (N, 4) array of big-endian uint64 words."""
+    raw = b"".join(bytes.fromhex(h) if isinstance(h, str) else bytes(h) for h in hashes)
+    return np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(-1, 4)
+
+
+def hamming(a: str, b: str) -> int:
+    """Bits that differ between two hex hashes."""
+    return (int(a, 16) ^ int(b, 16)).bit_count()
+
+
+@dataclass(frozen=True)
+class BankMatch:
+    bank: str
+    entry_id: int
+    distance: int
+
+
+class BankIndex:
+    """The entries of one or more banks, ready to match: packed hashes, their entry ids and which
+    bank each belongs to. Built once per policy version and process (immutable after)."""
+
+    def __init__(self, banks: list[str], bank_of: np.ndarray, entry_ids: np.ndarray, words: np.ndarray) -> None:
+        self.banks, self.bank_of, self.entry_ids, self.words = banks, bank_of, entry_ids, words
+
+    @classmethod
+    def build(cls, rows_by_bank: dict[str, tuple[list[int], list]]) -> BankIndex:
+        """From {bank name: (entry ids, hashes as hex or bytes)}."""
+        banks = sorted(rows_by_bank)
+        ids, words, owner = [], [], []
+        for n, bank in enumerate(banks):
+            entry_ids, hashes = rows_by_bank[bank]
+            if not entry_ids:
+                continue
+            ids.append(np.asarray(entry_ids, dtype=np.int64))
+            words.append(hash_words(hashes))
+            owner.append(np.full(len(entry_ids), n, dtype=np.int32))
+        if not ids:
+            return cls(banks, np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros((0, 4), np.uint64))
+        return cls(banks, np.concatenate(owner), np.concatenate(ids), np.concatenate(words))
+
+    def __len__(self) -> int:
+        return len(self.entry_ids)
+
+    def match(self, hex_hash: str, *, max_distance: int, quality: int, limit: int = 1000) -> list[BankMatch]:
+        """Entries within `max_distance` bits of the hash, nearest first, at most `limit` (none
+        for a hash of quality under MIN_QUALITY). The caller drops entries removed since the
+        index was built, then keeps each bank's nearest (`nearest_per_bank`)."""
+        if quality < MIN_QUALITY or not len(self):
+            return []
+        query = hash_words([hex_hash])[0]
+        distances = np.bitwise_count(self.words ^ query).sum(axis=1, dtype=np.int32)
+        hits = np.flatnonzero(distances <= max_distance)
+        hits = hits[np.argsort(distances[hits], kind="stable")][:limit]
+        return [BankMatch(self.banks[int(self.bank_of[i])], int(self.entry_ids[i]), int(distances[i])) for i in hits]
+
+
+def nearest_per_bank(matches: list[BankMatch]) -> list[BankMatch]:
+    """Each bank's nearest match (the first, matches being nearest first), ordered by distance."""
+    nearest: dict[str, BankMatch] = {}
+    for match in matches:
+        nearest.setdefault(match.bank, match)
+    return sorted(nearest.values(), key=lambda m: (m.distance, m.bank))

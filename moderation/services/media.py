@@ -1,0 +1,171 @@
+"""Images in the moderation job: read the bytes (fetched from `media_url` the first time), hash
+them, match the hash banks of the policy version in force, and pin that version on the operation
+(docs/design.md, "Images and hash banks").
+
+Everything here runs in the job, with no transaction open (a fetch takes seconds, decoding and
+hashing tens of milliseconds), never in the request. What it read is written on the operation
+(`ModerationRequest.policy` and `.media`) before any provider is called; finalize decides from it
+under the review's lock (moderation.verdicts.media_decide), with that same version, whatever was
+published meanwhile: a decision always names the version whose banks it was matched against.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError
+from django.utils import timezone
+
+from moderation.media import MIN_QUALITY, BankIndex, MediaRefused, image_decode, nearest_per_bank, pdq_hash
+from moderation.media_fetch import media_fetch
+from moderation.models import (
+    Content,
+    ContentKind,
+    HashBankEntry,
+    MediaSource,
+    ModerationPolicy,
+    ModerationRequest,
+    ReviewMedia,
+)
+from moderation.services.policy import policy_active
+from moderation.verdicts import bank_match_record
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class MediaRead:
+    """What the job read of a content's media, as pinned on its operation."""
+
+    policy: ModerationPolicy
+    media: dict  # ModerationRequest.media: {"matches", "quality", "min_quality", "error", "never_display"}
+    data: bytes | None
+    mime: str
+
+    @property
+    def image_base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii") if self.data else ""
+
+
+def media_read(*, request: ModerationRequest, content: Content) -> MediaRead:
+    """Read, hash and match `content`'s media for `request`'s attempt, and pin the version used.
+    Call with no transaction open. Bytes that cannot be had (a URL refused, unreachable or not
+    an image) are no error here: `media["error"]` says why, and finalize sends the review to a
+    human with that reason."""
+    policy = policy_active()
+    error, row = "", None
+    try:
+        row = _media_row(content)
+        if content.kind == ContentKind.IMAGE and row.pdq_quality is None:
+            _hash(row)
+    except MediaRefused as exc:
+        error = str(exc)
+    matches = [] if error or row is None else bank_matches(policy, row.pdq, row.pdq_quality)
+    never_display = any(_bank(policy, m["rule"])["never_display"] for m in matches)
+    if never_display and not row.never_display:
+        # Sticky: an image once matched in a never_display bank is never shown again.
+        ReviewMedia.objects.filter(pk=row.pk).update(never_display=True)
+    media = {"matches": matches, "quality": row.pdq_quality if row else None, "min_quality": MIN_QUALITY,
+             "error": error, "never_display": never_display}
+    ModerationRequest.objects.filter(pk=request.pk).update(policy=policy, media=media)
+    request.policy, request.media = policy, media
+    return MediaRead(policy=policy, media=media, data=row.data if row is not None and not error else None,
+                     mime=row.mime if row is not None else "")
+
+
+def _media_row(content: Content) -> ReviewMedia:
+    """The content's stored media, fetched from its URL the first time (MediaRefused: why not)."""
+    row = ReviewMedia.objects.filter(pk=content.pk).first()
+    if row is not None:
+        if row.data is None:
+            raise MediaRefused("its bytes were removed" if row.removed_at else "its bytes are missing")
+        return row
+    if not content.media_url:
+        raise MediaRefused("the content has neither bytes nor a media_url")
+    data, declared_type = media_fetch(content.media_url)
+    row = ReviewMedia(content=content, source=MediaSource.URL, data=data, byte_size=len(data),
+                      sha256=hashlib.sha256(data).hexdigest(), fetched_at=timezone.now())
+    if content.kind == ContentKind.IMAGE:
+        decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
+        row.mime, row.width, row.height = decoded.mime, decoded.width, decoded.height
+        row.pdq, row.pdq_quality = pdq_hash(decoded.image)
+        row.hashed_at = timezone.now()
+    else:
+        row.mime = _audio_type(declared_type)
+    try:
+        row.save(force_insert=True)
+    except IntegrityError:  # another attempt fetched it meanwhile: the same URL, its bytes stand
+        return ReviewMedia.objects.get(pk=content.pk)
+    return row
+
+
+def _audio_type(declared: str) -> str:
+    mime = declared.split(";", 1)[0].strip().lower()
+    if not mime.startswith("audio/"):
+        raise MediaRefused(f"the media URL did not serve audio (Content-Type {declared or 'missing'!r})")
+    return mime
+
+
+def _hash(row: ReviewMedia) -> None:
+    """Hash an uploaded image (validated when it was sent): PDQ and its quality, stored once."""
+    decoded = image_decode(bytes(row.data), max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
+    row.pdq, row.pdq_quality = pdq_hash(decoded.image)
+    row.hashed_at = timezone.now()
+    ReviewMedia.objects.filter(pk=row.pk, pdq_quality__isnull=True).update(
+        pdq=row.pdq, pdq_quality=row.pdq_quality, hashed_at=row.hashed_at
+    )
+
+
+def _bank(policy: ModerationPolicy, rule: str) -> dict:
+    name = rule.removeprefix("bank:")
+    return next(bank for bank in policy.hash_banks if bank["name"] == name)
+
+
+# --- matching -------------------------------------------------------------------------------------
+
+_INDEXES: OrderedDict = OrderedDict()
+_INDEXES_LOCK = threading.Lock()
+
+
+def bank_index(policy: ModerationPolicy) -> BankIndex:
+    """The entries of `policy`'s banks (each up to its `through`), packed for matching: built once
+    per version and process (a version's entries never change; removals and disabled banks are
+    applied per match, `bank_matches`)."""
+    with _INDEXES_LOCK:
+        index = _INDEXES.get(policy.pk)
+        if index is not None:
+            _INDEXES.move_to_end(policy.pk)
+            return index
+    rows = {}
+    for bank in policy.hash_banks or []:
+        entries = list(HashBankEntry.objects.filter(bank__name=bank["name"], id__lte=bank["through"])
+                       .order_by("id").values_list("id", "pdq"))
+        rows[bank["name"]] = ([i for i, _ in entries], [h for _, h in entries])
+    index = BankIndex.build(rows)
+    with _INDEXES_LOCK:
+        _INDEXES[policy.pk] = index
+        while len(_INDEXES) > 2:  # the version in force and the one before: a bank can be large
+            _INDEXES.popitem(last=False)
+    return index
+
+
+def bank_matches(policy: ModerationPolicy, pdq: str, quality: int | None) -> list[dict]:
+    """`policy`'s bank matches of a hash, as the decision stores them (nearest entry per bank,
+    nearest bank first): within `pdq_distance`, in an enabled bank, of an entry not removed. A
+    hash of quality under MIN_QUALITY matches nothing."""
+    if not pdq or quality is None or not policy.hash_banks:
+        return []
+    found = bank_index(policy).match(pdq, max_distance=policy.pdq_distance, quality=quality)
+    if not found:
+        return []
+    live = set(HashBankEntry.objects.filter(id__in=[m.entry_id for m in found], removed_at__isnull=True,
+                                            bank__enabled=True).values_list("id", flat=True))
+    banks = {bank["name"]: bank for bank in policy.hash_banks}
+    return [bank_match_record(bank=banks[m.bank], entry_id=m.entry_id, distance=m.distance)
+            for m in nearest_per_bank([m for m in found if m.entry_id in live])]

@@ -1,0 +1,54 @@
+"""Generated images for the media tests (Pillow): a seeded picture with enough structure for a
+PDQ hash of full quality, its copies (resized, recompressed), and bytes in a format."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import random
+
+from PIL import Image, ImageDraw
+
+
+def picture(seed: int, size: tuple[int, int] = (320, 240)) -> Image.Image:
+    """Shapes of random greys and colours on white: each seed a different, detailed image."""
+    rng = random.Random(seed)
+    image = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(image)
+    width, height = size
+    for _ in range(60):
+        x, y = rng.randrange(width), rng.randrange(height)
+        w, h = rng.randint(8, width // 3), rng.randint(8, height // 3)
+        colour = (rng.randrange(256), rng.randrange(256), rng.randrange(256))
+        (draw.ellipse if rng.random() < 0.5 else draw.rectangle)([x, y, x + w, y + h], fill=colour)
+    return image
+
+
+def flat(size: tuple[int, int] = (200, 200), colour=(128, 128, 128)) -> Image.Image:
+    """One colour: PDQ quality 0, so it must never match."""
+    return Image.new("RGB", size, colour)
+
+
+def encoded(image: Image.Image, fmt: str = "PNG", **options) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, fmt, **options)
+    return buffer.getvalue()
+
+
+def resized_recompressed(image: Image.Image, scale: float = 0.5, quality: int = 60) -> bytes:
+    """The copy a re-uploader makes: smaller, and JPEG at a low quality."""
+    small = image.resize((max(1, int(image.width * scale)), max(1, int(image.height * scale))))
+    return encoded(small, "JPEG", quality=quality)
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+@functools.cache
+def bomb_png(side: int = 10_000) -> bytes:
+    """A small PNG declaring side x side pixels (100 megapixels, over MEDIA_MAX_PIXELS' 40): a
+    decompression bomb."""
+    # Saved at 1 bit a pixel, zlib squeezes the empty canvas to a few hundred kilobytes.
+    return encoded(Image.new("1", (side, side)), "PNG", optimize=True)
