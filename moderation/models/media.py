@@ -140,3 +140,17 @@ class HashBankChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.bank_id}"
+
+
+class MediaPreference(models.Model):
+    """How one moderator wants images shown by default: blurred and grey unless they chose
+    otherwise (each image can still be revealed, or its colour shown, on its own)."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True,
+                                related_name="media_preference")
+    reveal = models.BooleanField(default=False, help_text="Show images unblurred by default.")
+    colour = models.BooleanField(default=False, help_text="Show images in colour by default.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"media preference of {self.user_id}"
