@@ -12,6 +12,7 @@ from django.db.models import Count, F
 
 from audit.models import ReviewTransition
 from callbacks.models import ProviderCallback
+from moderation.media_invariants import media_violations
 from moderation.transparency import fixed_wording
 from moderation.models import (
     FINAL_STATUSES,
@@ -653,4 +654,5 @@ def violations(review_ids: Iterable) -> list[str]:
                       .values_list("author_id", flat=True).distinct())
     return (review_violations(review_ids) + pipeline_violations(review_ids) + report_violations(review_ids)
             + notice_violations(review_ids) + report_resolution_violations(review_ids) + appeal_violations(review_ids)
-            + erasure_violations(review_ids) + author_violations(author_ids) + statement_violations(review_ids))
+            + erasure_violations(review_ids) + author_violations(author_ids) + statement_violations(review_ids)
+            + media_violations(review_ids))

@@ -52,3 +52,26 @@ def bomb_png(side: int = 10_000) -> bytes:
     decompression bomb."""
     # Saved at 1 bit a pixel, zlib squeezes the empty canvas to a few hundred kilobytes.
     return encoded(Image.new("1", (side, side)), "PNG", optimize=True)
+
+
+def bank_publish(name: str, hashes: list[str], *, category: str = "sexual", action: str = "reject",
+                 never_display: bool = False):
+    """A bank with `hashes` (hex), published in the next policy version: that version."""
+    from moderation import services
+    from moderation.models import HashBank, HashBankEntry
+
+    bank, _ = HashBank.objects.get_or_create(name=name)
+    HashBankEntry.objects.bulk_create([HashBankEntry(bank=bank, pdq=h) for h in hashes], ignore_conflicts=True)
+    through = HashBankEntry.objects.filter(bank=bank).order_by("-id").values_list("id", flat=True).first()
+    entry = {"name": name, "category": category, "action": action, "never_display": never_display, "through": through}
+    return services.policy_publish_change(
+        lambda active: {"hash_banks": [*(b for b in active.hash_banks if b["name"] != name), entry]},
+        notes=f"bank {name}",
+    )
+
+
+def image_hash(data: bytes) -> tuple[str, int]:
+    """(PDQ hex, quality) of encoded image bytes, as the job computes them."""
+    from moderation.media import image_decode, pdq_hash
+
+    return pdq_hash(image_decode(data, max_bytes=10**8, max_pixels=10**8).image)
