@@ -93,12 +93,13 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, "notes"]
+                  "term_lists", *DSA_FIELDS, "pdq_distance", "image_fallback", "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if "unjudged_label" in self.fields:  # a published version's page is read-only: no fields
-            self.fields["unjudged_label"].required = False
+        for name in ("unjudged_label", "pdq_distance", "image_fallback"):  # left out: the default
+            if name in self.fields:  # a published version's page is read-only: no fields
+                self.fields[name].required = False
 
     def clean(self):
         data = super().clean()
@@ -111,9 +112,15 @@ class PolicyForm(forms.ModelForm):
         data["notice_templates"] = data.get("notice_templates") or {}
         data["dsa_mapping"] = data.get("dsa_mapping") or default_dsa_mapping()
         data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
+        data["image_fallback"] = data.get("image_fallback") or ReviewStatus.MANUAL_REVIEW
+        if data.get("pdq_distance") is None:
+            data["pdq_distance"] = ModerationPolicy._meta.get_field("pdq_distance").default
         active = services.policy_active()
         if data.get("based_on") is not None and data["based_on"] != active.version:
             raise ValidationError(f"{active} was published since this form was filled: reload it")
+        # Hash banks are published by `hash_banks import --publish` (their entries are not a form
+        # field): the version the form was filled from keeps its banks, never the default (none).
+        data["hash_banks"] = active.hash_banks
         errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
@@ -157,6 +164,7 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
+        obj.hash_banks = form.cleaned_data["hash_banks"]
         published = services.policy_publish(**services.policy_fields(obj), notes=obj.notes, created_by=request.user,
                                              based_on=form.cleaned_data.get("based_on"))
         obj.pk, obj.version = published.pk, published.version

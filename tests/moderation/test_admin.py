@@ -129,3 +129,25 @@ def test_the_policy_forms_dsa_mapping_is_prefilled_validated_and_published(staff
     assert published.status_code == 302
     newest = ModerationPolicy.objects.get(version=2)
     assert newest.dsa_mapping["categories"]["spam"]["category"] == "STATEMENT_CATEGORY_SCAMS_AND_FRAUD"
+
+
+@pytest.mark.django_db
+def test_publishing_from_the_policy_form_keeps_the_hash_banks_and_sets_the_image_fields(staff):
+    """Banks are published by `hash_banks import --publish`, not edited in the form: a version
+    published from the form keeps the banks of the version it was filled from, never none."""
+    from tests.helpers_media import bank_publish
+
+    with_bank = bank_publish("known-bad", ["0" * 63 + "1"])
+    form = staff.get("/admin/moderation/moderationpolicy/add/").context["adminform"].form
+    assert form.initial["image_fallback"] == "manual_review" and form.initial["pdq_distance"] == 31
+
+    response = staff.post("/admin/moderation/moderationpolicy/add/", {
+        "reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": "{}", "flagged_label": "manual_review",
+        "report_threshold": 3, **WORKPLACE_FIELDS, "pdq_distance": 20, "image_fallback": "approved",
+        "based_on": with_bank.version,
+    })
+
+    assert response.status_code == 302, response.content.decode()[:2000]
+    newest = ModerationPolicy.objects.order_by("-version").first()
+    assert newest.version == with_bank.version + 1
+    assert newest.hash_banks == with_bank.hash_banks and newest.pdq_distance == 20 and newest.image_fallback == "approved"
