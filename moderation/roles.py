@@ -3,7 +3,8 @@
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
 suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
 reprocesses, publishes policy versions and re-queues statements of reasons the Transparency
-Database refused. auditor: sees everything, changes nothing. Every role reads the statements (the admin links
+Database refused, disables hash banks and removes their entries. auditor: sees everything but the
+images' bytes, changes nothing. Every role reads the statements (the admin links
 each to its review or author) and the transparency report.
 """
 
@@ -30,16 +31,23 @@ VIEW_ALL = [
     "moderation.view_author",  # the author page: its reviews, strikes, actions, appeals
     "moderation.view_reporter",  # the reporters: accuracy, weight, muting and its history
     "moderation.view_transparencystatement",  # statements of reasons, and the transparency report page
+    # Hash banks, their entries and their log (docs/images.md); an image's hash and state, not its bytes.
+    "moderation.view_reviewmedia",
+    "moderation.view_hashbank",
+    "moderation.view_hashbankentry",
+    "moderation.view_hashbankchange",
 ]
 # Who may override a review may act on its author, and mute or unmute a reporter.
+# Who decides sees the images and hears the audio they decide on (blurred and grey until asked:
+# docs/workplace.md); an auditor reads the decisions, not the pictures.
 MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author",
-             "moderation.mute_reporter"]
+             "moderation.mute_reporter", "moderation.view_media_bytes"]
 ROLES = {
     "moderator": MODERATOR,
     # A statement the Transparency Database refused is re-queued, once the mapping is fixed, by a
     # supervisor (moderation/admin/statements.py).
     "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy",
-                   "moderation.requeue_statement"],
+                   "moderation.requeue_statement", "moderation.control_hash_bank"],
     "auditor": VIEW_ALL,
 }
 

@@ -13,6 +13,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent
+from tests.helpers_media import b64, encoded, picture
 from moderation import services, tasks
 from moderation.models import Content, ContentReview, ModerationRequest, RequestStatus
 from moderation.services.one_statement import OneStatement
@@ -108,6 +109,7 @@ WRITTEN_BY_THE_RUN = {
     ("Decision", "insert"),
     ("DecisionNotification", "insert"),
     ("ModerationRequest", "update"),
+    ("ReviewMedia", "insert"),  # an image sent as image_base64, with its content
 }
 
 # The save() signal receivers of those models, which OneStatement does not send: each is made up
@@ -238,6 +240,9 @@ def test_every_row_one_statement_writes_is_the_row_save_writes(compared, http, s
     moderator = django_user_model.objects.create_user("moderator-1")
     services.review_override(review_id=review_id, label="rejected", reason="spam after all",
                               category="spam", moderator=moderator)
+    image = http.post("/api/v1/reviews/", {"external_id": "rows-2", "content_type": "image",
+                                           "image_base64": b64(encoded(picture(1)))}, format="json")
+    assert image.status_code == 201, image.content
 
     reached = {(model.__name__, action) for model, action, *_ in compared}
     assert reached == WRITTEN_BY_THE_RUN
