@@ -15,8 +15,9 @@ from django.db.models import Count, F, Min, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from moderation.models import ContentReview, Decision, DecisionSource, Report, ReviewQueue, ReviewStatus
+from moderation.models import Cause, ContentReview, Decision, DecisionSource, Report, ReviewQueue, ReviewStatus
 from moderation.review_queues import PROVIDER_CAUSES, QUEUE_FOR_CAUSE
+from moderation.verdicts import MEDIA_KINDS
 
 DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
@@ -108,11 +109,15 @@ def overturn_rates() -> list[Overturns]:
 
 # Each exit from manual_review, paired with the entry before it: that visit's time in the review
 # queue (the one moderation.review_queues.queue_entry chose: named by the entry's cause, or
-# "Restricted authors" for a provider's verdict on content submitted while its author was restricted).
+# "Restricted authors" for a provider's verdict on content submitted while its author was
+# restricted, or "Images" for a provider's verdict on an image or audio).
 _QUEUE_OF_CAUSE = (
     "CASE WHEN r.author_restricted AND e.cause IN ("
     + ", ".join(f"'{cause.value}'" for cause in PROVIDER_CAUSES)
-    + f") THEN '{ReviewQueue.RESTRICTED_AUTHORS.value}' ELSE CASE e.cause "
+    + f") THEN '{ReviewQueue.RESTRICTED_AUTHORS.value}'"
+    + " WHEN c.kind IN (" + ", ".join(f"'{kind}'" for kind in MEDIA_KINDS) + ") AND e.cause IN ("
+    + ", ".join(f"'{cause.value}'" for cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK))
+    + f") THEN '{ReviewQueue.IMAGES.value}' ELSE CASE e.cause "
     + " ".join(f"WHEN '{cause.value}' THEN '{queue.value}'" for cause, queue in QUEUE_FOR_CAUSE.items())
     + f" ELSE '{ReviewQueue.LOW_CONFIDENCE.value}' END END"
 )
@@ -122,6 +127,7 @@ SELECT {_QUEUE_OF_CAUSE} AS queue, count(*),
        percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM l.created_at - e.created_at))
 FROM audit_reviewtransition l
 JOIN moderation_contentreview r ON r.id = l.review_id
+JOIN moderation_content c ON c.id = r.content_id
 JOIN LATERAL (
     SELECT p.cause, p.created_at FROM audit_reviewtransition p
     WHERE p.review_id = l.review_id AND p.id < l.id AND p.to_status = 'manual_review'

@@ -272,3 +272,15 @@ def test_the_index_matches_per_bank_nearest_first():
 
     assert [(m.bank, m.entry_id, m.distance) for m in found] == [("a", 1, 0), ("a", 2, 1)]
     assert index.match(base, max_distance=31, quality=MIN_QUALITY - 1) == []
+
+
+def test_time_in_the_images_queue_is_counted_under_images(http, django_user_model):
+    from moderation import services
+    from moderation.observability.workplace import time_in_review_queue
+
+    review = judged(http, encoded(picture(17)))
+    assert review.queue == ReviewQueue.IMAGES
+    services.review_override(review_id=review.pk, label="approved", reason="a cat",
+                             moderator=django_user_model.objects.create_user("mod"))
+
+    assert [(q.queue, q.left) for q in time_in_review_queue()] == [("images", 1)]
