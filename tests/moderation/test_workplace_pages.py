@@ -175,7 +175,7 @@ class TestTheQueues:
         enter(decided(api_client, "approved"), Cause.USER_REPORTS, report_count=3)
         figures = {q.queue: q.depth for q in workplace.review_queue_figures()}
         assert figures == {"low_confidence": 1, "reports": 1, "appeals": 0, "provider_failures": 0, "escalations": 0,
-                           "restricted_authors": 0, "notices": 0}
+                           "restricted_authors": 0, "notices": 0, "images": 0}
 
 
 @pytest.mark.django_db
