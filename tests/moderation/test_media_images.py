@@ -284,3 +284,21 @@ def test_time_in_the_images_queue_is_counted_under_images(http, django_user_mode
                              moderator=django_user_model.objects.create_user("mod"))
 
     assert [(q.queue, q.left) for q in time_in_review_queue()] == [("images", 1)]
+
+
+def test_an_image_whose_bytes_retention_removed_is_still_matched_by_its_hash_on_reprocess(http, django_user_model):
+    from django.utils import timezone
+
+    from moderation import services
+
+    data = encoded(picture(18))
+    review = judged(http, data)  # no bank yet: a human
+    ReviewMedia.objects.filter(pk=review.content_id).update(data=None, removed_at=timezone.now(), removed_why="retention")
+    bank_publish("known-bad", [image_hash(data)[0]])
+    services.review_reprocess(review_id=review.pk, actor="moderator", actor_id="boss", reason="new bank",
+                              user=django_user_model.objects.create_user("boss"))
+    tasks.moderate_review(review.pk)
+
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.REJECTED
+    assert media_violations([review.pk]) == []
