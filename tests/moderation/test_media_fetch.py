@@ -169,3 +169,22 @@ def test_a_redirect_to_a_refused_address_is_refused_and_nothing_connects_to_it(
     assert review.status == ReviewStatus.MANUAL_REVIEW
     assert refused in review.decision.explanation
     assert [path for path, _ in server.requests] == ["/cat.png"]
+
+
+def test_audio_is_fetched_and_stored_for_the_player_and_always_waits_for_a_human(api_client, server, escape_hatch):
+    server.routes["/clip.ogg"] = (200, {"Content-Type": "audio/ogg"}, b"OggS" + b"\0" * 200)
+    server.routes["/page"] = (200, {"Content-Type": "text/html"}, b"<html></html>")
+    review, _ = services.review_submit(client=api_client, external_id="a1", kind="audio",
+                                       media_url=f"{server.url}/clip.ogg")
+    tasks.moderate_review(review.pk)
+    review = ContentReview.objects.select_related("decision").get(pk=review.pk)
+
+    assert review.status == ReviewStatus.MANUAL_REVIEW and review.queue == ReviewQueue.IMAGES
+    assert "audio always waits for a human" in review.decision.explanation
+    media = ReviewMedia.objects.get(pk=review.content_id)
+    assert media.mime == "audio/ogg" and media.pdq == ""
+
+    other, _ = services.review_submit(client=api_client, external_id="a2", kind="audio", media_url=f"{server.url}/page")
+    tasks.moderate_review(other.pk)
+    other = ContentReview.objects.select_related("decision").get(pk=other.pk)
+    assert other.status == ReviewStatus.MANUAL_REVIEW and "did not serve audio" in other.decision.explanation
