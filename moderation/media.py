@@ -22,9 +22,15 @@ import io
 import re
 import warnings
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
 from PIL import Image, UnidentifiedImageError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and pdqhash are imported where they are used: a web worker validates images (Pillow) but
+# never hashes or matches them, and need not hold either.
 
 # PDQ's own guidance (ThreatExchange, hashing/pdq/README): hashes of quality under 50 are too
 # featureless (flat colours, tiny images) to say anything; they would match one another.
@@ -88,7 +94,8 @@ def image_decode(data: bytes, *, max_bytes: int, max_pixels: int) -> DecodedImag
 
 def pdq_hash(image: Image.Image) -> tuple[str, int]:
     """(hex, quality) of an RGB image: ThreatExchange's PDQ hex form (module docstring)."""
-    import pdqhash  # a compiled extension, imported where it is used (web workers never hash)
+    import numpy as np
+    import pdqhash
 
     vector, quality = pdqhash.compute(np.asarray(image.convert("RGB"), dtype=np.uint8))
     return np.packbits(vector.astype(np.uint8)).tobytes().hex(), int(quality)
@@ -104,6 +111,8 @@ def hash_normalize(text: str) -> str:
 
 def hash_words(hashes) -> np.ndarray:
     """Hex hashes (or 32-byte values) as an (N, 4) array of big-endian uint64 words."""
+    import numpy as np
+
     raw = b"".join(bytes.fromhex(h) if isinstance(h, str) else bytes(h) for h in hashes)
     return np.frombuffer(raw, dtype=">u8").astype(np.uint64).reshape(-1, 4)
 
@@ -130,6 +139,8 @@ class BankIndex:
     @classmethod
     def build(cls, rows_by_bank: dict[str, tuple[list[int], list]]) -> BankIndex:
         """From {bank name: (entry ids, hashes as hex or bytes)}."""
+        import numpy as np
+
         banks = sorted(rows_by_bank)
         ids, words, owner = [], [], []
         for n, bank in enumerate(banks):
@@ -150,6 +161,8 @@ class BankIndex:
         """Entries within `max_distance` bits of the hash, nearest first, at most `limit` (none
         for a hash of quality under MIN_QUALITY). The caller drops entries removed since the
         index was built, then keeps each bank's nearest (`nearest_per_bank`)."""
+        import numpy as np
+
         if quality < MIN_QUALITY or not len(self):
             return []
         query = hash_words([hex_hash])[0]

@@ -302,3 +302,17 @@ def test_an_image_whose_bytes_retention_removed_is_still_matched_by_its_hash_on_
     review.refresh_from_db()
     assert review.status == ReviewStatus.REJECTED
     assert media_violations([review.pk]) == []
+
+
+def test_a_web_process_validating_an_image_imports_neither_numpy_nor_pdqhash():
+    """The request decodes (Pillow) but never hashes: a web worker need not hold numpy or pdqhash."""
+    import subprocess
+    import sys
+
+    code = ("import sys, django; django.setup(); import config.urls; "
+            "from moderation.api.serializers import ReviewSubmitSerializer; from tests.helpers_media import b64, encoded, picture; "
+            "s = ReviewSubmitSerializer(data={'external_id': 'x', 'content_type': 'image', 'image_base64': b64(encoded(picture(1)))}); "
+            "print(s.is_valid(), sorted(m for m in ('numpy', 'pdqhash') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**__import__("os").environ, "DJANGO_SETTINGS_MODULE": "config.settings"})
+    assert run.stdout.strip().splitlines()[-1] == "True []"
