@@ -178,3 +178,15 @@ def nearest_per_bank(matches: list[BankMatch]) -> list[BankMatch]:
     for match in matches:
         nearest.setdefault(match.bank, match)
     return sorted(nearest.values(), key=lambda m: (m.distance, m.bank))
+
+
+THUMBNAIL_SIDE = 96  # px: what a list row shows (blurred and grey) to say "an image", not what it is
+
+
+def thumbnail_jpeg(image: Image.Image, *, side: int = THUMBNAIL_SIDE) -> bytes:
+    """A small JPEG of a decoded image (`image_decode`), at most `side` pixels either way."""
+    small = image.convert("RGB")
+    small.thumbnail((side, side))
+    buffer = io.BytesIO()
+    small.save(buffer, "JPEG", quality=70)
+    return buffer.getvalue()

@@ -45,11 +45,20 @@ def match_record(match: RuleMatch) -> dict:
     return {key: getattr(match, key) for key in STORED_MATCH_KEYS}
 
 
+BANK_RULE_PREFIX = "bank:"
+
+
 def bank_match_record(*, bank: dict, entry_id: int, distance: int) -> dict:
     """A hash-bank match as `Decision.rule_matches` keeps it: STORED_MATCH_KEYS (no language,
     term or span: an image has none), the distance in bits and the entry that matched."""
-    return {"rule": f"bank:{bank['name']}", "category": bank["category"], "action": bank["action"], "language": "",
+    return {"rule": f"{BANK_RULE_PREFIX}{bank['name']}", "category": bank["category"], "action": bank["action"], "language": "",
             "term": "", "start": None, "end": None, "distance": distance, "entry": entry_id}
+
+
+def match_bank(match: dict) -> str:
+    """The hash bank a stored match names; "" for a rule's match (which spans words of the text)."""
+    rule = match.get("rule")
+    return rule.removeprefix(BANK_RULE_PREFIX) if isinstance(rule, str) and rule.startswith(BANK_RULE_PREFIX) else ""
 
 
 def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
@@ -179,7 +188,7 @@ def media_decide(policy: ModerationPolicy, result: ModerationResult | None, *, k
     matches = tuple(media.get("matches") or ())
     for match in matches:
         label = _stricter(label, _ACTION_LABEL[match["action"]])
-        reasons.append(f"hash bank {match['rule'].removeprefix('bank:')} matched at distance {match['distance']} "
+        reasons.append(f"hash bank {match_bank(match)} matched at distance {match['distance']} "
                        f"(category {match['category']})")
     if media.get("error"):
         label = _stricter(label, ReviewStatus.MANUAL_REVIEW)

@@ -1,7 +1,9 @@
 """What the review page and the list show of a review's content, its model scores and its reports.
 
-Content is shown, never fetched: media is a link (with its host), so opening a review loads
-nothing from a third party (a tracking pixel would learn the moderator's address).
+Content is shown, never fetched from its source: a media_url is text (with its host), and an
+image or audio is played from the platform's own copy (moderation/admin/review_media.py), so
+opening a review loads nothing from a third party (a tracking pixel would learn the
+moderator's address).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from moderation.observability.workplace import ReportSummary
 from moderation.verdicts import thresholds_for
 
 # The admin pages load nothing from elsewhere: no image, media, frame or object from any origin
-# but this one (data: for the admin's own icons), and scripts only with this response's nonce.
-CSP = ("default-src 'self'; img-src 'self' data:; media-src 'none'; frame-src 'none'; object-src 'none'; "
+# but this one (data: for the admin's own icons; images and audio from our own copy,
+# moderation/admin/review_media.py), and scripts only with this response's nonce.
+CSP = ("default-src 'self'; img-src 'self' data:; media-src 'self'; frame-src 'none'; object-src 'none'; "
        "connect-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'nonce-{nonce}'; base-uri 'none'; "
        "form-action 'self'")
 

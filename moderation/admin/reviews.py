@@ -30,7 +30,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyHistoryMixin, ReadOnlyPermissionsMixin
 from audit.models import Actor
 from moderation import services
-from moderation.admin import review_page
+from moderation.admin import review_media, review_page
 from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
 from moderation.admin.paginator import EstimatedCountPaginator, rows_page
@@ -111,12 +111,16 @@ def with_excerpts(reviews) -> list[ContentReview]:
 
 def excerpt_html(review: ContentReview) -> str:
     """The review's excerpt (`with_excerpts`) as a list shows it, escaped; media as its kind and
-    host, never loaded."""
+    host, never loaded from there, after a blurred thumbnail of our own copy of an image
+    (`review_media.with_thumbnail_flag`)."""
+    thumbnail = review_media.thumbnail_html(review)
     if review.excerpt:
-        return format_html('<span class="excerpt">{}</span>', Truncator(review.excerpt).chars(EXCERPT_CHARS))
+        return format_html('{}<span class="excerpt">{}</span>', thumbnail, Truncator(review.excerpt).chars(EXCERPT_CHARS))
     if review.content.media_url:
-        return format_html('<span class="excerpt">{} at <code>{}</code></span>', review.content.kind,
+        return format_html('{}<span class="excerpt">{} at <code>{}</code></span>', thumbnail, review.content.kind,
                            review_page.media_host(review.content.media_url))
+    if thumbnail:
+        return format_html('{}<span class="excerpt">{}</span>', thumbnail, review.content.kind)
     return "—"
 
 
@@ -155,8 +159,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     def get_queryset(self, request):
         latest_provider = ModerationRequest.objects.filter(review=OuterRef("pk")).order_by("-id").values("provider")[:1]
         # A page of 100,000-character texts is not loaded: the list reads excerpts (ReviewChangeList).
-        return (super().get_queryset(request).defer("content__text", "content__metadata")
-                .annotate(provider_name=Subquery(latest_provider)))
+        reviews = (super().get_queryset(request).defer("content__text", "content__metadata")
+                   .annotate(provider_name=Subquery(latest_provider)))
+        return review_media.with_thumbnail_flag(reviews, request.user)
 
     def get_changelist(self, request, **kwargs):
         return ReviewChangeList
@@ -252,6 +257,12 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
                  name="moderation_contentreview_release"),
             path("<uuid:object_id>/skip/", self.admin_site.admin_view(self.skip_view),
                  name="moderation_contentreview_skip"),
+            path("<uuid:object_id>/media/",
+                 self.admin_site.admin_view(lambda request, object_id: review_media.media_view(self, request, object_id)),
+                 name="moderation_contentreview_media"),
+            path("<uuid:object_id>/media-preference/",
+                 self.admin_site.admin_view(lambda request, object_id: review_media.preference_view(self, request, object_id)),
+                 name="moderation_contentreview_media_preference"),
         ]
         return own + super().get_urls()
 
@@ -291,6 +302,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             entries=rows_page(request.GET, "timeline_page", TIMELINE_PAGE_ROWS,
                               lambda offset, limit: review_timeline(review, notes=True, first=offset + limit)[offset:]),
             media_host=review_page.media_host(review.content.media_url),
+            media=review_media.media_panel(request, review),
             metadata=review_page.metadata_rows(review.content.metadata),
             scored_decision=scored,
             scores=review_page.score_rows(scored, policy),
@@ -324,10 +336,10 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         chosen = request.GET.get("queue", "")
         if chosen not in ReviewQueue.values:
             chosen = next((q.queue for q in figures if q.depth), ReviewQueue.LOW_CONFIDENCE.value)
-        waiting = with_excerpts(
+        waiting = with_excerpts(review_media.with_thumbnail_flag(
             ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen)
             .select_related("content", "decision", "leased_to").defer("content__text", "content__metadata")
-            .order_by("queue_order_at", "id")[:QUEUE_PAGE_ROWS]
+            .order_by("queue_order_at", "id"), request.user)[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
         # What the reports say, for the page shown: one grouped query over these reviews' reports.

@@ -40,6 +40,7 @@ from moderation.services.pipeline import (
     reviews_claim,
 )
 from moderation.services.results import review_finalize
+from moderation.services.media import media_preference_set
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
 from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
@@ -97,6 +98,7 @@ __all__ = [
     "api_client_revoke",
     "idempotency_records_expire",
     "idempotent_call",
+    "media_preference_set",
     "notification_deliver",
     "notifications_resend",
     "notifications_resendable",

@@ -28,13 +28,14 @@ from moderation.models import (
     Content,
     ContentKind,
     HashBankEntry,
+    MediaPreference,
     MediaSource,
     ModerationPolicy,
     ModerationRequest,
     ReviewMedia,
 )
 from moderation.services.policy import policy_active
-from moderation.verdicts import bank_match_record
+from moderation.verdicts import BANK_RULE_PREFIX, bank_match_record
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def _hash(row: ReviewMedia) -> None:
 
 
 def _bank(policy: ModerationPolicy, rule: str) -> dict:
-    name = rule.removeprefix("bank:")
+    name = rule.removeprefix(BANK_RULE_PREFIX)
     return next(bank for bank in policy.hash_banks if bank["name"] == name)
 
 
@@ -170,3 +171,13 @@ def bank_matches(policy: ModerationPolicy, pdq: str, quality: int | None) -> lis
     banks = {bank["name"]: bank for bank in policy.hash_banks}
     return [bank_match_record(bank=banks[m.bank], entry_id=m.entry_id, distance=m.distance)
             for m in nearest_per_bank([m for m in found if m.entry_id in live])]
+
+
+# --- the moderator's viewer -----------------------------------------------------------------------
+
+
+def media_preference_set(*, user, reveal: bool, colour: bool) -> MediaPreference:
+    """How `user` wants images shown by default (their own preference only: the caller passes
+    the logged-in user). Either toggle can still be flipped per image on the page."""
+    preference, _ = MediaPreference.objects.update_or_create(user=user, defaults={"reveal": reveal, "colour": colour})
+    return preference

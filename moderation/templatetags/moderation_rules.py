@@ -32,7 +32,8 @@ def highlight_terms(text: str, matches) -> SafeString:
     Overlapping matches ("dasar bodoh" and "bodoh") are marked once, over their union.
     """
     spans: list[list] = []
-    for m in sorted(matches or [], key=lambda m: (m["start"], -m["end"])):
+    # A hash bank's match has no span (an image has no words): it is not marked in the text.
+    for m in sorted((m for m in matches or [] if has_span(m)), key=lambda m: (m["start"], -m["end"])):
         label = f'{m["rule"]}: {m["term"]}'
         if spans and m["start"] < spans[-1][1]:
             spans[-1][1] = max(spans[-1][1], m["end"])
@@ -49,6 +50,11 @@ def highlight_terms(text: str, matches) -> SafeString:
         pos = end
     out.append(escape(text[pos:]))
     return mark_safe("".join(out))  # every piece above is escaped
+
+
+def has_span(match: dict) -> bool:
+    """Whether a stored match lies on words of the text (a rule's), not on an image (a bank's)."""
+    return all(isinstance(match.get(key), int) and not isinstance(match.get(key), bool) for key in ("start", "end"))
 
 
 @register.filter
@@ -75,5 +81,6 @@ def rule_matches(review: ContentReview) -> dict:
         detection = Detection(content.language, tuple(tuple(c) for c in content.language_candidates or ()))
         matches = [match_record(m) for m in policy_rule_matches(policy, text, detection)]
         source = f"terms of the active {policy}"
+    matches = [m for m in matches if has_span(m)]  # a bank's are on the media panel (moderation/admin/review_media.py)
     return {"content": content, "text": text, "matches": matches, "source": source,
             "candidates": content.language_candidates}

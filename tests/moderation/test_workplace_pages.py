@@ -82,7 +82,7 @@ class TestTheList:
 
 @pytest.mark.django_db
 class TestTheReviewPage:
-    def test_the_page_leads_with_the_whole_text_its_metadata_and_media_as_a_link(self, moderator, api_client):
+    def test_the_page_leads_with_the_whole_text_its_metadata_and_the_media_url_as_text(self, moderator, api_client):
         text = "first line\nsecond <line>\n" + "x" * 5000 + " the end"
         review = submitted(api_client, text=text, media_url="https://tracker.example.net/pixel.gif",
                            metadata={"author": "u123", "thread": {"id": 7, "title": "hi"}})
@@ -92,10 +92,13 @@ class TestTheReviewPage:
         assert 'id="content-text">first line\nsecond &lt;line&gt;\n' in html and "x" * 5000 + " the end" in html
         assert ".rule-matches .content-text { white-space: pre-wrap;" in html
         assert 'id="content-metadata"' in html and "u123" in html and "&quot;title&quot;: &quot;hi&quot;" in html
-        assert 'href="https://tracker.example.net/pixel.gif" rel="noopener noreferrer nofollow"' in html
-        assert "<img" not in html.split('id="content"')[1].split('id="scores"')[0]
+        # Never loaded, never a link (it would show the image unblurred, from its host): text.
+        assert '<code class="media-url">https://tracker.example.net/pixel.gif</code>' in html
+        assert 'href="https://tracker.example.net' not in html and 'src="https://tracker.example.net' not in html
+        assert "<img" not in html.split('class="content-panel" id="content">')[1].split('id="scores"')[0]
         csp = response["Content-Security-Policy"]
-        assert "img-src 'self' data:" in csp and "media-src 'none'" in csp and "frame-src 'none'" in csp
+        # Images and audio only from our own copy (moderation/admin/review_media.py).
+        assert "img-src 'self' data:" in csp and "media-src 'self'" in csp and "frame-src 'none'" in csp
         assert html.index('id="content"') < html.index('id="scores"') < html.index('id="decide-form"') < html.index('id="timeline"')
 
     def test_the_page_shows_each_category_score_against_the_policy_thresholds(self, moderator, api_client):
