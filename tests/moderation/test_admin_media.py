@@ -9,7 +9,6 @@ import itertools
 import re
 
 import pytest
-from django.contrib.auth.models import Permission
 from django.utils import timezone
 from hypothesis import HealthCheck, example, given, settings as hypothesis_settings, strategies as st
 from PIL import Image
@@ -73,16 +72,18 @@ def local_provider(settings):
 
 @pytest.fixture
 def viewer(db, django_user_model):
-    """A moderator who may see the media of reviews (granted directly, not through a role)."""
+    """A moderator: the role sees the media of reviews (moderation/roles.py)."""
     browser = staff_browser(django_user_model, "mia", "moderator")
-    browser.user.user_permissions.add(Permission.objects.get(codename="view_media_bytes"))
+    assert browser.user.has_perm("moderation.view_media_bytes")
     return browser
 
 
 @pytest.fixture
 def blind(db, django_user_model):
-    """A moderator without `view_media_bytes`."""
-    return staff_browser(django_user_model, "bo", "moderator")
+    """An auditor: reads every decision, never the images' bytes."""
+    browser = staff_browser(django_user_model, "bo", "auditor")
+    assert not browser.user.has_perm("moderation.view_media_bytes")
+    return browser
 
 
 def content_panel(html: str) -> str:
@@ -95,7 +96,7 @@ def img_sources(html: str) -> list[str]:
 
 @pytest.mark.django_db
 class TestTheMediaView:
-    def test_a_moderator_without_the_permission_is_refused_and_one_with_it_gets_the_stored_bytes(
+    def test_a_user_without_the_permission_is_refused_and_one_with_it_gets_the_stored_bytes(
         self, viewer, blind, api_client
     ):
         review = image_review(api_client)
@@ -190,7 +191,7 @@ class TestTheReviewPage:
         assert 'id="rule-matches"' in html and 'id="matched-terms"' not in html
         assert "hash bank <code>known-bad</code>, distance 0" in html
 
-    def test_a_moderator_without_the_permission_sees_no_image_and_is_told_why(self, blind, api_client):
+    def test_a_user_without_the_permission_sees_no_image_and_is_told_why(self, blind, api_client):
         review = image_review(api_client)
         html = blind.get(page_of(review)).content.decode()
         assert media_of(review) not in html and "<img" not in content_panel(html)
@@ -257,7 +258,7 @@ class TestTheListAndTheQueues:
             assert str(hidden.pk) + "/media/" not in html
             assert 'class="media-thumb"' in html and ".media-thumb {" in html
 
-    def test_a_moderator_without_the_permission_gets_no_thumbnail(self, blind, api_client):
+    def test_a_user_without_the_permission_gets_no_thumbnail(self, blind, api_client):
         image_review(api_client)
         assert 'class="media-thumb"' not in blind.get(LIST).content.decode()
 
