@@ -255,6 +255,17 @@ PROVIDER_CONNECT_TIMEOUT_S = _env_number("PROVIDER_CONNECT_TIMEOUT_S", 3.0)
 # Re-tries of a failed *connection* only (the request never left): safe without any key.
 PROVIDER_HTTP_RETRIES = int(env.int("PROVIDER_HTTP_RETRIES", default=1))
 PROVIDER_MODEL = env.str("PROVIDER_MODEL", default="omni-moderation-latest")
+# The content kinds the webhook provider judges (moderation/providers/webhook.py). A generic
+# provider may judge no images: then no image is sent to it, and the banks and the policy's
+# image_fallback decide them. Audio is never sent: the protocol would carry its URL, and no
+# provider fetches a client's URL.
+PROVIDER_KINDS_CARRIED = ("text", "metadata", "image")
+PROVIDER_KINDS = tuple(kind.strip() for kind in env.list("PROVIDER_KINDS", default=["text", "metadata", "image"])
+                       if kind.strip())
+if not PROVIDER_KINDS or set(PROVIDER_KINDS) - set(PROVIDER_KINDS_CARRIED):
+    raise ImproperlyConfigured(
+        f"PROVIDER_KINDS may list only {', '.join(PROVIDER_KINDS_CARRIED)} (at least one), got {', '.join(PROVIDER_KINDS)!r}"
+    )
 # Languages the detector tells apart (ISO 639-1; moderation.language): the model's and those the
 # rules name; a policy may name only these. About 25 MiB each in the worker (3 MiB in
 # low-accuracy mode, which misreads short texts: see moderation/language.py).

@@ -1,7 +1,8 @@
 """A provider simulator: a real HTTP server speaking the `webhook` protocol (docs/design.md), moderating
-with the local model and calling back with Standard Webhooks signatures, with the faults that
-break ordinary pipelines: latency, answers held past the client's timeout (work still done),
-5xx, duplicate, late and reordered callbacks.
+text with the local model and images by a score drawn from their bytes (or a set one), calling
+back with Standard Webhooks signatures, with the faults that break ordinary pipelines: latency,
+answers held past the client's timeout (work still done), 5xx, duplicate, late and reordered
+callbacks.
 
 It remembers Idempotency-Keys as a real provider does: the same key gets the same provider id
 and one callback stream; a request answered with a 5xx was not processed and is not remembered.
@@ -9,6 +10,9 @@ and one callback stream; a request answered with a 5xx was not processed and is 
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import heapq
 import itertools
 import json
@@ -27,10 +31,25 @@ from urllib.parse import unquote
 import httpx
 
 from moderation.signing import sign
-from moderation.providers import ModerationInput, UnsupportedContent
+from moderation.providers import ModerationInput, ModerationResult, UnsupportedContent
 from moderation.providers.local import LocalProvider
 
 logger = logging.getLogger(__name__)
+
+
+IMAGE_MODEL = "simulated-image-1"
+IMAGE_CATEGORY = "sexual"  # one of omni-moderation's image categories
+
+
+def image_score(raw: bytes) -> float:
+    """A score in [0, 1] drawn from an image's bytes (the first 16 bits of their sha256)."""
+    return round(int.from_bytes(hashlib.sha256(raw).digest()[:2], "big") / 0xFFFF, 4)
+
+
+def image_result(raw: bytes, score: float | None = None) -> ModerationResult:
+    score = image_score(raw) if score is None else score
+    return ModerationResult(model=IMAGE_MODEL, flagged=score >= 0.5, categories={IMAGE_CATEGORY: score >= 0.5},
+                            category_scores={IMAGE_CATEGORY: score})
 
 
 class _Server(ThreadingHTTPServer):
@@ -58,9 +77,13 @@ class Faults:
     sync_rate: float = 0.0  # answer 200 with the result instead of 202 + callback
     redeliveries: int = 3  # re-deliveries of a callback the receiver did not accept (non-2xx)
     status_endpoint: bool = True  # answer GET /v1/moderations/{id}; False: 404, as a provider without it
+    # The score of every image; None: derived from its bytes (image_score), the same for the same bytes.
+    image_score: float | None = None
     seed: int | None = None
 
     def validate(self) -> None:
+        if self.image_score is not None and not 0.0 <= self.image_score <= 1.0:
+            raise ValueError("image_score must be between 0 and 1")
         for name in ("timeout_rate", "error_rate", "duplicate_rate", "late_rate", "sync_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be between 0 and 1")
@@ -171,15 +194,31 @@ class ProviderSimulator:
         """The callback body for a request: a completed result, or a failure."""
         data = {"id": f"modr_{uuid.uuid4().hex[:16]}", "idempotency_key": key, "model": self.model.model_name}
         try:
-            result = self.model.moderate(
-                ModerationInput(idempotency_key=key, content_type=request.get("content_type", "text"),
-                                text=str(request.get("input", "")), metadata=(request.get("metadata") or {}).get("content") or {})
-            )
+            if request.get("content_type") == "image":
+                data["model"] = IMAGE_MODEL
+                result = self._judge_image(request.get("image"))
+            else:
+                result = self.model.moderate(ModerationInput(
+                    idempotency_key=key, content_type=request.get("content_type", "text"),
+                    text=str(request.get("input", "")), metadata=(request.get("metadata") or {}).get("content") or {}))
         except UnsupportedContent as exc:
             return {"type": "moderation.failed", "data": {**data, "error": str(exc)}}
         return {"type": "moderation.completed", "data": {**data, "results": [
             {"flagged": result.flagged, "categories": result.categories, "category_scores": result.category_scores}
         ]}}
+
+    def _judge_image(self, image) -> ModerationResult:
+        """An image judged from the protocol's `image` field: `Faults.image_score`, or else a score
+        drawn from its bytes' sha256, so the same bytes always get the same score. (The simulator
+        stands in for a provider's model; it sees no pixels.) Without the bytes it fails, as a
+        provider given nothing to judge would."""
+        try:
+            raw = base64.b64decode(image["base64"], validate=True)
+            if not raw or not str(image["mime_type"]).startswith("image/"):
+                raise ValueError("no image bytes")
+        except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+            raise UnsupportedContent(f"an image request without its bytes ({exc})") from exc
+        return image_result(raw, self.faults.image_score)
 
     def _new_job(self, key: str, request: dict, body: dict) -> _Job:
         """Call while holding the lock. Remembers the key and schedules its callback stream."""

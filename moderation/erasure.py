@@ -21,6 +21,10 @@ the content anywhere in them. People's own words about the content (a report's d
 appeal's statement, a moderator's note) can quote it at any length: they are replaced whole.
 An appeal still open on the content is closed in the same transaction (`_close_appeal_locked`).
 
+An image's bytes go at once, with what was read of them (sha256, type, size); its PDQ hash and
+quality stay, as a bank match's evidence. The job never stores bytes it fetched for a content
+erased meanwhile (moderation/services/media.py checks under the review's lock).
+
 An author's strikes and account actions outlive the erasure of the author's content as facts
 (a strike's category and points, an action, its reason and the strikes it rested on): only a quote
 of the erased content in them goes. `author_content_erase` erases every content of one author,
@@ -51,7 +55,9 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    MediaRemoval,
     ModerationRequest,
+    ReviewMedia,
     ReviewStatus,
 )
 from moderation.providers.base import text_values
@@ -77,7 +83,7 @@ ERASED_UNDER_APPEAL = ("The content was erased while its appeal was open: nothin
 
 
 class How(enum.StrEnum):
-    CLEAR = "clear"  # the column is the content: emptied ("" or {})
+    CLEAR = "clear"  # the column is the content, or read from it: emptied ("", {}, NULL or its default)
     QUOTES = "quotes"  # free text that may quote it (errors, reasons, payloads): each quote replaced
     WHOLE = "whole"  # people's words about it (reports, appeals, notes): replaced whole, a quote can be any length
     CALLBACK = "callback"  # a provider's raw callback body: cut to the protocol's ids and scores
@@ -137,6 +143,18 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.TransparencyStatement", "body", review="review"),
     Redact("moderation.TransparencyStatement", "facts", review="account_action__author__reviews"),
     Redact("moderation.TransparencyStatement", "body", review="account_action__author__reviews"),
+    # An image's (or audio's) bytes, and what was read of them but the PDQ hash and its quality,
+    # which stay (docs/design.md, "Images and hash banks"): the hash is no copy of the image, and
+    # a bank's matches must still be explained. The bytes' sha256 would tell who holds the same
+    # file: it goes with them. An error may quote the media URL, as may the operation's `media`.
+    Redact("moderation.ReviewMedia", "data", How.CLEAR, review="content__review"),
+    Redact("moderation.ReviewMedia", "sha256", How.CLEAR, review="content__review"),
+    Redact("moderation.ReviewMedia", "mime", How.CLEAR, review="content__review"),
+    Redact("moderation.ReviewMedia", "byte_size", How.CLEAR, review="content__review"),
+    Redact("moderation.ReviewMedia", "width", How.CLEAR, review="content__review"),
+    Redact("moderation.ReviewMedia", "height", How.CLEAR, review="content__review"),
+    Redact("moderation.ReviewMedia", "error", review="content__review"),
+    Redact("moderation.ModerationRequest", "media", review="review"),
     Redact("callbacks.ProviderCallback", "payload_json", How.CALLBACK, key="idempotency_key"),
     Redact("callbacks.ProviderCallback", "outcome_detail", key="idempotency_key"),
     Redact("callbacks.ProviderCallback", "process_error", key="idempotency_key"),
@@ -282,6 +300,9 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
     counts = _redact(review, quotes)
     now = timezone.now()
     type(content).objects.filter(pk=content.pk).update(erased_at=now)
+    # (Bytes prune removed already keep the date and reason they went.)
+    ReviewMedia.objects.filter(pk=content.pk, removed_at__isnull=True).update(removed_at=now,
+                                                                             removed_why=MediaRemoval.ERASURE)
     tombstone = ContentErasure.objects.create(
         content=content, review=review, actor=actor, actor_id=actor_id, reason=reason, erased_at=now,
         stopped_moderation=stopped, redacted=counts,
@@ -379,7 +400,7 @@ def _redacted_value(value, how: How, model_field, quotes: Quotes):
     if value in (None, "", {}, []):
         return value
     if how is How.CLEAR:
-        return {} if isinstance(model_field, models.JSONField) else ""
+        return _empty(model_field)
     if how is How.CALLBACK:
         return redacted_callback(value, lambda text: scrub(text, quotes))
     if how is How.WHOLE:
@@ -387,6 +408,16 @@ def _redacted_value(value, how: How, model_field, quotes: Quotes):
     if how is How.MATCHES:  # rows written before matches stopped keeping the words as written
         return [{k: v for k, v in match.items() if k != "matched"} for match in value]
     return scrub(value, quotes)
+
+
+def _empty(model_field):
+    """What a cleared column holds: {} for JSON, NULL where allowed (bytes, a width), else the
+    field's default ("" for text, 0 for a size)."""
+    if isinstance(model_field, models.JSONField):
+        return {}
+    if model_field.null:
+        return None
+    return model_field.get_default()
 
 
 @dataclass(frozen=True)

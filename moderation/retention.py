@@ -1,6 +1,9 @@
 """Retention: what `manage.py prune` and the daily scheduled prune delete, each kind of row by its
 own setting (docs/operations.md, "Retention").
 
+An image's bytes are not rows: prune empties them (`ReviewMedia.data`) once the review has been
+final for MEDIA_RETENTION_DAYS, and keeps the row, its PDQ hash and quality.
+
 Never pruned: reviews, contents, transitions and decisions (the audit chain; partition or
 archive them by month instead, as docs/operations.md describes), operations and attempts,
 notifications themselves (one per decision, invariant 7), callbacks never processed (their
@@ -20,13 +23,22 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
+from django.db.models import Count, DateTimeField, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 from django_q.models import Task
 
 from audit.models import PipelineEvent
 from callbacks.models import ProviderCallback
-from moderation.models import Decision, NotificationAttempt, NotificationStatus
+from moderation.models import (
+    Appeal,
+    ContentReview,
+    Decision,
+    MediaRemoval,
+    NotificationAttempt,
+    NotificationStatus,
+    ReviewMedia,
+    ReviewStatus,
+)
 from moderation.services.idempotency import idempotency_records_expired
 
 
@@ -36,6 +48,12 @@ class Target:
     setting: str
     rows: Callable[[datetime], QuerySet]  # the rows due for deletion at `now`
     tally: Callable[[QuerySet], dict[str, int]] | None = None  # what /metrics counts of them
+    # What is done to the rows chosen (given `now`): deleted unless said otherwise; the count done.
+    remove: Callable[[QuerySet, datetime], int] | None = None
+    age: str = "older than"  # how the summary says what is due
+    # Locks the rows whose state decides that the chosen ones are due (skipping those locked
+    # elsewhere) and returns the chosen still to take; they are then checked again under it.
+    lock: Callable[[list], list] | None = None
 
 
 def _days(setting: str, now: datetime) -> datetime:
@@ -62,6 +80,43 @@ def _event_tally(rows: QuerySet) -> dict[str, int]:
     return {f"event:{kind}": n for kind, n in rows.values_list("kind").annotate(n=Count("id")).order_by()}
 
 
+_REVIEW = "content__review__"
+
+
+def _media(now: datetime) -> QuerySet:
+    """Images (and audio) whose bytes are due for removal: their review final, approved or
+    rejected, for more than MEDIA_RETENTION_DAYS. Not a review waiting for a human (under
+    appeal, reported or with a notice, each in manual_review) nor one reprocessed (pending or
+    processing). A rejection is final only once it can no longer be appealed (its policy's
+    `appeal_window_days` past the decision), or if it is an appeal's own outcome: an appeal's
+    moderator must still see what was rejected."""
+    kept_after = _days("MEDIA_RETENTION_DAYS", now)
+    appealable_until = ExpressionWrapper(
+        F(f"{_REVIEW}decision__created_at") + F(f"{_REVIEW}decision__policy__appeal_window_days") * timedelta(days=1),
+        output_field=DateTimeField(),
+    )
+    resolves_an_appeal = Exists(Appeal.objects.filter(resolution_id=OuterRef(f"{_REVIEW}decision_id")))
+    return ReviewMedia.objects.filter(data__isnull=False, **{f"{_REVIEW}completed_at__lt": kept_after}).alias(
+        appealable_until=appealable_until,
+    ).filter(
+        Q(**{f"{_REVIEW}status": ReviewStatus.APPROVED})
+        | Q(Q(appealable_until__lt=kept_after) | resolves_an_appeal, **{f"{_REVIEW}status": ReviewStatus.REJECTED})
+    )
+
+
+def _media_lock(pks: list) -> list:
+    """Lock the reviews of the media chosen, skipping those another holds (a reprocess or an
+    appeal moving one out of its final state waits for the batch, or the batch leaves it)."""
+    return list(ContentReview.objects.select_for_update(skip_locked=True, of=("self",))
+                .filter(content_id__in=pks).order_by("pk").values_list("content_id", flat=True))
+
+
+def _media_remove(chosen: QuerySet, now: datetime) -> int:
+    """The bytes go; the hash, its quality, the type and size stay (docs/design.md, "Images and
+    hash banks"). Erasure removes the rest of what was read of the bytes (moderation/erasure.py)."""
+    return chosen.update(data=None, removed_at=now, removed_why=MediaRemoval.RETENTION)
+
+
 TARGETS = (
     Target("processed callbacks", "CALLBACK_RETENTION_DAYS", _callbacks, _callback_tally),
     Target("django-q2 task results", "Q_RESULT_RETENTION_DAYS",
@@ -74,6 +129,8 @@ TARGETS = (
     Target("pipeline events", "PIPELINE_EVENT_RETENTION_DAYS",
            lambda now: PipelineEvent.objects.filter(created_at__lt=_days("PIPELINE_EVENT_RETENTION_DAYS", now)),
            _event_tally),
+    Target("images' bytes", "MEDIA_RETENTION_DAYS", _media, remove=_media_remove, age="final for more than",
+           lock=_media_lock),
 )
 
 
@@ -102,9 +159,12 @@ def _delete_batch(target: Target, now: datetime, batch: int) -> int:
         pks = list(due.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True)[:batch])
         if not pks:
             return 0
-        chosen = due.model.objects.filter(pk__in=pks)
+        # (A review moved on since `due` was read is no longer due once its lock is held.)
+        chosen = due.filter(pk__in=target.lock(pks)) if target.lock else due.model.objects.filter(pk__in=pks)
         if target.tally:
             _tally_add(target.tally(chosen))
+        if target.remove:
+            return target.remove(chosen, now)
         deleted, _ = chosen.delete()
     return deleted
 

@@ -7,12 +7,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from email.message import Message
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from moderation import services
@@ -58,6 +59,31 @@ def decided(client, label: str) -> ContentReview:
     review.refresh_from_db()
     assert review.status == label
     return review
+
+
+@contextmanager
+def review_locked(review_id):
+    """While inside, another transaction, on its own connection, holds the review's row lock (a
+    moderator's, a reprocess's): what runs inside must skip the review rather than wait for it."""
+    locked, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with transaction.atomic():
+                ContentReview.objects.select_for_update().get(pk=review_id)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert locked.wait(10), "the review's lock was never taken"
+        yield
+    finally:
+        release.set()
+        holder.join()
 
 
 def collide(count: int, target: Callable[[int], object], *, expect: type | tuple = (), timeout: float = 30) -> list:

@@ -24,6 +24,16 @@ class ModerationInput:
     reference: dict[str, str] = field(default_factory=dict)
 
 
+def image_of(request: ModerationInput) -> tuple[str, str]:
+    """An image input's (base64 bytes, mime type), as the job read them. A provider is sent these,
+    never the client's `media_url`: it would fetch that itself, from wherever the client pointed
+    it and outside our outbound guard, and the URL may serve other bytes than those the job hashed
+    and matched."""
+    if not request.image_base64 or not request.media_mime:
+        raise UnsupportedContent("an image is sent as its bytes, and none were read")
+    return request.image_base64, request.media_mime
+
+
 def text_values(value: Any) -> list[str]:
     """Every string in a JSON value (the text of metadata), depth first."""
     if isinstance(value, str):

@@ -20,9 +20,30 @@ from moderation.providers.base import (
     ModerationResult,
     OperationStatus,
     ProviderError,
+    UnsupportedContent,
+    image_of,
 )
 
 logger = logging.getLogger(__name__)
+
+
+def request_body(request: ModerationInput) -> dict:
+    """The protocol's request body (docs/design.md, "Request"). An image travels as its bytes, in
+    `image` (base.image_of says why never its URL), and `input` is then "": still a string, as
+    every provider of the protocol reads it, and empty rather than the URL, so that a provider
+    reading only `input` judges nothing it would have to fetch."""
+    body = {
+        "input": request.text,
+        "content_type": request.content_type,
+        "callback_url": request.callback_url,
+        "metadata": {**request.reference, "content": request.metadata},
+    }
+    if request.content_type == "image":
+        data, mime = image_of(request)
+        body["image"] = {"base64": data, "mime_type": mime}
+    elif request.content_type not in ("text", "metadata"):
+        raise UnsupportedContent(f"the webhook protocol does not carry {request.content_type} content")
+    return body
 
 
 class WebhookProvider:
@@ -31,22 +52,17 @@ class WebhookProvider:
     def __init__(self) -> None:
         self.url = settings.PROVIDER_URL.rstrip("/") + "/v1/moderations"
         self.http = http.client()
+        # What this deployment's provider judges (PROVIDER_KINDS): a generic one may see no images.
+        self.kinds = frozenset(settings.PROVIDER_KINDS)
 
     def moderate(self, request: ModerationInput) -> ModerationResult | Accepted:
-        status, data = http.post_json(
-            self.http,
-            self.url,
-            {
-                "input": request.media_url if request.media_url else request.text,
-                "content_type": request.content_type,
-                "callback_url": request.callback_url,
-                "metadata": {**request.reference, "content": request.metadata},
-            },
-            {
-                "Idempotency-Key": request.idempotency_key,
-                "Authorization": f"Bearer {settings.PROVIDER_API_KEY}",
-            },
-        )
+        status, data = http.post_json(self.http, self.url, request_body(request), {
+            "Idempotency-Key": request.idempotency_key,
+            "Authorization": f"Bearer {settings.PROVIDER_API_KEY}",
+        })
+        return self._answer(request, status, data)
+
+    def _answer(self, request: ModerationInput, status: int, data) -> ModerationResult | Accepted:
         if not isinstance(data, dict):
             raise MalformedAnswer(f"HTTP {status} answer is not a JSON object", http_status=status)
         if status == 202:

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from moderation.media import MIN_QUALITY, BankIndex, MediaRefused, image_decode, nearest_per_bank, pdq_hash
@@ -27,6 +27,7 @@ from moderation.media_fetch import media_fetch
 from moderation.models import (
     Content,
     ContentKind,
+    ContentReview,
     HashBankEntry,
     MediaPreference,
     MediaSource,
@@ -101,10 +102,21 @@ def _media_row(content: Content) -> ReviewMedia:
     else:
         row.mime = _audio_type(declared_type)
     try:
-        row.save(force_insert=True)
+        with transaction.atomic():
+            _unerased_locked(content)
+            row.save(force_insert=True)
     except IntegrityError:  # another attempt fetched it meanwhile: the same URL, its bytes stand
         return ReviewMedia.objects.get(pk=content.pk)
     return row
+
+
+def _unerased_locked(content: Content) -> None:
+    """Take the review's row lock, and refuse (MediaRefused) if the content was erased meanwhile:
+    the fetch took seconds, and bytes stored after the erasure committed would never be erased
+    (it redacts, under this same lock, what exists when it runs: moderation/erasure.py)."""
+    list(ContentReview.objects.select_for_update(of=("self",)).filter(content_id=content.pk).values_list("pk"))
+    if Content.objects.filter(pk=content.pk, erased_at__isnull=False).exists():
+        raise MediaRefused("the content was erased")
 
 
 def _audio_type(declared: str) -> str:

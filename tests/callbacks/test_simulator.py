@@ -3,16 +3,24 @@ signed callbacks -> our callback endpoint (a live server) -> the pipeline."""
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 from datetime import timedelta
 
+import httpx
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from callbacks.models import ProviderCallback
+from lab.simulator import IMAGE_CATEGORY, IMAGE_MODEL, Faults, ProviderSimulator, WebhookReceiver, image_score
 from moderation import providers, services, tasks
+from moderation.media import image_decode
 from moderation.models import AttemptOutcome, Decision, ModerationRequest, ReviewStatus
+from tests.callbacks.conftest import SECRET
 from tests.helpers import submit
+from tests.helpers_media import encoded, picture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -148,14 +156,50 @@ def test_the_breaker_opens_under_a_burst_of_5xx_stops_calls_and_closes_again(api
     assert final(waiting).status == ReviewStatus.APPROVED
 
 
-def test_content_the_provider_cannot_judge_is_reported_by_a_failed_callback_even_when_sync(api_client, simulate, settings):
-    settings.MODERATION_MAX_SUPERSEDES = 0
-    simulate(sync_rate=1.0)
-    review, _ = services.review_submit(client=api_client, external_id="img", kind="image", media_url="https://x/cat.png")
+def submitted_image(api_client, data: bytes, external_id: str = "img"):
+    decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
+    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image", image=(data, decoded))
+    return review
+
+
+def test_an_image_is_judged_from_its_bytes_the_same_bytes_the_same_score(api_client, simulate):
+    simulator = simulate()
+    data = encoded(picture(3))
+    review = submitted_image(api_client, data)
 
     assert tasks.moderate_review(review.pk).startswith("accepted")
     review = final(review)
 
-    assert review.status == ReviewStatus.MANUAL_REVIEW
-    assert "provider reported failure" in review.decision.reason
-    assert ProviderCallback.objects.get().event_type == "moderation.failed"
+    score = image_score(data)
+    assert review.decision.category_scores == {IMAGE_CATEGORY: score} and review.decision.model == IMAGE_MODEL
+    expected = ReviewStatus.REJECTED if score >= 0.9 else ReviewStatus.MANUAL_REVIEW if score >= 0.5 else ReviewStatus.APPROVED
+    assert review.status == expected
+    assert image_score(data) == score != image_score(encoded(picture(4)))
+    assert simulator.stats["requests"] == 1
+
+
+def test_a_set_image_score_decides_every_image_even_when_sync(api_client, simulate):
+    simulate(sync_rate=1.0, image_score=0.95)
+    review = submitted_image(api_client, encoded(picture(5)))
+
+    assert tasks.moderate_review(review.pk) == "finalized applied"
+
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.REJECTED and review.decision.category_scores == {IMAGE_CATEGORY: 0.95}
+    assert not ProviderCallback.objects.exists()
+
+
+def test_an_image_request_without_its_bytes_is_reported_by_a_failed_callback():
+    simulator = ProviderSimulator(secret=SECRET, faults=Faults(delay_ms=0)).start()
+    receiver = WebhookReceiver()
+    try:
+        answer = httpx.post(f"{simulator.url}/v1/moderations", headers={"Idempotency-Key": str(uuid.uuid4())},
+                            json={"input": "", "content_type": "image", "callback_url": receiver.url, "metadata": {}})
+        assert answer.status_code == 202
+        wait_until(lambda: receiver.received, message="the callback")
+    finally:
+        receiver.stop()
+        simulator.stop()
+
+    body = json.loads(receiver.received[0][1])
+    assert body["type"] == "moderation.failed" and "without its bytes" in body["data"]["error"]

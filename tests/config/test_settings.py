@@ -34,6 +34,7 @@ def start(**env) -> subprocess.CompletedProcess:
         ({"DATABASE_URL": "sqlite:///db.sqlite3"}, "DATABASE_URL must point at PostgreSQL"),
         ({"PUBLIC_BASE_URL": "example.com"}, "PUBLIC_BASE_URL must be an http(s) URL"),
         ({"CALLBACK_RETENTION_DAYS": "3"}, "CALLBACK_RETENTION_DAYS must be at least 7"),
+        ({"PROVIDER_KINDS": "text,audio"}, "PROVIDER_KINDS may list only text, metadata, image"),
         ({"DB_POOL_MODE": "session"}, "DB_POOL_MODE must be empty"),
         ({"DB_PREPARE_THRESHOLD": "often"}, "DB_PREPARE_THRESHOLD must be a whole number from 1, or off"),
         ({"DB_PREPARE_THRESHOLD": "0"}, "DB_PREPARE_THRESHOLD must be a whole number from 1, or off"),

@@ -4,6 +4,7 @@ column of the database, the review, its decisions, transitions and ids stay, wit
 from __future__ import annotations
 
 import json
+import socket
 from io import StringIO
 from datetime import timedelta
 from types import SimpleNamespace
@@ -13,20 +14,23 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
+from PIL.PngImagePlugin import PngInfo
 from rest_framework.test import APIClient
 
 from audit.models import Actor, PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
 from callbacks.payload import parse
-from moderation import services, tasks
-from moderation import erasure
+from moderation import erasure, netguard, services, tasks
+from moderation.services import media as media_services
 from moderation.erasure import Redact, content_erase
 from moderation.errors import ContentErased, NotAppealable
 from moderation.invariants import violations
+from moderation.media import image_decode
 from moderation.models import (
     Appeal,
     Content,
@@ -36,9 +40,11 @@ from moderation.models import (
     Decision,
     DecisionNotification,
     DecisionSource,
+    MediaRemoval,
     ModerationRequest,
     NotificationKind,
     ResultOutcome,
+    ReviewMedia,
     ReviewStatus,
 )
 from moderation.providers import Accepted
@@ -47,6 +53,7 @@ from moderation.signing import sign
 from lab.race_lab import where_found
 from tests.callbacks.conftest import SECRET, completed
 from tests.helpers import collide, decided, result
+from tests.helpers_media import encoded, picture
 
 TEXT = 'Zorblax the unforgivable \U0001f419 \u00absaid\u00bb "things" about Qwertyuiop-Flange, twice over'
 AUTHOR = "Vexillum-Stradivarius"
@@ -638,3 +645,89 @@ def test_erased_content_cannot_be_appealed_and_its_reports_keep_no_detail_and_re
     assert (approved.status, approved.queue, filed.report_count) == (ReviewStatus.APPROVED, "", 1)
     assert filed.report.detail == "[erased]" and columns_holding(MARKER) == set()
     assert violations([rejected.pk, approved.pk]) == []
+
+
+# --- images: the bytes go, and what was read of them; the PDQ hash stays ----------------------
+
+def marked_image() -> bytes:
+    """A PNG whose bytes hold MARKER (a text chunk), so that a search of every bytea column
+    finds them; the pixels are a picture with a full-quality hash."""
+    info = PngInfo()
+    info.add_text("Comment", f"taken by {MARKER}")
+    return encoded(picture(11), "PNG", pnginfo=info)
+
+
+def image_review(api_client, data: bytes) -> ContentReview:
+    decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
+    review, _ = services.review_submit(client=api_client, external_id="img", kind="image", image=(data, decoded))
+    tasks.moderate_review(review.pk)  # no provider here judges images: image_fallback decides
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.MANUAL_REVIEW, review.decision.explanation
+    return review
+
+
+@pytest.mark.django_db(transaction=True)
+def test_erasing_an_image_removes_its_bytes_and_what_was_read_of_them_and_keeps_its_hash(api_client, scripted):
+    review = image_review(api_client, marked_image())
+    before = ReviewMedia.objects.get(pk=review.content_id)
+    assert columns_holding(MARKER) == {"moderation_reviewmedia.data"}  # the test can fail
+    assert before.pdq_quality >= 50 and before.sha256 and before.width == 320
+
+    report = content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="GDPR request #80")
+
+    assert columns_holding(MARKER) == set()
+    media = ReviewMedia.objects.get(pk=review.content_id)
+    assert (media.data, media.sha256, media.mime, media.byte_size, media.width, media.height) == (None, "", "", 0, None, None)
+    assert (media.pdq, media.pdq_quality) == (before.pdq, before.pdq_quality)  # hashes stay
+    assert media.removed_why == MediaRemoval.ERASURE and media.removed_at == report.erased_at
+    assert report.redacted["moderation.ReviewMedia.data"] == 1
+    assert violations([review.pk]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_erasure_takes_a_media_urls_quotes_from_the_error_the_job_kept(api_client, scripted, monkeypatch):
+    url = f"https://cdn-{MARKER.lower()}.example/picture.png"
+
+    def nowhere(host, *args, **kwargs):  # (no test resolves a name for real)
+        raise socket.gaierror(socket.EAI_NONAME, f"{host}: no such name")
+
+    monkeypatch.setattr(netguard.socket, "getaddrinfo", nowhere)
+    review, _ = services.review_submit(client=api_client, external_id="by-url", kind="image", media_url=url)
+    tasks.moderate_review(review.pk)
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.MANUAL_REVIEW and "could not be read" in review.decision.explanation
+    assert {"moderation_content.media_url", "moderation_moderationrequest.media"} <= columns_holding(MARKER)
+
+    content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
+
+    assert columns_holding(MARKER) == set()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_bytes_fetched_while_the_content_was_erased_are_never_stored(api_client, scripted, monkeypatch):
+    """The fetch of a media_url takes seconds, with no lock held: an erasure that commits meanwhile
+    finds nothing to remove, so the job must not store the bytes after it."""
+    review, _ = services.review_submit(client=api_client, external_id="by-url", kind="image",
+                                       media_url="https://cdn.example.test/picture.png")
+
+    def fetch_while_erased(url):
+        content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
+        return marked_image(), "image/png"
+
+    monkeypatch.setattr(media_services, "media_fetch", fetch_while_erased)
+    tasks.moderate_review(review.pk)
+
+    assert not ReviewMedia.objects.filter(pk=review.content_id).exists()
+    assert columns_holding(MARKER) == set()
+    request = ModerationRequest.objects.get(review=review)
+    assert request.media["error"] == "the content was erased" and request.attempts.count() == 1
+
+
+def test_every_column_of_an_images_row_is_redacted_or_kept_on_purpose():
+    """A column added to ReviewMedia must be decided on: listed in REDACTED, or here as kept."""
+    kept = {"content", "source", "pdq", "pdq_quality", "hashed_at", "never_display", "created_at", "fetched_at",
+            "removed_at", "removed_why"}
+    redacted = {entry.field for entry in erasure.REDACTED if entry.model == "moderation.ReviewMedia"}
+    columns = {field.name for field in ReviewMedia._meta.concrete_fields}
+    assert redacted == {"data", "sha256", "mime", "byte_size", "width", "height", "error"}
+    assert columns == kept | redacted and not kept & redacted

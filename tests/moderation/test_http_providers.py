@@ -7,12 +7,15 @@ import json
 
 import pytest
 
-from moderation.providers import Accepted, ModerationInput, ModerationResult
+from moderation.providers import Accepted, ModerationInput, ModerationResult, provider_judges
 from moderation.providers import base as errors
+from moderation.providers.local import LocalProvider
 from moderation.providers.openai import OpenAIProvider
 from moderation.providers.webhook import WebhookProvider
 from tests.helpers import LoopbackJsonServer
+from tests.helpers_media import b64, encoded, picture
 
+IMAGE_B64 = b64(encoded(picture(1)))
 RESULT = {"id": "modr_1", "model": "m-1", "results": [{"flagged": True, "categories": {"hate": True}, "category_scores": {"hate": 0.97}}]}
 
 
@@ -109,12 +112,54 @@ def test_openai_sends_model_and_input_and_reads_the_result(stub, settings):
     assert headers["Authorization"] == "Bearer key-1"
 
 
-def test_openai_sends_images_as_image_urls_and_refuses_audio(stub):
+def image(**extra) -> ModerationInput:
+    """An image as the job hands it over: its bytes read, the client's URL beside them."""
+    fields = {"media_url": "https://cdn.example.test/cat.png", "image_base64": IMAGE_B64, "media_mime": "image/png",
+              "callback_url": "http://us/api/v1/callbacks/webhook/", "reference": {"review_id": "r1"}, **extra}
+    return ModerationInput(idempotency_key="4f6c7a4e-6b1e-4a57-9d38-1d7a1a0d3c11", content_type="image", **fields)
+
+
+def test_openai_sends_an_image_as_a_data_url_of_its_bytes_never_its_url(stub, settings):
+    settings.PROVIDER_MODEL = "omni-moderation-latest"
     stub.script = [(200, RESULT, 0)]
-    OpenAIProvider().moderate(ModerationInput(idempotency_key="k", content_type="image", media_url="https://x/cat.png"))
-    assert stub.received[0][2]["input"] == [{"type": "image_url", "image_url": {"url": "https://x/cat.png"}}]
-    with pytest.raises(errors.UnsupportedContent):
-        OpenAIProvider().moderate(ModerationInput(idempotency_key="k", content_type="audio", media_url="https://x/a.mp3"))
+
+    OpenAIProvider().moderate(image())
+
+    _, _, body = stub.received[0]
+    assert body == {"model": "omni-moderation-latest",
+                    "input": [{"type": "image_url", "image_url": {"url": f"data:image/png;base64,{IMAGE_B64}"}}]}
+    assert "cdn.example.test" not in json.dumps(body)
+
+
+def test_webhook_sends_an_image_as_its_bytes_beside_the_protocols_fields(stub):
+    stub.script = [(202, {"id": "modr_9", "status": "queued"}, 0)]
+
+    assert WebhookProvider().moderate(image(metadata={"album": "pets"})) == Accepted("modr_9")
+
+    _, _, body = stub.received[0]
+    assert body == {"input": "", "content_type": "image", "callback_url": "http://us/api/v1/callbacks/webhook/",
+                    "metadata": {"review_id": "r1", "content": {"album": "pets"}},
+                    "image": {"base64": IMAGE_B64, "mime_type": "image/png"}}
+    assert "cdn.example.test" not in json.dumps(body)
+
+
+@pytest.mark.parametrize("adapter", [OpenAIProvider, WebhookProvider])
+def test_an_image_without_its_bytes_or_audio_is_refused_unsent(stub, adapter):
+    for refused in (image(image_base64=""), ModerationInput(idempotency_key="k", content_type="audio",
+                                                            media_url="https://x/a.mp3", image_base64="",
+                                                            media_mime="audio/mpeg")):
+        with pytest.raises(errors.UnsupportedContent):
+            adapter().moderate(refused)
+    assert stub.received == []
+
+
+def test_each_adapter_declares_the_kinds_it_judges(settings):
+    assert {kind for kind in ("text", "metadata", "image", "audio") if provider_judges(OpenAIProvider(), kind)} == {
+        "text", "image"}
+    assert WebhookProvider().kinds == {"text", "metadata", "image"}
+    settings.PROVIDER_KINDS = ("text", "metadata")  # a generic provider that sees no images
+    assert not provider_judges(WebhookProvider(), "image") and provider_judges(WebhookProvider(), "metadata")
+    assert provider_judges(LocalProvider(), "text") and not provider_judges(LocalProvider(), "image")
 
 
 def test_openai_treats_a_202_as_malformed(stub):

@@ -7,6 +7,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.core.management import call_command
 from django.utils import timezone
 from django_q.models import Task
@@ -15,12 +16,25 @@ from prometheus_client.parser import text_string_to_metric_families
 from audit.models import EventKind, PipelineEvent, PrunedTally, ReviewTransition
 from callbacks.models import ProviderCallback
 from lab.simulator import WebhookReceiver
-from moderation import retention, services
+from moderation import retention, services, tasks
 from moderation.invariants import violations
-from moderation.models import Decision, DecisionNotification, IdempotencyRecord, NotificationAttempt
+from moderation.media import image_decode, pdq_hash
+from moderation.models import (
+    ContentReview,
+    Decision,
+    DecisionNotification,
+    HashBank,
+    HashBankEntry,
+    IdempotencyRecord,
+    MediaRemoval,
+    NotificationAttempt,
+    ReviewMedia,
+    ReviewStatus,
+)
 from moderation.services.transitions import record_event
 from tests.callbacks.conftest import SECRET, completed, deliver
-from tests.helpers import claimed, collide
+from tests.helpers import claimed, collide, review_locked
+from tests.helpers_media import encoded, picture
 
 OLD = timezone.now() - timedelta(days=400)
 # A result never applied: its payload is all there is of it, so prune keeps it whole.
@@ -136,3 +150,87 @@ def test_prune_runs_daily_on_the_cluster():
 
     assert (schedule.func, schedule.schedule_type, schedule.repeats) == ("moderation.tasks.prune", Schedule.DAILY, -1)
     assert tasks.prune().endswith(" deleted")
+
+
+# --- images' bytes: removed once the review has been final for MEDIA_RETENTION_DAYS ----------
+
+def an_image_review(api_client, external_id: str, *, label: str, days_ago: float):
+    """An image decided by the job alone (its banks and the policy's image_fallback: no provider
+    judges images here) to `label`, that long ago."""
+    data = encoded(picture(hash(external_id) % 1000))
+    decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
+    if label == ReviewStatus.REJECTED:
+        pdq, _ = pdq_hash(decoded.image)
+        bank = HashBank.objects.get_or_create(name="known")[0]
+        entry = HashBankEntry.objects.create(bank=bank, pdq=pdq)
+        services.policy_publish(reject_threshold=0.9, review_threshold=0.5, hash_banks=[
+            {"name": "known", "category": "csam", "action": "reject", "never_display": False, "through": entry.pk}])
+    else:
+        services.policy_publish(reject_threshold=0.9, review_threshold=0.5, image_fallback=label)
+    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image", image=(data, decoded))
+    tasks.moderate_review(review.pk)
+    review.refresh_from_db()
+    assert review.status == label, review.decision.explanation
+    then = timezone.now() - timedelta(days=days_ago)  # time passes
+    ContentReview.objects.filter(pk=review.pk).update(completed_at=then)
+    Decision.objects.filter(review=review).update(created_at=then)
+    return review
+
+
+def media_of(review) -> ReviewMedia:
+    return ReviewMedia.objects.get(pk=review.content_id)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prune_removes_the_bytes_of_images_final_long_enough_and_keeps_their_hashes(api_client, scripted, capsys):
+    old = settings.MEDIA_RETENTION_DAYS + 1
+    approved = an_image_review(api_client, "approved-old", label=ReviewStatus.APPROVED, days_ago=old)
+    rejected = an_image_review(api_client, "rejected-past-appeal", label=ReviewStatus.REJECTED, days_ago=183 + old)
+    kept = {
+        "approved lately": an_image_review(api_client, "approved-new", label=ReviewStatus.APPROVED, days_ago=1),
+        "waiting for a human": an_image_review(api_client, "manual", label=ReviewStatus.MANUAL_REVIEW, days_ago=old),
+        "still appealable": an_image_review(api_client, "rejected-old", label=ReviewStatus.REJECTED, days_ago=old),
+        "reprocessed": an_image_review(api_client, "reprocessed", label=ReviewStatus.APPROVED, days_ago=old),
+        "under appeal": an_image_review(api_client, "appealed", label=ReviewStatus.REJECTED, days_ago=old),
+    }
+    services.review_reprocess(review_id=kept["reprocessed"].pk, actor="command", actor_id="ops", reason="re-check")
+    services.appeal_file(review_id=kept["under appeal"].pk, appellant_id="author-1", statement="not what it seems")
+    hashes = {review.pk: (media_of(review).pdq, media_of(review).pdq_quality) for review in [approved, rejected]}
+
+    call_command("prune")
+    assert "would delete         2  images' bytes (final for more than MEDIA_RETENTION_DAYS=30)" in capsys.readouterr().out
+    assert media_of(approved).data is not None  # a dry run removes nothing
+    call_command("prune", "--for-real")
+
+    assert "deleted         2  images' bytes" in capsys.readouterr().out
+    for review in (approved, rejected):
+        media = media_of(review)
+        assert (media.data, media.removed_why) == (None, MediaRemoval.RETENTION) and media.removed_at is not None
+        assert (media.pdq, media.pdq_quality) == hashes[review.pk] and media.mime == "image/png"
+    for why, review in kept.items():
+        assert media_of(review).data is not None and media_of(review).removed_at is None, why
+    assert retention.prune(for_real=True)["images' bytes"] == 0  # nothing is removed twice
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_prunes_at_once_remove_each_images_bytes_once(api_client, scripted):
+    reviews = [an_image_review(api_client, f"img-{n}", label=ReviewStatus.APPROVED, days_ago=40) for n in range(5)]
+
+    results = collide(2, lambda i: retention.prune(for_real=True, batch=2)["images' bytes"])
+
+    assert sum(results) == 5
+    assert all(media_of(review).data is None for review in reviews)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_image_whose_review_is_locked_is_left_to_the_next_prune(api_client, scripted):
+    """A reprocess or an appeal holds the review's lock while it moves the review out of its final
+    state: prune skips that review rather than removing bytes it is about to need."""
+    busy = an_image_review(api_client, "busy", label=ReviewStatus.APPROVED, days_ago=40)
+    idle = an_image_review(api_client, "idle", label=ReviewStatus.APPROVED, days_ago=40)
+
+    with review_locked(busy.pk):
+        assert retention.prune(for_real=True)["images' bytes"] == 1
+
+    assert media_of(busy).data is not None and media_of(idle).data is None
+    assert retention.prune(for_real=True)["images' bytes"] == 1

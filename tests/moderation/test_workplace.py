@@ -15,7 +15,7 @@ from moderation import services
 from moderation.errors import StaleVersion
 from moderation.models import Cause, ContentReview, ModerationRequest, ReviewStatus
 from moderation.observability.search import by_short_id
-from tests.helpers import claimed, collide, decided, result, staff_browser, submit
+from tests.helpers import claimed, collide, decided, result, review_locked, staff_browser, submit
 
 LIST = "/admin/moderation/contentreview/"
 
@@ -317,35 +317,19 @@ class TestRaces:
             assert taken[0].pk != taken[1].pk
 
     def test_review_next_skips_a_review_another_transaction_holds_instead_of_waiting(self, api_client, django_user_model):
-        import threading
-
-        from django.db import connection, transaction
+        from django.db import connection
 
         oldest, second = decided(api_client, "manual_review"), decided(api_client, "manual_review")
-        locked, release = threading.Event(), threading.Event()
 
-        def hold():  # another moderator's transaction, on its own connection, holding the oldest
+        with review_locked(oldest.pk):  # another moderator's transaction holding the oldest
             try:
-                with transaction.atomic():
-                    ContentReview.objects.select_for_update().get(pk=oldest.pk)
-                    locked.set()
-                    release.wait(10)
+                with connection.cursor() as cursor:
+                    cursor.execute("SET lock_timeout = '500ms'")  # waiting for the lock would fail, not hang
+                taken = services.review_take_next(moderator=django_user_model.objects.create_user("mia"))
+                assert taken.pk == second.pk
             finally:
-                connection.close()
-
-        holder = threading.Thread(target=hold)
-        holder.start()
-        try:
-            assert locked.wait(10)
-            with connection.cursor() as cursor:
-                cursor.execute("SET lock_timeout = '500ms'")  # waiting for the lock would fail, not hang
-            taken = services.review_take_next(moderator=django_user_model.objects.create_user("mia"))
-            assert taken.pk == second.pk
-        finally:
-            release.set()
-            holder.join()
-            with connection.cursor() as cursor:
-                cursor.execute("RESET lock_timeout")
+                with connection.cursor() as cursor:
+                    cursor.execute("RESET lock_timeout")
 
     def test_an_escalation_racing_a_provider_callback_leaves_one_winner_and_a_consistent_log(self, api_client, django_user_model):
         moderator = django_user_model.objects.create_user("mia")

@@ -30,6 +30,8 @@ class Command(BaseCommand):
         parser.add_argument("--reorder", action="store_true", help="let callbacks overtake each other")
         parser.add_argument("--sync-rate", type=float, default=0.0, help="share answered 200 with the result")
         parser.add_argument("--redeliveries", type=int, default=3, help="re-deliveries of a callback not answered 2xx")
+        parser.add_argument("--image-score", type=float, default=None,
+                            help="the score of every image (default: drawn from its bytes' sha256)")
         parser.add_argument("--seed", type=int, default=None)
         parser.add_argument("--no-status-endpoint", action="store_true",
                             help="answer GET /v1/moderations/{id} with 404, as a provider without it")
@@ -43,7 +45,7 @@ class Command(BaseCommand):
             hold_s=o["hold_s"] if o["hold_s"] is not None else settings.PROVIDER_TIMEOUT_S + 2,
             error_rate=o["error_rate"], duplicate_rate=o["duplicate_rate"], late_rate=o["late_rate"],
             late_ms=o["late_ms"], reorder=o["reorder"], sync_rate=o["sync_rate"], redeliveries=o["redeliveries"],
-            seed=o["seed"], status_endpoint=not o["no_status_endpoint"],
+            seed=o["seed"], status_endpoint=not o["no_status_endpoint"], image_score=o["image_score"],
         )
         api_key = o["api_key"] if o["api_key"] is not None else settings.PROVIDER_API_KEY
         try:

@@ -13,7 +13,8 @@ from moderation.retention import TARGETS, prune
 class Command(BaseCommand):
     help = (
         "Delete processed callbacks, django-q2 results, expired idempotency records, delivered notifications' "
-        "attempts and pipeline events older than their retention settings. Never transitions or decisions. "
+        "attempts and pipeline events older than their retention settings, and images' bytes of reviews final for "
+        "longer than MEDIA_RETENTION_DAYS (their hashes stay). Never transitions or decisions. "
         "Dry run unless --for-real (the same runs daily on the cluster)."
     )
 
@@ -28,7 +29,7 @@ class Command(BaseCommand):
         verb = "deleted" if for_real else "would delete"
         for target in TARGETS:
             limit = getattr(settings, target.setting)
-            self.stdout.write(f"{verb} {counts[target.name]:>9}  {target.name} (older than {target.setting}={limit:g})")
+            self.stdout.write(f"{verb} {counts[target.name]:>9}  {target.name} ({target.age} {target.setting}={limit:g})")
         if stop:
             self.stdout.write("stopped by SIGTERM; run again to finish")
         if not for_real:
