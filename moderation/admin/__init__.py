@@ -15,6 +15,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
+from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
 from moderation.admin.reporters import ReporterAdmin
@@ -23,7 +24,7 @@ from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -93,12 +94,13 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, "notes"]
+                  "term_lists", *DSA_FIELDS, "pdq_distance", "image_fallback", "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if "unjudged_label" in self.fields:  # a published version's page is read-only: no fields
-            self.fields["unjudged_label"].required = False
+        for name in ("unjudged_label", "pdq_distance", "image_fallback"):
+            if name in self.fields:  # a published version's page is read-only: no fields
+                self.fields[name].required = False
 
     def clean(self):
         data = super().clean()
@@ -114,6 +116,12 @@ class PolicyForm(forms.ModelForm):
         active = services.policy_active()
         if data.get("based_on") is not None and data["based_on"] != active.version:
             raise ValidationError(f"{active} was published since this form was filled: reload it")
+        # The banks a version lists are the hash_banks command's (docs/images.md, "Hash banks"):
+        # the new version keeps the ones it was filled from, and the image fields left out theirs.
+        data["hash_banks"] = active.hash_banks
+        for name in ("pdq_distance", "image_fallback"):
+            if data.get(name) in (None, ""):
+                data[name] = getattr(active, name)
         errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
@@ -143,7 +151,7 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     def get_fields(self, request, obj=None):
         # A published version is read, not filled: it has no "based on" to carry.
-        return self.fields if obj is None else PolicyForm.Meta.fields
+        return self.fields if obj is None else [*PolicyForm.Meta.fields, "hash_banks"]
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()
@@ -157,8 +165,11 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
-        published = services.policy_publish(**services.policy_fields(obj), notes=obj.notes, created_by=request.user,
-                                             based_on=form.cleaned_data.get("based_on"))
+        # The image fields as clean() completed them (a field left out of the post would otherwise
+        # take the model's default, and the banks would be dropped).
+        media = {name: form.cleaned_data[name] for name in MEDIA_FIELDS}
+        published = services.policy_publish(**{**services.policy_fields(obj), **media}, notes=obj.notes,
+                                             created_by=request.user, based_on=form.cleaned_data.get("based_on"))
         obj.pk, obj.version = published.pk, published.version
 
 
