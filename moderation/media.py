@@ -15,10 +15,13 @@ database access. (Fetching a `media_url` is moderation/media_fetch.py.)
   64-bit word of the hash), and one query XORs them and counts the set bits
   (`numpy.bitwise_count`), so 1M entries take about a millisecond (bench/media_match.py).
   Hashes under `MIN_QUALITY` never match anything.
+- **Bank files** (`bank_file_parse`) are read whole and checked line by line before anything is
+  imported: one hash a line (`,label` optional), or a ThreatExchange CSV/TSV export.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import re
 import warnings
@@ -26,6 +29,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from PIL import Image, UnidentifiedImageError
+
+from moderation.models.media import ENTRY_LABEL_MAX
 
 if TYPE_CHECKING:
     import numpy as np
@@ -135,6 +140,8 @@ class BankIndex:
     bank each belongs to. Built once per policy version and process (immutable after)."""
 
     def __init__(self, banks: list[str], bank_of: np.ndarray, entry_ids: np.ndarray, words: np.ndarray) -> None:
+        import numpy as np
+
         self.banks, self.bank_of, self.entry_ids = banks, bank_of, entry_ids
         # Column-major, (4, N): each of the four 64-bit words of every entry contiguous, so a
         # match streams one word's column at a time instead of summing rows of four, 7x faster
@@ -209,3 +216,111 @@ def thumbnail_jpeg(image: Image.Image, *, side: int = THUMBNAIL_SIDE) -> bytes:
     buffer = io.BytesIO()
     small.save(buffer, "JPEG", quality=70)
     return buffer.getvalue()
+
+
+# --- bank files -------------------------------------------------------------------------------------
+
+# A ThreatExchange export names its columns; these are the names python-threatexchange's
+# `threatexchange dataset -P --csv` writes (signal_type, signal_str, collab, category, tags) and
+# the older Graph API's (indicator_type, indicator). PDQ is "pdq" (PdqSignal.get_name()) there
+# and "HASH_PDQ" in the Graph API.
+_TYPE_COLUMNS = ("signal_type", "indicator_type", "type")
+_VALUE_COLUMNS = ("signal_str", "signal_value", "signal", "indicator", "hash")
+_LABEL_COLUMNS = ("collab", "category", "label", "labels", "tags")
+_PDQ_TYPES = {"pdq", "hash_pdq"}
+BANK_FILE_ERRORS_SHOWN = 20
+
+
+class BankFileInvalid(ValueError):
+    """A bank file with bad lines: `errors` names each ("line 7: ..."); nothing may be imported."""
+
+    def __init__(self, errors: list[str], total: int) -> None:
+        self.errors, self.total = errors, total
+        more = f"\n  … {total - len(errors)} more" if total > len(errors) else ""
+        super().__init__(f"{total} bad line{'s' if total != 1 else ''}:\n  " + "\n  ".join(errors) + more)
+
+
+@dataclass(frozen=True)
+class BankFile:
+    """A bank file read whole: each hash once (its first label), in file order."""
+
+    format: str  # "plain" (hash[,label] a line) or "threatexchange" (a CSV/TSV export with a header)
+    entries: list[tuple[str, str]]  # (hash, label)
+    repeated: int  # hashes written more than once in the file (kept once)
+    skipped: dict[str, int]  # rows of other signal types in an export, by type
+
+
+def bank_file_parse(text: str) -> BankFile:
+    """Read a bank file: one 64-hex-digit PDQ hash a line, optionally `,label`; or a ThreatExchange
+    CSV (or TSV) export, told by its header row, whose PDQ rows are taken and others counted.
+    Blank lines and lines starting with `#` are skipped. Every line is checked before anything
+    is returned: BankFileInvalid lists the bad ones by number."""
+    lines = text.removeprefix("\ufeff").splitlines()
+    first = next(((n, line) for n, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")),
+                 None)
+    if first is not None and _is_header(first[1]):
+        return _parse_export(lines, first[0])
+    return _parse_plain(lines)
+
+
+def _is_header(line: str) -> bool:
+    cells = {cell.strip().lower() for cell in re.split(r"[,\t]", line)}
+    return bool(cells & set(_VALUE_COLUMNS)) and not _HEX.match(line.split(",", 1)[0].strip())
+
+
+def _parse_plain(lines: list[str]) -> BankFile:
+    rows, errors = [], []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        value, _, label = line.partition(",")
+        try:
+            rows.append((hash_normalize(value), _label(label.strip(), cut=False)))
+        except ValueError as exc:
+            errors.append(f"line {number}: {exc}")
+    return _bank_file("plain", rows, errors, {})
+
+
+def _parse_export(lines: list[str], header_at: int) -> BankFile:
+    delimiter = "\t" if "\t" in lines[header_at] else ","
+    reader = csv.reader(lines[header_at:], delimiter=delimiter)
+    header = [cell.strip().lower() for cell in next(reader)]
+    type_at = next((header.index(c) for c in _TYPE_COLUMNS if c in header), None)
+    value_at = next(header.index(c) for c in _VALUE_COLUMNS if c in header)
+    label_at = [(c, header.index(c)) for c in _LABEL_COLUMNS if c in header]
+    rows, errors, skipped = [], [], {}
+    for cells in reader:
+        line = header_at + reader.line_num  # the file's line where this row ends (a quoted cell may span lines)
+        if not any(cell.strip() for cell in cells) or cells[0].lstrip().startswith("#"):
+            continue
+        try:
+            kind = cells[type_at].strip() if type_at is not None else "pdq"
+            if kind.lower() not in _PDQ_TYPES:
+                skipped[kind] = skipped.get(kind, 0) + 1
+                continue
+            label = "; ".join(f"{name}: {cells[at].strip()}" for name, at in label_at if at < len(cells) and cells[at].strip())
+            rows.append((hash_normalize(cells[value_at]), _label(label, cut=True)))
+        except IndexError:
+            errors.append(f"line {line}: {len(cells)} columns, the header has {len(header)}")
+        except ValueError as exc:
+            errors.append(f"line {line}: {exc}")
+    return _bank_file("threatexchange", rows, errors, skipped)
+
+
+def _label(label: str, *, cut: bool) -> str:
+    if "\x00" in label:
+        raise ValueError("the label has a NUL character")
+    if len(label) > ENTRY_LABEL_MAX:
+        if not cut:
+            raise ValueError(f"the label is {len(label)} characters; at most {ENTRY_LABEL_MAX}")
+        label = label[:ENTRY_LABEL_MAX - 1] + "…"
+    return label
+
+
+def _bank_file(fmt: str, rows: list[tuple[str, str]], errors: list[str], skipped: dict[str, int]) -> BankFile:
+    if errors:
+        raise BankFileInvalid(errors[:BANK_FILE_ERRORS_SHOWN], len(errors))
+    first: dict[str, str] = {}
+    for pdq, label in rows:
+        first.setdefault(pdq, label)  # a hash written twice keeps its first label
+    return BankFile(format=fmt, entries=list(first.items()), repeated=len(rows) - len(first), skipped=skipped)

@@ -15,6 +15,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
+from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
 from moderation.admin.reporters import ReporterAdmin
@@ -23,7 +24,7 @@ from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -97,7 +98,7 @@ class PolicyForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("unjudged_label", "pdq_distance", "image_fallback"):  # left out: the default
+        for name in ("unjudged_label", "pdq_distance", "image_fallback"):
             if name in self.fields:  # a published version's page is read-only: no fields
                 self.fields[name].required = False
 
@@ -112,15 +113,15 @@ class PolicyForm(forms.ModelForm):
         data["notice_templates"] = data.get("notice_templates") or {}
         data["dsa_mapping"] = data.get("dsa_mapping") or default_dsa_mapping()
         data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
-        data["image_fallback"] = data.get("image_fallback") or ReviewStatus.MANUAL_REVIEW
-        if data.get("pdq_distance") is None:
-            data["pdq_distance"] = ModerationPolicy._meta.get_field("pdq_distance").default
         active = services.policy_active()
         if data.get("based_on") is not None and data["based_on"] != active.version:
             raise ValidationError(f"{active} was published since this form was filled: reload it")
-        # Hash banks are published by `hash_banks import --publish` (their entries are not a form
-        # field): the version the form was filled from keeps its banks, never the default (none).
+        # The banks a version lists are the hash_banks command's (docs/images.md, "Hash banks"):
+        # the new version keeps the ones it was filled from, and the image fields left out theirs.
         data["hash_banks"] = active.hash_banks
+        for name in ("pdq_distance", "image_fallback"):
+            if data.get(name) in (None, ""):
+                data[name] = getattr(active, name)
         errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
@@ -150,7 +151,7 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     def get_fields(self, request, obj=None):
         # A published version is read, not filled: it has no "based on" to carry.
-        return self.fields if obj is None else PolicyForm.Meta.fields
+        return self.fields if obj is None else [*PolicyForm.Meta.fields, "hash_banks"]
 
     def get_changeform_initial_data(self, request):
         latest = services.policy_active()
@@ -164,9 +165,11 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
-        obj.hash_banks = form.cleaned_data["hash_banks"]
-        published = services.policy_publish(**services.policy_fields(obj), notes=obj.notes, created_by=request.user,
-                                             based_on=form.cleaned_data.get("based_on"))
+        # The image fields as clean() completed them (a field left out of the post would otherwise
+        # take the model's default, and the banks would be dropped).
+        media = {name: form.cleaned_data[name] for name in MEDIA_FIELDS}
+        published = services.policy_publish(**{**services.policy_fields(obj), **media}, notes=obj.notes,
+                                             created_by=request.user, based_on=form.cleaned_data.get("based_on"))
         obj.pk, obj.version = published.pk, published.version
 
 

@@ -1,4 +1,4 @@
-"""Changelist filters for reviews."""
+"""Changelist filters for reviews, and `happened_filter` for any list."""
 
 from __future__ import annotations
 
@@ -10,6 +10,25 @@ from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
 from moderation.models import ModerationRequest
 from moderation.selectors import stuck_requests
+
+
+def happened_filter(field: str, title: str, *, yes: str, no: str) -> type[admin.SimpleListFilter]:
+    """A yes/no filter on whether the moment `field` records is set (a statement overturned, a
+    bank entry removed)."""
+
+    class HappenedFilter(admin.SimpleListFilter):
+        parameter_name = title.replace(" ", "_")
+
+        def lookups(self, request, model_admin):
+            return [("yes", yes), ("no", no)]
+
+        def queryset(self, request, queryset):
+            if self.value() in ("yes", "no"):
+                return queryset.filter(**{f"{field}__isnull": self.value() == "no"})
+            return queryset
+
+    HappenedFilter.title = title
+    return HappenedFilter
 
 
 class DecisionSourceFilter(admin.SimpleListFilter):

@@ -22,6 +22,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from audit.admin_base import ReadOnlyAdmin
+from moderation.admin.filters import happened_filter
 from moderation.admin.paginator import EstimatedCountPaginator
 from moderation.admin.reviews import refuse_nul
 from moderation.errors import NotRequeueable
@@ -35,17 +36,7 @@ REQUEUE_PERMISSION = "moderation.requeue_statement"
 BATCH_POSITION = re.compile(r"statement_[0-9]+")
 
 
-class OverturnedFilter(admin.SimpleListFilter):
-    title = "overturned"
-    parameter_name = "overturned"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "Yes (a correction recorded)"), ("no", "No")]
-
-    def queryset(self, request, queryset):
-        if self.value() in ("yes", "no"):
-            return queryset.filter(overturned_at__isnull=self.value() == "no")
-        return queryset
+OverturnedFilter = happened_filter("overturned_at", "overturned", yes="Yes (a correction recorded)", no="No")
 
 
 def _pretty(value) -> str:

@@ -398,6 +398,7 @@ NOT_SETTINGS = {
     "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "erasure.py",
     "LIST_MAX": ROOT / "moderation" / "api" / "authors.py",
     "HOSTILE_TEXTS": ROOT / "lab" / "race_lab.py",
+    "HASH_PDQ": ROOT / "moderation" / "media.py",  # ThreatExchange's name of PDQ, in a bank file
     # The Transparency Database's values, as the transparency report counts them.
     "AUTOMATED_DECISION_FULLY": ROOT / "moderation" / "transparency.py",
     "SOURCE_VOLUNTARY": ROOT / "moderation" / "transparency.py",
