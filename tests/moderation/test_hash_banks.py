@@ -161,7 +161,7 @@ class TestImport:
         v2.refresh_from_db()
         assert v2.hash_banks[0]["through"] == HashBankEntry.objects.get(pdq=BRIDGE).pk
         index = bank_index(v2)
-        assert len(index) == 1 and (index.words == hash_words([BRIDGE])).all()
+        assert len(index) == 1 and (index.words.T == hash_words([BRIDGE])).all()  # (4, N): column-major
         assert "entries 1 taken / 1 live  enabled  (+2 draft entries)" in run("list")
 
         run("import", bank_file(tmp_path, f"{MISC}\n", name="again.txt"), "--bank", "known", *IMPORT, "--publish")

@@ -20,6 +20,13 @@ from tests.moderation.test_netguard import guarded  # noqa: F401 - a fixture
 PNG = encoded(picture(21))
 
 
+@pytest.fixture(autouse=True)
+def local_provider(settings):
+    """The local model, which judges no images: the banks and image_fallback decide."""
+    settings.MODERATION_PROVIDER = "local"
+
+
+
 class Server:
     """A loopback HTTP server answering from `routes`: path -> (status, headers, body)."""
 

@@ -29,6 +29,13 @@ from tests.helpers_media import (
 URL = "/api/v1/reviews/"
 
 
+@pytest.fixture(autouse=True)
+def local_provider(settings):
+    """The local model, which judges no images: the banks and image_fallback decide."""
+    settings.MODERATION_PROVIDER = "local"
+
+
+
 def submit_image(http, data: bytes, external_id: str = "img"):
     return http.post(URL, {"external_id": external_id, "content_type": "image", "image_base64": b64(data)},
                      format="json")

@@ -25,6 +25,13 @@ from tests.helpers_media import bank_publish, encoded, image_hash, picture
 IMAGES = 8
 
 
+@pytest.fixture(autouse=True)
+def local_provider(settings):
+    """The local model, which judges no images: the banks and image_fallback decide."""
+    settings.MODERATION_PROVIDER = "local"
+
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_bank_published_mid_batch_never_decides_images_read_under_the_version_before(api_client, settings,
                                                                                        monkeypatch):
