@@ -2,7 +2,8 @@
 text with the local model and images by a score drawn from their bytes (or a set one), calling
 back with Standard Webhooks signatures, with the faults that break ordinary pipelines: latency,
 answers held past the client's timeout (work still done), 5xx, duplicate, late and reordered
-callbacks.
+callbacks. It also answers the OpenAI-compatible form (`{"model", "input"}`, synchronous: the
+`openai` provider's), text or an image as a base64 data URL, with the same outages and holds.
 
 It remembers Idempotency-Keys as a real provider does: the same key gets the same provider id
 and one callback stream; a request answered with a 5xx was not processed and is not remembered.
@@ -164,6 +165,11 @@ class ProviderSimulator:
         key = headers.get("Idempotency-Key", "")
         try:
             request = json.loads(body)
+        except ValueError:
+            request = None
+        if isinstance(request, dict) and "callback_url" not in request and "model" in request:
+            return self._openai_answer(request)
+        try:
             assert isinstance(request, dict) and isinstance(request.get("callback_url"), str)
             uuid.UUID(key)
         except (ValueError, AssertionError):
@@ -189,6 +195,37 @@ class ProviderSimulator:
         if job.sync:
             return 200, job.body["data"], hold
         return 202, {"id": job.provider_id, "status": "queued"}, hold
+
+    def _openai_answer(self, request: dict) -> tuple[int, dict, float]:
+        """The OpenAI-compatible form (`{"model", "input"}`, answered at once, as the `openai`
+        provider expects): a text `input`, or a list of parts, an image as a data URL
+        (`{"type": "image_url", "image_url": {"url": "data:<mime>;base64,..."}}`) or a text part.
+        The same faults apply: outages (5xx) and held answers."""
+        with self.lock:
+            self.stats["requests"] += 1
+            if self._chance(self.faults.error_rate):
+                self.stats["errors_5xx"] += 1
+                return 503, {"error": {"message": "simulated outage"}}, 0
+            hold = self.faults.hold_s if self._chance(self.faults.timeout_rate) else 0
+        parts = request["input"] if isinstance(request["input"], list) else [{"type": "text", "text": request["input"]}]
+        try:
+            results = [self._openai_part(part) for part in parts]
+        except (UnsupportedContent, KeyError, TypeError, ValueError) as exc:
+            return 400, {"error": {"message": f"invalid input: {exc}"}}, 0
+        worst = max(results, key=lambda r: max(r.category_scores.values(), default=0.0))
+        model = IMAGE_MODEL if any(p.get("type") == "image_url" for p in parts) else self.model.model_name
+        return 200, {"id": f"modr_{uuid.uuid4().hex[:16]}", "model": model, "results": [
+            {"flagged": worst.flagged, "categories": worst.categories, "category_scores": worst.category_scores}
+        ]}, hold
+
+    def _openai_part(self, part: dict) -> ModerationResult:
+        if part.get("type") == "image_url":
+            url = part["image_url"]["url"]
+            header, _, data = url.partition(",")
+            if not header.startswith("data:") or not header.endswith(";base64"):
+                raise UnsupportedContent("the simulator judges images sent as base64 data URLs only")
+            return self._judge_image({"base64": data, "mime_type": header[len("data:"):-len(";base64")]})
+        return self.model.moderate(ModerationInput(idempotency_key="", content_type="text", text=str(part["text"])))
 
     def _moderate(self, key: str, request: dict) -> dict:
         """The callback body for a request: a completed result, or a failure."""

@@ -203,3 +203,47 @@ def test_an_image_request_without_its_bytes_is_reported_by_a_failed_callback():
 
     body = json.loads(receiver.received[0][1])
     assert body["type"] == "moderation.failed" and "without its bytes" in body["data"]["error"]
+
+
+@pytest.fixture
+def openai_at_simulator(settings, simulate):
+    """The `openai` provider pointed at the simulator, which answers its form at once."""
+    simulator = simulate()
+    settings.MODERATION_PROVIDER = "openai"
+    providers.unregister("openai")
+    providers.register("openai", providers._openai)
+    yield simulator
+    providers.unregister("openai")
+    providers.register("openai", providers._openai)
+
+
+def test_the_openai_form_gets_an_image_judged_from_its_data_url(api_client, openai_at_simulator):
+    data = encoded(picture(6))
+    review = submitted_image(api_client, data)
+
+    assert tasks.moderate_review(review.pk) == "finalized applied"
+
+    review.refresh_from_db()
+    assert review.decision.category_scores == {IMAGE_CATEGORY: image_score(data)}
+    assert review.decision.model == IMAGE_MODEL and not ProviderCallback.objects.exists()
+    assert openai_at_simulator.stats["requests"] == 1
+
+
+def test_the_openai_form_gets_a_text_judged_by_the_local_model(api_client, openai_at_simulator):
+    review = submit(api_client, text="you absolute idiot")
+
+    assert tasks.moderate_review(review.pk) == "finalized applied"
+
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.REJECTED and review.decision.category_scores["profanity"] > 0.9
+
+
+def test_the_openai_form_refuses_an_image_sent_by_url():
+    simulator = ProviderSimulator(secret=SECRET).start()
+    try:
+        answer = httpx.post(f"{simulator.url}/v1/moderations", json={
+            "model": "omni-moderation-latest",
+            "input": [{"type": "image_url", "image_url": {"url": "https://cdn.example/a.png"}}]})
+    finally:
+        simulator.stop()
+    assert answer.status_code == 400 and "data URLs only" in answer.json()["error"]["message"]
