@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from moderation.media import MIN_QUALITY, BankIndex, hamming
+from moderation.media import MIN_QUALITY, BankFileInvalid, BankIndex, bank_file_parse, hamming, hash_normalize
+from moderation.models import ENTRY_LABEL_MAX
 
 HEX = st.integers(min_value=0, max_value=2**256 - 1).map(lambda n: f"{n:064x}")
 
@@ -55,3 +56,22 @@ def test_an_entry_differing_only_in_the_last_words_is_measured_there_too():
     assert [(m.entry_id, m.distance) for m in index.match(low_bits, max_distance=4, quality=100)] == [(1, 4)]
     assert index.match(low_bits, max_distance=3, quality=100) == []
     assert index.match(entry, max_distance=31, quality=MIN_QUALITY - 1) == []
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(
+    st.text(max_size=80),
+    st.builds(lambda h, label: f"{h},{label}", st.from_regex(r"[0-9a-fA-F]{64}", fullmatch=True), st.text(max_size=40)),
+    st.sampled_from(["signal_type,signal_str,collab,category,tags", "indicator_type,indicator", "# comment", ""]),
+), max_size=12).map("\n".join))
+def test_any_bank_file_is_parsed_or_refused_line_by_line_never_crashes(text):
+    """Whatever a file holds (arbitrary Unicode, headers mid-file, stray commas), it is either
+    read, every entry a normalised hash with a label of at most 255 characters, or refused with
+    the bad lines named; nothing else is raised."""
+    try:
+        parsed = bank_file_parse(text)
+    except BankFileInvalid as exc:
+        assert exc.total >= 1 and all(error.startswith("line ") for error in exc.errors)
+        return
+    for pdq, label in parsed.entries:
+        assert hash_normalize(pdq) == pdq and len(label) <= ENTRY_LABEL_MAX
