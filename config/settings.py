@@ -76,6 +76,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "moderation.admin.csp.AdminCspMiddleware",  # every admin page's Content-Security-Policy
     "simple_history.middleware.HistoryRequestMiddleware",
 ]
 

@@ -17,26 +17,21 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
+from moderation.admin import csp
 from moderation.models import ContentReview, Decision, ModerationPolicy, PileOn, ReportKind, ReviewStatus
 from moderation.observability.workplace import ReportSummary
 from moderation.verdicts import thresholds_for
 
-# The admin pages load nothing from elsewhere: no image, media, frame or object from any origin
-# but this one (data: for the admin's own icons; images and audio from our own copy,
-# moderation/admin/review_media.py), and scripts only with this response's nonce.
-CSP = ("default-src 'self'; img-src 'self' data:; media-src 'self'; frame-src 'none'; object-src 'none'; "
-       "connect-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'nonce-{nonce}'; base-uri 'none'; "
-       "form-action 'self'")
-
 
 def workplace_page(model_admin, request, template: str, title: str, **context) -> TemplateResponse:
-    """A page of the workplace (a review page, the queues, an author page) under the CSP above."""
+    """A page of the workplace (a review page, the queues, an author page) under the admin's
+    Content-Security-Policy, with this response's nonce for its inline scripts (moderation/admin/csp.py)."""
     nonce = secrets.token_urlsafe(16)
     response = TemplateResponse(request, template, {
         **model_admin.admin_site.each_context(request), "opts": model_admin.model._meta, "title": title,
         "csp_nonce": nonce, **context,
     })
-    response["Content-Security-Policy"] = CSP.format(nonce=nonce)
+    response[csp.HEADER] = csp.policy(nonce)
     return response
 
 

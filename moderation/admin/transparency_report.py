@@ -3,8 +3,8 @@ chosen in a form (moderation/observability/transparency_report.py; docs/transpar
 transparency report").
 
 A read: a GET form, no writes. It opens for staff with the permission to view statements of
-reasons (`moderation.view_transparencystatement`), and is served under the workplace pages'
-Content-Security-Policy (moderation.admin.review_page).
+reasons (`moderation.view_transparencystatement`), and is served under the admin's
+Content-Security-Policy (moderation/admin/csp.py).
 """
 
 from __future__ import annotations

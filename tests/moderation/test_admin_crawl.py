@@ -1,4 +1,5 @@
-"""Every admin page, for every role, over hostile content: no 5xx, and no injection unescaped.
+"""Every admin page, for every role, over hostile content: no 5xx, no injection unescaped, and
+the admin's Content-Security-Policy on each (moderation/admin/csp.py).
 
 A database is seeded through the services with what clients and moderators can send: emoji-only,
 bidi, zero-width and combining texts, a 100,000-character text, HTML and script injections in
@@ -72,6 +73,8 @@ ROLES = ["superuser", *roles.ROLES]  # every group moderation/roles.py sets up, 
 # model, a few filter combinations of each list. The seeded reviews' pages are opened besides.
 PER_SHAPE = 2
 NEVER = re.compile(r"/logout/|/password_change/|/delete/|/jsi18n/|^/admin/r/")
+# What every admin page's Content-Security-Policy holds at least (moderation/admin/csp.py).
+CSP_DIRECTIVES = ("default-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'")
 
 
 @pytest.fixture
@@ -177,7 +180,12 @@ def problems_of(url: str, response) -> list[str]:
     if response.status_code != 200 or "html" not in response.get("Content-Type", ""):
         return []
     html = response.content.decode()
-    return [f"{url}: unescaped {needle!r}" for needle in INJECTIONS if needle in html]
+    csp = response.get("Content-Security-Policy", "")
+    problems = [f"{url}: no {directive!r} in its Content-Security-Policy {csp!r}"
+                for directive in CSP_DIRECTIVES if directive not in csp]
+    if "script-src 'self'" not in csp or "'unsafe-inline'" in csp.split("script-src")[1].split(";")[0]:
+        problems.append(f"{url}: scripts not held to files and a nonce: {csp!r}")
+    return problems + [f"{url}: unescaped {needle!r}" for needle in INJECTIONS if needle in html]
 
 
 def crawl(browser: Client, start: list[str]) -> tuple[list[str], set[str]]:
