@@ -47,6 +47,7 @@ from moderation.models import Content, ContentReview, ModerationRequest, Moderat
 from moderation.observability.search import review_ids_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
+from moderation.visible_text import visible_html
 
 EXCERPT_CHARS = 200
 # A review's version as a form posts it: ASCII digits that fit the column (str.isdigit also
@@ -114,8 +115,9 @@ def excerpt_html(review: ContentReview) -> str:
     host, never loaded from there, after a blurred thumbnail of our own copy of an image
     (`review_media.with_thumbnail_flag`)."""
     thumbnail = review_media.thumbnail_html(review)
-    if review.excerpt:
-        return format_html('{}<span class="excerpt">{}</span>', thumbnail, Truncator(review.excerpt).chars(EXCERPT_CHARS))
+    if review.excerpt:  # hidden characters shown as markers, as on the review page
+        return format_html('{}<span class="excerpt">{}</span>', thumbnail,
+                           visible_html(Truncator(review.excerpt).chars(EXCERPT_CHARS)))
     if review.content.media_url:
         return format_html('{}<span class="excerpt">{} at <code>{}</code></span>', thumbnail, review.content.kind,
                            review_page.media_host(review.content.media_url))

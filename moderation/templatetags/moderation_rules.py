@@ -4,6 +4,10 @@
     {% rule_matches review %}                 the whole block: language, highlighted text, rules
     {{ text|highlight_terms:matches }}         only the highlighted text (matches as stored)
     {{ match|words_in:text }}                  the words a match spans, cut from the text
+    {{ value|visible }}                        any content string, hidden characters shown
+
+Content text is shown with its hidden characters made visible (moderation.visible_text): a bidi
+control or a zero-width character is replaced by a marker, so it never takes effect on the page.
 
 A decision stores where each match lies, never the words (moderation.verdicts.match_record): they
 are cut from the content here, so the page shows them while the content exists, and nothing
@@ -13,7 +17,7 @@ once it is erased.
 from __future__ import annotations
 
 from django import template
-from django.utils.html import escape, format_html
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from moderation.language import Detection
@@ -21,13 +25,27 @@ from moderation.models import ContentReview
 from moderation.verdicts import match_record, rule_text
 from moderation.rules import rule_matches as policy_rule_matches
 from moderation.services import policy_active
+from moderation.visible_text import Found, find, marked_html, visible_html
 
 register = template.Library()
 
 
 @register.filter
 def highlight_terms(text: str, matches) -> SafeString:
-    """`text` escaped, with each matched span in a <mark> naming its rules and terms.
+    """`text` escaped, with each matched span in a <mark> naming its rules and terms."""
+    return highlighted_html(text, matches, find(text or ""))
+
+
+@register.filter
+def visible(value) -> SafeString:
+    """A content string escaped, its hidden characters shown as markers (moderation.visible_text)."""
+    return visible_html(str(value) if value is not None else "")
+
+
+def highlighted_html(text: str, matches, found: Found) -> SafeString:
+    """`text` (cut into `found`) escaped, with each matched span in a <mark> naming its rules and
+    terms, and its hidden characters shown. The markers are drawn inside the pieces the stored
+    spans cut, so the spans keep their offsets in the text as the matcher read it.
 
     Overlapping matches ("dasar bodoh" and "bodoh") are marked once, over their union.
     """
@@ -44,11 +62,11 @@ def highlight_terms(text: str, matches) -> SafeString:
     out, pos = [], 0
     for start, end, labels, actions in spans:
         action = "allow" if actions == {"allow"} else ("reject" if "reject" in actions else "manual_review")
-        out.append(escape(text[pos:start]))
+        out.append(marked_html(found, pos, start))
         out.append(format_html('<mark class="rule-match rule-{}" title="{}">{}</mark>', action,
-                               "; ".join(dict.fromkeys(labels)), text[start:end]))
+                               "; ".join(dict.fromkeys(labels)), marked_html(found, start, end)))
         pos = end
-    out.append(escape(text[pos:]))
+    out.append(marked_html(found, pos, len(text)))
     return mark_safe("".join(out))  # every piece above is escaped
 
 
@@ -82,5 +100,7 @@ def rule_matches(review: ContentReview) -> dict:
         matches = [match_record(m) for m in policy_rule_matches(policy, text, detection)]
         source = f"terms of the active {policy}"
     matches = [m for m in matches if has_span(m)]  # a bank's are on the media panel (moderation/admin/review_media.py)
+    hidden = find(text)
     return {"content": content, "text": text, "matches": matches, "source": source,
-            "candidates": content.language_candidates}
+            "candidates": content.language_candidates, "hidden": hidden,
+            "highlighted": highlighted_html(text, matches, hidden)}
