@@ -35,6 +35,7 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    ModerationPolicy,
     ModeratorNote,
     ReviewQueue,
     ReviewStatus,
@@ -144,7 +145,8 @@ def review_override(
 ) -> Decision:
     """A moderator's decision (manual_review|approved|rejected -> approved|rejected).
 
-    A rejection names a violation category of the active policy (an approval names none).
+    A rejection names a violation category of the active policy (an approval names none), and
+    the decision names that version, as every decision names the one in force.
     With `expected_version` (what the moderator saw), a review that changed meanwhile is refused
     with StaleVersion instead of being overwritten blindly. On a review under appeal the decision
     resolves the appeal, and the moderator who made the appealed decision is refused
@@ -153,7 +155,9 @@ def review_override(
     note either.
     """
     reason = _required(reason)
-    category = _violation_category(label, category)
+    # One read of the version in force: the category is checked against it and the decision names it.
+    policy = policy_active()
+    category = _violation_category(label, category, policy)
     note = _note_text(note)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
@@ -170,6 +174,7 @@ def review_override(
             moderator=moderator,
             reason=reason,
             category=category,
+            policy=policy,
             actor=actor,
             actor_id=str(moderator) if moderator else "",
             transition_reason=reason,
@@ -190,13 +195,13 @@ def review_note_add(*, review_id, author, text: str) -> ModeratorNote:
     return ModeratorNote.objects.create(review=review, author=author, text=text)
 
 
-def _violation_category(label: str, category: str) -> str:
+def _violation_category(label: str, category: str, policy: ModerationPolicy) -> str:
     category = (category or "").strip()
     if label != ReviewStatus.REJECTED:
         return ""
     if not category:
         raise InvalidCategory("a rejection needs a violation category")
-    allowed = policy_categories(policy_active())
+    allowed = policy_categories(policy)
     if category not in allowed:
         raise InvalidCategory(f"{category!r} is not a category of the active policy ({', '.join(allowed)})")
     return category
