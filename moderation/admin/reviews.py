@@ -290,10 +290,11 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         scored = review_page.model_decision(review)
         queue = request.GET.get("queue") or review.queue
         summary = report_summaries([review]).get(review.pk)
+        appeal = review.appeals.select_related("decision__moderator").order_by("-created_at").first()
         decide_form = None
         if can["override"] and is_final:
             decide_form = DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""},
-                                     reported=bool(summary and summary.open))
+                                     reported=bool(summary and summary.open), appealed=bool(appeal and appeal.is_open))
             decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
@@ -324,7 +325,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             report_reasons=review_page.reasons_html(summary),
             report_kinds=review_page.kinds_text(summary),
             pile_on=review_page.pile_on_html(review),
-            appeal=review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
+            appeal=appeal,
         )
 
     def queues_view(self, request):
