@@ -96,18 +96,9 @@ def review_take_next(
     SKIP LOCKED: two moderators asking at once each get a different review, never the same.
     An expired lease holds nothing, so an abandoned review returns to its review queue.
     """
-    if queue is not None and queue not in ReviewQueue.values:
-        raise ValueError(f"unknown queue {queue!r}; one of {', '.join(ReviewQueue.values)}")
     now = now or timezone.now()
-    waiting = (
-        ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)  # nothing to judge
-        # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
-        .exclude(Exists(Appeal.objects.filter(review=OuterRef("pk"), status=AppealStatus.OPEN,
-                                              decision__moderator=moderator)))
-        .order_by("queue_order_at", "id")
-    )
-    if queue is not None:
-        waiting = waiting.filter(queue=queue)
+    # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
+    waiting = _waiting(queue).exclude(_appeal_of_own_decision(moderator)).order_by("queue_order_at", "id")
     if skip is not None:
         waiting = waiting.exclude(pk=skip)
     with transaction.atomic():
@@ -124,6 +115,26 @@ def review_take_next(
         ContentReview.objects.filter(pk=review.pk).update(leased_to=moderator, lease_expires_at=expires)
         review.leased_to, review.lease_expires_at = moderator, expires
     return review
+
+
+def reviews_waiting_for_another(*, moderator, queue: str | None = None) -> int:
+    """How many reviews of review queue `queue` (every one when None) "Review next" will never
+    give `moderator`: appeals of their own decisions, which another moderator must decide (four
+    eyes). Read when it found nothing, so that the moderator is told why rather than "empty"."""
+    return _waiting(queue).filter(_appeal_of_own_decision(moderator)).count()
+
+
+def _waiting(queue: str | None):
+    """The reviews waiting for a human in review queue `queue` (every one when None); erased
+    content leaves nothing to judge."""
+    if queue is not None and queue not in ReviewQueue.values:
+        raise ValueError(f"unknown queue {queue!r}; one of {', '.join(ReviewQueue.values)}")
+    waiting = ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)
+    return waiting if queue is None else waiting.filter(queue=queue)
+
+
+def _appeal_of_own_decision(moderator) -> Exists:
+    return Exists(Appeal.objects.filter(review=OuterRef("pk"), status=AppealStatus.OPEN, decision__moderator=moderator))
 
 
 def review_release(*, review_id, moderator) -> bool:

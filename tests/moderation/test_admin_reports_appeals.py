@@ -98,6 +98,39 @@ def test_once_the_appeal_is_resolved_the_decisions_read_approve_and_reject_again
     assert re.search(r'value="rejected"[^>]*>\s*Reject', decide) and "Uphold" not in decide
 
 
+def test_review_next_says_how_many_appeals_wait_for_another_moderator(moderator, django_user_model, api_client):
+    for _ in range(2):
+        review = decided(api_client, "manual_review")
+        services.review_override(review_id=review.pk, label="rejected", reason="threat", category="violence",
+                                 moderator=moderator.user)
+        services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a film quote")
+    colleague = staff_browser(django_user_model, "max", "moderator")
+
+    appeals = messages_of(moderator.post(f"{LIST}review-next/", {"queue": "appeals"}, follow=True))
+    anywhere = messages_of(moderator.post(f"{LIST}review-next/", {}, follow=True))
+    reports = messages_of(moderator.post(f"{LIST}review-next/", {"queue": "reports"}, follow=True))
+    taken = colleague.post(f"{LIST}review-next/", {"queue": "appeals"})
+
+    assert appeals == ["The appeals queue has no review you may take: 2 wait for another moderator "
+                       "(appeals of your own decisions)."]
+    assert anywhere == ["No queue has a review you may take: 2 wait for another moderator "
+                        "(appeals of your own decisions)."]
+    assert reports == ["The user reports queue is empty."]
+    assert taken.status_code == 302 and "/timeline/" in taken["Location"]  # the colleague may take them
+
+
+def test_review_next_counts_one_appeal_waiting_in_the_singular(moderator, django_user_model, api_client):
+    review = decided(api_client, "manual_review")
+    services.review_override(review_id=review.pk, label="rejected", reason="threat", category="violence",
+                             moderator=moderator.user)
+    services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a film quote")
+
+    said = messages_of(moderator.post(f"{LIST}review-next/", {"queue": "appeals"}, follow=True))
+
+    assert said == ["The appeals queue has no review you may take: 1 waits for another moderator "
+                    "(appeals of your own decisions)."]
+
+
 def test_the_review_page_shows_what_became_of_each_report(moderator, django_user_model, api_client):
     review = decided(api_client, "approved")
     services.report_file(review_id=review.pk, reporter_id="early", reason="harassment")
