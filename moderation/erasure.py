@@ -340,7 +340,8 @@ def _close_appeal_locked(review: ContentReview, *, actor: str, actor_id: str) ->
     again (manual_review -> rejected, cause content_erased) resolves the appeal (`upheld`, the
     contract's outcome for a rejection kept), and the client is told as for any resolved appeal
     (`appeal.resolved`), the explanation saying why. The decision keeps the appealed one's
-    policy, category and rule matches (rules, terms and spans), so its reasons stay the same.
+    policy (the newest when it named none: a moderator's decision before every decision named
+    one), category and rule matches (rules, terms and spans), so its reasons stay the same.
     Call holding the review's row lock, in the erasure's transaction."""
     appeal = appeal_open_locked(review)
     if appeal is None:

@@ -44,8 +44,13 @@ def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: f
     distinct users who reported it, each counted by its weight (docs/design.md, "Reporters": 1
     for a reporter not yet rated, 0 muted), whether its owner appealed, and its author's active
     strike points (a repeat offender's content ranks higher in every queue), weighted by the
-    policy."""
-    top = max((float(v) for v in (category_scores or {}).values()), default=0.0)
+    policy.
+
+    An appeal's priority leaves the model's score out: the score is the appealed decision's (a
+    moderator's rejection has none), so counting it would rank appeals of confident model
+    rejections far ahead of appeals of human decisions. An appeal ranks by its own weight, its
+    author's strike points and, through the order key, how long it has waited."""
+    top = 0.0 if appealed else max((float(v) for v in (category_scores or {}).values()), default=0.0)
     return round(
         policy.priority_score_weight * top
         + policy.priority_report_weight * max(report_count, 0)

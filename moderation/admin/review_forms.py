@@ -10,6 +10,9 @@ LABELS = [(ReviewStatus.APPROVED, "Approve"), (ReviewStatus.REJECTED, "Reject")]
 # On a review with open reports the same two decisions judge the reporters too (the decide path
 # records Report.agreed): rejecting agrees with them, approving disagrees.
 REPORTED_LABELS = [(ReviewStatus.APPROVED, "Disagree"), (ReviewStatus.REJECTED, "Agree with reports")]
+# On a review under appeal the decision resolves the appeal (moderation/services/appeals.py): a
+# rejection upholds the appealed one, an approval overturns it.
+APPEAL_LABELS = [(ReviewStatus.APPROVED, "Overturn it (approve)"), (ReviewStatus.REJECTED, "Uphold the rejection")]
 
 
 def _category_field() -> forms.ChoiceField:
@@ -45,10 +48,15 @@ class DecideForm(CategoryChoicesMixin, forms.Form):
     # The review queue the moderator works: "decide and next" takes the next review from it.
     queue = forms.ChoiceField(choices=[("", "")] + ReviewQueue.choices, required=False, widget=forms.HiddenInput)
 
-    def __init__(self, *args, reported: bool = False, **kwargs):
+    def __init__(self, *args, reported: bool = False, appealed: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
-        self.reported = reported
-        if reported:  # the values stay: the keyboard and the service read approved / rejected
+        # An open appeal's wording wins over the reports': what the moderator decides is the
+        # appeal (the same decision still judges the reporters).
+        self.appealed, self.reported = appealed, reported and not appealed
+        # The values stay: the keyboard and the service read approved / rejected.
+        if self.appealed:
+            self.fields["label"].choices = APPEAL_LABELS
+        elif self.reported:
             self.fields["label"].choices = REPORTED_LABELS
 
     def categories(self) -> list[str]:

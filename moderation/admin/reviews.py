@@ -92,6 +92,17 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     return None
 
 
+def nothing_to_take(moderator, queue: str | None) -> str:
+    """What "Review next" says when it found nothing: empty, or what waits for someone else."""
+    barred = services.reviews_waiting_for_another(moderator=moderator, queue=queue)
+    if not barred:
+        return f"The {ReviewQueue(queue).label.lower()} queue is empty." if queue else "Every queue is empty."
+    where = f"The {ReviewQueue(queue).label.lower()} queue has" if queue else "No queue has"
+    waits = "1 waits" if barred == 1 else f"{barred} wait"
+    return (f"{where} {'no' if queue else 'a'} review you may take: {waits} for another moderator "
+            "(appeals of your own decisions).")
+
+
 def refuse_nul(request) -> HttpResponseBadRequest | None:
     """PostgreSQL text cannot hold NUL: a filter or search value with one (`?status__exact=%00`)
     would fail in the database as a 500. No status, id or name contains one: refuse the request."""
@@ -292,10 +303,11 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         scored = review_page.model_decision(review)
         queue = request.GET.get("queue") or review.queue
         summary = report_summaries([review]).get(review.pk)
+        appeal = review.appeals.select_related("decision__moderator").order_by("-created_at").first()
         decide_form = None
         if can["override"] and is_final:
             decide_form = DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""},
-                                     reported=bool(summary and summary.open))
+                                     reported=bool(summary and summary.open), appealed=bool(appeal and appeal.is_open))
             decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
@@ -326,7 +338,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             report_reasons=review_page.reasons_html(summary),
             report_kinds=review_page.kinds_text(summary),
             pile_on=review_page.pile_on_html(review),
-            appeal=review.appeals.select_related("decision__moderator").order_by("-created_at").first(),
+            appeal=appeal,
         )
 
     def queues_view(self, request):
@@ -388,8 +400,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         """Lease the next review of review queue `queue` (every one when None) and open it."""
         review = services.review_take_next(moderator=request.user, queue=queue, skip=skip)
         if review is None:
-            where = f"The {ReviewQueue(queue).label.lower()} queue" if queue else "Every queue"
-            self.message_user(request, f"{where} is empty.", messages.INFO)
+            self.message_user(request, nothing_to_take(request.user, queue), messages.INFO)
             return HttpResponseRedirect(self._queues_url(queue or ""))
         return HttpResponseRedirect(self._timeline_url(review.pk) + (f"?queue={queue}" if queue else ""))
 

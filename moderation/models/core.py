@@ -664,8 +664,8 @@ class ModerationPolicy(models.Model):
         help_text="The violation categories a moderator chooses from (a rejection names one).",
     )
     # How the review queues are ordered (moderation.review_queues.priority): points for the model's top
-    # category score, for each distinct reporter and for an appeal; waiting earns points too, so
-    # nothing starves behind a stream of urgent work.
+    # category score (never an appeal's: it ranks by its own signals), for each distinct reporter
+    # and for an appeal; waiting earns points too, so nothing starves behind a stream of urgent work.
     priority_score_weight = models.FloatField(default=100, help_text="Points for a top category score of 1.0.")
     priority_report_weight = models.FloatField(default=15, help_text="Points for each user report.")
     priority_appeal_weight = models.FloatField(default=40, help_text="Points for an appeal.")

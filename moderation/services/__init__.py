@@ -29,6 +29,7 @@ from moderation.services.moderator import (
     review_release,
     review_reprocess,
     review_take_next,
+    reviews_waiting_for_another,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
 from moderation.services.batch import requests_dispatch_batch
@@ -120,6 +121,7 @@ __all__ = [
     "review_override",
     "review_release",
     "review_take_next",
+    "reviews_waiting_for_another",
     "review_reconcile",
     "review_reprocess",
     "review_submit",

@@ -21,6 +21,7 @@ from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
 from moderation.services.authors import strikes_after_decision_locked
 from moderation.services.one_statement import OneStatement
+from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
 from moderation.services.statements import statement_after_decision_locked
 from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
@@ -55,6 +56,10 @@ def decide_locked(
     `writes`: the caller's own writes, sent in the statement that inserts the decision.
     `counts_strike`: False for a rejection that judges no violation (a restricted author's
     content rejected by the policy's `while_restricted`): it writes no strike.
+
+    Every decision names the policy version in force (docs/design.md, invariant 9): the caller's
+    `policy` when it judged under one (a provider result, the version a moderator's category was
+    checked against), else the newest, read here.
     """
     with tracing.tracer.start_as_current_span(  # the notification's job continues this span
         "review.decide", attributes={"moderation.review_id": str(review.pk), "moderation.cause": str(cause),
@@ -63,6 +68,8 @@ def decide_locked(
         from_status = review.status
         decided_before = review.decision_id is not None  # (a first decision has no restriction to look for)
         writes = writes or OneStatement()
+        if decision_fields.get("policy") is None:
+            decision_fields["policy"] = policy_active()
         reported = reports_open_read(writes, review)  # asked in the decision's statement: no round trip
         decision = decision_record(review, appeal=appeal, writes=writes, label=label, source=source, **decision_fields)
         review.decision = decision

@@ -35,6 +35,7 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    ModerationPolicy,
     ModeratorNote,
     ReviewQueue,
     ReviewStatus,
@@ -95,18 +96,9 @@ def review_take_next(
     SKIP LOCKED: two moderators asking at once each get a different review, never the same.
     An expired lease holds nothing, so an abandoned review returns to its review queue.
     """
-    if queue is not None and queue not in ReviewQueue.values:
-        raise ValueError(f"unknown queue {queue!r}; one of {', '.join(ReviewQueue.values)}")
     now = now or timezone.now()
-    waiting = (
-        ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)  # nothing to judge
-        # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
-        .exclude(Exists(Appeal.objects.filter(review=OuterRef("pk"), status=AppealStatus.OPEN,
-                                              decision__moderator=moderator)))
-        .order_by("queue_order_at", "id")
-    )
-    if queue is not None:
-        waiting = waiting.filter(queue=queue)
+    # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
+    waiting = _waiting(queue).exclude(_appeal_of_own_decision(moderator)).order_by("queue_order_at", "id")
     if skip is not None:
         waiting = waiting.exclude(pk=skip)
     with transaction.atomic():
@@ -123,6 +115,26 @@ def review_take_next(
         ContentReview.objects.filter(pk=review.pk).update(leased_to=moderator, lease_expires_at=expires)
         review.leased_to, review.lease_expires_at = moderator, expires
     return review
+
+
+def reviews_waiting_for_another(*, moderator, queue: str | None = None) -> int:
+    """How many reviews of review queue `queue` (every one when None) "Review next" will never
+    give `moderator`: appeals of their own decisions, which another moderator must decide (four
+    eyes). Read when it found nothing, so that the moderator is told why rather than "empty"."""
+    return _waiting(queue).filter(_appeal_of_own_decision(moderator)).count()
+
+
+def _waiting(queue: str | None):
+    """The reviews waiting for a human in review queue `queue` (every one when None); erased
+    content leaves nothing to judge."""
+    if queue is not None and queue not in ReviewQueue.values:
+        raise ValueError(f"unknown queue {queue!r}; one of {', '.join(ReviewQueue.values)}")
+    waiting = ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)
+    return waiting if queue is None else waiting.filter(queue=queue)
+
+
+def _appeal_of_own_decision(moderator) -> Exists:
+    return Exists(Appeal.objects.filter(review=OuterRef("pk"), status=AppealStatus.OPEN, decision__moderator=moderator))
 
 
 def review_release(*, review_id, moderator) -> bool:
@@ -144,7 +156,8 @@ def review_override(
 ) -> Decision:
     """A moderator's decision (manual_review|approved|rejected -> approved|rejected).
 
-    A rejection names a violation category of the active policy (an approval names none).
+    A rejection names a violation category of the active policy (an approval names none), and
+    the decision names that version, as every decision names the one in force.
     With `expected_version` (what the moderator saw), a review that changed meanwhile is refused
     with StaleVersion instead of being overwritten blindly. On a review under appeal the decision
     resolves the appeal, and the moderator who made the appealed decision is refused
@@ -153,7 +166,9 @@ def review_override(
     note either.
     """
     reason = _required(reason)
-    category = _violation_category(label, category)
+    # One read of the version in force: the category is checked against it and the decision names it.
+    policy = policy_active()
+    category = _violation_category(label, category, policy)
     note = _note_text(note)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
@@ -170,6 +185,7 @@ def review_override(
             moderator=moderator,
             reason=reason,
             category=category,
+            policy=policy,
             actor=actor,
             actor_id=str(moderator) if moderator else "",
             transition_reason=reason,
@@ -190,13 +206,13 @@ def review_note_add(*, review_id, author, text: str) -> ModeratorNote:
     return ModeratorNote.objects.create(review=review, author=author, text=text)
 
 
-def _violation_category(label: str, category: str) -> str:
+def _violation_category(label: str, category: str, policy: ModerationPolicy) -> str:
     category = (category or "").strip()
     if label != ReviewStatus.REJECTED:
         return ""
     if not category:
         raise InvalidCategory("a rejection needs a violation category")
-    allowed = policy_categories(policy_active())
+    allowed = policy_categories(policy)
     if category not in allowed:
         raise InvalidCategory(f"{category!r} is not a category of the active policy ({', '.join(allowed)})")
     return category

@@ -32,6 +32,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.services.decide import decide_locked
+from moderation.services.policy import policy_published
 from moderation.services.results import actor_id_bound, outcome_record, result_classify, reviews_lock_by_keys
 from moderation.services.transitions import (
     record_event,
@@ -225,6 +226,8 @@ def request_give_up_locked(
         job_id=context.current().get("job_id", ""),
         attempt_no=request.attempt_no,
         transition_reason=reason,
+        # The version in force: the one whose id rode along with the operation's read, when it did.
+        policy=policy_published(getattr(request, "active_policy_id", None)),
     )
 
 

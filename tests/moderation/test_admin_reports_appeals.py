@@ -3,6 +3,8 @@ the moderator who made an appealed decision is told why they may not decide the 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from moderation import services
@@ -61,6 +63,72 @@ def test_review_next_never_hands_a_moderator_the_appeal_of_their_own_decision(dj
 
     assert services.review_take_next(moderator=mia) is None
     assert services.review_take_next(moderator=max_).pk == review.pk
+
+
+def decide_panel(browser, review) -> tuple[str, str]:
+    """The decide form of the review page and its keyboard line."""
+    html = browser.get(timeline(review)).content.decode()
+    return html.split('id="decide-form"')[1].split("</form>")[0], html.split('id="shortcuts"')[1].split("</p>")[0]
+
+
+def test_under_appeal_the_decisions_read_uphold_and_overturn_and_keep_their_values(moderator, api_client):
+    review = decided(api_client, "rejected")
+    services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a song lyric")
+
+    decide, shortcuts = decide_panel(moderator, review)
+
+    assert re.search(r'value="rejected"[^>]*>\s*Uphold the rejection', decide)
+    assert re.search(r'value="approved"[^>]*>\s*Overturn it \(approve\)', decide)
+    assert "Approve" not in decide and ">Reject<" not in decide
+    assert "<kbd>a</kbd> overturn it (approve)" in shortcuts and "<kbd>r</kbd> uphold the rejection" in shortcuts
+    # The values posted are the usual ones: overturning approves and closes the appeal.
+    review.refresh_from_db()
+    act(moderator, review, "override", label="approved", reason="a lyric", version=review.version)
+    assert review.appeals.get().status == "overturned"
+
+
+def test_once_the_appeal_is_resolved_the_decisions_read_approve_and_reject_again(moderator, django_user_model, api_client):
+    review = decided(api_client, "rejected")
+    services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a song lyric")
+    services.review_override(review_id=review.pk, label="rejected", reason="still a threat", category="violence",
+                             moderator=django_user_model.objects.create_user("max"))
+
+    decide, _ = decide_panel(moderator, review)
+
+    assert re.search(r'value="rejected"[^>]*>\s*Reject', decide) and "Uphold" not in decide
+
+
+def test_review_next_says_how_many_appeals_wait_for_another_moderator(moderator, django_user_model, api_client):
+    for _ in range(2):
+        review = decided(api_client, "manual_review")
+        services.review_override(review_id=review.pk, label="rejected", reason="threat", category="violence",
+                                 moderator=moderator.user)
+        services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a film quote")
+    colleague = staff_browser(django_user_model, "max", "moderator")
+
+    appeals = messages_of(moderator.post(f"{LIST}review-next/", {"queue": "appeals"}, follow=True))
+    anywhere = messages_of(moderator.post(f"{LIST}review-next/", {}, follow=True))
+    reports = messages_of(moderator.post(f"{LIST}review-next/", {"queue": "reports"}, follow=True))
+    taken = colleague.post(f"{LIST}review-next/", {"queue": "appeals"})
+
+    assert appeals == ["The appeals queue has no review you may take: 2 wait for another moderator "
+                       "(appeals of your own decisions)."]
+    assert anywhere == ["No queue has a review you may take: 2 wait for another moderator "
+                        "(appeals of your own decisions)."]
+    assert reports == ["The user reports queue is empty."]
+    assert taken.status_code == 302 and "/timeline/" in taken["Location"]  # the colleague may take them
+
+
+def test_review_next_counts_one_appeal_waiting_in_the_singular(moderator, django_user_model, api_client):
+    review = decided(api_client, "manual_review")
+    services.review_override(review_id=review.pk, label="rejected", reason="threat", category="violence",
+                             moderator=moderator.user)
+    services.appeal_file(review_id=review.pk, appellant_id="owner", statement="a film quote")
+
+    said = messages_of(moderator.post(f"{LIST}review-next/", {"queue": "appeals"}, follow=True))
+
+    assert said == ["The appeals queue has no review you may take: 1 waits for another moderator "
+                    "(appeals of your own decisions)."]
 
 
 def test_the_review_page_shows_what_became_of_each_report(moderator, django_user_model, api_client):

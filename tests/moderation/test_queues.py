@@ -74,7 +74,7 @@ class TestEnteringAQueue:
 
         assert low.priority == pytest.approx(50 * 0.8)
         assert reported.priority == pytest.approx(50 * 0.1 + 7 * 4)
-        assert appealed.priority == pytest.approx(50 * 0.95 + 30)
+        assert appealed.priority == pytest.approx(30)  # an appeal's own weight: not the appealed decision's score
         # The order key is the entry time moved earlier by priority / (points per hour).
         assert low.queued_at - low.queue_order_at == timedelta(hours=40 / 5)
 
@@ -102,7 +102,36 @@ class TestEnteringAQueue:
                                   priority_age_points_per_hour=10)
         assert priority(policy, category_scores={"a": 0.2, "b": 0.6}) == 60
         assert priority(policy, category_scores={}, report_count=3) == 45
-        assert priority(policy, category_scores={"a": 0.5}, appealed=True) == 90
+        assert priority(policy, category_scores={"a": 0.5}, appealed=True) == 40
+
+    def test_an_appeal_of_a_moderators_rejection_ranks_with_one_of_a_confident_model_rejection(
+        self, api_client, django_user_model
+    ):
+        by_model = decided(api_client, "rejected")  # the model's 0.95
+        by_moderator = decided(api_client, "manual_review")
+        services.review_override(review_id=by_moderator.pk, label="rejected", reason="a threat", category="violence",
+                                 moderator=django_user_model.objects.create_user("mia"))
+        appealed = [enter(review, Cause.APPEAL) for review in (by_model, by_moderator)]
+
+        assert [r.queue for r in appealed] == [ReviewQueue.APPEALS] * 2
+        assert appealed[0].priority == appealed[1].priority == ModerationPolicy.objects.get().priority_appeal_weight
+        # Otherwise equal, the one that waited longer goes first: age counts, the model's score does not.
+        assert appealed[0].queue_order_at < appealed[1].queue_order_at
+
+    def test_an_appeal_ranks_by_its_authors_strike_points_and_its_age_not_the_models_score(self):
+        policy = ModerationPolicy(priority_score_weight=100, priority_report_weight=15, priority_appeal_weight=40,
+                                  priority_age_points_per_hour=10, priority_strike_weight=5)
+        now = timezone.now()
+        confident = queue_entry(policy, cause=Cause.APPEAL, category_scores={"hate": 0.99}, now=now)
+        human = queue_entry(policy, cause=Cause.APPEAL, category_scores={}, now=now)
+        repeat = queue_entry(policy, cause=Cause.APPEAL, category_scores={}, author_points=4, now=now)
+        older = queue_entry(policy, cause=Cause.APPEAL, category_scores={}, now=now - timedelta(hours=3))
+
+        assert confident.priority == human.priority == 40 and confident.order_at == human.order_at
+        assert repeat.priority == 40 + 5 * 4 and repeat.order_at < human.order_at
+        assert older.order_at < repeat.order_at  # 3 hours waited are 30 points, more than 20 strike points
+        # Elsewhere the model's score still counts.
+        assert queue_entry(policy, cause=Cause.PROVIDER_RESULT, category_scores={"hate": 0.6}, now=now).priority == 60
 
     @pytest.mark.parametrize(("fields", "error"), [
         ({"priority_age_points_per_hour": 0}, "waiting must count"),
