@@ -41,7 +41,6 @@ if TYPE_CHECKING:
 # PDQ's own guidance (ThreatExchange, hashing/pdq/README): hashes of quality under 50 are too
 # featureless (flat colours, tiny images) to say anything; they would match one another.
 MIN_QUALITY = 50
-HASH_HEX_DIGITS = 64
 _HEX = re.compile(r"^[0-9a-fA-F]{64}$")
 
 # What a platform of this kind moderates: the formats browsers show. Pillow is asked to open

@@ -70,8 +70,15 @@ def bank_publish(name: str, hashes: list[str], *, category: str = "sexual", acti
     )
 
 
+def decoded(data: bytes):
+    """`data` decoded as the API's serializer decodes it (a review_submit `image=(data, decoded(data))`)."""
+    from moderation.media import image_decode
+
+    return image_decode(data, max_bytes=10**8, max_pixels=10**8)
+
+
 def image_hash(data: bytes) -> tuple[str, int]:
     """(PDQ hex, quality) of encoded image bytes, as the job computes them."""
-    from moderation.media import image_decode, pdq_hash
+    from moderation.media import pdq_hash
 
-    return pdq_hash(image_decode(data, max_bytes=10**8, max_pixels=10**8).image)
+    return pdq_hash(decoded(data).image)

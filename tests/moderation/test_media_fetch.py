@@ -41,8 +41,10 @@ class Server:
                 status, headers, body = owner.routes.get(self.path, (404, {}, b"no"))
                 self.send_response(status)
                 for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
+                    if name != "X-Test-No-Length":
+                        self.send_header(name, value)
+                if "X-Test-No-Length" not in headers:  # else HTTP/1.0: the body ends at the close
+                    self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
 
@@ -117,9 +119,13 @@ def test_a_url_that_gives_no_image_is_manual_review_whose_reason_says_why(api_cl
 
 def test_a_body_over_media_max_bytes_is_refused_as_it_arrives(server, escape_hatch, settings):
     settings.MEDIA_MAX_BYTES = 1000
-    server.routes["/big"] = (200, {"Content-Type": "image/png"}, PNG)  # declared too: refused unread
+    server.routes["/big"] = (200, {"Content-Type": "image/png"}, PNG)  # declared: refused unread
     with pytest.raises(MediaRefused, match="at most 1000"):
         media_fetch(f"{server.url}/big")
+    # Undeclared (no Content-Length): counted as the bytes arrive.
+    server.routes["/stream"] = (200, {"Content-Type": "image/png", "X-Test-No-Length": "1"}, PNG)
+    with pytest.raises(MediaRefused, match="larger than 1000 bytes"):
+        media_fetch(f"{server.url}/stream")
 
 
 def test_too_many_redirects_are_refused(server, escape_hatch, settings):

@@ -11,6 +11,7 @@ version), the decisions would name the new version without its matches: the chec
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from django.db import connection
@@ -20,7 +21,7 @@ from moderation.media_invariants import media_violations
 from moderation.models import ContentReview, ModerationRequest, ReviewStatus
 from moderation.reasons import statement_of_reasons
 from moderation.services import dispatch
-from tests.helpers_media import bank_publish, encoded, image_hash, picture
+from tests.helpers_media import bank_publish, decoded, encoded, image_hash, picture
 
 IMAGES = 8
 
@@ -39,7 +40,7 @@ def test_a_bank_published_mid_batch_never_decides_images_read_under_the_version_
     images = [encoded(picture(100 + n)) for n in range(IMAGES)]
     before = services.policy_active()
     reviews = [services.review_submit(client=api_client, external_id=f"img-{n}", kind="image",
-                                      image=(data, _decoded(data)))[0] for n, data in enumerate(images)]
+                                      image=(data, decoded(data)))[0] for n, data in enumerate(images)]
 
     # Each worker's first image is read (hashed, matched, pinned) under the version before; its
     # finalize then waits until the other worker has read too and the new version is published.
@@ -84,7 +85,14 @@ def test_a_bank_published_mid_batch_never_decides_images_read_under_the_version_
 
     threads = [threading.Thread(target=run, args=(reviews[0].pk,)),
                threading.Thread(target=run, args=(reviews[IMAGES // 2].pk,)), threading.Thread(target=publish)]
-    for thread in threads:
+    # The first worker's claim commits before the second starts: each then holds a batch of its
+    # own (started together, the second could claim the first's review and leave it nothing).
+    threads[0].start()
+    deadline = time.monotonic() + 30
+    while ContentReview.objects.filter(status=ReviewStatus.PROCESSING).count() < IMAGES // 2:
+        assert time.monotonic() < deadline, "the first worker never claimed its batch"
+        time.sleep(0.02)
+    for thread in threads[1:]:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
@@ -105,8 +113,3 @@ def test_a_bank_published_mid_batch_never_decides_images_read_under_the_version_
         assert review.status == (ReviewStatus.MANUAL_REVIEW if version == before.version else ReviewStatus.REJECTED)
     assert media_violations(list(decided)) == []
 
-
-def _decoded(data: bytes):
-    from moderation.media import image_decode
-
-    return image_decode(data, max_bytes=10**7, max_pixels=10**7)
