@@ -75,6 +75,10 @@ class InvalidCategory(ModerationError):
     """A rejection names no violation category, or one the active policy does not have."""
 
 
+class UnknownReason(ModerationError):
+    """A decision picks a canned reason the active policy does not list for its category."""
+
+
 class NoteTooLong(ModerationError):
     """A moderator's note is longer than a note may be."""
 

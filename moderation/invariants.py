@@ -546,7 +546,11 @@ def _body_strings(statement: str) -> str:
             f"regexp_split_to_array(t.wording, '[^[:alnum:]_@-]+') AS wording_words FROM ("
             f"SELECT {_strings_of(statement + '.body')} AS text, "
             f"COALESCE((SELECT {_strings_of('p.dsa_mapping')} FROM moderation_moderationpolicy p "
-            f"WHERE p.id = {statement}.policy_id), '') || chr(31) || %(wording)s AS wording) t) q ON true")
+            f"WHERE p.id = {statement}.policy_id), '') || chr(31) "
+            # the canned reasons of the decision's policy version: its own sentences (moderation.canned_reasons)
+            f"|| COALESCE((SELECT {_strings_of('dp.canned_reasons')} FROM moderation_decision dd "
+            f"JOIN moderation_moderationpolicy dp ON dp.id = dd.policy_id WHERE dd.id = {statement}.decision_id), '') "
+            f"|| chr(31) || %(wording)s AS wording) t) q ON true")
 
 
 _REVIEW_STATEMENTS = f"""

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from moderation.canned_reasons import canned_texts, reasons_key
 from moderation.models import (
     STANDING_FOR_ACTION,
     AccountAction,
@@ -98,8 +99,24 @@ def explanation(decision: Decision) -> str:
         return decision.explanation or SYSTEM_EXPLANATION
     if decision.source == DecisionSource.MODERATOR:
         verb = "sent this content to human review" if decision.label == ReviewStatus.MANUAL_REVIEW else "reviewed this content"
-        return f"A moderator {verb}: {decision.reason}" if decision.reason else f"A moderator {verb}."
+        stated = " ".join(moderator_reason_texts(decision))
+        return f"A moderator {verb}: {stated}" if stated else f"A moderator {verb}."
     return decision.explanation
+
+
+def moderator_reason_texts(decision: Decision) -> list[str]:
+    """What a client reads of a moderator's reasons (docs/workplace.md, "Canned reasons"): the
+    texts of the canned reasons picked, in the content's language when the policy has it (else
+    English), then the free text only if the moderator ticked "send to the user" (a decision from
+    before the tick existed, `reason_shared` NULL, always sent it)."""
+    texts = []
+    if decision.reason_codes and decision.policy_id:
+        language = decision.review.content.language  # read only when there is something to translate
+        texts = canned_texts(decision.policy.canned_reasons, reasons_key(decision.label, decision.category),
+                             decision.reason_codes, language)
+    if decision.reason and decision.reason_shared is not False:
+        texts.append(decision.reason)
+    return texts
 
 
 def timestamp(value) -> str:

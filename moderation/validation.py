@@ -8,6 +8,7 @@ import re
 
 from django.conf import settings
 
+from moderation.canned_reasons import validate_canned_reasons
 from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
 from moderation.notices import validate_appeal_window, validate_notice_templates
 from moderation.transparency import validate_dsa_mapping
@@ -59,6 +60,10 @@ def validate_policy(fields: dict) -> list[str]:
     if "dsa_mapping" in fields:
         errors += validate_dsa_mapping(fields["dsa_mapping"])
     errors += validate_media_rules(fields)
+    if "canned_reasons" in fields:
+        errors += validate_canned_reasons(fields["canned_reasons"])
+    if not isinstance(fields.get("approval_needs_reason", False), bool):
+        errors.append("approval_needs_reason must be true or false")
     return errors
 
 
@@ -99,6 +104,8 @@ DSA_FIELDS = ("dsa_mapping",)
 # Images (docs/design.md, "Images and hash banks"): the banks a version matches, how near a hash
 # must be, and what an image nothing judged becomes.
 MEDIA_FIELDS = ("hash_banks", "pdq_distance", "image_fallback")
+# The moderators' canned reasons and whether an approval needs a reason (moderation.canned_reasons).
+REASON_FIELDS = ("canned_reasons", "approval_needs_reason")
 PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
 _BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _BANK_KEYS = {"name", "category", "action", "never_display", "through"}

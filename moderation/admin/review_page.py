@@ -35,6 +35,14 @@ def workplace_page(model_admin, request, template: str, title: str, **context) -
     return response
 
 
+def typed_back(posted) -> dict[str, str]:
+    """What a refused decision posted, to show back when the review can no longer be decided
+    (it went back to the provider meanwhile): the moderator's words are not lost."""
+    return {"label": posted.get("label", ""), "category": posted.get("category", ""),
+            "codes": ", ".join(value.split(":", 1)[-1] for value in posted.getlist("reason_codes")),
+            "reason": posted.get("reason", ""), "note": posted.get("note", "")}
+
+
 def media_host(url: str) -> str:
     return (urlsplit(url).hostname or "") if url else ""
 

@@ -41,6 +41,7 @@ from moderation.admin.review_forms import (
     NoteForm,
     ReasonForm,
     prefilled_category,
+    refused_decide_form,
 )
 from moderation.errors import ModerationError, StaleVersion
 from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
@@ -76,8 +77,10 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
         if action == "override":
             if review.status == data["label"]:
                 return f"already {review.get_status_display().lower()}"
-            services.review_override(review_id=review.pk, label=data["label"], reason=data["reason"],
+            services.review_override(review_id=review.pk, label=data["label"], reason=data.get("reason", ""),
                                      category=data.get("category", ""), note=data.get("note", ""),
+                                     reason_codes=data.get("reason_codes", ()),
+                                     share_reason=data.get("share_reason", False),
                                      moderator=request.user, expected_version=version)
         elif action == "escalate":
             services.review_escalate(review_id=review.pk, reason=data["reason"], moderator=request.user,
@@ -288,9 +291,10 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     def _page(self, request, template: str, title: str, **context):
         return review_page.workplace_page(self, request, template, title, **context)
 
-    def timeline_view(self, request, object_id):
+    def timeline_view(self, request, object_id, posted=None):
         """The review page: the whole content, the model's scores against the thresholds, the
-        decide panel, the notes, then the timeline."""
+        decide panel, the notes, then the timeline. `posted`: a refused decision's form data,
+        shown back as typed (act_view)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
         review = get_object_or_404(
@@ -306,9 +310,14 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         appeal = review.appeals.select_related("decision__moderator").order_by("-created_at").first()
         decide_form = None
         if can["override"] and is_final:
-            decide_form = DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""},
-                                     reported=bool(summary and summary.open), appealed=bool(appeal and appeal.is_open))
-            decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
+            flags = {"reported": bool(summary and summary.open), "appealed": bool(appeal and appeal.is_open),
+                     "policy": policy}
+            if posted is not None:
+                decide_form = refused_decide_form(posted, review, **flags)
+            else:
+                decide_form = DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""},
+                                         **flags)
+                decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
             review=review,
@@ -321,6 +330,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             scored_decision=scored,
             scores=review_page.score_rows(scored, policy),
             decide_form=decide_form,
+            typed=review_page.typed_back(posted) if posted is not None and decide_form is None else None,
             escalate_form=ReasonForm(initial=version)
             if can["escalate"] and review.status in (ReviewStatus.PENDING, ReviewStatus.PROCESSING) else None,
             reprocess_form=ReasonForm(initial=version) if can["reprocess"] and is_final else None,
@@ -383,13 +393,15 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         form = (DecideForm if action == "override" else ReasonForm)(request.POST)
         if action == "reprocess" and not request.POST.get("reason", "").strip():
             form = ReasonForm({**request.POST.dict(), "reason": "reprocessed from the admin"})
-        if not form.is_valid():
-            errors = "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items())
-            self.message_user(request, f"Not {DONE[action]}: {errors}", messages.ERROR)
-            return HttpResponseRedirect(self._timeline_url(review.pk))
-        refused = act(request, action, review, form.cleaned_data)
+        refused = (None if form.is_valid() else
+                   "; ".join(f"{field}: {' '.join(e)}" for field, e in form.errors.items()))
+        refused = refused or act(request, action, review, form.cleaned_data)
         if refused:
             self.message_user(request, f"Not {DONE[action]}: {refused}", messages.ERROR)
+            if action == "override":  # nothing typed is lost: the page again, the form as posted
+                page = self.timeline_view(request, object_id, posted=request.POST)
+                page.status_code = 400 if form.errors else 409
+                return page
             return HttpResponseRedirect(self._timeline_url(review.pk))
         self.message_user(request, f"Review {DONE[action]}.", messages.SUCCESS)
         if action == "override" and "decide_and_next" in request.POST:

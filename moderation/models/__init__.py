@@ -48,6 +48,7 @@ from moderation.models.outbox import (
     NotificationStatus,
     WebhookCircuit,
 )
+from moderation.models.canned import APPROVAL_KEY, default_canned_reasons
 from moderation.models.transparency import (
     INCOMPATIBLE,
     StatementStatus,
@@ -82,4 +83,5 @@ __all__ = [
     "BANK_NAME_MAX", "ENTRY_LABEL_MAX", "BankChangeKind", "HashBank", "HashBankChange", "HashBankEntry", "MediaPreference", "MediaRemoval",
     "MediaSource", "ReviewMedia",
     "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
+    "APPROVAL_KEY", "default_canned_reasons",
 ]

@@ -16,6 +16,7 @@ from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transi
 from simple_history.models import HistoricalRecords
 
 from moderation.ids import uuid7
+from moderation.models.canned import default_canned_reasons
 from moderation.models.transparency import default_dsa_mapping
 
 
@@ -553,6 +554,12 @@ class Decision(models.Model):
     # (not for a language the policy says the model cannot judge; NULL: no model involved).
     rule_matches = models.JSONField(default=list, blank=True, db_default=[])
     model_used = models.BooleanField(null=True, blank=True)
+    # A moderator's canned reasons (codes of the policy's `canned_reasons` for the decision's
+    # category), and whether their free text (`reason`) goes to the client: NULL for a decision
+    # from before the choice existed (and an escalation), whose reason always went
+    # (docs/workplace.md, "Canned reasons").
+    reason_codes = models.JSONField(default=list, blank=True, db_default=[])
+    reason_shared = models.BooleanField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -720,6 +727,17 @@ class ModerationPolicy(models.Model):
     # (`through`: the last entry id it takes, moderation/models/media.py); how near a hash must
     # be to match; and what an image no bank matched and no provider judged becomes.
     hash_banks = models.JSONField(default=list, blank=True, db_default=[])
+    # Canned reasons (docs/workplace.md, "Canned reasons"): per category (and "_approval"), the
+    # reasons a moderator picks, each {"code", "texts": {language: text}} with an English text;
+    # and whether an approval needs a reason (a canned one or free text).
+    canned_reasons = models.JSONField(
+        default=default_canned_reasons, blank=True,
+        help_text='Per category, e.g. {"spam": [{"code": "scam", "texts": {"en": "...", "id": "..."}}]}; '
+                  '"_approval" lists the reasons for approvals.',
+    )
+    approval_needs_reason = models.BooleanField(
+        default=False, db_default=False, help_text="An approval needs a canned reason or free text."
+    )
     pdq_distance = models.PositiveSmallIntegerField(
         default=31, db_default=31, help_text="A hash within this many bits (of 256) of a bank entry matches."
     )

@@ -8,6 +8,7 @@ while the lease runs is refused.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -26,6 +27,7 @@ from moderation.errors import (
     NoteTooLong,
     ReasonRequired,
     StaleVersion,
+    UnknownReason,
 )
 from moderation.models import (
     NOTE_MAX_CHARS,
@@ -40,6 +42,7 @@ from moderation.models import (
     ReviewQueue,
     ReviewStatus,
 )
+from moderation.canned_reasons import reasons_key, unknown_codes
 from moderation.validation import policy_categories
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
@@ -147,12 +150,14 @@ def review_override(
     *,
     review_id,
     label: str,
-    reason: str,
+    reason: str = "",
     moderator,
     expected_version: int | None = None,
     actor: str = Actor.ADMIN,
     category: str = "",
     note: str = "",
+    reason_codes: Sequence[str] = (),
+    share_reason: bool = False,
 ) -> Decision:
     """A moderator's decision (manual_review|approved|rejected -> approved|rejected).
 
@@ -164,11 +169,17 @@ def review_override(
     (FourEyesRequired): checked under the row lock that also keeps a new appeal out meanwhile.
     An internal `note` is written in the decision's transaction: a refused decision leaves no
     note either.
+
+    The reason (docs/workplace.md, "Canned reasons"): `reason_codes`, canned reasons the policy
+    lists for the category (an approval's under "_approval"), and the free text `reason`, which
+    reaches the client only with `share_reason`. A rejection needs one or the other; an approval
+    needs neither unless the policy's `approval_needs_reason` says so.
     """
-    reason = _required(reason)
-    # One read of the version in force: the category is checked against it and the decision names it.
+    # One read of the version in force: the category and the reasons are checked against it and
+    # the decision names it.
     policy = policy_active()
     category = _violation_category(label, category, policy)
+    reason, reason_codes = _decision_reason(label, category, reason, reason_codes, policy)
     note = _note_text(note)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
@@ -184,11 +195,13 @@ def review_override(
             source=DecisionSource.MODERATOR,
             moderator=moderator,
             reason=reason,
+            reason_codes=reason_codes,
+            reason_shared=bool(share_reason and reason),
             category=category,
             policy=policy,
             actor=actor,
             actor_id=str(moderator) if moderator else "",
-            transition_reason=reason,
+            transition_reason="; ".join([*reason_codes, *([reason] if reason else [])]),
             history_user=moderator,
             appeal=appeal,
         )
@@ -216,6 +229,23 @@ def _violation_category(label: str, category: str, policy: ModerationPolicy) -> 
     if category not in allowed:
         raise InvalidCategory(f"{category!r} is not a category of the active policy ({', '.join(allowed)})")
     return category
+
+
+def _decision_reason(label: str, category: str, reason: str, codes: Sequence[str],
+                     policy: ModerationPolicy) -> tuple[str, list[str]]:
+    """(free text, canned codes) of a decision, checked against `policy`: codes it lists for the
+    decision (each once, in the order picked), and a reason wherever one is needed."""
+    reason, codes = (reason or "").strip(), list(dict.fromkeys(codes or ()))
+    key = reasons_key(label, category)
+    unknown = unknown_codes(policy.canned_reasons, key, codes)
+    if unknown:
+        where = f"the category {category}" if label == ReviewStatus.REJECTED else "an approval"
+        raise UnknownReason(f"{', '.join(map(repr, unknown))}: not a canned reason of {where} in {policy}")
+    needed = label == ReviewStatus.REJECTED or (label == ReviewStatus.APPROVED and policy.approval_needs_reason)
+    if needed and not reason and not codes:
+        what = "a rejection" if label == ReviewStatus.REJECTED else "an approval (the policy asks for one)"
+        raise ReasonRequired(f"{what} needs a canned reason or a reason in your words")
+    return reason, codes
 
 
 def _note_text(text: str) -> str:

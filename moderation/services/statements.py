@@ -40,6 +40,7 @@ from moderation.models import (
     StatementStatus,
     TransparencyStatement,
 )
+from moderation.canned_reasons import FALLBACK_LANGUAGE, canned_texts, reasons_key
 from moderation.reasons import reasons
 from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active, policy_published
@@ -109,7 +110,18 @@ def decision_facts(review: ContentReview, decision: Decision, *, open_kind_rank:
         "detection": detected,
         "automation": automation,
         **({} if judged else {"restricted_author": True}),
+        **_canned_facts(decision),
     }
+
+
+def _canned_facts(decision: Decision) -> dict:
+    """The English texts of a moderator's canned reasons: the policy's own wording, stated with
+    the mapping's explanation (never the moderator's free text: DSA Art. 24(5))."""
+    if decision.source != DecisionSource.MODERATOR or not decision.reason_codes or decision.policy_id is None:
+        return {}
+    texts = canned_texts(decision.policy.canned_reasons, reasons_key(decision.label, decision.category),
+                         decision.reason_codes, FALLBACK_LANGUAGE)
+    return {"canned_reasons": texts} if texts else {}
 
 
 def _statement(*, facts: dict, puid: str, policy: ModerationPolicy, **row) -> TransparencyStatement:

@@ -129,7 +129,8 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
         page.screenshot(path=str(shots / "review-page.png"), full_page=True)
 
         page.keyboard.press("r")        # reject: the category list takes the focus
-        page.keyboard.press("1")        # its first category (harassment); the focus moves to the reason
+        page.keyboard.press("1")        # its first category (harassment); the focus moves to its canned reasons
+        page.keyboard.press("w")        # the reason in the moderator's own words
         page.keyboard.type("Threatens a neighbour; the model was unsure.")  # letters type, no shortcut fires
         page.keyboard.press("Escape")   # leave the field
         page.keyboard.press("n")        # the note

@@ -154,12 +154,25 @@ class TestTimelineAndActions:
         assert (last.cause, last.actor, last.actor_id, last.reason) == ("manual_override", "admin", "mia", "satire, not abuse")
         assert review.history.first().history_user == moderator.user
 
-    def test_an_override_without_a_reason_is_refused(self, moderator, api_client):
+    def test_a_rejection_without_a_reason_is_refused(self, moderator, api_client):
         review = decided(api_client, "manual_review")
-        response = act(moderator, review, "override", label="approved", reason="  ", version=review.version)
-        assert any("Not overridden" in m for m in messages_of(response))
+        response = act(moderator, review, "override", label="rejected", category="hate", reason="  ",
+                       version=review.version)
+        assert any("Not overridden" in m and "needs a canned reason" in m for m in messages_of(response))
         review.refresh_from_db()
         assert review.status == "manual_review"
+
+    def test_an_approval_without_a_reason_is_refused_only_when_the_policy_asks_for_one(self, moderator, api_client):
+        review = decided(api_client, "manual_review")
+        services.policy_publish_change(lambda active: {"approval_needs_reason": True})
+        response = act(moderator, review, "override", label="approved", reason="  ", version=review.version)
+        assert any("Not overridden" in m and "the policy asks for one" in m for m in messages_of(response))
+        review.refresh_from_db()
+        assert review.status == "manual_review"
+        services.policy_publish_change(lambda active: {"approval_needs_reason": False})
+        act(moderator, review, "override", label="approved", version=review.version)
+        review.refresh_from_db()
+        assert review.status == "approved" and review.decision.reason == "" and review.decision.reason_codes == []
 
     def test_an_override_of_a_version_that_changed_is_refused_and_says_what_changed(self, moderator, supervisor, api_client):
         review = decided(api_client, "manual_review")
