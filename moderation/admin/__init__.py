@@ -24,7 +24,7 @@ from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -94,7 +94,7 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, "pdq_distance", "image_fallback", "notes"]
+                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -122,6 +122,9 @@ class PolicyForm(forms.ModelForm):
         for name in ("pdq_distance", "image_fallback"):
             if data.get(name) in (None, ""):
                 data[name] = getattr(active, name)
+        # Canned reasons left out (an empty field) keep the active version's; {} offers none.
+        if data.get("canned_reasons") is None:
+            data["canned_reasons"] = active.canned_reasons
         errors = validate_policy(data)
         if errors:
             raise ValidationError(errors)
