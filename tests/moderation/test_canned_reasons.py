@@ -204,3 +204,36 @@ def test_canned_texts_keep_the_order_picked_and_skip_what_the_policy_does_not_li
     canned = {"spam": [{"code": "a", "texts": {"en": "A.", "id": "A id."}}, {"code": "b", "texts": {"en": "B."}}]}
     assert canned_texts(canned, "spam", ["b", "a", "zz"], "id") == ["B.", "A id."]
     assert canned_texts(canned, "hate", ["a"], "en") == [] and canned_texts("not a dict", "spam", ["a"], "en") == []
+
+
+@pytest.mark.django_db
+class TestThePolicyForm:
+    ADD = "/admin/moderation/moderationpolicy/add/"
+
+    @pytest.fixture
+    def boss(self, client, django_user_model):
+        client.force_login(django_user_model.objects.create_superuser("boss", password="pw-12345-long"))
+        return client
+
+    def base(self) -> dict:
+        from tests.moderation.test_admin import WORKPLACE_FIELDS
+
+        return {"reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": "{}",
+                "flagged_label": "manual_review", "report_threshold": 3, **WORKPLACE_FIELDS}
+
+    def test_it_is_prefilled_from_the_active_version_refuses_errors_and_publishes(self, boss):
+        initial = boss.get(self.ADD).context["adminform"].form.initial
+        assert initial["canned_reasons"] == default_canned_reasons() and initial["approval_needs_reason"] is False
+        bad = {"spam": [{"code": "ad", "texts": {"id": "Iklan."}}]}
+        refused = boss.post(self.ADD, {**self.base(), "canned_reasons": json.dumps(bad)})
+        assert refused.status_code == 200 and "an English (&quot;en&quot;) text" in refused.content.decode()
+        good = {"spam": [{"code": "ad", "texts": {"en": "An ad.", "id": "Iklan."}}]}
+        published = boss.post(self.ADD, {**self.base(), "canned_reasons": json.dumps(good),
+                                         "approval_needs_reason": "on"})
+        assert published.status_code == 302
+        newest = services.policy_active()
+        assert (newest.version, newest.canned_reasons, newest.approval_needs_reason) == (2, good, True)
+
+    def test_left_empty_it_keeps_the_active_versions_reasons(self, boss):
+        assert boss.post(self.ADD, {**self.base(), "canned_reasons": ""}).status_code == 302
+        assert services.policy_active().canned_reasons == default_canned_reasons()
