@@ -96,6 +96,8 @@ def _entry_errors(where: str, entry: object, seen: set[str], languages: set[str]
     for language, text in texts.items():
         if language not in languages:
             errors.append(f"{where}: {language!r} is not a language the detector knows: {', '.join(sorted(languages))}")
-        elif not isinstance(text, str) or not text.strip() or len(text) > CANNED_TEXT_MAX:
-            errors.append(f"{where}: the {language} text is required, at most {CANNED_TEXT_MAX} characters")
+        elif not isinstance(text, str) or not text.strip() or len(text) > CANNED_TEXT_MAX or "\x00" in text:
+            # (PostgreSQL's jsonb holds no NUL character)
+            errors.append(f"{where}: the {language} text is required, at most {CANNED_TEXT_MAX} characters, "
+                          "with no NUL character")
     return errors

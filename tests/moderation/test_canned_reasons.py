@@ -8,6 +8,8 @@ import json
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils.html import escape
+from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
 from lab.transparency_rules import default_rules, validate_statement
 from moderation import services
@@ -69,6 +71,7 @@ class TestValidation:
         ({"hate": [{"code": "slur", "texts": {"en": "x", "klingon": "y"}}]}, "not a language the detector knows"),
         ({"hate": [{"code": "slur", "texts": {"en": "x"}}, {"code": "slur", "texts": {"en": "y"}}]}, "listed twice"),
         ({"hate": [{"code": "slur", "texts": {"en": 7}}]}, "the en text is required"),
+        ({"hate": [{"code": "slur", "texts": {"en": "a\x00b"}}]}, "with no NUL character"),
     ])
     def test_a_malformed_entry_is_refused_with_a_message_that_says_where(self, canned, error):
         errors = validate_canned_reasons(canned)
@@ -237,3 +240,27 @@ class TestThePolicyForm:
     def test_left_empty_it_keeps_the_active_versions_reasons(self, boss):
         assert boss.post(self.ADD, {**self.base(), "canned_reasons": ""}).status_code == 302
         assert services.policy_active().canned_reasons == default_canned_reasons()
+
+
+@pytest.mark.django_db
+@hypothesis_settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(min_size=1, max_size=200), language=st.sampled_from(["en", "id"]))
+def test_any_canned_text_is_refused_or_shown_escaped_on_the_page_and_in_the_statement(
+    api_client, django_user_model, text, language
+):
+    from tests.helpers import staff_browser
+
+    canned = {"hate": [{"code": "any", "texts": {"en": "English.", language: text}}]}
+    if validate_canned_reasons(canned):
+        assert not text.strip() or "\x00" in text  # the only texts refused
+        return
+    services.policy_publish_change(lambda active: {"canned_reasons": canned})
+    review = in_language(decided(api_client, "manual_review"), language)
+    browser = staff_browser(django_user_model, f"m{django_user_model.objects.count()}", "moderator")
+    page = browser.get(f"/admin/moderation/contentreview/{review.pk}/timeline/")
+    assert page.status_code == 200
+    if language == "en":
+        assert escape(f"any: {text}") in page.content.decode()
+    decision = services.review_override(review_id=review.pk, label="rejected", category="hate", reason_codes=["any"],
+                                        moderator=browser.user)
+    assert statement_of_reasons(decision)["explanation"] == f"A moderator reviewed this content: {text}"

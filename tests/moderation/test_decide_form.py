@@ -118,7 +118,7 @@ class TestNothingTypedIsLost:
 
     def test_the_category_is_required_in_the_browser_when_rejecting(self, api_client, mia):
         html = mia.get(f"{LIST}{decided(api_client, 'manual_review').pk}/timeline/").content.decode()
-        assert 'category.required = label() === "rejected"' in html
+        assert 'category.required = chosenLabel() === "rejected"' in html
 
 
 @pytest.mark.django_db
