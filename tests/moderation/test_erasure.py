@@ -94,7 +94,8 @@ def moderated_with_quotes(api_client, scripted, django_user_model) -> ContentRev
     body["data"]["input"] = TEXT  # some providers echo what they judged
     assert deliver(body, event_id="evt-erase-1").status_code == 200
     moderator = django_user_model.objects.create_user("mod", is_staff=True)
-    services.review_override(review_id=review.pk, label="approved", reason=f'"{TEXT[:40]}" is satire', moderator=moderator)
+    services.review_override(review_id=review.pk, label="approved", reason=f'"{TEXT[:40]}" is satire', moderator=moderator,
+                             share_reason=True)  # sent to the user: the webhook's payload quotes it too
     review.refresh_from_db()
     return review
 

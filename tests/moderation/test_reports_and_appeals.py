@@ -169,7 +169,7 @@ def test_every_decision_a_client_sees_is_the_same_statement_of_reasons_naming_no
     settings.MODERATION_MAX_SUPERSEDES = 0  # a reported failure hands the review to a human at once
     provider = decided(api_client, "rejected")
     moderated = decided(api_client, "manual_review")
-    services.review_override(review_id=moderated.pk, label="rejected", reason="targets a person",
+    services.review_override(review_id=moderated.pk, label="rejected", reason="targets a person", share_reason=True,
                              category="harassment", moderator=django_user_model.objects.create_user("mod1"))
     failed = submit(api_client)
     request = services.review_claim(review_id=failed.pk, worker_id="w")
