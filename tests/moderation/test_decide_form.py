@@ -133,3 +133,15 @@ def test_any_text_comes_back_escaped_after_a_refusal_and_never_breaks_the_page(a
         if "\x00" not in text:
             assert escape(text) in html
     assert ModerationPolicy.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_bulk_rejection_takes_a_canned_reason_and_no_free_text(api_client, mia):
+    reviews = [decided(api_client, "manual_review") for _ in range(2)]
+    data = {"action": "override_selected", "_selected_action": [str(r.pk) for r in reviews], "apply": "1",
+            "label": "rejected", "category": "spam", "reason_codes": ["spam:commercial"],
+            **{f"version_{r.pk}": str(r.version) for r in reviews}}
+    response = mia.post(LIST, data, follow=True)
+    assert [str(m) for m in response.context["messages"]] == ["2 overridden."]
+    decisions = [ContentReview.objects.get(pk=r.pk).decision for r in reviews]
+    assert [(d.category, d.reason_codes, d.reason) for d in decisions] == [("spam", ["commercial"], "")] * 2
