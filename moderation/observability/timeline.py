@@ -158,7 +158,10 @@ def _decisions(review: ContentReview, first: int | None) -> list[Entry]:
         entries.append(Entry(decision.created_at, "decision", f"decision: {decision.label} by {decision.decided_by}",
                              {"score": decision.score, "policy_version": statement["policy_version"],
                               "category": decision.category, "explanation": decision.explanation,
-                              "reason": decision.reason},
+                              "reason": decision.reason, "canned_reasons": ", ".join(decision.reason_codes or []),
+                              # whether the moderator's words went to the client (docs/workplace.md, "Canned reasons")
+                              "reason_sent": None if decision.reason_shared is None or not decision.reason
+                              else ("yes" if decision.reason_shared else "no")},
                              _ids(idempotency_key=decision.request.idempotency_key if decision.request else None,
                                   callback_id=decision.callback_id),
                              f"decision:{decision.pk}",

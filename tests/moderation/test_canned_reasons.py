@@ -16,6 +16,7 @@ from moderation import services
 from moderation.canned_reasons import canned_texts, validate_canned_reasons
 from moderation.errors import ReasonRequired, UnknownReason
 from moderation.invariants import statement_violations
+from moderation.observability.timeline import review_timeline
 from moderation.models import (
     APPROVAL_KEY,
     DEFAULT_CATEGORIES,
@@ -162,6 +163,9 @@ class TestTheClientsStatement:
             payload = json.loads(DecisionNotification.objects.filter(review=review).latest("id").payload)
             assert api["explanation"] == payload["data"]["decision"]["explanation"] == explanation
         assert "clown" not in http.get(f"/api/v1/reviews/{kept.pk}/timeline/").content.decode()
+        internal = [e for e in review_timeline(kept) if e.kind == "decision"][-1].detail
+        assert (internal["canned_reasons"], internal["reason"], internal["reason_sent"]) == (
+            "slur", "lol what a clown", "no")
 
     def test_an_approval_with_no_reason_says_only_that_a_moderator_reviewed_it(self, api_client, mia):
         review = decided(api_client, "manual_review")
