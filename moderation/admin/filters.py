@@ -1,14 +1,19 @@
-"""Changelist filters for reviews, and `happened_filter` for any list."""
+"""Changelist filters for reviews (and the content filters the queue page shares), and
+`happened_filter` for any list."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.contrib import admin
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
 from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
-from moderation.models import ModerationRequest
+from moderation.language import configured_languages
+from moderation.models import ModerationRequest, Report, ReportKind, Standing
 from moderation.selectors import stuck_requests
 
 
@@ -79,3 +84,80 @@ class StuckFilter(admin.SimpleListFilter):
         if self.value() == "processing":
             return queryset.filter(pk__in=stuck_requests().values("review_id"))
         return queryset
+
+
+# --- the content filters of the review list and the queues (docs/workplace.md, "Search") -------
+
+UNSURE = "unsure"
+NO_AUTHOR = "none"
+
+
+@dataclass(frozen=True)
+class ReviewFilter:
+    """One filter both the review list (as a list filter) and the queue page (as a select) offer:
+    its query parameter, title, choices and condition, written once."""
+
+    param: str
+    title: str
+    choices: Callable[[], list[tuple[str, str]]]
+    condition: Callable[[str], Q | Exists]
+
+    def apply(self, reviews, value: str):
+        """`reviews` narrowed to `value`; a value not among the choices narrows nothing."""
+        if value in dict(self.choices()):
+            return reviews.filter(self.condition(value))
+        return reviews
+
+
+def _languages() -> list[tuple[str, str]]:
+    return [*[(code, code) for code in configured_languages()], (UNSURE, "unsure or not detected")]
+
+
+def _language(value: str) -> Q:
+    return Q(content__language="" if value == UNSURE else value)
+
+
+def _standings() -> list[tuple[str, str]]:
+    return [*Standing.choices, (NO_AUTHOR, "No author")]
+
+
+def _standing(value: str) -> Q:
+    return Q(author__isnull=True) if value == NO_AUTHOR else Q(author__standing=value)
+
+
+def _report_kind(value: str) -> Exists:
+    return Exists(Report.objects.filter(review=OuterRef("pk"), kind=value))
+
+
+REVIEW_FILTERS = (
+    ReviewFilter("language", "language", _languages, _language),
+    ReviewFilter("standing", "author standing", _standings, _standing),
+    ReviewFilter("report_kind", "reported as", lambda: list(ReportKind.choices), _report_kind),
+)
+
+
+def filtered_reviews(reviews, params):
+    """`reviews` narrowed by every filter of REVIEW_FILTERS that `params` (a QueryDict) sets."""
+    for review_filter in REVIEW_FILTERS:
+        reviews = review_filter.apply(reviews, params.get(review_filter.param, ""))
+    return reviews
+
+
+def list_filter(review_filter: ReviewFilter) -> type[admin.SimpleListFilter]:
+    """The review list's filter of `review_filter`."""
+
+    class ContentFilter(admin.SimpleListFilter):
+        title = review_filter.title
+        parameter_name = review_filter.param
+
+        def lookups(self, request, model_admin):
+            return review_filter.choices()
+
+        def queryset(self, request, queryset):
+            return review_filter.apply(queryset, self.value() or "")
+
+    ContentFilter.__name__ = f"{review_filter.param.title().replace('_', '')}Filter"
+    return ContentFilter
+
+
+CONTENT_LIST_FILTERS = [list_filter(f) for f in REVIEW_FILTERS]

@@ -32,7 +32,14 @@ from audit.models import Actor
 from moderation import services
 from moderation.admin import review_media, review_page
 from moderation.admin.reports import AppealInline, ReportInline
-from moderation.admin.filters import CallbackTroubleFilter, DecisionSourceFilter, StuckFilter
+from moderation.admin.filters import (
+    CONTENT_LIST_FILTERS,
+    REVIEW_FILTERS,
+    CallbackTroubleFilter,
+    DecisionSourceFilter,
+    StuckFilter,
+    filtered_reviews,
+)
 from moderation.admin.paginator import EstimatedCountPaginator, rows_page
 from moderation.admin.review_forms import (
     BulkOverrideForm,
@@ -45,12 +52,16 @@ from moderation.admin.review_forms import (
 )
 from moderation.errors import ModerationError, StaleVersion
 from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
-from moderation.observability.search import review_ids_matching
+from moderation.observability.search import reviews_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
 from moderation.visible_text import visible_html
 
 EXCERPT_CHARS = 200
+SEARCH_HELP = ("Words of the content (in any form its language's stemmer knows: \"idiots\" finds \"idiot\"; "
+               "\"quoted phrase\", -excluded), a part of a word (3 or 4 letters, or when no content has the "
+               "words), or a review id, content id, external id, idempotency key, provider request id or "
+               "provider event id.")
 # A review's version as a form posts it: ASCII digits that fit the column (str.isdigit also
 # takes "²", which int() refuses).
 VERSION = re.compile(r"[0-9]{1,9}")
@@ -153,12 +164,10 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     list_display = ["short_id", "status", "content_excerpt", "kind", "top_category", "badges", "client", "provider",
                     "age", "decision_summary", "moderator_lease"]
     list_display_links = None  # the review id links to the review page, not to a change form
-    list_filter = ["status", "queue", DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
+    list_filter = ["status", "queue", *CONTENT_LIST_FILTERS, DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
                    ("content__kind", admin.ChoicesFieldListFilter), "client"]
     search_fields = ["content__external_id"]
-    search_help_text = (
-        "Review id, content id, external id, idempotency key, provider request id or provider event id."
-    )
+    search_help_text = SEARCH_HELP
     list_select_related = ["content", "client", "decision", "leased_to"]
     readonly_fields = ["timeline_link", *[f.name for f in ContentReview._meta.fields]]
     actions = ["override_selected", "escalate_selected", "reprocess_selected"]
@@ -242,9 +251,13 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return format_html('<a class="button" href="{}">Open the review page</a>', self._timeline_url(review.pk))
 
     def get_search_results(self, request, queryset, search_term):
-        if not search_term.strip():
-            return queryset, False
-        return queryset.filter(pk__in=review_ids_matching(search_term)), False
+        """Ids and content (docs/workplace.md, "Search"); the rule used is shown by the page."""
+        try:
+            found, request.search_rule = reviews_matching(queryset, search_term)
+        except ValueError as exc:  # said on the page; the list shows nothing rather than everything
+            self.message_user(request, f"Not searched: {exc}", messages.ERROR)
+            return queryset.none(), False
+        return found, False
 
     # --- permissions: nothing here edits a review directly (ReadOnlyPermissionsMixin) ----------
 
@@ -360,9 +373,21 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         chosen = request.GET.get("queue", "")
         if chosen not in ReviewQueue.values:
             chosen = next((q.queue for q in figures if q.depth), ReviewQueue.LOW_CONFIDENCE.value)
+        refused = refuse_nul(request)
+        if refused:
+            return refused
+        filters = [{"param": f.param, "title": f.title, "choices": f.choices(), "value": request.GET.get(f.param, "")}
+                   for f in REVIEW_FILTERS]
+        queued = filtered_reviews(ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen),
+                                  request.GET)
+        search, search_rule = request.GET.get("q", ""), None
+        try:
+            queued, search_rule = reviews_matching(queued, search)
+        except ValueError as exc:
+            self.message_user(request, f"Not searched: {exc}", messages.ERROR)
+            queued = queued.none()
         waiting = with_excerpts(review_media.with_thumbnail_flag(
-            ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen)
-            .select_related("content", "decision", "leased_to").defer("content__text", "content__metadata")
+            queued.select_related("content", "decision", "leased_to").defer("content__text", "content__metadata")
             .order_by("queue_order_at", "id"), request.user)[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
@@ -384,6 +409,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             request, "admin/moderation/contentreview/queues.html", "Review queues",
             figures=figures, chosen=chosen, chosen_label=ReviewQueue(chosen).label, rows=rows, reported=reported,
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
+            search=search, search_rule=search_rule, search_help=SEARCH_HELP, filters=filters,
+            narrowed=bool(search.strip()) or any(f["value"] for f in filters),
         )
 
     def act_view(self, request, object_id, action):
@@ -453,7 +480,13 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return HttpResponseRedirect(reverse("admin:moderation_contentreview_changelist"))
 
     def changelist_view(self, request, extra_context=None):
-        return refuse_nul(request) or super().changelist_view(request, extra_context)
+        refused = refuse_nul(request)
+        if refused:
+            return refused
+        response = super().changelist_view(request, extra_context)
+        if getattr(response, "context_data", None) is not None:  # the rule the search used, if any
+            response.context_data["search_rule"] = getattr(request, "search_rule", None)
+        return response
 
     def skip_view(self, request, object_id):
         """Pass over this review: return it to its queue and take the next one there."""

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.base_user import AbstractBaseUser
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import URLValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models import Case, Value, When
 from django.db.models.functions import Cast, Right
 from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
 from simple_history.models import HistoricalRecords
@@ -69,6 +72,41 @@ class ContentKind(models.TextChoices):
     METADATA = "metadata", "Metadata"
 
 
+# The PostgreSQL text search configuration of each language code the detector may store
+# (moderation/language.py): its stemmer and stop words. Every configuration here is one that
+# PostgreSQL 14, the oldest Django 5.2 supports, ships; a language without one, and an unsure
+# detection (""), is read with `simple` (words lower-cased, no stemming, no stop words).
+# Malay uses the Indonesian stemmer: the two share the affixes it strips (me-, ber-, -kan, -nya).
+# Changing this map changes the generated column: a migration (docs/workplace.md, "Search").
+TEXT_SEARCH_CONFIGS = {
+    "ar": "arabic", "ca": "catalan", "da": "danish", "de": "german", "el": "greek", "en": "english",
+    "es": "spanish", "eu": "basque", "fi": "finnish", "fr": "french", "ga": "irish", "hi": "hindi",
+    "hu": "hungarian", "hy": "armenian", "id": "indonesian", "it": "italian", "lt": "lithuanian",
+    "ms": "indonesian", "nb": "norwegian", "ne": "nepali", "nl": "dutch", "nn": "norwegian",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "sv": "swedish",
+    "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}
+FALLBACK_TEXT_SEARCH_CONFIG = "simple"
+
+
+class RegConfig(models.Field):
+    """A text search configuration name as SQL writes it (`'english'::regconfig`): a constant, so
+    the generated column's expression stays immutable (a text cast to regconfig is not)."""
+
+    def db_type(self, connection):
+        return "regconfig"
+
+
+def text_search_config_expression():
+    """The configuration a content's words are read with: its language's, else `simple`."""
+    return Case(
+        *[When(language=code, then=Cast(Value(config), RegConfig()))
+          for code, config in sorted(TEXT_SEARCH_CONFIGS.items())],
+        default=Cast(Value(FALLBACK_TEXT_SEARCH_CONFIG), RegConfig()),
+        output_field=RegConfig(),
+    )
+
+
 class Content(models.Model):
     # Time-ordered keys: inserts and recent lookups share a few index pages (moderation/ids.py).
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
@@ -89,13 +127,26 @@ class Content(models.Model):
     # Set by erasure (moderation/erasure.py; its tombstone says who and why): read with the
     # content, so dispatch refuses erased content without one more query.
     erased_at = models.DateTimeField(null=True, blank=True)
+    # Its words for full-text search (docs/workplace.md, "Search"), kept by PostgreSQL itself:
+    # recomputed whenever the text or the language changes, so the detection that comes after
+    # the insert re-reads the words with the language's stemmer, and erasure, which blanks the
+    # text, empties it in the same UPDATE.
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config=text_search_config_expression()),
+        output_field=SearchVectorField(), db_persist=True,
+    )
 
     class Meta:
         constraints = [
             # The database, not a check-then-insert, guarantees one content per external id.
             models.UniqueConstraint(fields=["client", "external_id"], name="content_client_external_id_uniq"),
         ]
-        indexes = [models.Index(fields=["external_id"], name="content_external_id_idx")]  # admin search
+        indexes = [
+            models.Index(fields=["external_id"], name="content_external_id_idx"),  # admin search
+            GinIndex(fields=["search_vector"], name="content_search_vector_idx"),
+            # The language filter of the review list and the queues: few reviews have a rare one.
+            models.Index(fields=["language"], name="content_language_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.client_id}:{self.external_id}"
@@ -772,4 +823,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
