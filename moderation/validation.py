@@ -8,7 +8,7 @@ import re
 
 from django.conf import settings
 
-from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
+from moderation.models import DECISION_LABELS, ModerationPolicy, PartRule, ReviewStatus
 from moderation.notices import validate_appeal_window, validate_notice_templates
 from moderation.transparency import validate_dsa_mapping
 from moderation.rules import validate_term_lists
@@ -59,6 +59,8 @@ def validate_policy(fields: dict) -> list[str]:
     if "dsa_mapping" in fields:
         errors += validate_dsa_mapping(fields["dsa_mapping"])
     errors += validate_media_rules(fields)
+    if fields.get("part_rule", PartRule.MAX) not in PartRule.values:
+        errors.append(f"part_rule must be one of {', '.join(PartRule.values)}")
     return errors
 
 
@@ -99,6 +101,8 @@ DSA_FIELDS = ("dsa_mapping",)
 # Images (docs/design.md, "Images and hash banks"): the banks a version matches, how near a hash
 # must be, and what an image nothing judged becomes.
 MEDIA_FIELDS = ("hash_banks", "pdq_distance", "image_fallback")
+# Long texts (docs/workplace.md, "Long texts"): how the scores of a text's parts count.
+PART_FIELDS = ("part_rule",)
 PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
 _BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _BANK_KEYS = {"name", "category", "action", "never_display", "through"}
