@@ -25,7 +25,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from moderation.language import Detection
-from moderation.models import ContentKind, ContentReview, Decision
+from moderation.models import ContentKind, ContentReview, Decision, DecisionSource
 from moderation.verdicts import match_record, rule_text
 from moderation.rules import rule_matches as policy_rule_matches
 from moderation.services import policy_active
@@ -152,11 +152,12 @@ def rule_matches(review: ContentReview) -> dict:
 
 def judged_parts(review: ContentReview) -> dict:
     """What the model's decision of `review` kept of its text judged by parts (Decision.parts):
-    the review's own decision's, or, when a moderator decided since, the newest one's that has
-    them, so the offending sentences stay highlighted (an appeal, a report). {} for none."""
+    the review's own decision's when the model made it, or, when a moderator (or the system)
+    decided since, the newest one's that has them, so the offending sentences stay highlighted
+    (an appeal, a report). {} for none."""
     decision = review.decision
-    if decision is not None and decision.parts:
-        parts = decision.parts
+    if decision is None or decision.source == DecisionSource.PROVIDER:
+        parts = decision.parts if decision is not None else {}
     else:
         parts = Decision.objects.filter(review=review).exclude(parts={}).order_by("-id").values_list(
             "parts", flat=True).first() or {}
