@@ -118,6 +118,9 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.Decision", "model", review="review"),
     Redact("moderation.Decision", "categories", review="review"),
     Redact("moderation.Decision", "category_scores", review="review"),
+    # Where a long text's offending parts lay (offsets and scores, never words), and the whole
+    # text's scores: they describe the content, so they go with it.
+    Redact("moderation.Decision", "parts", How.CLEAR, review="review"),
     Redact("moderation.DecisionNotification", "payload", review="review"),
     Redact("moderation.DecisionNotification", "last_error", review="review"),
     Redact("moderation.NotificationAttempt", "error", review="notification__review"),

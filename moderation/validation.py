@@ -9,7 +9,7 @@ import re
 from django.conf import settings
 
 from moderation.canned_reasons import validate_canned_reasons
-from moderation.models import DECISION_LABELS, ModerationPolicy, ReviewStatus
+from moderation.models import DECISION_LABELS, ModerationPolicy, PartRule, ReviewStatus
 from moderation.notices import validate_appeal_window, validate_notice_templates
 from moderation.transparency import validate_dsa_mapping
 from moderation.rules import validate_term_lists
@@ -64,6 +64,8 @@ def validate_policy(fields: dict) -> list[str]:
         errors += validate_canned_reasons(fields["canned_reasons"])
     if not isinstance(fields.get("approval_needs_reason", False), bool):
         errors.append("approval_needs_reason must be true or false")
+    if fields.get("part_rule", PartRule.MAX) not in PartRule.values:
+        errors.append(f"part_rule must be one of {', '.join(PartRule.values)}")
     return errors
 
 
@@ -106,6 +108,8 @@ DSA_FIELDS = ("dsa_mapping",)
 MEDIA_FIELDS = ("hash_banks", "pdq_distance", "image_fallback")
 # The moderators' canned reasons and whether an approval needs a reason (moderation.canned_reasons).
 REASON_FIELDS = ("canned_reasons", "approval_needs_reason")
+# Long texts (docs/workplace.md, "Long texts"): how the scores of a text's parts count.
+PART_FIELDS = ("part_rule",)
 PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
 _BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _BANK_KEYS = {"name", "category", "action", "never_display", "through"}

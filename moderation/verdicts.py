@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from moderation.language import Detection
-from moderation.models import Content, ContentKind, ModerationPolicy, ReviewStatus, RuleAction
+from moderation.models import Content, ContentKind, ModerationPolicy, PartRule, ReviewStatus, RuleAction
 from moderation.providers import ModerationResult
 from moderation.providers.base import text_values
 from moderation.rules import RuleMatch, rule_matches
@@ -28,6 +28,10 @@ class Verdict:
     model_used: bool | None = True
     # Hash-bank matches of an image, as the decision stores them (`bank_match_record`).
     bank_matches: tuple[dict, ...] = field(default=())
+    # The category scores the policy judged by (`judged_scores`; None: the result's own), and
+    # what the decision keeps of a text judged by parts (`parts_record`, Decision.parts).
+    scores: dict[str, float] | None = None
+    parts: dict = field(default_factory=dict)
 
     def stored_matches(self) -> list[dict]:
         """What `Decision.rule_matches` keeps: the rules' matches, then the banks'."""
@@ -72,7 +76,8 @@ def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, floa
 
 def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
     label, reasons = ReviewStatus.APPROVED, []
-    for category, score in sorted(result.category_scores.items()):
+    scores = judged_scores(policy, result)
+    for category, score in sorted(scores.items()):
         review_at, reject_at = thresholds_for(policy, category)
         if score >= reject_at:
             verdict = ReviewStatus.REJECTED
@@ -87,9 +92,52 @@ def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
     if label == ReviewStatus.APPROVED and result.flagged and policy.flagged_label != ReviewStatus.APPROVED:
         label = ReviewStatus(policy.flagged_label)
         reasons.append("flagged by the provider below every threshold")
-    top = max(result.category_scores.values(), default=None)
+    top = max(scores.values(), default=None)
     explanation = f"{policy}: " + ("; ".join(reasons) if reasons else "every category below its thresholds")
-    return Verdict(label=label, score=top, explanation=explanation)
+    if scores != result.category_scores:
+        whole = ", ".join(f"{c}={v:.3f}" for c, v in sorted(result.category_scores.items()))
+        explanation += f" (judged by parts, {PartRule(policy.part_rule).label.lower()} of {len(result.parts)}; the whole text: {whole})"
+    return Verdict(label=label, score=top, explanation=explanation, scores=scores, parts=parts_record(policy, result))
+
+
+# --- long texts judged by parts (docs/workplace.md, "Long texts") -------------------------------
+
+_WORST_PARTS = {PartRule.MAX: 1, PartRule.TOP2_MEAN: 2, PartRule.TOP3_MEAN: 3}
+MAX_STORED_PARTS = 50
+
+
+def judged_scores(policy: ModerationPolicy, result: ModerationResult) -> dict[str, float]:
+    """The category scores a text is judged by: the whole text's, or, when the provider scored
+    its parts, each category's worst part (or the mean of its worst two or three) under the
+    policy's `part_rule`. Never below the whole text's own score: a rule only adds what the
+    whole diluted."""
+    if policy.part_rule == PartRule.WHOLE or not result.parts:
+        return dict(result.category_scores)
+    worst = _WORST_PARTS[PartRule(policy.part_rule)]
+    categories = dict.fromkeys([*result.category_scores, *(c for part in result.parts for c in part.scores)])
+    scores = {}
+    for category in categories:
+        whole = float(result.category_scores.get(category, 0.0))
+        found = sorted((float(p.scores[category]) for p in result.parts if category in p.scores), reverse=True)[:worst]
+        scores[category] = round(max(whole, sum(found) / len(found)), 6) if found else whole
+    return scores
+
+
+def parts_record(policy: ModerationPolicy, result: ModerationResult) -> dict:
+    """What `Decision.parts` keeps of a text judged by parts: the rule, how many parts were
+    scored, the whole text's scores and the parts that crossed a review or reject threshold
+    (their offsets and the scores over it, the first MAX_STORED_PARTS in text order). {} when
+    the provider scored no parts."""
+    if not result.parts:
+        return {}
+    crossed = []
+    for part in result.parts:
+        over = {c: s for c, s in part.scores.items() if s >= thresholds_for(policy, c)[0]}
+        if over:
+            level = "reject" if any(s >= thresholds_for(policy, c)[1] for c, s in over.items()) else "review"
+            crossed.append({"start": part.start, "end": part.end, "scores": over, "level": level})
+    return {"rule": policy.part_rule, "count": len(result.parts), "whole": dict(result.category_scores),
+            "crossed": crossed[:MAX_STORED_PARTS], "more": max(0, len(crossed) - MAX_STORED_PARTS)}
 
 
 # --- rules beside the model -------------------------------------------------------------------
@@ -127,6 +175,7 @@ def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, det
         reasons.append("more rule matches than the match budget: past it, each term's first match counts and "
                        "no allow rule cancels it")
     used = model_judges(policy, detection)
+    model = None
     if used:
         model = evaluate(policy, result)
         label = _stricter(label, ReviewStatus(model.label))
@@ -142,10 +191,12 @@ def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, det
             reasons.append(f"no rule matched: {label.label.lower()}, the policy's choice for unjudged languages")
     return Verdict(
         label=label,
-        score=max(result.category_scores.values(), default=None) if used else None,
+        score=model.score if model is not None else None,
         explanation=f"{policy}: " + "; ".join(reasons),
         rule_matches=matches[:MAX_STORED_MATCHES],
         model_used=used,
+        scores=model.scores if model is not None else None,
+        parts=model.parts if model is not None else {},
     )
 
 

@@ -24,7 +24,7 @@ from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.term_lists import term_lists_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -94,11 +94,11 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", "notes"]
+                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("unjudged_label", "pdq_distance", "image_fallback"):
+        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS):
             if name in self.fields:  # a published version's page is read-only: no fields
                 self.fields[name].required = False
 
@@ -119,7 +119,7 @@ class PolicyForm(forms.ModelForm):
         # The banks a version lists are the hash_banks command's (docs/images.md, "Hash banks"):
         # the new version keeps the ones it was filled from, and the image fields left out theirs.
         data["hash_banks"] = active.hash_banks
-        for name in ("pdq_distance", "image_fallback"):
+        for name in ("pdq_distance", "image_fallback", *PART_FIELDS):
             if data.get(name) in (None, ""):
                 data[name] = getattr(active, name)
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.

@@ -611,6 +611,12 @@ class Decision(models.Model):
     # (docs/workplace.md, "Canned reasons").
     reason_codes = models.JSONField(default=list, blank=True, db_default=[])
     reason_shared = models.BooleanField(null=True, blank=True)
+    # A long text judged by parts (moderation.verdicts.parts_record, docs/workplace.md "Long
+    # texts"): {"rule", "count", "whole": {category: score}, "crossed": [{"start", "end", "scores",
+    # "level"}], "more"}: the policy's part rule, how many parts the model scored, the whole
+    # text's own scores, and the parts that crossed a threshold (offsets into the text the rules
+    # read, never its words). {} for a text judged whole (one sentence, a remote provider).
+    parts = models.JSONField(default=dict, blank=True, db_default={})
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -646,6 +652,16 @@ class RuleAction(models.TextChoices):
     REJECT = "reject", "Reject"
     MANUAL_REVIEW = "manual_review", "Manual review"
     ALLOW = "allow", "Allow (an exception to the other rules)"
+
+
+class PartRule(models.TextChoices):
+    """How a policy counts the scores of a long text's parts (moderation.verdicts.judged_scores).
+    Whatever the rule, a category's score is never below the whole text's."""
+
+    MAX = "max", "The worst part"
+    TOP2_MEAN = "top2_mean", "The mean of the two worst parts"
+    TOP3_MEAN = "top3_mean", "The mean of the three worst parts"
+    WHOLE = "whole", "The whole text only"
 
 
 def default_model_languages() -> list[str]:
@@ -798,6 +814,11 @@ class ModerationPolicy(models.Model):
         default=ReviewStatus.MANUAL_REVIEW, db_default=ReviewStatus.MANUAL_REVIEW,
         help_text="An image no bank matched, with no image-capable provider.",
     )
+    # Long texts (docs/workplace.md, "Long texts"): how the scores of a text's sentences count.
+    part_rule = models.CharField(
+        max_length=16, choices=PartRule.choices, default=PartRule.MAX, db_default=PartRule.MAX,
+        help_text="How a long text's parts count: its worst part, the mean of its worst two or three, or the whole text only.",
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
@@ -823,4 +844,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

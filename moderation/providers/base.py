@@ -46,14 +46,30 @@ def text_values(value: Any) -> list[str]:
 
 
 @dataclass(frozen=True)
+class PartScore:
+    """A provider's scores of one part of a text (moderation.text_parts): text[start:end], where
+    the text is the one the rules read (moderation.verdicts.rule_text)."""
+
+    start: int
+    end: int
+    scores: dict[str, float]
+
+
+@dataclass(frozen=True)
 class ModerationResult:
-    """A result in the OpenAI moderation shape (`results[0]` of the callback body, docs/design.md)."""
+    """A result in the OpenAI moderation shape (`results[0]` of the callback body, docs/design.md).
+
+    `category_scores` judge the text as a whole. A provider that also judged its parts (the local
+    model, for a text of more than one sentence) gives their scores in `parts`; the policy's
+    `part_rule` says how they count (moderation.verdicts.judged_scores). Remote providers give none.
+    """
 
     model: str
     flagged: bool
     categories: dict[str, bool]
     category_scores: dict[str, float]
     provider_request_id: str = ""
+    parts: tuple[PartScore, ...] = ()
 
     @classmethod
     def from_payload(cls, data: dict[str, Any]) -> ModerationResult:

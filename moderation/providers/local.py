@@ -2,18 +2,26 @@
 
 It judges text (and the text values of metadata); it cannot see images or audio, so it refuses
 them as UnsupportedContent and the pipeline hands them to a human.
+
+A text of more than one sentence is also judged by parts (moderation.text_parts): the model
+scores the whole text and each of its sentences (or windows of words) in the same call, and the
+result carries both, so the policy's `part_rule` can judge a long text by its worst sentence
+instead of the diluted whole (docs/workplace.md, "Long texts").
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import dataclass
 from importlib.metadata import version
 
+from moderation import text_parts
 from moderation.providers.base import (
     ItemError,
     ModerationInput,
     ModerationResult,
+    PartScore,
     ProviderError,
     UnsupportedContent,
     text_values,
@@ -76,21 +84,24 @@ class LocalProvider:
         return [self._judge_alone(predict, group) for group in groups]
 
     def _judge(self, predict, groups: list) -> list[ModerationResult | ProviderError]:
-        """One model call over every passage of `groups` (an error stands in its own slot)."""
-        flat = [t for group in groups if isinstance(group, list) for t in group]
+        """One model call over every passage and part of `groups` (an error stands in its own slot)."""
+        flat = [t for group in groups if isinstance(group, Passages) for t in group.texts()]
         scores = iter(predict(flat) if flat else ())
         answers: list[ModerationResult | ProviderError] = []
         for group in groups:
             if isinstance(group, ProviderError):
                 answers.append(group)
                 continue
+            whole = [float(next(scores)) for _ in group.passages]
+            parts = tuple(PartScore(start, end, {CATEGORY: round(float(next(scores)), 6)}) for start, end in group.parts)
             # The worst passage decides: one offensive field makes the whole content offensive.
-            score = round(float(max(next(scores) for _ in group)) if group else 0.0, 6)
+            score = round(max(whole, default=0.0), 6)
             answers.append(ModerationResult(
                 model=self.model_name,
                 flagged=score >= FLAG_AT,
                 categories={CATEGORY: score >= FLAG_AT},
                 category_scores={CATEGORY: score},
+                parts=parts,
             ))
         return answers
 
@@ -102,10 +113,34 @@ class LocalProvider:
         return answer
 
 
-def _passages(request: ModerationInput) -> list[str] | ProviderError:
-    """The input's texts worth scoring, or the error that stands for it."""
+@dataclass(frozen=True)
+class Passages:
+    """What the model scores of one input: its texts worth scoring, whole, and the parts of
+    them (spans of the text the rules read, moderation.verdicts.rule_text: a text's own, or
+    metadata's string values joined by line breaks). A passage of one part has no parts: its
+    whole score is that part's."""
+
+    rule_text: str
+    passages: tuple[str, ...]
+    parts: tuple[tuple[int, int], ...]
+
+    def texts(self) -> list[str]:
+        return [*self.passages, *(self.rule_text[start:end] for start, end in self.parts)]
+
+
+def _passages(request: ModerationInput) -> Passages | ProviderError:
+    """The input's texts and parts worth scoring, or the error that stands for it."""
     try:
-        return [t for t in _texts(request) if t.strip()]
+        values = _texts(request)
+        passages, spans, offset = [], [], 0
+        for value in values:
+            if value.strip():
+                passages.append(value)
+                found = text_parts.parts(value)
+                if len(found) > 1:
+                    spans.extend((offset + start, offset + end) for start, end in found)
+            offset += len(value) + 1  # the line break that joins them
+        return Passages("\n".join(values), tuple(passages), tuple(spans))
     except UnsupportedContent as exc:
         return exc
     except Exception as exc:  # noqa: BLE001 - this input alone fails

@@ -12,7 +12,7 @@ from django.db.models import Max, Subquery
 from moderation.errors import PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, validate_policy
 from moderation.verdicts import rule_text
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
@@ -35,11 +35,12 @@ POLICY_FIELDS = (
     *DSA_FIELDS,
     *MEDIA_FIELDS,
     *REASON_FIELDS,
+    *PART_FIELDS,
 )
 # Fields the review queues use (categories, priority weights), the rules for authors and the
 # notices to affected users: left out, each takes its default.
 _WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, *DSA_FIELDS, *MEDIA_FIELDS,
-                     *REASON_FIELDS)
+                     *REASON_FIELDS, *PART_FIELDS)
 
 DEFAULT_POLICY = {
     "reject_threshold": 0.9,

@@ -6,6 +6,10 @@
     {{ match|words_in:text }}                  the words a match spans, cut from the text
     {{ value|visible }}                        any content string, hidden characters shown
 
+A long text's sentences that crossed a threshold (Decision.parts, moderation.verdicts.parts_record)
+are highlighted in the same text, and the page scrolls its text to the first of them
+(moderation/static/moderation/flagged_parts.js: a file, so the page's script policy needs no nonce).
+
 Content text is shown with its hidden characters made visible (moderation.visible_text): a bidi
 control or a zero-width character is replaced by a marker, so it never takes effect on the page.
 
@@ -21,7 +25,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from moderation.language import Detection
-from moderation.models import ContentReview
+from moderation.models import ContentKind, ContentReview, Decision, DecisionSource
 from moderation.verdicts import match_record, rule_text
 from moderation.rules import rule_matches as policy_rule_matches
 from moderation.services import policy_active
@@ -42,32 +46,70 @@ def visible(value) -> SafeString:
     return visible_html(str(value) if value is not None else "")
 
 
-def highlighted_html(text: str, matches, found: Found) -> SafeString:
+def highlighted_html(text: str, matches, found: Found, parts=()) -> SafeString:
     """`text` (cut into `found`) escaped, with each matched span in a <mark> naming its rules and
-    terms, and its hidden characters shown. The markers are drawn inside the pieces the stored
-    spans cut, so the spans keep their offsets in the text as the matcher read it.
+    terms, each stored part that crossed a threshold (`parts`: Decision.parts["crossed"]) in a
+    highlighted span, and its hidden characters shown. The markers are drawn inside the pieces
+    the stored spans cut, so the spans keep their offsets in the text as the matcher read it.
 
-    Overlapping matches ("dasar bodoh" and "bodoh") are marked once, over their union.
+    Overlapping matches ("dasar bodoh" and "bodoh") are marked once, over their union; so are
+    overlapping parts. A match that crosses a part's edge is marked on each side of it, so the
+    elements nest.
     """
-    spans: list[list] = []
-    # A hash bank's match has no span (an image has no words): it is not marked in the text.
-    for m in sorted((m for m in matches or [] if has_span(m)), key=lambda m: (m["start"], -m["end"])):
-        label = f'{m["rule"]}: {m["term"]}'
-        if spans and m["start"] < spans[-1][1]:
-            spans[-1][1] = max(spans[-1][1], m["end"])
-            spans[-1][2].append(label)
-            spans[-1][3] |= {m["action"]}
-        else:
-            spans.append([m["start"], m["end"], [label], {m["action"]}])
+    spans = _merged((m["start"], m["end"], f'{m["rule"]}: {m["term"]}', m["action"])
+                    for m in matches or [] if has_span(m))  # a bank's match has no span (an image has no words)
     out, pos = [], 0
+    for n, (start, end, titles, levels) in enumerate(_merged(flagged_spans(parts, len(text)))):
+        level = "reject" if "reject" in levels else "review"
+        out.append(_marked_terms(found, spans, pos, start))
+        out.append(format_html('<span class="flagged-part flagged-{}" id="flagged-part-{}" title="{}">{}</span>', level, n,
+                               "; ".join(dict.fromkeys(titles)), _marked_terms(found, spans, start, end)))
+        pos = end
+    out.append(_marked_terms(found, spans, pos, len(text)))
+    return mark_safe("".join(out))  # every piece above is escaped
+
+
+def _merged(spans) -> list[list]:
+    """(start, end, label, kind) spans joined where they overlap: [start, end, labels, kinds]."""
+    joined: list[list] = []
+    for start, end, label, kind in sorted(spans, key=lambda s: (s[0], -s[1])):
+        if joined and start < joined[-1][1]:
+            joined[-1][1] = max(joined[-1][1], end)
+            joined[-1][2].append(label)
+            joined[-1][3] |= {kind}
+        else:
+            joined.append([start, end, [label], {kind}])
+    return joined
+
+
+def _marked_terms(found: Found, spans: list[list], low: int, high: int) -> SafeString:
+    """The characters low..high with the rule matches among `spans` marked (cut at low and high)."""
+    out, pos = [], low
     for start, end, labels, actions in spans:
+        start, end = max(start, low), min(end, high)
+        if start >= end:
+            continue
         action = "allow" if actions == {"allow"} else ("reject" if "reject" in actions else "manual_review")
         out.append(marked_html(found, pos, start))
         out.append(format_html('<mark class="rule-match rule-{}" title="{}">{}</mark>', action,
                                "; ".join(dict.fromkeys(labels)), marked_html(found, start, end)))
         pos = end
-    out.append(marked_html(found, pos, len(text)))
-    return mark_safe("".join(out))  # every piece above is escaped
+    out.append(marked_html(found, pos, high))
+    return mark_safe("".join(out))  # every piece above is escaped  # every piece above is escaped
+
+
+def flagged_spans(parts, length: int) -> list[tuple[int, int, str, str]]:
+    """(start, end, title, level) of each stored part that crossed a threshold and lies inside a
+    text of `length` characters (a damaged or foreign record is left out, never raised on)."""
+    spans = []
+    for part in parts if isinstance(parts, list | tuple) else ():
+        if not isinstance(part, dict) or not has_span(part) or not 0 <= part["start"] < part["end"] <= length:
+            continue
+        scores = part.get("scores") if isinstance(part.get("scores"), dict) else {}
+        title = "Crossed a threshold: " + ", ".join(
+            f"{c} {s:.3f}" for c, s in sorted(scores.items()) if isinstance(s, int | float) and not isinstance(s, bool))
+        spans.append((part["start"], part["end"], title, "reject" if part.get("level") == "reject" else "review"))
+    return spans
 
 
 def has_span(match: dict) -> bool:
@@ -88,7 +130,7 @@ def words_in(match: dict, text: str) -> str:
 def rule_matches(review: ContentReview) -> dict:
     """The content's detected language and its text with matched terms highlighted: the matches
     stored on the review's decision, or (a moderator's decision, none yet) those of the active
-    policy now."""
+    policy now; and the sentences of a long text that crossed a threshold (`judged_parts`)."""
     content = review.content
     text = rule_text(content)
     decision = review.decision
@@ -101,6 +143,22 @@ def rule_matches(review: ContentReview) -> dict:
         source = f"terms of the active {policy}"
     matches = [m for m in matches if has_span(m)]  # a bank's are on the media panel (moderation/admin/review_media.py)
     hidden = find(text)
+    parts = judged_parts(review) if content.kind == ContentKind.TEXT else {}
+    crossed = flagged_spans(parts.get("crossed"), len(text))
     return {"content": content, "text": text, "matches": matches, "source": source,
-            "candidates": content.language_candidates, "hidden": hidden,
-            "highlighted": highlighted_html(text, matches, hidden)}
+            "candidates": content.language_candidates, "hidden": hidden, "parts": parts, "crossed": crossed,
+            "highlighted": highlighted_html(text, matches, hidden, parts.get("crossed"))}
+
+
+def judged_parts(review: ContentReview) -> dict:
+    """What the model's decision of `review` kept of its text judged by parts (Decision.parts):
+    the review's own decision's when the model made it, or, when a moderator (or the system)
+    decided since, the newest one's that has them, so the offending sentences stay highlighted
+    (an appeal, a report). {} for none."""
+    decision = review.decision
+    if decision is None or decision.source == DecisionSource.PROVIDER:
+        parts = decision.parts if decision is not None else {}
+    else:
+        parts = Decision.objects.filter(review=review).exclude(parts={}).order_by("-id").values_list(
+            "parts", flat=True).first() or {}
+    return parts if isinstance(parts, dict) else {}

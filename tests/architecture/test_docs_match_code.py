@@ -393,6 +393,7 @@ NOT_SETTINGS = {
     "WEB_WORKERS": ROOT / "deploy" / "systemd" / "moderation-web.service",  # the unit's variable
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
     "MATCH_BUDGET": ROOT / "moderation" / "rules.py",  # constants of the code
+    "MAX_PARTS": ROOT / "moderation" / "text_parts.py",
     "QUOTE_MIN": ROOT / "moderation" / "erasure.py",
     "AUTHOR_ERASE_PER_CALL": ROOT / "moderation" / "erasure.py",
     "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "erasure.py",
