@@ -68,8 +68,12 @@ class BulkProgress:
     skipped: int
 
     @property
+    def handled(self) -> int:
+        return self.done + self.skipped
+
+    @property
     def remaining(self) -> int:
-        return self.total - self.done - self.skipped
+        return self.total - self.handled
 
 
 def bulk_job_draft(*, reviews, moderator, action: str, reason: str, label: str = "", category: str = "",
