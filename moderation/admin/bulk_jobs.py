@@ -56,10 +56,19 @@ def _with_excerpts(review_ids, user) -> list[ContentReview]:
     return reviews
 
 
-def _query_words(query) -> list[tuple[str, str]]:
-    """The list's query string as the page states it: each filter or search with its value."""
-    return [("search" if key == "q" else key.replace("__exact", "").replace("__", " "), value)
-            for key, value in query.items()]
+def _query_words(changelist, query) -> list[tuple[str, str]]:
+    """The list's filters and search as its sidebar names them: ("client", "acme"), ("search", "bodoh").
+    A filter the sidebar does not show (one client only) is named by its parameter."""
+    words, named = [], {"q", "o", "p"}
+    for spec in changelist.filter_specs:
+        named.update(spec.expected_parameters())
+        if getattr(spec, "used_parameters", None):
+            chosen = [str(c["display"]) for c in spec.choices(changelist) if c.get("selected")]
+            words.append((str(spec.title), ", ".join(chosen)))
+    words += [(key.removesuffix("__exact").replace("__", " "), value) for key, value in query.items() if key not in named]
+    if changelist.query:
+        words.append(("search", changelist.query))
+    return words
 
 
 class BulkJobAdmin(ReadOnlyAdmin):
@@ -113,10 +122,11 @@ class BulkJobAdmin(ReadOnlyAdmin):
             return refused
         reviews_admin = self.admin_site.get_model_admin(ContentReview)
         try:
-            matching = reviews_admin.get_changelist_instance(request).queryset
+            changelist = reviews_admin.get_changelist_instance(request)
         except IncorrectLookupParameters:
             self.message_user(request, "The review list's filters are not valid: open the list again.", messages.ERROR)
             return HttpResponseRedirect(reverse("admin:moderation_contentreview_changelist"))
+        matching, words = changelist.queryset, _query_words(changelist, request.GET)
         count = matching.order_by().values("pk")[:services.BULK_MAX_REVIEWS + 1].count()
         form = FORMS[action](request.POST if request.method == "POST" else None)
         too_many = BulkTooLarge(count=count, limit=services.BULK_MAX_REVIEWS).reason \
@@ -126,7 +136,8 @@ class BulkJobAdmin(ReadOnlyAdmin):
             try:
                 job = services.bulk_job_draft(reviews=matching, moderator=request.user, action=action,
                                               label=data.get("label", ""), category=data.get("category", ""),
-                                              reason=data["reason"], query=request.GET.urlencode())
+                                              reason=data["reason"], query=request.GET.urlencode(),
+                                              query_words=words)
             except BulkTooLarge as exc:  # more matched between the count and the draft
                 too_many = exc.reason
             else:
@@ -134,7 +145,7 @@ class BulkJobAdmin(ReadOnlyAdmin):
         return review_page.workplace_page(
             self, request, "admin/moderation/bulkjob/new.html",
             f"{action.label} all {count if not too_many else 'the'} reviews matching this search",
-            action=action, form=form, count=count, too_many=too_many, query_words=_query_words(request.GET),
+            action=action, form=form, count=count, too_many=too_many, query_words=words,
             list_url=reverse("admin:moderation_contentreview_changelist") + "?" + request.GET.urlencode(),
             applies_to=[ReviewStatus(s).label.lower() for s in APPLIES_TO[action]], limit=services.BULK_MAX_REVIEWS,
         )
@@ -146,7 +157,7 @@ class BulkJobAdmin(ReadOnlyAdmin):
         job = get_object_or_404(BulkJob.objects.select_related("created_by"), pk=job_id)
         context = {"job": job, "action": action_text(job), "progress": services.bulk_job_progress(job),
                    "live": job.status in BULK_LIVE_STATUSES, "refresh_s": REFRESH_S,
-                   "query_words": _query_words(_query_dict(job.query)),
+                   "query_words": job.query_words,
                    "mine": job.created_by_id == request.user.pk}
         if job.status == BulkJobStatus.DRAFT:
             statuses = job.items.values_list("status_seen").annotate(n=Count("pk")).order_by("-n")
@@ -185,12 +196,6 @@ def action_text(job: BulkJob) -> str:
         verb = "Approve" if job.label == ReviewStatus.APPROVED else "Reject"
         return f"{verb} ({job.category})" if job.category else verb
     return job.get_action_display()
-
-
-def _query_dict(query: str):
-    from django.http import QueryDict
-
-    return QueryDict(query)
 
 
 def _skipped(job: BulkJob, offset: int, limit: int, user) -> list:

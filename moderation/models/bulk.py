@@ -51,6 +51,8 @@ class BulkJob(models.Model):
     reason = models.TextField(max_length=BULK_REASON_MAX)
     # The review list's query string the targets were read with (filters and search), as shown.
     query = models.TextField(blank=True)
+    # The same in the moderator's words, [[filter title, chosen value], ...] ("search" for the term).
+    query_words = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=16, choices=BulkJobStatus.choices, default=BulkJobStatus.DRAFT)
     total = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)

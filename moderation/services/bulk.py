@@ -77,7 +77,7 @@ class BulkProgress:
 
 
 def bulk_job_draft(*, reviews, moderator, action: str, reason: str, label: str = "", category: str = "",
-                   query: str = "") -> BulkJob:
+                   query: str = "", query_words: list | None = None) -> BulkJob:
     """Freeze `reviews` (a queryset: the review list's, with its filters and search) as the
     targets of a job waiting for confirmation, each with its version now. Refuses more than
     BULK_MAX_REVIEWS (BulkTooLarge) before writing anything. The form validated label, category
@@ -89,6 +89,7 @@ def bulk_job_draft(*, reviews, moderator, action: str, reason: str, label: str =
     rows.sort(key=lambda row: (row[3], str(row[0])))  # oldest first, as the single-id bulk actions go
     with transaction.atomic():
         job = BulkJob.objects.create(created_by=moderator, action=action, reason=reason.strip(), query=query,
+                                     query_words=query_words or [],
                                      label=label if action == BulkAction.OVERRIDE else "",
                                      category=category if label == ReviewStatus.REJECTED else "", total=len(rows))
         BulkJobItem.objects.bulk_create(

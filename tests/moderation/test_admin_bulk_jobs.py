@@ -74,6 +74,7 @@ def test_a_search_and_a_filter_select_the_reviews_counted_confirmed_and_decided(
 
     confirm = mia.get(job_page(job)).content.decode()
     assert "Reject (spam)" in confirm and "This job will act on <strong>4</strong> reviews" in confirm
+    assert '<span class="badge">status: Manual review</span>' in confirm  # the filter in the sidebar's words
     assert "<td>Manual review</td><td>4</td>" in confirm
     assert "buy cheap watches now, offer 0" in confirm and "a kind word about the weather" in confirm
     assert spam[0].short_id not in confirm and str(spam[0].pk) not in confirm  # content, not ids
@@ -86,9 +87,11 @@ def test_the_search_term_of_the_list_selects_the_same_reviews(mia, api_client, m
     from moderation.admin import reviews
 
     monkeypatch.setattr(reviews, "review_ids_matching", lambda term: [wanted.pk] if term == "first" else [])
-    mia.post(NEW.format("escalate") + "?q=first", {"reason": "look again"})
+    mia.post(NEW.format("escalate") + f"?q=first&client__id__exact={api_client.pk}", {"reason": "look again"})
 
-    assert list(BulkJob.objects.get().items.values_list("review_id", flat=True)) == [wanted.pk]
+    job = BulkJob.objects.get()
+    assert list(job.items.values_list("review_id", flat=True)) == [wanted.pk]
+    assert job.query_words == [["client id", str(api_client.pk)], ["search", "first"]]  # one client: no sidebar filter
 
 
 def test_more_than_ten_thousand_matching_reviews_are_refused_with_a_clear_message(mia, api_client):

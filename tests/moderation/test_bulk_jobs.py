@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import time
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.conf import settings
@@ -73,7 +74,7 @@ def a_clock_of(monkeypatch, ticks_per_item: int = 1):
     """time.monotonic() in the service, one second later at each call: a deadline of N seconds
     then lets a slice take a known number of reviews (the loop reads the clock once per review)."""
     clock = itertools.count(start=1000)
-    monkeypatch.setattr(bulk.time, "monotonic", lambda: float(next(clock)))
+    monkeypatch.setattr(bulk, "time", SimpleNamespace(monotonic=lambda: float(next(clock))))
     return 1000.0
 
 
