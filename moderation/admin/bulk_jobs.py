@@ -22,10 +22,10 @@ from django.utils.html import format_html
 
 from audit.admin_base import ReadOnlyAdmin
 from moderation import services
-from moderation.admin import review_media, review_page
+from moderation.admin import review_page
 from moderation.admin.paginator import rows_page
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm
-from moderation.admin.reviews import excerpt_html, refuse_nul, with_excerpts
+from moderation.admin.reviews import excerpted, refuse_nul
 from moderation.errors import BulkTooLarge, ModerationError
 from moderation.models import (
     BULK_LIVE_STATUSES,
@@ -43,17 +43,6 @@ SKIPPED_PAGE_ROWS = 100
 REFRESH_S = 3  # the job page reloads itself this often while the job runs
 FORMS = {BulkAction.OVERRIDE: BulkOverrideForm, BulkAction.ESCALATE: BulkReasonForm,
          BulkAction.REPROCESS: BulkReasonForm}
-
-
-def _with_excerpts(review_ids, user) -> list[ContentReview]:
-    """These reviews with the review list's excerpts (hidden characters as markers, media as its
-    kind and host). A review retention deleted since is not among them."""
-    reviews = with_excerpts(review_media.with_thumbnail_flag(
-        ContentReview.objects.filter(pk__in=review_ids).select_related("content")
-        .defer("content__text", "content__metadata"), user))
-    for review in reviews:
-        review.excerpt_html = excerpt_html(review)
-    return reviews
 
 
 def _query_words(changelist, query) -> list[tuple[str, str]]:
@@ -163,7 +152,7 @@ class BulkJobAdmin(ReadOnlyAdmin):
             statuses = job.items.values_list("status_seen").annotate(n=Count("pk")).order_by("-n")
             context["statuses"] = [(ReviewStatus(s).label, n, s in APPLIES_TO[job.action]) for s, n in statuses]
             sample = job.items.order_by("position").values_list("review_id", flat=True)[:SAMPLE_ROWS]
-            context["sample"] = _with_excerpts(list(sample), request.user)
+            context["sample"] = excerpted(list(sample), request.user)
         context["skipped"] = rows_page(request.GET, "skipped_page", SKIPPED_PAGE_ROWS,
                                        lambda offset, limit: _skipped(job, offset, limit, request.user))
         return review_page.workplace_page(self, request, "admin/moderation/bulkjob/job.html", f"Bulk job {job.pk}",
@@ -200,7 +189,7 @@ def action_text(job: BulkJob) -> str:
 
 def _skipped(job: BulkJob, offset: int, limit: int, user) -> list:
     items = list(job.items.filter(outcome=BulkItemOutcome.SKIPPED).order_by("position")[offset:offset + limit])
-    excerpts = {r.pk: r for r in _with_excerpts([i.review_id for i in items], user)}
+    excerpts = {r.pk: r for r in excerpted([i.review_id for i in items], user)}
     for item in items:
         item.shown = excerpts.get(item.review_id)
     return items
