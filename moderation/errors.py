@@ -144,3 +144,14 @@ class NotApplicable(ModerationError):
 class NotRequeueable(ModerationError):
     """A statement of reasons that is not one the Transparency Database refused: only those are
     built again and sent again (moderation/services/statements.py)."""
+
+
+class BulkTooLarge(ModerationError):
+    """A bulk action over more reviews than one job takes (moderation/services/bulk.py, BULK_MAX_REVIEWS)."""
+
+    def __init__(self, *, count: int, limit: int) -> None:
+        self.reason = (f"the search matches more than {limit:,} reviews ({count:,} or more): narrow it with a filter "
+                       f"or a search term; one bulk action takes at most {limit:,}")
+        super().__init__(self.reason)
+        self.count = count
+        self.limit = limit

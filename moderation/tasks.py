@@ -1,7 +1,8 @@
 """django-q2 tasks: thin wrappers that take ids, bind log context and call services, each of
 which owns its transaction and re-checks state under its lock; no task writes anything itself.
 `moderate_review` asks the breaker, then claims and dispatches a batch (of one, or more);
-`sweep` runs the callback, idempotency and review sweeps and beats its heartbeat; `authors_sweep`
+`sweep` runs the callback, idempotency and review sweeps, resumes bulk jobs whose worker died,
+and beats its heartbeat; `bulk_job_run` works one slice of a bulk action; `authors_sweep`
 ends suspensions and lapses strikes that are due; `reports_expire` tells
 the reporters of reports left open too long; `statements_submit` sends statements of reasons to
 the DSA Transparency Database; `prune` runs retention (docs/design.md,
@@ -82,13 +83,22 @@ def sweep(job_id: str = "", web_request_id: str = "", trace_parent: str = "") ->
         expired = services.idempotency_records_expire()
         summary = f"{len(callbacks)} callbacks processed, {expired} idempotency records expired, " + (
             services.reviews_sweep().summary()
-        )
+        ) + f", {len(services.bulk_jobs_resume())} bulk jobs resumed"
         # django-q2 stores no successful results (settings.Q_CLUSTER["save_limit"]): /readyz
         # reads this instead. Written once the sweep completed; a failing sweep is stored as a
         # failed task and beats nothing.
         services.heartbeat_beat(name=services.SWEEPER, detail=summary)
         services.notifier_schedule_ensure()
         return summary
+
+
+def bulk_job_run(bulk_job_id: int, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """One slice of a bulk action (moderation/services/bulk.py): at most BULK_SLICE_S, within the
+    task's timeout, then the rest is enqueued behind the pipeline's own jobs."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id(), request_id=web_request_id or None), \
+            _job_span(trace_parent, "bulk_job_run", bulk_job_id=bulk_job_id):
+        slice_s = min(services.BULK_SLICE_S, settings.Q_TASK_TIMEOUT_S / 2)
+        return services.bulk_job_run(job_id=bulk_job_id, deadline=time.monotonic() + slice_s)
 
 
 def notifier_heartbeat(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

@@ -18,6 +18,7 @@ from moderation.admin import erasure  # noqa: F401  (registers the tombstones' a
 from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
+from moderation.admin.bulk_jobs import BulkJobAdmin
 from moderation.admin.reporters import ReporterAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
@@ -28,6 +29,7 @@ from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTIC
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
+    BulkJob,
     default_dsa_mapping,
     Author,
     ContentReview,
@@ -45,6 +47,7 @@ from moderation.models import (
 
 admin.site.register(ContentReview, ReviewAdmin)
 admin.site.register(Author, AuthorAdmin)
+admin.site.register(BulkJob, BulkJobAdmin)
 admin.site.register(Reporter, ReporterAdmin)
 admin.site.index_template = "admin/moderation_index.html"
 admin.site.site_header = "Moderation"

@@ -135,6 +135,17 @@ def with_excerpts(reviews) -> list[ContentReview]:
     return reviews
 
 
+def excerpted(review_ids, user) -> list[ContentReview]:
+    """These reviews, each with `excerpt_shown`: its excerpt as the list shows it (`excerpt_html`),
+    for the bulk actions' confirmation pages. A review deleted since is not among them."""
+    reviews = with_excerpts(review_media.with_thumbnail_flag(
+        ContentReview.objects.filter(pk__in=review_ids).select_related("content")
+        .defer("content__text", "content__metadata").order_by("created_at"), user))
+    for review in reviews:
+        review.excerpt_shown = excerpt_html(review)
+    return reviews
+
+
 def excerpt_html(review: ContentReview) -> str:
     """The review's excerpt (`with_excerpts`) as a list shows it, escaped; media as its kind and
     host, never loaded from there, after a blurred thumbnail of our own copy of an image
@@ -518,7 +529,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             return TemplateResponse(request, "admin/moderation/contentreview/bulk_action.html", {
                 **self.admin_site.each_context(request),
                 "opts": self.model._meta, "title": f"{action.capitalize()} {queryset.count()} reviews",
-                "form": form, "reviews": queryset, "action": f"{action}_selected",
+                "form": form, "reviews": excerpted(queryset.values("pk"), request.user), "action": f"{action}_selected",
             })
         reviews = list(queryset.order_by("created_at"))
         # The version each review had on the confirmation page: one changed since (another

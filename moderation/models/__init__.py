@@ -26,6 +26,15 @@ from moderation.models.authors import (
     Strike,
     StrikeEnd,
 )
+from moderation.models.bulk import (
+    BULK_LIVE_STATUSES,
+    BULK_REASON_MAX,
+    BulkAction,
+    BulkItemOutcome,
+    BulkJob,
+    BulkJobItem,
+    BulkJobStatus,
+)
 from moderation.models.erasure import ERASED, ContentErasure
 from moderation.models.heartbeats import Heartbeat
 from moderation.models.media import (
@@ -75,7 +84,8 @@ from moderation.models.reports import (
 )
 
 __all__ = [
-    *_core, "ACCOUNT_REASON_MAX", "AUTHOR_ID_MAX", "RESTRICTED_STANDINGS", "RESTRICTIVE_ACTIONS", "STANDING_FOR_ACTION",
+    *_core, "BULK_LIVE_STATUSES", "BULK_REASON_MAX", "BulkAction", "BulkItemOutcome", "BulkJob", "BulkJobItem",
+    "BulkJobStatus", "ACCOUNT_REASON_MAX", "AUTHOR_ID_MAX", "RESTRICTED_STANDINGS", "RESTRICTIVE_ACTIONS", "STANDING_FOR_ACTION",
     "STANDING_RANK", "TRANSITION_FOR_ACTION", "AccountAction", "AccountAppeal", "AccountAppealStatus", "ActionCause",
     "ActionKind", "Author", "RestrictionEnd", "Standing", "StandingCause", "StandingTransition", "Strike", "StrikeEnd", "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",

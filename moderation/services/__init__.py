@@ -20,6 +20,17 @@ from moderation.services.clients import (
     api_client_create,
     api_client_revoke,
 )
+from moderation.services.bulk import (
+    BULK_MAX_REVIEWS,
+    BULK_SLICE_S,
+    BulkProgress,
+    bulk_job_cancel,
+    bulk_job_draft,
+    bulk_job_progress,
+    bulk_job_run,
+    bulk_job_start,
+    bulk_jobs_resume,
+)
 from moderation.services.heartbeat import SWEEPER, heartbeat_beat, notifier, notifier_schedule_ensure
 from moderation.services.idempotency import idempotency_records_expire, idempotent_call
 from moderation.services.moderator import (
@@ -65,6 +76,15 @@ from moderation.services.authors import (
 
 __all__ = [
     "account_appeal_file",
+    "BULK_MAX_REVIEWS",
+    "BULK_SLICE_S",
+    "BulkProgress",
+    "bulk_job_cancel",
+    "bulk_job_draft",
+    "bulk_job_progress",
+    "bulk_job_run",
+    "bulk_job_start",
+    "bulk_jobs_resume",
     "account_appeal_resolve",
     "author_act",
     "author_ensure",

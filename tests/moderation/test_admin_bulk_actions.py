@@ -40,3 +40,15 @@ def test_the_versions_shown_are_applied(moderator, api_client):
             "label": "approved", "reason": "fine", **{f"version_{r.pk}": str(r.version) for r in reviews}}
 
     assert messages_of(moderator.post(LIST, data, follow=True)) == ["2 overridden."]
+
+
+def test_the_confirmation_shows_the_content_of_each_review_not_its_id(moderator, api_client):
+    from tests.helpers import submit
+
+    review = submit(api_client, text="buy cheap watches at shop.example")
+    data = {"action": "escalate_selected", "_selected_action": [str(review.pk)]}
+
+    page = moderator.post(LIST, data).content.decode()
+
+    assert "buy cheap watches at shop.example" in page and "<td>Pending</td>" in page
+    assert f"<code>{review.short_id}</code>" not in page
