@@ -126,6 +126,25 @@ class PolicyChanged(ModerationError):
         self.actual = actual
 
 
+class DraftNotPreviewed(ModerationError):
+    """A policy draft was to be published without a preview of its diff and dry run."""
+
+    reason = "the draft was never previewed"
+
+    def __init__(self, reason: str | None = None) -> None:
+        self.reason = reason or self.reason
+        super().__init__(self.reason)
+
+
+class DraftChanged(DraftNotPreviewed):
+    """The draft to publish is not the one previewed: its term lists' digest differs."""
+
+    def __init__(self, *, previewed: str, actual: str) -> None:
+        super().__init__("the draft changed since its preview")
+        self.previewed = previewed
+        self.actual = actual
+
+
 class UnsafeWebhookUrl(ModerationError):
     """A webhook URL that may not be used: not https without DEBUG, or a name that resolves to
     an address the platform must not send to (moderation/netguard.py)."""

@@ -9,6 +9,8 @@ matched case-insensitively against the text as written.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -100,6 +102,15 @@ def term_lists_diff(old: list[dict], new: list[dict]) -> list[RuleDiff]:
         if added or removed:
             diffs.append(RuleDiff(rule_name(after.get(key) or before[key]), added, removed))
     return diffs
+
+
+def term_lists_digest(term_lists: list[dict]) -> str:
+    """The sha256 of a canonical JSON of `term_lists` (sorted keys, no spaces, ASCII with \\u
+    escapes, so any string hashes, a lone surrogate too): what the term editor's preview is bound
+    to, so only the draft whose diff was shown is published (docs/workplace.md, "The term
+    editor"). Rule order counts: it is the order published."""
+    canonical_json = json.dumps(term_lists, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical_json.encode("ascii")).hexdigest()
 
 
 def validate_term_lists(value: object, *, languages: tuple[str, ...]) -> list[str]:

@@ -314,4 +314,7 @@ def segments_end(found: Found) -> int:
 
 def visible_html(text: str) -> SafeString:
     """`text` escaped with its hidden characters shown (a short string: an excerpt, a value)."""
-    return marked_html(find(text or ""))
+    text = text or ""
+    if text.isascii():  # find's own shortcut, without building its segment (a diff shows 45,000 terms)
+        return mark_safe(escape(text))
+    return marked_html(find(text))

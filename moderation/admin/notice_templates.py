@@ -14,14 +14,13 @@ from dataclasses import dataclass
 
 from django import forms
 from django.conf import settings
-from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from moderation import services
-from moderation.errors import PolicyChanged
+from moderation.admin.policy_publishing import publish_from_form
 from moderation.models import SHORT_ID_LENGTH, ContentReview, ReviewStatus
 from moderation.notices import BUILT_IN_TEMPLATES, NOTICE_LANGUAGE_DEFAULT, PLACEHOLDERS, TEMPLATE_MAX_CHARS
 from moderation.observability.search import by_short_id
@@ -165,14 +164,8 @@ def _publish(model_admin, request, form, draft, active):
         form.data = form.data.copy()
         form.data["base_version"] = active.version
         return None
-    try:
-        published = services.policy_publish(**services.policy_fields(draft), notes=draft.notes,
-                                            created_by=request.user, based_on=active.version)
-    except PolicyChanged as exc:  # published between this request's read and its publish
-        form.add_error(None, f"{exc.reason}: preview the notice again")
-        return None
-    except ValidationError as exc:
-        form.add_error(None, exc)
-        return None
-    model_admin.message_user(request, f"Published policy version {published.version}.", messages.SUCCESS)
-    return published
+    return publish_from_form(
+        model_admin, request, form, again="preview the notice again",
+        publish=lambda: services.policy_publish(**services.policy_fields(draft), notes=draft.notes,
+                                                created_by=request.user, based_on=active.version),
+    )

@@ -3,17 +3,23 @@
 Pasted texts are judged by the local model when it is the configured provider (it runs in
 process); a remote provider is never called from a dry run, so those rows show rules only. The
 last N reviews reuse the scores their provider decision stored, so the comparison is exact.
+
+The summary (`dry_run_summary`) says how many of those reviews' verdicts the draft changes, from
+what to what, and how often the draft and the active version agree with what moderators decided
+on them (docs/workplace.md, "The term editor").
 """
 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import Exists, OuterRef
 
 from moderation.language import Detection, detect_many
-from moderation.models import Decision, DecisionSource, ModerationPolicy
+from moderation.models import Decision, DecisionSource, ModerationPolicy, ReviewStatus
 from moderation.verdicts import Verdict, decide, rule_text
 from moderation.providers import ModerationInput, ModerationResult, ProviderError, get_provider
 
@@ -30,22 +36,66 @@ class DryRunRow:
     active: Verdict
     draft: Verdict
     note: str = ""  # why the model's scores are missing, when they are
+    # What a moderator decided on the review, when the decision in force is a moderator's
+    # approval or rejection ("" otherwise: a pasted text, a provider's decision, an escalation).
+    moderator: str = ""
 
     @property
     def changed(self) -> bool:
         return self.active.label != self.draft.label
 
+    @property
+    def draft_agrees(self) -> bool:
+        return self.draft.label == self.moderator
+
+    @property
+    def active_agrees(self) -> bool:
+        return self.active.label == self.moderator
+
+
+# A moderator's judgement of the content: an escalation (manual_review) judges nothing.
+JUDGEMENTS = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
+
+
+@dataclass(frozen=True)
+class DryRunSummary:
+    """What the draft changes over `judged` rows, and its agreement with moderators."""
+
+    judged: int  # M: the rows re-judged
+    changed: int  # N: those whose verdict the draft changes
+    changes: tuple[tuple[str, str, int], ...]  # (active's label, draft's label, how many), most first
+    decided_by_moderators: int  # Y: the rows whose decision in force is a moderator's judgement
+    draft_agrees: int  # X: of those, the draft's verdict is the moderator's
+    active_agrees: int  # X0: the active version's verdict is the moderator's
+    disagreements: tuple[DryRunRow, ...]  # the rows of Y the draft decides otherwise
+
+
+def dry_run_summary(rows: list[DryRunRow]) -> DryRunSummary:
+    changes = Counter((row.active.label, row.draft.label) for row in rows if row.changed)
+    decided = [row for row in rows if row.moderator]
+    return DryRunSummary(
+        judged=len(rows), changed=sum(changes.values()),
+        changes=tuple((was, now, n) for (was, now), n in sorted(changes.items(), key=lambda c: (-c[1], c[0]))),
+        decided_by_moderators=len(decided),
+        draft_agrees=sum(row.draft_agrees for row in decided),
+        active_agrees=sum(row.active_agrees for row in decided),
+        disagreements=tuple(row for row in decided if not row.draft_agrees),
+    )
+
 
 def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(), last: int = 0) -> list[DryRunRow]:
-    """Rows for each pasted text and each of the last `last` provider decisions.
+    """Rows for each pasted text, then for each of the last `last` reviews a provider decided
+    (each review once, by its newest provider decision: a reprocessed review is one review).
 
     Reviews reuse the language their worker detected; the texts that have none are detected in
     one batch (`detect_many`: a web worker does not hold the detector, moderation/language.py).
     """
     texts = list(texts)[:MAX_TEXTS]
+    newer = Decision.objects.filter(review=OuterRef("review"), source=DecisionSource.PROVIDER, id__gt=OuterRef("id"))
     decisions = list(
         Decision.objects.filter(source=DecisionSource.PROVIDER)
-        .select_related("review__content")
+        .filter(~Exists(newer))
+        .select_related("review__content", "review__decision")
         .order_by("-id")[: min(last, MAX_REVIEWS)]
     )
     undetected = [rule_text(d.review.content) for d in decisions if d.review.content.language_candidates is None]
@@ -62,13 +112,16 @@ def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(
             model=decision.model, flagged=bool(decision.flagged),
             categories=decision.categories, category_scores=decision.category_scores,
         )
-        rows.append(_row(draft, active, rule_text(content), decision.review_id, detection, result, ""))
+        in_force = decision.review.decision
+        moderator = (in_force.label if in_force is not None and in_force.source == DecisionSource.MODERATOR
+                     and in_force.label in JUDGEMENTS else "")
+        rows.append(_row(draft, active, rule_text(content), decision.review_id, detection, result, "", moderator))
     return rows
 
 
-def _row(draft, active, text, review_id, detection, result, note) -> DryRunRow:
+def _row(draft, active, text, review_id, detection, result, note, moderator="") -> DryRunRow:
     return DryRunRow(
-        text=text, review_id=review_id, detection=detection, note=note,
+        text=text, review_id=review_id, detection=detection, note=note, moderator=moderator,
         active=decide(active, result, text=text, detection=detection),
         draft=decide(draft, result, text=text, detection=detection),
     )

@@ -54,7 +54,7 @@ from moderation.services.pipeline import (
 from moderation.services.results import review_finalize
 from moderation.services.media import media_preference_set
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
-from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change
+from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change, policy_publish_previewed
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
 from moderation.services.submission import review_submit
 from moderation.services.reports import ReportFiled, report_file
@@ -129,6 +129,7 @@ __all__ = [
     "policy_fields",
     "request_fail_reported",
     "policy_publish",
+    "policy_publish_previewed",
     "policy_publish_change",
     "request_dispatch",
     "requests_dispatch_batch",

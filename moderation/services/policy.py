@@ -9,10 +9,11 @@ from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.db.models import Max, Subquery
 
-from moderation.errors import PolicyChanged
+from moderation.errors import DraftChanged, DraftNotPreviewed, PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
 from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, validate_policy
+from moderation.rules import term_lists_digest
 from moderation.verdicts import rule_text
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
@@ -152,6 +153,24 @@ def policy_publish(
     if based_on is not None and based_on != latest:
         raise PolicyChanged(expected=based_on, actual=latest)
     return ModerationPolicy.objects.create(version=latest + 1, notes=notes, created_by=created_by, **fields)
+
+
+def policy_publish_previewed(
+    *, draft: ModerationPolicy, previewed_digest: str | None, previewed_version: int | None, created_by=None,
+) -> ModerationPolicy:
+    """Publish `draft` (a `policy_draft`) only if it is the draft a supervisor previewed: its term
+    lists' digest (`term_lists_digest`) is `previewed_digest`, and the version it was previewed
+    against, `previewed_version`, is still the newest (checked under the publishing lock by
+    `policy_publish`'s `based_on`: PolicyChanged). A draft never previewed raises
+    DraftNotPreviewed; one changed since its preview, DraftChanged. Nothing is written then.
+    """
+    if not previewed_digest or previewed_version is None:
+        raise DraftNotPreviewed()
+    actual = term_lists_digest(draft.term_lists)
+    if actual != previewed_digest:
+        raise DraftChanged(previewed=previewed_digest, actual=actual)
+    return policy_publish(**policy_fields(draft), notes=draft.notes, created_by=created_by,
+                          based_on=previewed_version)
 
 
 @transaction.atomic

@@ -132,9 +132,17 @@ TERMS_URL = "/admin/moderation/moderationpolicy/terms/"
 
 
 def form(**fields) -> dict:
-    return {"base_version": services.policy_active().version, "category": "insult", "action": "reject",
+    return {"category": "insult", "action": "reject",
             "language": "id", "mode": "add", "terms": "bodoh\ngoblok", "dry_texts": "", "dry_last": "", "notes": "",
             **fields}
+
+
+def previewed(page) -> dict:
+    """What publishing the preview on `page` posts: the form as the preview rendered it."""
+    assert page.status_code == 200 and "draft" in page.context, page.content.decode()[-2000:]
+    shown = page.context["form"]
+    return {name: shown[name].value() if shown[name].value() is not None else "" for name in shown.fields
+            if name != "upload"} | {"publish": "1"}
 
 
 @pytest.mark.django_db(transaction=True)
@@ -175,7 +183,7 @@ class TestAdminEditor:
         assert predicted["dasar bodoh kamu"] == "rejected"
         assert any(row.changed for row in page.context["rows"])
 
-        published = staff.post(TERMS_URL, form(publish="1"))
+        published = staff.post(TERMS_URL, previewed(page))
         assert published.status_code == 302 and services.policy_active().version == 3
 
         decided = {text: moderate(http, text)["status"] for text in texts}
@@ -188,10 +196,10 @@ class TestAdminEditor:
         assert (row.active.label, row.draft.label) == ("manual_review", "rejected")
 
     def test_publishing_a_preview_made_before_another_version_is_refused(self, staff):
-        stale = form(publish="1")
+        stale = previewed(staff.post(TERMS_URL, form(preview="1")))
         services.policy_publish(reject_threshold=0.8, review_threshold=0.4)
         page = staff.post(TERMS_URL, stale)
-        assert "was published since this page was loaded" in page.content.decode()
+        assert "policy v2 was published since the preview (against v1)" in page.content.decode()
         assert services.policy_active().term_lists == []
 
     def test_the_review_page_highlights_the_matched_terms_and_shows_the_language(self, staff, local, http, id_list):
@@ -205,7 +213,8 @@ class TestAdminEditor:
 
     def test_an_emoji_rule_written_as_a_pattern_fires_beside_word_rules(self, staff, local, http, id_list):
         run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
-        page = staff.post(TERMS_URL, form(publish="1", category="abuse", language="", terms="re:(🤬\\s*){3,}"))
+        change = form(preview="1", category="abuse", language="", terms="re:(🤬\\s*){3,}")
+        page = staff.post(TERMS_URL, previewed(staff.post(TERMS_URL, change)))
         assert page.status_code == 302, page.content.decode()[-2000:]
 
         assert moderate(http, "🤬🤬 🤬")["status"] == "rejected"
