@@ -208,7 +208,7 @@ def test_a_stale_decision_shows_what_changed_and_applies_nothing(live_server, ap
         message, status = mia.inner_text(".messagelist"), mia.inner_text("#review-status")
 
     assert "changed since version 3 (now 4): manual_review -> pending (reprocess, by admin:sam)" in message
-    assert "Nothing was applied" in message and "Pending" in status
+    assert "Nothing was applied" in message and "Waiting for the model (sent to the model again)" in status
     review.refresh_from_db()
     assert review.decisions.count() == 1 and review.decision.source == "provider"
     assert not ModeratorNote.objects.exists()
