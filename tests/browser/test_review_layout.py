@@ -27,6 +27,15 @@ LONG = "\n\n".join(
 )
 
 
+def review_page_at_laptop_size(browser, live_server, review):
+    """Mia's review page of `review` at 1280×800, its decide panel rendered."""
+    page = log_in(browser, live_server, "mia")
+    page.set_viewport_size(LAPTOP)
+    page.goto(f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/")
+    page.wait_for_selector("#decide-form")
+    return page
+
+
 def test_at_1280_by_800_the_decide_panel_is_in_view_beside_a_readable_content_box(
     live_server, api_client, django_user_model, shots  # noqa: F811
 ):
@@ -34,10 +43,7 @@ def test_at_1280_by_800_the_decide_panel_is_in_view_beside_a_readable_content_bo
     staff(django_user_model, "mia", "moderator")
 
     with chromium() as browser:
-        page = log_in(browser, live_server, "mia")
-        page.set_viewport_size(LAPTOP)
-        page.goto(f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/")
-        page.wait_for_selector("#decide-form")
+        page = review_page_at_laptop_size(browser, live_server, review)
         scrolled = page.evaluate("() => window.scrollY")
         panel = page.eval_on_selector("#decide-form", BOX)
         decide_next = page.eval_on_selector("#decide-next", BOX)
@@ -69,10 +75,7 @@ def test_a_decision_made_in_the_browser_is_named_and_undone_from_its_message(
     staff(django_user_model, "mia", "moderator")
 
     with chromium() as browser:
-        page = log_in(browser, live_server, "mia")
-        page.set_viewport_size(LAPTOP)
-        page.goto(f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/")
-        page.wait_for_selector("#decide-form")
+        page = review_page_at_laptop_size(browser, live_server, review)
         page.check("#decide-form input[name=label][value=rejected]")
         page.select_option("#decide-form select[name=category]", "harassment")
         page.fill("#decide-form textarea[name=reason]", "Insults another user.")
