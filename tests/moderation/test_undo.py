@@ -13,6 +13,7 @@ from django.utils import timezone
 from moderation import services
 from moderation.errors import ContentErased, NotUndoable, StaleVersion
 from moderation.erasure import content_erase
+from moderation.invariants import pipeline_violations, review_violations
 from moderation.models import (
     Cause,
     ContentReview,
@@ -88,6 +89,7 @@ def test_an_undone_rejection_restores_the_review_and_nothing_leaves(api_client, 
     assert (last.cause, last.from_status, last.to_status, last.actor_id) == (Cause.UNDO, "rejected", "manual_review", "mia")
     assert "undid the decision rejected (harassment)" in last.reason
     assert review.history.first().history_user == mia  # audited in the history too
+    assert review_violations([review.pk]) == [] and pipeline_violations([review.pk]) == []
     # The sender finds it cancelled and posts nothing.
     assert services.notification_deliver(notification_id=notification.pk) == "already cancelled"
     assert receiver.received == []
