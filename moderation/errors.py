@@ -160,6 +160,16 @@ class NotApplicable(ModerationError):
         self.reason = reason
 
 
+class NotUndoable(ModerationError):
+    """A moderator's decision that cannot be taken back (review_undo): its notification left, it
+    is no longer the one in force, or something it did cannot be reverted whole. `reason` says
+    which, in words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class NotRequeueable(ModerationError):
     """A statement of reasons that is not one the Transparency Database refused: only those are
     built again and sent again (moderation/services/statements.py)."""

@@ -60,6 +60,9 @@ LEGAL = {
     (S.PENDING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
     (S.MANUAL_REVIEW, S.REJECTED, Cause.CONTENT_ERASED),  # erased under appeal: the rejection stands
+    # A moderator took back their own decision of a review that waited for a human (review_undo).
+    (S.APPROVED, S.MANUAL_REVIEW, Cause.UNDO),
+    (S.REJECTED, S.MANUAL_REVIEW, Cause.UNDO),
 }
 # Transitions that send a decided review to a human without a decision of their own: the
 # decision they contest (its label) stays the review's until a moderator decides.

@@ -122,6 +122,25 @@ def collide(count: int, target: Callable[[int], object], *, expect: type | tuple
     return results
 
 
+def reads_wait_for_each_other(monkeypatch, model, parties: int, *, timeout: float = 1) -> None:
+    """Widen a race's window: a thread that has loaded a `model` row waits (up to `timeout`)
+    until `parties` threads have loaded one, so without a row lock every racer reads the row
+    before any acts on it. With the lock the others skip or wait for the row and do not read it
+    meanwhile: the wait times out and the holder carries on."""
+    barrier = threading.Barrier(parties)
+    real_from_db = model.from_db.__func__
+
+    def from_db(cls, *args, **kwargs):
+        row = real_from_db(cls, *args, **kwargs)
+        try:
+            barrier.wait(timeout=timeout)
+        except threading.BrokenBarrierError:
+            pass
+        return row
+
+    monkeypatch.setattr(model, "from_db", classmethod(from_db))
+
+
 def silent_for(operation: ModerationRequest, seconds: float) -> None:
     """Make an operation look untouched for `seconds`, as if the clock had moved on since then."""
     ModerationRequest.objects.filter(pk=operation.pk).update(updated_at=timezone.now() - timedelta(seconds=seconds))

@@ -151,6 +151,20 @@ class ReasonForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput, required=False)
 
 
+class EscalateForm(ReasonForm):
+    """Escalate in one step: one reason; the review stays with the moderator who escalated it
+    unless they tick "release it"."""
+
+    release = forms.BooleanField(required=False, label="Release it (return it to the escalations queue)")
+
+
+class UndoForm(forms.Form):
+    """Undo a decision: which one, and the version it left the review at."""
+
+    decision = forms.IntegerField(widget=forms.HiddenInput, min_value=1, max_value=2**63 - 1)
+    version = forms.IntegerField(widget=forms.HiddenInput, min_value=0, max_value=2**31 - 1)
+
+
 class BulkOverrideForm(CategoryChoicesMixin, ReasonFields):
     label = forms.ChoiceField(choices=LABELS, widget=forms.RadioSelect)
     category = _category_field()

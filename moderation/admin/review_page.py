@@ -13,12 +13,13 @@ import secrets
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from django.db.models import OuterRef, Subquery
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from moderation.admin import csp
-from moderation.models import ContentReview, Decision, ModerationPolicy, PileOn, ReportKind, ReviewStatus
+from moderation.models import ContentReview, Decision, DecisionSource, ModerationPolicy, PileOn, ReportKind, ReviewStatus
 from moderation.observability.workplace import ReportSummary
 from moderation.verdicts import thresholds_for
 
@@ -66,6 +67,27 @@ def top_category(decision: Decision | None) -> tuple[str, float] | None:
     return category, float(scores[category])
 
 
+def top_category_text(review: ContentReview) -> str:
+    """The list's "top category": the model's top score ("hate 0.91"); for a decision that names
+    a category (a moderator's), that category, with the model's top score of the review where a
+    model scored it (`with_model_score`): "harassment (moderator; model 0.62)"."""
+    decision = review.decision
+    if decision is not None and decision.category:
+        model = getattr(review, "model_score", None)
+        who = "moderator" if decision.source == DecisionSource.MODERATOR else str(decision.source)
+        return f"{decision.category} ({who}{f'; model {model:.2f}' if model is not None else ''})"
+    top = top_category(decision)
+    return f"{top[0]} {top[1]:.2f}" if top else "—"
+
+
+def with_model_score(reviews):
+    """Annotate `model_score`: the highest score of the review's newest scored decision (the
+    model's), for rows a moderator decided. One indexed subquery a row (decisions by review)."""
+    scored = (Decision.objects.filter(review=OuterRef("pk"), score__isnull=False)
+              .exclude(source=DecisionSource.MODERATOR).order_by("-id").values("score")[:1])
+    return reviews.annotate(model_score=Subquery(scored))
+
+
 @dataclass(frozen=True)
 class ScoreRow:
     category: str
@@ -78,6 +100,10 @@ class ScoreRow:
         if self.score >= self.reject_at:
             return ReviewStatus.REJECTED
         return ReviewStatus.MANUAL_REVIEW if self.score >= self.review_at else ReviewStatus.APPROVED
+
+    @property
+    def verdict_words(self) -> str:
+        return ReviewStatus(self.verdict).label
 
     @property
     def percent(self) -> int:

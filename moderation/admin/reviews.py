@@ -30,7 +30,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyHistoryMixin, ReadOnlyPermissionsMixin
 from audit.models import Actor
 from moderation import services
-from moderation.admin import review_media, review_page
+from moderation.admin import review_media, review_page, review_words
 from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import (
     CONTENT_LIST_FILTERS,
@@ -45,8 +45,10 @@ from moderation.admin.review_forms import (
     BulkOverrideForm,
     BulkReasonForm,
     DecideForm,
+    EscalateForm,
     NoteForm,
     ReasonForm,
+    UndoForm,
     prefilled_category,
     refused_decide_form,
 )
@@ -75,8 +77,10 @@ PERMISSIONS = {
     "override": "moderation.override_review",
     "escalate": "moderation.escalate_review",
     "reprocess": "moderation.reprocess_review",
+    "undo": "moderation.override_review",  # a moderator's own decision, taken back
 }
-DONE = {"override": "overridden", "escalate": "escalated", "reprocess": "sent for reprocessing"}
+DONE = {"override": "overridden", "escalate": "escalated", "reprocess": "sent for reprocessing", "undo": "undone"}
+FORMS = {"override": DecideForm, "escalate": EscalateForm, "undo": UndoForm}
 
 
 def act(request, action: str, review: ContentReview, data: dict) -> str | None:
@@ -93,9 +97,12 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
                                      reason_codes=data.get("reason_codes", ()),
                                      share_reason=data.get("share_reason", False),
                                      moderator=request.user, expected_version=version)
-        elif action == "escalate":
+        elif action == "escalate":  # a bulk escalation (no "release" field) releases what it escalates
             services.review_escalate(review_id=review.pk, reason=data["reason"], moderator=request.user,
-                                     expected_version=version)
+                                     expected_version=version, release=data.get("release", True))
+        elif action == "undo":
+            services.review_undo(review_id=review.pk, decision_id=data["decision"], moderator=request.user,
+                                 expected_version=version)
         else:
             services.review_reprocess(review_id=review.pk, actor=Actor.ADMIN, actor_id=str(request.user),
                                       reason=data.get("reason", ""), user=request.user, expected_version=version)
@@ -197,7 +204,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         # A page of 100,000-character texts is not loaded: the list reads excerpts (ReviewChangeList).
         reviews = (super().get_queryset(request).defer("content__text", "content__metadata")
                    .annotate(provider_name=Subquery(latest_provider)))
-        return review_media.with_thumbnail_flag(reviews, request.user)
+        return review_media.with_thumbnail_flag(review_page.with_model_score(reviews), request.user)
 
     def get_changelist(self, request, **kwargs):
         return ReviewChangeList
@@ -216,8 +223,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
 
     @admin.display(description="top category")
     def top_category(self, review):
-        top = review_page.top_category(review.decision)
-        return f"{top[0]} {top[1]:.2f}" if top else "—"
+        return review_page.top_category_text(review)
 
     @admin.display(description="queue")
     def badges(self, review):
@@ -332,8 +338,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         queue = request.GET.get("queue") or review.queue
         summary = report_summaries([review]).get(review.pk)
         appeal = review.appeals.select_related("decision__moderator").order_by("-created_at").first()
-        decide_form = None
-        if can["override"] and is_final:
+        decide_form, erasure = None, review_words.erasure_words(review)
+        if can["override"] and is_final and erasure is None:  # erased: nothing is left to judge
             flags = {"reported": bool(summary and summary.open), "appealed": bool(appeal and appeal.is_open),
                      "policy": policy}
             if posted is not None:
@@ -355,9 +361,12 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             scores=review_page.score_rows(scored, policy),
             decide_form=decide_form,
             typed=review_page.typed_back(posted) if posted is not None and decide_form is None else None,
-            escalate_form=ReasonForm(initial=version)
-            if can["escalate"] and review.status in (ReviewStatus.PENDING, ReviewStatus.PROCESSING) else None,
-            reprocess_form=ReasonForm(initial=version) if can["reprocess"] and is_final else None,
+            escalate_form=EscalateForm(initial=version) if can["escalate"] and erasure is None
+            and review.status in (ReviewStatus.PENDING, ReviewStatus.PROCESSING) else None,
+            reprocess_form=ReasonForm(initial=version) if can["reprocess"] and is_final and erasure is None else None,
+            erasure=erasure,
+            status_words=review_words.status_words(review, summary.count if summary else 0),
+            decision_words=review_words.decision_words(review.decision),
             note_form=NoteForm() if can["override"] or can["escalate"] else None,
             notes=rows_page(request.GET, "notes_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 ModeratorNote.objects.filter(review=review).select_related("author", "decision")
@@ -398,7 +407,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             self.message_user(request, f"Not searched: {exc}", messages.ERROR)
             queued = queued.none()
         waiting = with_excerpts(review_media.with_thumbnail_flag(
-            queued.select_related("content", "decision", "leased_to").defer("content__text", "content__metadata")
+            review_page.with_model_score(queued).select_related("content", "decision", "leased_to").defer("content__text", "content__metadata")
             .order_by("queue_order_at", "id"), request.user)[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
@@ -428,7 +437,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         if request.method != "POST" or action not in PERMISSIONS:
             raise PermissionDenied
         review = get_object_or_404(ContentReview, pk=object_id)
-        form = (DecideForm if action == "override" else ReasonForm)(request.POST)
+        form = FORMS.get(action, ReasonForm)(request.POST)
         if action == "reprocess" and not request.POST.get("reason", "").strip():
             form = ReasonForm({**request.POST.dict(), "reason": "reprocessed from the admin"})
         refused = (None if form.is_valid() else
@@ -441,7 +450,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
                 page.status_code = 400 if form.errors else 409
                 return page
             return HttpResponseRedirect(self._timeline_url(review.pk))
-        self.message_user(request, f"Review {DONE[action]}.", messages.SUCCESS)
+        review.refresh_from_db()
+        self.message_user(request, review_words.done_message(request, action, review), messages.SUCCESS)
         if action == "override" and "decide_and_next" in request.POST:
             return self._next(request, form.cleaned_data.get("queue") or None)
         return HttpResponseRedirect(self._timeline_url(review.pk))

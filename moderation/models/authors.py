@@ -164,6 +164,7 @@ class StrikeEnd(models.TextChoices):
     REPLACED = "replaced", "Replaced by a new decision of the review"
     OVERTURNED = "overturned", "Decision overturned"
     LAPSED = "lapsed", "Older than the strike window"
+    UNDONE = "undone", "Decision undone by its moderator"
 
 
 class Strike(models.Model):

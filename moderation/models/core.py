@@ -191,6 +191,8 @@ class Cause(models.TextChoices):
     APPEAL = "appeal"
     CONTENT_ERASED = "content_erased"
     NOTICE = "notice"
+    # A moderator took back their own decision before anything of it left (review_undo).
+    UNDO = "undo"
 
 
 class ReviewQueue(models.TextChoices):
@@ -387,6 +389,11 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     def appeal(self) -> None:
         """The rejected content's owner appealed: a human decides again (docs/design.md, 13)."""
 
+    @transition(field=status, source=[ReviewStatus.APPROVED, ReviewStatus.REJECTED], target=ReviewStatus.MANUAL_REVIEW)
+    def undo(self) -> None:
+        """A moderator took back the decision they made of a review in manual_review, before its
+        notification left (docs/workplace.md, "Undo"): the review waits for a human again."""
+
     @transition(field=status, source=[ReviewStatus.PENDING, ReviewStatus.PROCESSING], target=ReviewStatus.MANUAL_REVIEW)
     @transition(field=status, source=ReviewStatus.MANUAL_REVIEW, target=ReviewStatus.REJECTED)
     def stop_for_erasure(self) -> None:
@@ -408,6 +415,7 @@ TRANSITION_FOR_CAUSE = {
     Cause.APPEAL: "appeal",
     Cause.CONTENT_ERASED: "stop_for_erasure",
     Cause.NOTICE: "notice_escalate",
+    Cause.UNDO: "undo",
 }
 
 

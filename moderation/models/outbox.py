@@ -22,6 +22,8 @@ class NotificationStatus(models.TextChoices):
     DELIVERED = "delivered", "Delivered"
     FAILED = "failed", "Failed (attempts exhausted)"
     NO_ENDPOINT = "no_endpoint", "No webhook URL configured"
+    # Its decision was undone before any attempt began (review_undo): it never leaves.
+    CANCELLED = "cancelled", "Cancelled (its decision was undone)"
 
 
 class NotificationKind(models.TextChoices):

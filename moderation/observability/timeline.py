@@ -18,13 +18,13 @@ from django.db.models import QuerySet
 
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
-from moderation.models import Appeal, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind
+from moderation.models import Appeal, ContentErasure, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind
 from moderation.reasons import statement_of_reasons
 
 # Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
 _RANK = {
     "submitted": 0, "job_enqueued": 1, "event": 2, "operation": 3, "attempt_started": 4, "attempt_finished": 5,
-    "callback": 6, "report": 6, "appeal": 6, "decision": 7, "transition": 8, "history": 9, "note": 10,
+    "callback": 6, "report": 6, "appeal": 6, "decision": 7, "erasure": 7, "transition": 8, "history": 9, "note": 10,
 }
 # What a client does not see of its own review's timeline: who at the platform handled it
 # (moderators, worker hosts), internal error texts and reasons, raw provider bodies.
@@ -96,6 +96,7 @@ def review_timeline(review: ContentReview, *, notes: bool = False, first: int | 
     entries += _callbacks(review, first)
     entries += _decisions(review, first)
     entries += _reports_and_appeals(review, first)
+    entries += _erasure(review)
     for t in _head(ReviewTransition.objects.filter(review=review), "created_at", first):
         entries.append(Entry(t.created_at, "transition", f"{t.from_status} -> {t.to_status} ({t.cause})",
                              {"actor": f"{t.actor}:{t.actor_id}" if t.actor_id else t.actor, "reason": t.reason},
@@ -110,6 +111,17 @@ def review_timeline(review: ContentReview, *, notes: bool = False, first: int | 
                     for n in _head(ModeratorNote.objects.filter(review=review).select_related("author"),
                                    "created_at", first)]
     return sorted(entries, key=lambda e: (e.at, _RANK[e.kind], e.source))[:first]
+
+
+def _erasure(review: ContentReview) -> list[Entry]:
+    """The content's erasure: when, why and by whom (at most one: ContentErasure)."""
+    erasure = ContentErasure.objects.filter(review=review).first()
+    if erasure is None:
+        return []
+    return [Entry(erasure.erased_at, "erasure", "content erased",
+                  {"reason": erasure.reason, "actor": f"{erasure.actor}:{erasure.actor_id}" if erasure.actor_id else erasure.actor,
+                   "stopped_moderation": erasure.stopped_moderation or None},
+                  {}, f"erasure:{erasure.pk}")]
 
 
 def _events(review: ContentReview, first: int | None) -> list[Entry]:

@@ -40,6 +40,7 @@ from moderation.services.moderator import (
     review_release,
     review_reprocess,
     review_take_next,
+    review_undo,
     reviews_waiting_for_another,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
@@ -138,6 +139,7 @@ __all__ = [
     "review_claim",
     "review_finalize",
     "review_escalate",
+    "review_undo",
     "review_note_add",
     "review_override",
     "review_release",

@@ -34,6 +34,7 @@ from moderation.errors import (
     IllegalStandingChange,
     NotAppealable,
     NotApplicable,
+    NotUndoable,
     ReasonRequired,
     StaleAuthor,
 )
@@ -191,6 +192,27 @@ def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, 
     _points_add_locked(author, change)
     if strike is not None and change > 0:  # a rejection that merely stands (an appeal upheld) takes nothing
         _ladder_locked(author, policy, strike, before, now=now, actor=actor, actor_id=actor_id)
+
+
+def strike_undo_locked(review: ContentReview, decision: Decision) -> None:
+    """Take back the strike `decision` wrote (review_undo; holding the review's lock, in its
+    transaction): it ends as `undone` and its points come off the author. Refused (NotUndoable)
+    when the decision did more to the author than add a strike, which no undo can revert whole:
+    it replaced or revoked an earlier strike, or the author's standing changed since it (the
+    ladder's action was announced to the client)."""
+    if review.author_id is None:
+        return
+    if Strike.objects.filter(review=review, end__in=(StrikeEnd.REPLACED, StrikeEnd.OVERTURNED),
+                             ended_at__gte=decision.created_at).exists():
+        raise NotUndoable("it replaced the author's earlier strike for this content: decide again instead")
+    if StandingTransition.objects.filter(author_id=review.author_id, created_at__gte=decision.created_at).exists():
+        raise NotUndoable("the author's standing changed after it (the client was told): decide again instead")
+    strike = Strike.objects.filter(decision=decision, ended_at__isnull=True).first()
+    if strike is None:
+        return
+    author = _author_locked(review)
+    Strike.objects.filter(pk=strike.pk).update(ended_at=timezone.now(), end=StrikeEnd.UNDONE)
+    _points_add_locked(author, -strike.points)
 
 
 def _strike_end_locked(review: ContentReview, end: StrikeEnd, now: datetime) -> Strike | None:

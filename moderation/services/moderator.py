@@ -25,6 +25,7 @@ from moderation.errors import (
     LeasedToOther,
     NotApplicable,
     NoteTooLong,
+    NotUndoable,
     ReasonRequired,
     StaleVersion,
     UnknownReason,
@@ -39,17 +40,23 @@ from moderation.models import (
     DecisionSource,
     ModerationPolicy,
     ModeratorNote,
+    Report,
     ReviewQueue,
     ReviewStatus,
 )
 from moderation.canned_reasons import reasons_key, unknown_codes
+from moderation.review_queues import queue_entry
 from moderation.validation import policy_categories
+from moderation.verdicts import MEDIA_KINDS
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
+from moderation.services.authors import strike_undo_locked
 from moderation.services.decide import decide_locked
+from moderation.services.notifications import notification_cancel_locked
 from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked
 from moderation.services.policy import policy_active
+from moderation.services.statements import statement_withdraw_locked
 
 
 def _lock_checked(review_id, expected_version: int | None, moderator=None, now: datetime | None = None) -> ContentReview:
@@ -184,6 +191,7 @@ def review_override(
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
         _require_decided(review)
+        _refuse_erased(review, "decide")
         appeal = appeal_open_locked(review)
         if appeal is not None:
             appeal_check_four_eyes(appeal, moderator)
@@ -256,16 +264,23 @@ def _note_text(text: str) -> str:
 
 
 @records_illegal_transitions
-def review_escalate(*, review_id, reason: str, moderator, expected_version: int | None = None) -> ContentReview:
+def review_escalate(
+    *, review_id, reason: str, moderator, expected_version: int | None = None, release: bool = True
+) -> ContentReview:
     """Take a review out of the provider's hands: a human decides (-> manual_review).
 
+    One step, one reason: the review joins the escalations queue and, unless `release`, is
+    leased to the moderator who escalated it, who goes on to decide it (docs/workplace.md,
+    "The decide panel"). A bulk escalation releases what it escalates.
     A pending review first moves `pending -> processing` as a worker's job moves it
     (`reviews_claim_locked`; two logged transitions). The live operation is closed as failed, so
-    nothing retries it and a late result for it is `already_final`.
+    nothing retries it and a late result for it is `already_final`. Erased content is refused
+    (ContentErased): nothing is left to judge.
     """
     reason = _required(reason)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
+        _refuse_erased(review, "escalate")
         if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
             # Likewise (_require_decided): a bulk escalation over decided reviews.
             raise NotApplicable(f"already {review.get_status_display().lower()}")
@@ -285,7 +300,22 @@ def review_escalate(*, review_id, reason: str, moderator, expected_version: int 
             transition_reason=reason,
             history_user=moderator,
         )
+        if not release and moderator is not None:
+            _lease(review, moderator)
     return review
+
+
+def _lease(review: ContentReview, moderator) -> None:
+    """Lease `review` (locked, in manual_review) to `moderator` for MODERATOR_LEASE_S."""
+    expires = timezone.now() + timedelta(seconds=settings.MODERATOR_LEASE_S)
+    ContentReview.objects.filter(pk=review.pk).update(leased_to=moderator, lease_expires_at=expires)
+    review.leased_to, review.lease_expires_at = moderator, expires
+
+
+def _refuse_erased(review: ContentReview, what: str) -> None:
+    """Erased content leaves nothing to judge (docs/design.md, 16): refused under the row lock."""
+    if review.content.erased_at is not None:
+        raise ContentErased(f"review {review.pk}: its content was erased; nothing is left to {what}")
 
 
 @records_illegal_transitions
@@ -306,8 +336,7 @@ def review_reprocess(
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, user)
         _require_decided(review)
-        if review.content.erased_at is not None:
-            raise ContentErased(f"review {review_id}: its content was erased; nothing is left to reprocess")
+        _refuse_erased(review, "reprocess")
         if appeal_open_locked(review) is not None:
             raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it")
         review.last_enqueued_at = timezone.now()
@@ -322,3 +351,78 @@ def review_reprocess(
         )
         enqueue_on_commit("moderation.tasks.moderate_review", for_review=review.pk, review_id=review.pk)
     return review
+
+
+@records_illegal_transitions
+def review_undo(*, review_id, decision_id: int, moderator, expected_version: int | None = None) -> ContentReview:
+    """Take back `moderator`'s decision `decision_id` of a review they decided from manual_review:
+    the review is back in manual_review, leased to them, with the decision in force before it
+    (docs/workplace.md, "Undo").
+
+    Allowed while the decision is the one in force (`expected_version`: the version it left;
+    anything since refuses with StaleVersion), nobody else holds the review, and nothing of the
+    decision has left: its notification is cancelled, its statement of reasons withdrawn and its
+    strike ended under their row locks, in this transaction, or the undo is refused with
+    NotUndoable saying why ("the client was already notified at 14:02 UTC"). A decision that
+    resolved an appeal or reports is refused: their owners and reporters are told, and the
+    reporters' accuracy counted. The decision row stays, as every decision does (invariant 9);
+    the undo is its own transition, in the timeline and the history.
+    """
+    with context.bind(review_id=review_id), transaction.atomic():
+        review = _lock_checked(review_id, expected_version, moderator)
+        decision = review.decision
+        if decision is None or decision.pk != decision_id:
+            raise NotUndoable("it is no longer the decision in force")
+        if decision.source != DecisionSource.MODERATOR or decision.moderator_id != getattr(moderator, "pk", None):
+            raise NotUndoable("only the moderator who made a decision may undo it")
+        before, entered = _state_before(review, decision)
+        if Appeal.objects.filter(resolution=decision).exists():
+            raise NotUndoable("it resolved an appeal, whose owner is told: decide again instead")
+        resolved = Report.objects.filter(resolved_by=decision).count()
+        if resolved:
+            raise NotUndoable(f"it resolved {resolved} report{'s' if resolved > 1 else ''}, whose reporters are told: "
+                              "decide again instead")
+        # Locks after the review's, in the decide path's order: the author, then the rows of what left.
+        strike_undo_locked(review, decision)
+        statement_withdraw_locked(decision)
+        notification_cancel_locked(decision)
+        review.decision_id, review.completed_at, review.pile_on = before.decision_id, before.completed_at, before.pile_on
+        transition_review(
+            review, Cause.UNDO, actor=Actor.ADMIN, actor_id=str(moderator),
+            reason=f"undid the decision {decision.label}{f' ({decision.category})' if decision.category else ''}",
+            history_user=moderator, update_fields=["decision", "completed_at", "pile_on"],
+        )
+        _queue_back(review, entered)
+        _lease(review, moderator)
+    return review
+
+
+def _state_before(review: ContentReview, decision: Decision):
+    """The review as it was before `decision` (its history row) and the transition that had sent
+    it to manual_review; NotUndoable for a decision not made from manual_review."""
+    after, before = (list(review.history.order_by("-history_id")[:2]) + [None, None])[:2]
+    if after is None or before is None or after.decision_id != decision.pk:
+        raise NotUndoable("its record is not the review's latest change")
+    if before.status != ReviewStatus.MANUAL_REVIEW:
+        raise NotUndoable(f"it was made on a review that was {before.get_status_display().lower()}, "
+                          "not waiting for a human: decide again instead")
+    entered = (review.transitions.filter(to_status=ReviewStatus.MANUAL_REVIEW).exclude(cause=Cause.UNDO)
+               .order_by("-id").first())
+    return before, entered
+
+
+def _queue_back(review: ContentReview, entered) -> None:
+    """Put the undone review back in the review queue it had, in its place: the entry the cause
+    that sent it there gives, as of when it did (an undo is no reason to wait more or less)."""
+    decision = review.decision
+    cause = Cause(entered.cause) if entered is not None else Cause.MANUAL_ESCALATION
+    entry = queue_entry(
+        policy_active(), cause=cause, category_scores=decision.category_scores if decision else {},
+        now=entered.created_at if entered is not None else timezone.now(),
+        author_restricted=review.author_restricted, notice_kind=review.notice_kind,
+        media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
+    )
+    review.queue, review.priority = entry.queue, entry.priority
+    review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at
+    ContentReview.objects.filter(pk=review.pk).update(queue=entry.queue, priority=entry.priority,
+                                                      queued_at=entry.queued_at, queue_order_at=entry.order_at)

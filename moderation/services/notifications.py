@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from audit import context
 from moderation.signing import sign
-from moderation.models import DecisionNotification, NotificationAttempt, NotificationStatus
+from moderation.errors import NotUndoable
+from moderation.models import Decision, DecisionNotification, NotificationAttempt, NotificationStatus
 from moderation.netguard import guarded_transport
 from moderation.jobs import enqueue_batch
 from moderation.services.webhook_gate import (
@@ -45,6 +46,28 @@ def notification_deliver(*, notification_id: int, now: datetime | None = None) -
     notification, attempt = started
     with context.bind(review_id=notification.review_id):
         return _post(notification, attempt)
+
+
+def notification_cancel_locked(decision: Decision) -> None:
+    """Cancel the notification of `decision` before it leaves (review_undo; holding the review's
+    lock, in its transaction), or refuse (NotUndoable) once it left or is leaving.
+
+    The notification's row lock is the guard against the sender: `_begin` takes the row FOR
+    UPDATE SKIP LOCKED and commits the attempt (attempts + 1, `locked_until`) before it posts. So
+    either the sender committed first, and this lock waits for that and then sees the attempt
+    (refused), or this holds the row first: the sender skips it ("busy") and, once this commits,
+    finds it cancelled ("already cancelled"). Nothing is posted for a cancelled one."""
+    notification = DecisionNotification.objects.select_for_update(of=("self",)).filter(decision=decision).first()
+    if notification is None or notification.status == NotificationStatus.CANCELLED:
+        return
+    if notification.status == NotificationStatus.DELIVERED:
+        raise NotUndoable(f"the client was already notified at {notification.delivered_at:%H:%M} UTC")
+    if notification.attempts or notification.locked_until or notification.status == NotificationStatus.FAILED:
+        started = notification.attempt_log.order_by("-id").values_list("started_at", flat=True).first()
+        when = f" at {started:%H:%M} UTC" if started else ""
+        raise NotUndoable(f"the client was already notified{when} (its notification was sent)")
+    notification.status, notification.next_attempt_at = NotificationStatus.CANCELLED, None
+    notification.save(update_fields=["status", "next_attempt_at"])
 
 
 def _post(notification: DecisionNotification, attempt: NotificationAttempt) -> str:
@@ -186,8 +209,9 @@ def oldest_of_each_client(rows, count: int):
 
 def notifications_resendable(*, ids=None, failed: bool = False):
     """What `notifications_resend` would send again: the given ids, or else (`failed`) every
-    notification that gave up; never a delivered one, nor one whose client has no webhook URL."""
-    rows = DecisionNotification.objects.exclude(status=NotificationStatus.DELIVERED).exclude(client__webhook_url="")
+    notification that gave up; never a delivered or cancelled one, nor one whose client has no webhook URL."""
+    rows = (DecisionNotification.objects.exclude(status__in=(NotificationStatus.DELIVERED, NotificationStatus.CANCELLED))
+            .exclude(client__webhook_url=""))
     if ids:
         return rows.filter(pk__in=ids)
     return rows.filter(status=NotificationStatus.FAILED) if failed else rows.none()

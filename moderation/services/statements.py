@@ -26,7 +26,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit.models import EventKind
-from moderation.errors import NotRequeueable
+from moderation.errors import NotRequeueable, NotUndoable
 from moderation.models import (
     AccountAction,
     ActionCause,
@@ -164,6 +164,22 @@ def statement_after_decision_locked(review: ContentReview, decision: Decision, *
         TransparencyStatement.objects.filter(pk=in_force).update(overturned_at=decision.created_at,
                                                                  overturned_by=decision)
     return None
+
+
+def statement_withdraw_locked(decision: Decision) -> None:
+    """Withdraw the statement `decision` wrote, for review_undo (holding the review's lock, in its
+    transaction): deleted while no sender has taken it, under its row lock, so a sender either
+    took it first (and the undo is refused) or never sees it. Refused (NotUndoable) once a send
+    began, and for a decision that corrected an earlier statement (an approval lifting a
+    restriction: the correction may be out already)."""
+    if TransparencyStatement.objects.filter(overturned_by=decision).exists():
+        raise NotUndoable("it lifted a restriction whose statement of reasons records it: decide again instead")
+    statement = TransparencyStatement.objects.select_for_update(of=("self",)).filter(decision=decision).first()
+    if statement is None:
+        return
+    if statement.status != StatementStatus.PENDING or statement.attempts or statement.locked_until:
+        raise NotUndoable("its statement of reasons was already sent to the Transparency Database")
+    statement.delete()
 
 
 def statement_for_account_action(action: AccountAction, writes: OneStatement, *, now: datetime) -> None:

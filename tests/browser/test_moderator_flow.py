@@ -150,7 +150,7 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
     assert str(urgent.pk) in first_url and "?queue=low_confidence" in first_url
     assert "you will regret it." in content and "Parking rules" in content and images == 0
     assert "harassment" in scores and "0.880" in scores and "violence" in scores
-    assert "Review overridden." in message and "mia\t1" in workload
+    assert "Rejected as harassment. Undo" in message and "mia\t1" in workload
     assert str(unsure.pk) in second_url  # next in the low-confidence queue
     decided_review = ContentReview.objects.get(pk=urgent.pk)
     assert (decided_review.status, decided_review.decision.category) == ("rejected", "harassment")
@@ -209,7 +209,7 @@ def test_a_stale_decision_shows_what_changed_and_applies_nothing(live_server, ap
         message, status = mia.inner_text(".messagelist"), mia.inner_text("#review-status")
 
     assert "changed since version 3 (now 4): manual_review -> pending (reprocess, by admin:sam)" in message
-    assert "Nothing was applied" in message and "Pending" in status
+    assert "Nothing was applied" in message and "Waiting for the model (sent to the model again)" in status
     review.refresh_from_db()
     assert review.decisions.count() == 1 and review.decision.source == "provider"
     assert not ModeratorNote.objects.exists()

@@ -70,7 +70,7 @@ def test_a_moderator_agrees_with_the_reports_of_a_piled_on_review_and_the_report
     assert "harassment ×2, spam ×1" in summary and "User ×3" in summary
     assert prefilled == "harassment"
     assert "Agree with reports" in labels and "Disagree" in labels and agreed
-    assert "Review overridden." in message and "queue is empty" in message
+    assert "Rejected as harassment. Undo" in message and "queue is empty" in message
     review.refresh_from_db()
     assert (review.status, review.decision.label, review.decision.category) == ("rejected", "rejected", "harassment")
     assert review.decision.reason == "Harassment, as the reporters said."

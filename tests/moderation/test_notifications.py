@@ -4,7 +4,6 @@ stable webhook-id, signed so the standardwebhooks library verifies them."""
 from __future__ import annotations
 
 import json
-import threading
 from datetime import timedelta
 
 import pytest
@@ -13,21 +12,16 @@ from standardwebhooks import Webhook
 
 from callbacks.models import ProviderCallback
 from moderation import services, tasks
-from moderation.models import ApiClient, DecisionNotification, NotificationKind, NotificationStatus
-from lab.simulator import WebhookReceiver
+from moderation.models import DecisionNotification, NotificationKind, NotificationStatus
 from tests.callbacks.conftest import SECRET, completed, deliver
-from tests.helpers import claimed, collide, decided, queued_tasks
+from tests.helpers import claimed, collide, decided, queued_tasks, reads_wait_for_each_other
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def receiver(api_client):
-    server = WebhookReceiver()
-    ApiClient.objects.filter(pk=api_client.pk).update(webhook_url=server.url)
-    api_client.refresh_from_db()
-    yield server
-    server.stop()
+def receiver(webhook_receiver):
+    return webhook_receiver
 
 
 def run_delivery_jobs() -> list[str]:
@@ -174,18 +168,7 @@ def test_two_delivery_jobs_at_once_post_once(api_client, receiver, monkeypatch, 
     # other jobs have read it too, so without the row lock every job reads it before any
     # records its attempt. With the lock the others skip the row and never read it: the wait
     # times out and the one job carries on.
-    all_read = threading.Barrier(3)
-    real_from_db = DecisionNotification.from_db.__func__
-
-    def from_db(cls, *args, **kwargs):
-        row = real_from_db(cls, *args, **kwargs)
-        try:
-            all_read.wait(timeout=1)
-        except threading.BrokenBarrierError:
-            pass
-        return row
-
-    monkeypatch.setattr(DecisionNotification, "from_db", classmethod(from_db))
+    reads_wait_for_each_other(monkeypatch, DecisionNotification, 3)
 
     outcomes = collide(3, lambda i: services.notification_deliver(notification_id=notification.pk))
 

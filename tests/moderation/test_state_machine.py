@@ -35,6 +35,9 @@ LEGAL = {
     (S.PROCESSING, S.MANUAL_REVIEW, Cause.CONTENT_ERASED),
     # ... or while an appeal of its rejection waited for a human: the rejection stands.
     (S.MANUAL_REVIEW, S.REJECTED, Cause.CONTENT_ERASED),
+    # A moderator took back their own decision before anything of it left (review_undo).
+    (S.APPROVED, S.MANUAL_REVIEW, Cause.UNDO),
+    (S.REJECTED, S.MANUAL_REVIEW, Cause.UNDO),
 }
 LABELLED = {Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.MANUAL_OVERRIDE}
 FIXED_TARGET = {
@@ -47,6 +50,7 @@ FIXED_TARGET = {
     Cause.NOTICE: S.MANUAL_REVIEW,
     Cause.APPEAL: S.MANUAL_REVIEW,
     Cause.CONTENT_ERASED: S.MANUAL_REVIEW,
+    Cause.UNDO: S.MANUAL_REVIEW,
 }
 
 

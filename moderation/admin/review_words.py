@@ -1,0 +1,112 @@
+"""What the review page says of a review, in a moderator's words: no ids, UUIDs or cause codes
+(docs/workplace.md, "Moderator words"). Those stay in the timeline, the page's raw record, and in
+the admin's raw views.
+
+Also the message an action leaves ("Rejected as harassment." with its Undo button) and the
+erased content's account (when, why, by whom).
+"""
+
+from __future__ import annotations
+
+from django.middleware.csrf import get_token
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.html import format_html
+
+from audit.models import ReviewTransition
+from moderation.models import Cause, ContentReview, Decision, DecisionSource, ReviewStatus
+
+# Why a review took the status it has, by the cause of its latest transition.
+CAUSE_WORDS = {
+    Cause.JOB_STARTED: "being judged by the model",
+    Cause.RETRY_RECONCILE: "being judged by the model again",
+    Cause.PROVIDER_RESULT: "by the model",
+    Cause.PROVIDER_CALLBACK: "by the model (its callback)",
+    Cause.PROVIDER_FAILED: "because the model could not judge it",
+    Cause.MANUAL_ESCALATION: "escalated by a moderator",
+    Cause.MANUAL_OVERRIDE: "by a moderator",
+    Cause.REPROCESS: "sent to the model again",
+    Cause.USER_REPORTS: "by user reports",
+    Cause.APPEAL: "because its owner appealed",
+    Cause.CONTENT_ERASED: "because its content was erased",
+    Cause.NOTICE: "by a DSA notice or a trusted flagger",
+    Cause.UNDO: "because a moderator undid their decision",
+}
+LABEL_WORDS = {
+    ReviewStatus.APPROVED: "Approved",
+    ReviewStatus.REJECTED: "Rejected",
+    ReviewStatus.MANUAL_REVIEW: "Sent to a human",
+}
+SOURCE_WORDS = {DecisionSource.PROVIDER: "the model", DecisionSource.SYSTEM: "the system (the model failed)"}
+
+
+def decided(label: str, category: str = "") -> str:
+    """"Rejected as harassment", "Approved", "Sent to a human"."""
+    words = LABEL_WORDS.get(label, str(label).replace("_", " ").capitalize())
+    return f"{words} as {category}" if category else words
+
+
+def decision_words(decision: Decision | None) -> str:
+    """The decision in force, in words: what, by whom, why ("Rejected as hate by mia: slur")."""
+    if decision is None:
+        return "None yet"
+    if decision.source == DecisionSource.MODERATOR:
+        by = f"moderator {decision.moderator}" if decision.moderator_id else "a moderator"
+    else:
+        by = SOURCE_WORDS.get(decision.source, "the system")
+        if decision.callback_id:
+            by += " (its callback)"
+    score = f", top score {decision.score:.2f}" if decision.score is not None else ""
+    why = f": {decision.reason}" if decision.reason else (f" ({decision.explanation})" if decision.explanation else "")
+    return f"{decided(decision.label, decision.category)} by {by}{score}{why}"
+
+
+def status_words(review: ContentReview, report_count: int = 0) -> str:
+    """How the review came to its status ("Sent to a human by 3 user reports")."""
+    last = ReviewTransition.objects.filter(review=review).order_by("-id").values_list("cause", flat=True).first()
+    if last is None:
+        return "Waiting for the model"
+    if last == Cause.USER_REPORTS and report_count:
+        how = f"by {report_count} user report{'s' if report_count != 1 else ''}"
+    else:
+        how = CAUSE_WORDS.get(last, "")
+    status = review.status
+    if status == ReviewStatus.PENDING:
+        return "Waiting for the model" + (f" ({how})" if last == Cause.REPROCESS else "")
+    if status == ReviewStatus.PROCESSING:
+        return "Being judged by the model"
+    return f"{decided(status)} {how}".strip()
+
+
+def erasure_words(review: ContentReview) -> dict | None:
+    """When, why and by whom the content was erased (None: it was not)."""
+    erasure = getattr(review.content, "erasure", None) if review.content.erased_at else None
+    if erasure is None:
+        return None if not review.content.erased_at else {"at": review.content.erased_at, "by": "", "reason": ""}
+    who = {"api": f"the client {erasure.actor_id}".strip(), "admin": f"admin {erasure.actor_id}".strip(),
+           "command": f"the operator {erasure.actor_id}".strip()}.get(erasure.actor, erasure.actor_id or erasure.actor)
+    return {"at": erasure.erased_at, "by": who, "reason": erasure.reason}
+
+
+def done_message(request, action: str, review: ContentReview):
+    """What an action left, named ("Rejected as harassment."), with an Undo button for a
+    decision (a POST: the message carries the form, with this session's CSRF token)."""
+    if action == "override":
+        decision = review.decision
+        what = decided(decision.label, decision.category) if decision else "Decided"
+        undo_url = reverse("admin:moderation_contentreview_act", args=[review.pk, "undo"])
+        return format_html(
+            '{}. <form method="post" action="{}" class="undo-form">'
+            '<input type="hidden" name="csrfmiddlewaretoken" value="{}">'
+            '<input type="hidden" name="decision" value="{}"><input type="hidden" name="version" value="{}">'
+            '<button type="submit" class="undo-link">Undo</button></form>',
+            what, undo_url, get_token(request), decision.pk if decision else "", review.version,
+        )
+    if action == "escalate":
+        if review.leased_to_id and review.lease_expires_at and review.lease_expires_at > timezone.now():
+            return f"Escalated to a human: it is yours until {review.lease_expires_at:%H:%M} UTC."
+        return "Escalated to a human: it waits in the escalations queue."
+    if action == "undo":
+        until = f" (yours until {review.lease_expires_at:%H:%M} UTC)" if review.lease_expires_at else ""
+        return f"Undone: the review waits for a decision again{until}."
+    return "Sent to the model again."

@@ -1,0 +1,247 @@
+"""Undo of a moderator's decision (moderation/services/moderator.py, review_undo): everything the
+decision wrote is taken back while nothing of it has left, and refused with its reason once
+something has; the race against the notification sender has exactly one winner."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from moderation import services
+from moderation.errors import ContentErased, NotUndoable, StaleVersion
+from moderation.erasure import content_erase
+from moderation.invariants import pipeline_violations, review_violations
+from moderation.models import (
+    Cause,
+    ContentReview,
+    DecisionNotification,
+    NotificationStatus,
+    ReviewQueue,
+    ReviewStatus,
+    Strike,
+    StrikeEnd,
+    TransparencyStatement,
+)
+from tests.helpers import claimed, collide, reads_wait_for_each_other, result, staff_browser
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def receiver(webhook_receiver):
+    return webhook_receiver
+
+
+@pytest.fixture
+def mia(django_user_model):
+    return staff_browser(django_user_model, "mia", "moderator").user
+
+
+@pytest.fixture
+def max_(django_user_model):
+    return staff_browser(django_user_model, "max", "moderator").user
+
+
+def unsure(api_client, *, author_id: str | None = None) -> ContentReview:
+    """A review the model sent to a human (manual_review, low-confidence queue)."""
+    review, _ = services.review_submit(client=api_client, external_id=uuid.uuid4().hex, kind="text",
+                                       text="you are an idiot", author_id=author_id)
+    request = services.review_claim(review_id=review.pk, worker_id="w1")
+    assert services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.6),
+                                    cause="provider_result") == "applied"
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.MANUAL_REVIEW
+    return review
+
+
+def reject(review: ContentReview, moderator):
+    return services.review_override(review_id=review.pk, label=ReviewStatus.REJECTED, category="harassment",
+                                    reason="insults another user", moderator=moderator,
+                                    expected_version=review.version)
+
+
+def undo(review_id, decision, moderator, version=None):
+    if version is None:
+        version = ContentReview.objects.get(pk=review_id).version
+    return services.review_undo(review_id=review_id, decision_id=decision.pk, moderator=moderator,
+                                expected_version=version)
+
+
+def test_an_undone_rejection_restores_the_review_and_nothing_leaves(api_client, receiver, mia):
+    review = unsure(api_client)
+    before = review.decision_id
+    decision = reject(review, mia)
+    assert TransparencyStatement.objects.filter(decision=decision).exists()
+
+    undone = undo(review.pk, decision, mia)
+
+    review.refresh_from_db()
+    assert (review.status, review.decision_id, review.queue) == (ReviewStatus.MANUAL_REVIEW, before,
+                                                                  ReviewQueue.LOW_CONFIDENCE)
+    assert review.leased_to == mia and review.lease_expires_at > timezone.now() and undone.leased_to == mia
+    notification = DecisionNotification.objects.get(decision=decision)
+    assert notification.status == NotificationStatus.CANCELLED
+    assert not TransparencyStatement.objects.filter(decision=decision).exists()
+    last = review.transitions.order_by("-id").first()
+    assert (last.cause, last.from_status, last.to_status, last.actor_id) == (Cause.UNDO, "rejected", "manual_review", "mia")
+    assert "undid the decision rejected (harassment)" in last.reason
+    assert review.history.first().history_user == mia  # audited in the history too
+    assert review_violations([review.pk]) == [] and pipeline_violations([review.pk]) == []
+    # The sender finds it cancelled and posts nothing.
+    assert services.notification_deliver(notification_id=notification.pk) == "already cancelled"
+    assert receiver.received == []
+    # And the moderator decides again, as if the first decision had not been made.
+    again = services.review_override(review_id=review.pk, label=ReviewStatus.APPROVED, reason="a quote",
+                                     moderator=mia, expected_version=review.version)
+    assert again.label == ReviewStatus.APPROVED
+
+
+def test_an_undo_after_the_notification_left_is_refused_with_the_time(api_client, receiver, mia):
+    review = unsure(api_client)
+    decision = reject(review, mia)
+    notification = DecisionNotification.objects.get(decision=decision)
+    assert services.notification_deliver(notification_id=notification.pk) == "delivered"
+    notification.refresh_from_db()
+
+    with pytest.raises(NotUndoable) as refused:
+        undo(review.pk, decision, mia)
+
+    assert refused.value.reason == f"the client was already notified at {notification.delivered_at:%H:%M} UTC"
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.REJECTED and review.decision_id == decision.pk
+    assert TransparencyStatement.objects.filter(decision=decision).exists()  # nothing was half-undone
+
+
+def test_an_undo_while_an_attempt_is_in_flight_is_refused(api_client, receiver, mia):
+    from moderation.services.notifications import _begin
+
+    review = unsure(api_client)
+    decision = reject(review, mia)
+    _begin(DecisionNotification.objects.get(decision=decision).pk, timezone.now())  # the sender is posting
+
+    with pytest.raises(NotUndoable, match="the client was already notified at"):
+        undo(review.pk, decision, mia)
+    assert ContentReview.objects.get(pk=review.pk).status == ReviewStatus.REJECTED
+
+
+def test_only_the_moderator_who_decided_may_undo_and_only_the_decision_in_force(api_client, mia, max_):
+    review = unsure(api_client)
+    decision = reject(review, mia)
+
+    with pytest.raises(NotUndoable, match="only the moderator who made a decision may undo it"):
+        undo(review.pk, decision, max_)
+    undo(review.pk, decision, mia)
+    with pytest.raises(NotUndoable, match="no longer the decision in force"):
+        undo(review.pk, decision, mia)
+
+
+def test_an_undo_from_a_page_older_than_the_review_is_stale(api_client, mia):
+    review = unsure(api_client)
+    decision = reject(review, mia)
+    left = ContentReview.objects.get(pk=review.pk).version
+    services.review_reprocess(review_id=review.pk, actor="admin", actor_id="sam", reason="new model", user=None)
+
+    with pytest.raises(StaleVersion):
+        undo(review.pk, decision, mia, version=left)
+
+
+def test_a_decision_made_on_a_decided_review_is_not_undone(api_client, mia):
+    review, request = claimed(api_client)
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1), cause="provider_result")
+    review.refresh_from_db()
+    decision = reject(review, mia)  # approved -> rejected: there was no human wait to go back to
+
+    with pytest.raises(NotUndoable, match="was approved, not waiting for a human"):
+        undo(review.pk, decision, mia)
+
+
+def test_an_undone_rejection_takes_back_the_authors_strike(api_client, mia):
+    review = unsure(api_client, author_id="author-1")
+    decision = reject(review, mia)
+    strike = Strike.objects.get(decision=decision)
+    assert review.author.__class__.objects.get(pk=review.author_id).strike_points == strike.points > 0
+
+    undo(review.pk, decision, mia)
+
+    strike.refresh_from_db()
+    assert strike.end == StrikeEnd.UNDONE and strike.ended_at is not None
+    assert review.author.__class__.objects.get(pk=review.author_id).strike_points == 0
+
+
+def test_a_decision_that_resolved_reports_is_not_undone(api_client, mia):
+    review, request = claimed(api_client)
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1), cause="provider_result")
+    for i in range(3):
+        services.report_file(review_id=review.pk, reporter_id=f"user-{i}", reason="harassment")
+    review.refresh_from_db()
+    assert review.status == ReviewStatus.MANUAL_REVIEW
+    decision = reject(review, mia)
+
+    with pytest.raises(NotUndoable, match="it resolved 3 reports, whose reporters are told"):
+        undo(review.pk, decision, mia)
+    assert ContentReview.objects.get(pk=review.pk).status == ReviewStatus.REJECTED
+
+
+def test_an_erased_review_is_neither_decided_nor_escalated(api_client, mia):
+    review = unsure(api_client)
+    content_erase(review_id=review.pk, actor="admin", actor_id="sam", reason="GDPR request 17")
+    review.refresh_from_db()
+
+    with pytest.raises(ContentErased):
+        reject(review, mia)
+    pending, _ = services.review_submit(client=api_client, external_id="e2", kind="text", text="hello")
+    content_erase(review_id=pending.pk, actor="admin", actor_id="sam", reason="GDPR request 18")
+    pending.refresh_from_db()
+    with pytest.raises(ContentErased):
+        services.review_escalate(review_id=pending.pk, reason="look", moderator=mia)
+
+
+def test_escalating_keeps_the_review_with_the_moderator_unless_they_release_it(api_client, mia):
+    kept, _ = claimed(api_client)
+    released, _ = claimed(api_client)
+
+    services.review_escalate(review_id=kept.pk, reason="looks like a threat", moderator=mia, release=False)
+    services.review_escalate(review_id=released.pk, reason="looks like a threat", moderator=mia, release=True)
+
+    kept.refresh_from_db()
+    released.refresh_from_db()
+    assert (kept.status, kept.queue, kept.leased_to) == (ReviewStatus.MANUAL_REVIEW, ReviewQueue.ESCALATIONS, mia)
+    assert kept.lease_expires_at > timezone.now() + timedelta(seconds=60)
+    assert (released.status, released.leased_to) == (ReviewStatus.MANUAL_REVIEW, None)
+    # "Review next" gives the escalating moderator the one they kept.
+    assert services.review_take_next(moderator=mia).pk == kept.pk
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_undo_against_the_sender_has_exactly_one_winner(api_client, receiver, mia, monkeypatch, round_):
+    """Both read the notification row before either acts (a barrier in from_db), then race. The
+    row lock decides: the sender commits its attempt first and the undo is refused, or the undo
+    holds the row, the sender skips it, and nothing is posted. Without the lock in
+    notification_cancel_locked both win: the client is told of a decision that was undone."""
+    review = unsure(api_client)
+    decision = reject(review, mia)
+    notification = DecisionNotification.objects.get(decision=decision)
+    version = ContentReview.objects.get(pk=review.pk).version
+    reads_wait_for_each_other(monkeypatch, DecisionNotification, 2)
+
+    def run(i):
+        if i == 0:
+            return services.notification_deliver(notification_id=notification.pk)
+        return services.review_undo(review_id=review.pk, decision_id=decision.pk, moderator=mia,
+                                    expected_version=version)
+
+    sent, undone = collide(2, run, expect=NotUndoable)
+
+    review.refresh_from_db()
+    if isinstance(undone, NotUndoable):  # the sender won: the client knows, the decision stands
+        assert sent == "delivered" and len(receiver.received) == 1
+        assert "the client was already notified at" in undone.reason
+        assert review.status == ReviewStatus.REJECTED
+    else:  # the undo won: nothing left, and nothing will
+        assert receiver.received == [], "the client was told of a decision that was undone"
+        assert sent in ("busy", "already cancelled")
+        assert review.status == ReviewStatus.MANUAL_REVIEW
+        assert DecisionNotification.objects.get(pk=notification.pk).status == NotificationStatus.CANCELLED
