@@ -3,7 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from moderation import services
-from moderation.models import NOTE_MAX_CHARS, ReviewQueue, ReviewStatus
+from moderation.models import NOTE_MAX_CHARS, QUEUE_SLUG_MAX, ReviewStatus
 from moderation.validation import policy_categories
 
 LABELS = [(ReviewStatus.APPROVED, "Approve"), (ReviewStatus.REJECTED, "Reject")]
@@ -46,7 +46,8 @@ class DecideForm(CategoryChoicesMixin, forms.Form):
     # The version the moderator was looking at: a review that changed since is not decided blindly.
     version = forms.IntegerField(widget=forms.HiddenInput)
     # The review queue the moderator works: "decide and next" takes the next review from it.
-    queue = forms.ChoiceField(choices=[("", "")] + ReviewQueue.choices, required=False, widget=forms.HiddenInput)
+    # A queue slug, built-in or custom: "Review next" checks it (moderation.services.routing).
+    queue = forms.CharField(max_length=QUEUE_SLUG_MAX, required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, reported: bool = False, appealed: bool = False, **kwargs):
         super().__init__(*args, **kwargs)

@@ -12,7 +12,8 @@ from django.db.models import Max, Subquery
 from moderation.errors import PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, validate_policy
+from moderation.services.routing import review_queue_slugs
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PRIORITY_WEIGHTS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, validate_policy
 from moderation.verdicts import rule_text
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
@@ -34,10 +35,12 @@ POLICY_FIELDS = (
     *REPORT_FIELDS,
     *DSA_FIELDS,
     *MEDIA_FIELDS,
+    *ROUTING_FIELDS,
 )
 # Fields the review queues use (categories, priority weights), the rules for authors and the
 # notices to affected users: left out, each takes its default.
-_WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, *DSA_FIELDS, *MEDIA_FIELDS)
+_WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, *DSA_FIELDS, *MEDIA_FIELDS,
+                     *ROUTING_FIELDS)
 
 DEFAULT_POLICY = {
     "reject_threshold": 0.9,
@@ -141,7 +144,7 @@ def policy_publish(
         "unjudged_label": unjudged_label,
         "report_threshold": report_threshold,
     }
-    errors = validate_policy(fields)
+    errors = validate_policy(fields, queues=review_queue_slugs())
     if errors:
         raise ValidationError(errors)
     _lock_publishing()
