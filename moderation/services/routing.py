@@ -74,14 +74,19 @@ def queue_check_access(review: ContentReview, user) -> None:
                              "which only its groups' members may take")
 
 
-def route_facts(review: ContentReview, policy: ModerationPolicy, *, cause: str, report_count: float = 0) -> RouteFacts:
+def route_facts(review: ContentReview, policy: ModerationPolicy, *, cause: str, report_count: float = 0,
+                standing: str | None = None) -> RouteFacts:
     """What the policy's routing rules ask of `review` (nothing is read when no rule asks it):
-    its language, client name, strongest report, author's standing and content kind."""
+    its language, client name, strongest report, author's standing (`standing` when the caller
+    read it) and content kind."""
     asked = routing_conditions_used(policy.routing_rules)
     if not asked:
         return RouteFacts()
     content = review.content
-    standing = ""
+    if standing is None:
+        standing = ""
+    elif "author_standing" in asked:
+        asked = asked - {"author_standing"}
     if "author_standing" in asked and review.author_id is not None:
         locked = getattr(review, "_locked_author", None)  # what a finalize locked, else read
         standing = (locked.standing if locked is not None and locked.pk == review.author_id
