@@ -20,7 +20,6 @@ from moderation.errors import (
     LeasedToOther,
     NotAppealable,
     NotApplicable,
-    QueueForbidden,
     ReasonRequired,
     StaleVersion,
 )
@@ -29,7 +28,6 @@ _DOMAIN = {
     IllegalTransition: (status.HTTP_409_CONFLICT, "illegal_transition"),
     StaleVersion: (status.HTTP_409_CONFLICT, "stale_version"),
     LeasedToOther: (status.HTTP_409_CONFLICT, "leased_to_other"),
-    QueueForbidden: (status.HTTP_403_FORBIDDEN, "queue_forbidden"),
     NotApplicable: (status.HTTP_409_CONFLICT, "not_applicable"),
     IdempotencyKeyReused: (status.HTTP_422_UNPROCESSABLE_ENTITY, "idempotency_key_reused"),
     ReasonRequired: (status.HTTP_400_BAD_REQUEST, "reason_required"),
