@@ -419,7 +419,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             return HttpResponseRedirect(self._timeline_url(review.pk))
         self.message_user(request, f"Review {DONE[action]}.", messages.SUCCESS)
         if action == "override" and "decide_and_next" in request.POST:
-            return self._next(request, form.cleaned_data.get("queue") or None)
+            queue = form.cleaned_data.get("queue") or None  # a queue gone or barred meanwhile: every queue
+            return self._next(request, None if queue_refused(request.user, queue) else queue)
         return HttpResponseRedirect(self._timeline_url(review.pk))
 
     def _next(self, request, queue: str | None, skip=None):

@@ -152,6 +152,22 @@ class TestAccess:
         assert ContentReview.objects.get(pk=indonesian.pk).status == ReviewStatus.MANUAL_REVIEW
         assert decided.status_code in (200, 403)
 
+    def test_decide_and_next_stays_in_the_group_queue_and_a_queue_posted_that_does_not_exist_is_ignored(
+        self, setup, api_client
+    ):
+        ina, _, indonesian, english = setup
+        second = reported(api_client, f"{INDONESIAN} lagi", 5)
+        page = browser(ina)
+        page.post(f"{LIST}review-next/", {"queue": "reports-id"})
+        nxt = page.post(f"{LIST}{indonesian.pk}/act/override/", {
+            "label": "approved", "reason": "fine", "version": indonesian.version, "queue": "reports-id",
+            "decide_and_next": "1"})
+        assert nxt.url.startswith(f"{LIST}{second.pk}/timeline/")
+        bogus = page.post(f"{LIST}{second.pk}/act/override/", {
+            "label": "approved", "reason": "fine", "version": ContentReview.objects.get(pk=second.pk).version,
+            "queue": "no-such-queue", "decide_and_next": "1"})
+        assert bogus.status_code == 302 and bogus.url.startswith(f"{LIST}{english.pk}/timeline/")
+
     def test_queue_counts_stay_index_only_with_custom_queues(self, setup):
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE moderation_contentreview")
