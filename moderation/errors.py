@@ -87,6 +87,10 @@ class LeasedToOther(ModerationError):
     """Another moderator holds this review (its lease has not expired)."""
 
 
+class QueueForbidden(ModerationError):
+    """The review waits in a queue only members of its groups may take (moderation.services.routing)."""
+
+
 class IdempotencyKeyReused(ModerationError):
     """The Idempotency-Key was already used with a different request body."""
 

@@ -2,7 +2,7 @@
 
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
 suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
-reprocesses, publishes policy versions and re-queues statements of reasons the Transparency
+reprocesses, publishes policy versions (routing rules included), manages the review queues and re-queues statements of reasons the Transparency
 Database refused, disables hash banks and removes their entries. auditor: sees everything but the
 images' bytes, changes nothing. Every role reads the statements (the admin links
 each to its review or author) and the transparency report.
@@ -36,6 +36,7 @@ VIEW_ALL = [
     "moderation.view_hashbank",
     "moderation.view_hashbankentry",
     "moderation.view_hashbankchange",
+    "moderation.view_moderationqueue",  # the review queues and who may work each (docs/workplace.md)
 ]
 # Who may override a review may act on its author, and mute or unmute a reporter.
 # Who decides sees the images and hears the audio they decide on (blurred and grey until asked:
@@ -47,7 +48,9 @@ ROLES = {
     # A statement the Transparency Database refused is re-queued, once the mapping is fixed, by a
     # supervisor (moderation/admin/statements.py).
     "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy",
-                   "moderation.requeue_statement", "moderation.control_hash_bank"],
+                   "moderation.requeue_statement", "moderation.control_hash_bank",
+                   # Custom review queues and their groups; routing rules are policy (add_moderationpolicy).
+                   "moderation.add_moderationqueue", "moderation.change_moderationqueue"],
     "auditor": VIEW_ALL,
 }
 

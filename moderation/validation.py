@@ -9,9 +9,10 @@ import re
 from django.conf import settings
 
 from moderation.canned_reasons import validate_canned_reasons
-from moderation.models import DECISION_LABELS, ModerationPolicy, PartRule, ReviewStatus
+from moderation.models import DECISION_LABELS, DEFAULT_CATEGORIES, ModerationPolicy, PartRule, ReviewStatus
 from moderation.notices import validate_appeal_window, validate_notice_templates
 from moderation.transparency import validate_dsa_mapping
+from moderation.review_queues import validate_routing_rules
 from moderation.rules import validate_term_lists
 
 REPORT_THRESHOLD_DEFAULT = 3
@@ -26,11 +27,12 @@ def policy_categories(policy: ModerationPolicy) -> list[str]:
                    *(bank["category"] for bank in policy.hash_banks or [])})
 
 
-def validate_policy(fields: dict) -> list[str]:
+def validate_policy(fields: dict, *, queues=None) -> list[str]:
     """Every error in a policy version's fields (empty when it may be published).
 
     The one policy validator: `policy_publish` and the admin's policy form both call it, so a
-    version that one of them accepts the other accepts too.
+    version that one of them accepts the other accepts too. `queues`: the review queue slugs
+    its routing rules may name (moderation.services.routing.review_queue_slugs; None: unchecked).
     """
     errors = validate_category_thresholds(fields.get("category_thresholds") or {})
     review, reject = fields.get("review_threshold"), fields.get("reject_threshold")
@@ -66,7 +68,25 @@ def validate_policy(fields: dict) -> list[str]:
         errors.append("approval_needs_reason must be true or false")
     if fields.get("part_rule", PartRule.MAX) not in PartRule.values:
         errors.append(f"part_rule must be one of {', '.join(PartRule.values)}")
+    if "routing_rules" in fields:
+        errors += validate_routing_rules(fields["routing_rules"], languages=languages,
+                                         categories=_named_categories(fields), queues=queues)
     return errors
+
+
+def _named_categories(fields: dict) -> list[str]:
+    """The categories a version's fields name (`policy_categories` of fields not yet a version,
+    each part read only when well-formed: its own errors are reported apart)."""
+    listed = fields.get("categories", DEFAULT_CATEGORIES)
+    thresholds = fields.get("category_thresholds") or {}
+    rules = fields.get("term_lists") or []
+    banks = fields.get("hash_banks") or []
+    return sorted({*(c for c in (listed if isinstance(listed, list) else []) if isinstance(c, str)),
+                   *(thresholds if isinstance(thresholds, dict) else {}),
+                   *(r.get("category") for r in (rules if isinstance(rules, list) else [])
+                     if isinstance(r, dict) and isinstance(r.get("category"), str)),
+                   *(b.get("category") for b in (banks if isinstance(banks, list) else [])
+                     if isinstance(b, dict) and isinstance(b.get("category"), str))})
 
 
 def validate_report_rules(fields: dict) -> list[str]:
@@ -110,6 +130,8 @@ MEDIA_FIELDS = ("hash_banks", "pdq_distance", "image_fallback")
 REASON_FIELDS = ("canned_reasons", "approval_needs_reason")
 # Long texts (docs/workplace.md, "Long texts"): how the scores of a text's parts count.
 PART_FIELDS = ("part_rule",)
+# Which review queue a review entering manual_review waits in (moderation.review_queues.route).
+ROUTING_FIELDS = ("routing_rules",)
 PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
 _BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _BANK_KEYS = {"name", "category", "action", "never_display", "through"}

@@ -16,6 +16,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
+from moderation.admin import queues  # noqa: F401  (registers the review queues' admin)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
 from moderation.admin.bulk_jobs import BulkJobAdmin
@@ -24,8 +25,9 @@ from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.term_lists import term_lists_view
+from moderation.admin.routing import routing_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, validate_policy
 from moderation.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -97,7 +99,7 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, "notes"]
+                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -116,6 +118,7 @@ class PolicyForm(forms.ModelForm):
         data["notice_templates"] = data.get("notice_templates") or {}
         data["dsa_mapping"] = data.get("dsa_mapping") or default_dsa_mapping()
         data["unjudged_label"] = data.get("unjudged_label") or ReviewStatus.MANUAL_REVIEW
+        data["routing_rules"] = data.get("routing_rules") or []
         active = services.policy_active()
         if data.get("based_on") is not None and data["based_on"] != active.version:
             raise ValidationError(f"{active} was published since this form was filled: reload it")
@@ -128,7 +131,7 @@ class PolicyForm(forms.ModelForm):
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.
         if data.get("canned_reasons") is None:
             data["canned_reasons"] = active.canned_reasons
-        errors = validate_policy(data)
+        errors = validate_policy(data, queues=services.review_queue_slugs())
         if errors:
             raise ValidationError(errors)
         return data
@@ -151,6 +154,8 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
     def get_urls(self):
         own = [path("terms/", self.admin_site.admin_view(lambda request: term_lists_view(self, request)),
                     name="moderation_moderationpolicy_terms"),
+               path("routing/", self.admin_site.admin_view(lambda request: routing_view(self, request)),
+                    name="moderation_moderationpolicy_routing"),
                path("notices/", self.admin_site.admin_view(lambda request: notice_templates_view(self, request)),
                     name="moderation_moderationpolicy_notices")]
         return own + super().get_urls()

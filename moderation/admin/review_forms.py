@@ -4,7 +4,7 @@ from django import forms
 
 from moderation import services
 from moderation.canned_reasons import canned_choices, canned_text, reasons_key
-from moderation.models import APPROVAL_KEY, NOTE_MAX_CHARS, ReviewQueue, ReviewStatus
+from moderation.models import APPROVAL_KEY, NOTE_MAX_CHARS, QUEUE_SLUG_MAX, ReviewStatus
 from moderation.validation import policy_categories
 
 LABELS = [(ReviewStatus.APPROVED, "Approve"), (ReviewStatus.REJECTED, "Reject")]
@@ -101,7 +101,8 @@ class DecideForm(CategoryChoicesMixin, ReasonFields):
     # The version the moderator was looking at: a review that changed since is not decided blindly.
     version = forms.IntegerField(widget=forms.HiddenInput)
     # The review queue the moderator works: "decide and next" takes the next review from it.
-    queue = forms.ChoiceField(choices=[("", "")] + ReviewQueue.choices, required=False, widget=forms.HiddenInput)
+    # A queue slug, built-in or custom: "Review next" checks it (moderation.services.routing).
+    queue = forms.CharField(max_length=QUEUE_SLUG_MAX, required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, reported: bool = False, appealed: bool = False, policy=None, **kwargs):
         self.policy = policy

@@ -116,12 +116,25 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
 def nothing_to_take(moderator, queue: str | None) -> str:
     """What "Review next" says when it found nothing: empty, or what waits for someone else."""
     barred = services.reviews_waiting_for_another(moderator=moderator, queue=queue)
+    label = services.review_queue_label(queue).lower() if queue else ""
     if not barred:
-        return f"The {ReviewQueue(queue).label.lower()} queue is empty." if queue else "Every queue is empty."
-    where = f"The {ReviewQueue(queue).label.lower()} queue has" if queue else "No queue has"
+        return f"The {label} queue is empty." if queue else "Every queue you may take is empty."
+    where = f"The {label} queue has" if queue else "No queue has"
     waits = "1 waits" if barred == 1 else f"{barred} wait"
     return (f"{where} {'no' if queue else 'a'} review you may take: {waits} for another moderator "
             "(appeals of your own decisions).")
+
+
+def queue_refused(moderator, queue: str | None) -> str:
+    """Why "Review next" may not take from `queue` for `moderator` ("" when it may): no such
+    queue, or one only its groups' members may take."""
+    if queue is None:
+        return ""
+    if queue not in services.review_queue_slugs():
+        return f"There is no queue {queue!r}."
+    if queue in services.queues_forbidden(moderator):
+        return f"The {services.review_queue_label(queue).lower()} queue is only for its groups' members."
+    return ""
 
 
 def refuse_nul(request) -> HttpResponseBadRequest | None:
@@ -176,6 +189,9 @@ class ReviewChangeList(ChangeList):
     def get_results(self, request):
         super().get_results(request)
         with_excerpts(self.result_list)  # fills the page queryset's cache; the template reads it
+        labels = {q.slug: q.label for q in services.review_queues()}
+        for review in self.result_list:
+            review.queue_label = labels.get(review.queue, review.queue)
 
 
 class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
@@ -204,6 +220,11 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         # A page of 100,000-character texts is not loaded: the list reads excerpts (ReviewChangeList).
         reviews = (super().get_queryset(request).defer("content__text", "content__metadata")
                    .annotate(provider_name=Subquery(latest_provider)))
+        # Reviews of a queue only its groups may see are not listed to others (docs/workplace.md,
+        # "Routing rules and queue access").
+        forbidden = services.queues_forbidden(request.user)
+        if forbidden:
+            reviews = reviews.exclude(queue__in=forbidden)
         return review_media.with_thumbnail_flag(review_page.with_model_score(reviews), request.user)
 
     def get_changelist(self, request, **kwargs):
@@ -236,7 +257,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         return format_html(
             '<span class="badge queue-{}">{}</span> <span class="badge">priority {}</span> '
             '<span class="badge{}" title="waiting in the queue">{}{}</span> {}',
-            review.queue, review.get_queue_display(), f"{review.priority or 0:.0f}", " late" if late else "",
+            review.queue, getattr(review, "queue_label", review.queue), f"{review.priority or 0:.0f}", " late" if late else "",
             timesince(review.queued_at, timezone.now()) if review.queued_at else "—", " (past SLA)" if late else "",
             review_page.pile_on_html(review),
         )
@@ -331,6 +352,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             ContentReview.objects.select_related("content", "client", "decision__policy", "decision__moderator",
                                                  "leased_to", "author"), pk=object_id
         )
+        if review.queue in services.queues_forbidden(request.user):
+            raise PermissionDenied("This review waits in a queue only its groups' members may open.")
         can = {action: request.user.has_perm(perm) for action, perm in PERMISSIONS.items()}
         is_final, version = review.is_final, {"version": review.version}
         policy = services.policy_active()
@@ -345,7 +368,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             if posted is not None:
                 decide_form = refused_decide_form(posted, review, **flags)
             else:
-                decide_form = DecideForm(initial={**version, "queue": queue if queue in ReviewQueue.values else ""},
+                decide_form = DecideForm(initial={**version, "queue": queue if queue in services.review_queue_slugs() else ""},
                                          **flags)
                 decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
         return self._page(
@@ -374,6 +397,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             leased_to_me=review.leased_to_id == request.user.pk
             and review.lease_expires_at and review.lease_expires_at > timezone.now(),
             queue=queue,
+            queue_label=services.review_queue_label(review.queue) if review.queue else "",
             reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 review.reports.order_by("created_at", "pk")[offset:offset + limit])),
             report_count=review.reports.count(),
@@ -389,10 +413,11 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         order "Review next" hands them out."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        figures = review_queue_figures()
+        queues = services.review_queues(request.user)  # only those this moderator may take
+        figures = review_queue_figures(queues=queues)
         chosen = request.GET.get("queue", "")
-        if chosen not in ReviewQueue.values:
-            chosen = next((q.queue for q in figures if q.depth), ReviewQueue.LOW_CONFIDENCE.value)
+        if chosen not in {q.slug for q in queues}:
+            chosen = next((q.queue for q in figures if q.depth), figures[0].queue if figures else "")
         refused = refuse_nul(request)
         if refused:
             return refused
@@ -427,7 +452,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         } for review in waiting]
         return self._page(
             request, "admin/moderation/contentreview/queues.html", "Review queues",
-            figures=figures, chosen=chosen, chosen_label=ReviewQueue(chosen).label, rows=rows, reported=reported,
+            figures=figures, chosen=chosen, chosen_label=next((q.label for q in queues if q.slug == chosen), chosen),
+            rows=rows, reported=reported,
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
             search=search, search_rule=search_rule, search_help=SEARCH_HELP, filters=filters,
             narrowed=bool(search.strip()) or any(f["value"] for f in filters),
@@ -453,7 +479,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         review.refresh_from_db()
         self.message_user(request, review_words.done_message(request, action, review), messages.SUCCESS)
         if action == "override" and "decide_and_next" in request.POST:
-            return self._next(request, form.cleaned_data.get("queue") or None)
+            queue = form.cleaned_data.get("queue") or None  # a queue gone or barred meanwhile: every queue
+            return self._next(request, None if queue_refused(request.user, queue) else queue)
         return HttpResponseRedirect(self._timeline_url(review.pk))
 
     def _next(self, request, queue: str | None, skip=None):
@@ -468,8 +495,9 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         if request.method != "POST" or not self.has_override_permission(request):
             raise PermissionDenied
         queue = request.POST.get("queue") or None
-        if queue is not None and queue not in ReviewQueue.values:
-            self.message_user(request, f"There is no queue {queue!r}.", messages.ERROR)
+        refused = queue_refused(request.user, queue)
+        if refused:
+            self.message_user(request, refused, messages.ERROR)
             return HttpResponseRedirect(self._queues_url())
         return self._next(request, queue)
 
@@ -514,7 +542,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         if request.method != "POST" or not self.has_override_permission(request):
             raise PermissionDenied
         queue = request.POST.get("queue") or None
-        if queue is not None and queue not in ReviewQueue.values:
+        if queue_refused(request.user, queue):
             queue = None
         services.review_release(review_id=object_id, moderator=request.user)
         return self._next(request, queue, skip=object_id)

@@ -1,5 +1,5 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
-authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), erasure tombstones
+authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), custom review queues (queues.py), erasure tombstones
 (erasure.py) and the periodic jobs' heartbeats (heartbeats.py)."""
 
 from moderation.models.core import *  # noqa: F403
@@ -50,6 +50,7 @@ from moderation.models.media import (
     ReviewMedia,
 )
 from moderation.models.notes import NOTE_MAX_CHARS, ModeratorNote
+from moderation.models.queues import QUEUE_SLUG_MAX, ModerationQueue
 from moderation.models.outbox import (
     DecisionNotification,
     NotificationAttempt,
@@ -91,7 +92,7 @@ __all__ = [
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
     "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "PileOn", "Report", "ReportEscalation", "Reporter", "ReporterMute", "ReportKind", "ReportOutcome", "NOTICE_KINDS", "appeal_outcome", "WebhookCircuit",
     "BANK_NAME_MAX", "ENTRY_LABEL_MAX", "BankChangeKind", "HashBank", "HashBankChange", "HashBankEntry", "MediaPreference", "MediaRemoval",
-    "MediaSource", "ReviewMedia",
+    "MediaSource", "ReviewMedia", "QUEUE_SLUG_MAX", "ModerationQueue",
     "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
     "APPROVAL_KEY", "default_canned_reasons",
 ]

@@ -279,7 +279,9 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     # Its place among the humans' work, set when it enters manual_review and cleared when it
     # leaves (`moderation.review_queues.queue_entry`): the review queue, the priority points it entered with,
     # when it entered, and its order key (the entry time moved earlier by its priority).
-    queue = models.CharField(max_length=24, choices=ReviewQueue.choices, blank=True, default="", db_default="")
+    # A slug: a built-in ReviewQueue or a custom queue's (moderation.models.queues), which the
+    # policy's routing rules may name; no choices, so a custom queue needs no migration.
+    queue = models.CharField(max_length=24, blank=True, default="", db_default="")
     priority = models.FloatField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)
     queue_order_at = models.DateTimeField(null=True, blank=True)
@@ -826,6 +828,14 @@ class ModerationPolicy(models.Model):
     part_rule = models.CharField(
         max_length=16, choices=PartRule.choices, default=PartRule.MAX, db_default=PartRule.MAX,
         help_text="How a long text's parts count: its worst part, the mean of its worst two or three, or the whole text only.",
+    )
+    # Routing rules (docs/workplace.md, "Routing rules and queue access"): ordered, the first
+    # whose conditions all hold sends a review entering manual_review to its queue; none: the
+    # cause's queue (moderation.review_queues.queue_entry). Validated when published.
+    routing_rules = models.JSONField(
+        default=list, blank=True, db_default=[],
+        help_text='Ordered rules, e.g. [{"name": "Indonesian reports", "queue": "reports-id", '
+                  '"when": {"language": ["id"], "report_kind": ["user"]}}]; the first match wins.',
     )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(

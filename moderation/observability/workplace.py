@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from moderation.models import Cause, ContentReview, Decision, DecisionSource, Report, ReviewQueue, ReviewStatus
 from moderation.review_queues import PROVIDER_CAUSES, QUEUE_FOR_CAUSE
+from moderation.services.routing import QueueInfo, review_queues
 from moderation.verdicts import MEDIA_KINDS
 
 DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
@@ -32,22 +33,27 @@ class ReviewQueueFigures:
     oldest_age_s: float | None
 
 
-def review_queue_figures(now: datetime | None = None) -> list[ReviewQueueFigures]:
-    """Per review queue: reviews waiting, how many are leased to a moderator, the oldest's age."""
+def review_queue_figures(now: datetime | None = None, *, queues: list[QueueInfo] | None = None) -> list[ReviewQueueFigures]:
+    """Per review queue (`queues`, built-in and custom: every one when None): reviews waiting, how
+    many are leased to a moderator, the oldest's age. Counted from review_queue_order_idx alone
+    (its included columns), whatever the number of queues."""
     now = now or timezone.now()
-    rows = {
-        row["queue"]: row
-        for row in ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW)
-        .values("queue").order_by()
-        .annotate(depth=Count("pk"), leased=Count("pk", filter=Q(lease_expires_at__gt=now)), oldest=Min("queued_at"))
-    }
+    queues = review_queues() if queues is None else queues
+    rows = {row["queue"]: row for row in review_queue_counts(now)}
     figures = []
-    for queue in ReviewQueue:
-        row = rows.get(queue.value, {})
+    for queue in queues:
+        row = rows.get(queue.slug, {})
         oldest = row.get("oldest")
-        figures.append(ReviewQueueFigures(queue.value, queue.label, row.get("depth", 0), row.get("leased", 0), oldest,
+        figures.append(ReviewQueueFigures(queue.slug, queue.label, row.get("depth", 0), row.get("leased", 0), oldest,
                                           (now - oldest).total_seconds() if oldest else None))
     return figures
+
+
+def review_queue_counts(now: datetime):
+    """Depth, leases and oldest entry of every review queue with reviews waiting: one pass over
+    review_queue_order_idx (every column it reads is in the index), grouped in its order."""
+    return (ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW).values("queue").order_by()
+            .annotate(depth=Count("pk"), leased=Count("pk", filter=Q(lease_expires_at__gt=now)), oldest=Min("queued_at")))
 
 
 def decisions_per_moderator(*, days: int = 7, now: datetime | None = None) -> list[dict]:

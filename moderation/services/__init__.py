@@ -55,6 +55,15 @@ from moderation.services.pipeline import (
 from moderation.services.results import review_finalize
 from moderation.services.media import media_preference_set
 from moderation.services.notifications import notification_deliver, notifications_resend, notifications_resendable
+from moderation.services.routing import (
+    QueueInfo,
+    queue_check_access,
+    queues_forbidden,
+    review_queue_label,
+    review_queue_slugs,
+    review_queues,
+    route_facts,
+)
 from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change, policy_publish_previewed
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
 from moderation.services.submission import review_submit
@@ -150,4 +159,11 @@ __all__ = [
     "review_submit",
     "review_supersede",
     "reviews_sweep",
+    "QueueInfo",
+    "queue_check_access",
+    "queues_forbidden",
+    "review_queue_label",
+    "review_queue_slugs",
+    "review_queues",
+    "route_facts",
 ]

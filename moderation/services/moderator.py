@@ -57,6 +57,7 @@ from moderation.services.notifications import notification_cancel_locked
 from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked
 from moderation.services.policy import policy_active
 from moderation.services.statements import statement_withdraw_locked
+from moderation.services.routing import queue_check_access, queues_forbidden, review_queue_slugs
 
 
 def _lock_checked(review_id, expected_version: int | None, moderator=None, now: datetime | None = None) -> ContentReview:
@@ -77,6 +78,9 @@ def _lock_checked(review_id, expected_version: int | None, moderator=None, now: 
     holder = review.leased_to
     if holder is not None and holder != moderator and review.lease_expires_at and review.lease_expires_at > now:
         raise LeasedToOther(f"{holder} is reviewing this until {review.lease_expires_at:%H:%M:%S}")
+    # A review in a queue only some groups may take is theirs to decide too (row locked: its
+    # queue cannot change meanwhile).
+    queue_check_access(review, moderator)
     return review
 
 
@@ -107,8 +111,11 @@ def review_take_next(
     An expired lease holds nothing, so an abandoned review returns to its review queue.
     """
     now = now or timezone.now()
-    # Never the appeal of the moderator's own decision: they may not decide it (four eyes).
-    waiting = _waiting(queue).exclude(_appeal_of_own_decision(moderator)).order_by("queue_order_at", "id")
+    # Never the appeal of the moderator's own decision: they may not decide it (four eyes); never
+    # a review of a queue they may not take (its groups'): the condition is in the locking
+    # SELECT, which PostgreSQL checks again on the row it locks.
+    waiting = (_waiting(queue).exclude(_appeal_of_own_decision(moderator))
+               .exclude(queue__in=queues_forbidden(moderator)).order_by("queue_order_at", "id"))
     if skip is not None:
         waiting = waiting.exclude(pk=skip)
     with transaction.atomic():
@@ -137,8 +144,8 @@ def reviews_waiting_for_another(*, moderator, queue: str | None = None) -> int:
 def _waiting(queue: str | None):
     """The reviews waiting for a human in review queue `queue` (every one when None); erased
     content leaves nothing to judge."""
-    if queue is not None and queue not in ReviewQueue.values:
-        raise ValueError(f"unknown queue {queue!r}; one of {', '.join(ReviewQueue.values)}")
+    if queue is not None and queue not in ReviewQueue.values and queue not in (known := review_queue_slugs()):
+        raise ValueError(f"unknown queue {queue!r}; one of {', '.join(sorted(known))}")
     waiting = ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)
     return waiting if queue is None else waiting.filter(queue=queue)
 

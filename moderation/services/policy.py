@@ -12,8 +12,9 @@ from django.db.models import Max, Subquery
 from moderation.errors import DraftChanged, DraftNotPreviewed, PolicyChanged
 from moderation.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, validate_policy
 from moderation.rules import term_lists_digest
+from moderation.services.routing import review_queue_slugs
 from moderation.verdicts import rule_text
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
@@ -37,11 +38,12 @@ POLICY_FIELDS = (
     *MEDIA_FIELDS,
     *REASON_FIELDS,
     *PART_FIELDS,
+    *ROUTING_FIELDS,
 )
 # Fields the review queues use (categories, priority weights), the rules for authors and the
 # notices to affected users: left out, each takes its default.
 _WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, *DSA_FIELDS, *MEDIA_FIELDS,
-                     *REASON_FIELDS, *PART_FIELDS)
+                     *REASON_FIELDS, *PART_FIELDS, *ROUTING_FIELDS)
 
 DEFAULT_POLICY = {
     "reject_threshold": 0.9,
@@ -145,7 +147,7 @@ def policy_publish(
         "unjudged_label": unjudged_label,
         "report_threshold": report_threshold,
     }
-    errors = validate_policy(fields)
+    errors = validate_policy(fields, queues=review_queue_slugs())
     if errors:
         raise ValidationError(errors)
     _lock_publishing()

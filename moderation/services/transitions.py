@@ -22,6 +22,7 @@ from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
 from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Author, Cause, ContentReview, ReviewStatus
 from moderation.review_queues import queue_entry
+from moderation.services.routing import route_facts
 from moderation.verdicts import MEDIA_KINDS
 from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active
@@ -207,12 +208,13 @@ def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_cou
     """Set (or clear) the review's place in the review queues for the status it just took; returns
     the fields set. An erased content leaves nothing to judge: its review waits in no queue."""
     if review.status == ReviewStatus.MANUAL_REVIEW and cause != Cause.CONTENT_ERASED:
-        decision = review.decision
+        decision, policy = review.decision, policy_active()
         entry = queue_entry(
-            policy_active(), cause=cause, category_scores=decision.category_scores if decision else {},
+            policy, cause=cause, category_scores=decision.category_scores if decision else {},
             report_count=report_count, now=timezone.now(), author_restricted=review.author_restricted,
             author_points=_author_points(review), notice_kind=review.notice_kind,
             media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
+            facts=route_facts(review, policy, cause=cause, report_count=report_count),
         )
         review.queue, review.priority = entry.queue, entry.priority
         review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at

@@ -1,0 +1,36 @@
+"""Review queues beyond the built-in ones, and who may work each (docs/workplace.md, "Routing
+rules and queue access").
+
+A review's `queue` is a slug: one of the built-in `ReviewQueue` values or a `ModerationQueue`'s.
+A row may also carry a built-in slug, to name the groups allowed to work that built-in queue;
+without a row a built-in queue is open to every moderator.
+"""
+
+from __future__ import annotations
+
+from django.core.validators import RegexValidator
+from django.db import models
+
+QUEUE_SLUG_MAX = 24  # ContentReview.queue's column
+QUEUE_SLUG = r"^[a-z0-9][a-z0-9_-]*$"
+
+
+class ModerationQueue(models.Model):
+    slug = models.CharField(
+        max_length=QUEUE_SLUG_MAX, unique=True,
+        validators=[RegexValidator(QUEUE_SLUG, "A queue slug is lower-case letters, digits, '_' and '-'.")],
+        help_text="What routing rules name and reviews store; a built-in queue's slug sets its access.",
+    )
+    name = models.CharField(max_length=100, blank=True, help_text="Shown to moderators (a built-in keeps its own if empty).")
+    description = models.TextField(blank=True)
+    # Empty: every moderator may take it. Else only members of one of these (and superusers).
+    groups = models.ManyToManyField("auth.Group", blank=True, related_name="+",
+                                    help_text="Only members of these groups may see and take its reviews; none: everyone.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+        verbose_name = "review queue"
+
+    def __str__(self) -> str:
+        return self.name or self.slug

@@ -1,0 +1,100 @@
+"""The review queues as moderators see them, who may work each, and what routing rules read of a
+review (docs/workplace.md, "Routing rules and queue access"). The rules themselves are pure
+(moderation.review_queues.route) and versioned with the policy.
+
+A queue whose row names groups may be seen and taken only by their members (and superusers);
+every other queue, built-in or custom, by every moderator. Who may take a queue is checked where
+a review is leased or decided (review_take_next, and the moderator's row lock), not only where a
+page offers it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moderation.errors import QueueForbidden
+from moderation.models import Author, Cause, ContentReview, ModerationPolicy, ModerationQueue, ReviewQueue
+from moderation.review_queues import RouteFacts, routing_conditions_used
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    slug: str
+    label: str
+    description: str
+    builtin: bool
+    restricted: bool  # only members of its groups may take it
+
+
+def review_queue_slugs() -> set[str]:
+    """Every review queue a routing rule may name: the built-in ones and the custom ones."""
+    return {*ReviewQueue.values, *ModerationQueue.objects.values_list("slug", flat=True)}
+
+
+def review_queues(user=None) -> list[QueueInfo]:
+    """The review queues, built-in first (in their order) then custom ones by slug; with `user`,
+    only the ones they may take. Two small queries (the queues, their groups)."""
+    rows = {q.slug: q for q in ModerationQueue.objects.prefetch_related("groups")}
+    forbidden = queues_forbidden(user, rows=rows) if user is not None else set()
+    infos = []
+    for queue in ReviewQueue:
+        row = rows.pop(queue.value, None)
+        infos.append(QueueInfo(queue.value, (row.name if row else "") or queue.label,
+                               row.description if row else "", True, bool(row and row.groups.all())))
+    for row in rows.values():
+        infos.append(QueueInfo(row.slug, row.name or row.slug, row.description, False, bool(row.groups.all())))
+    return [q for q in infos if q.slug not in forbidden]
+
+
+def review_queue_label(slug: str) -> str:
+    """What moderators call queue `slug` (its slug when it is neither built-in nor a row)."""
+    if slug in ReviewQueue.values:
+        named = ModerationQueue.objects.filter(slug=slug).exclude(name="").values_list("name", flat=True).first()
+        return named or ReviewQueue(slug).label
+    return ModerationQueue.objects.filter(slug=slug).values_list("name", flat=True).first() or slug
+
+
+def queues_forbidden(user, *, rows: dict | None = None) -> set[str]:
+    """The slugs of the queues `user` may not see or take: those with groups, none of which they
+    are in. Empty for a superuser. One query (none when `rows`, prefetched with their groups)."""
+    if user is None or getattr(user, "is_superuser", False):
+        return set()
+    if rows is None:
+        return set(ModerationQueue.objects.filter(groups__isnull=False)
+                   .exclude(groups__in=user.groups.all()).values_list("slug", flat=True).distinct())
+    mine = set(user.groups.values_list("pk", flat=True))
+    return {slug for slug, row in rows.items() if (ids := {g.pk for g in row.groups.all()}) and not ids & mine}
+
+
+def queue_check_access(review: ContentReview, user) -> None:
+    """Refuse (QueueForbidden) a moderator who may not take the queue `review` waits in. Call it
+    with the review's row locked: its queue cannot change meanwhile."""
+    if review.queue and user is not None and review.queue in queues_forbidden(user):
+        raise QueueForbidden(f"this review waits in the {review_queue_label(review.queue)} queue, "
+                             "which only its groups' members may take")
+
+
+def route_facts(review: ContentReview, policy: ModerationPolicy, *, cause: str, report_count: float = 0,
+                standing: str | None = None) -> RouteFacts:
+    """What the policy's routing rules ask of `review` (nothing is read when no rule asks it):
+    its language, client name, strongest report, author's standing (`standing` when the caller
+    read it) and content kind."""
+    asked = routing_conditions_used(policy.routing_rules)
+    if not asked:
+        return RouteFacts()
+    content = review.content
+    if standing is None:
+        standing = ""
+    elif "author_standing" in asked:
+        asked = asked - {"author_standing"}
+    if "author_standing" in asked and review.author_id is not None:
+        locked = getattr(review, "_locked_author", None)  # what a finalize locked, else read
+        standing = (locked.standing if locked is not None and locked.pk == review.author_id
+                    else Author.objects.filter(pk=review.author_id).values_list("standing", flat=True).first() or "")
+    return RouteFacts(
+        language=content.language,
+        client=review.client.name if "client" in asked else "",
+        report_kind=review.notice_kind or ("user" if report_count or cause == Cause.USER_REPORTS else ""),
+        author_standing=standing,
+        media_kind=content.kind,
+    )
