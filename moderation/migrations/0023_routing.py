@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('moderation', '0022_images_hash_banks'),
+        ('moderation', '0023_undo'),
     ]
 
     operations = [

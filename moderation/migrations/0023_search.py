@@ -47,7 +47,7 @@ def drop_trigram_index(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0022_images_hash_banks'),
+        ('moderation', '0023_canned_reasons'),
     ]
 
     operations = [

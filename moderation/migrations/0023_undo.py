@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0022_images_hash_banks'),
+        ('moderation', '0023_longtext'),
     ]
 
     operations = [
