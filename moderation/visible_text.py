@@ -125,12 +125,18 @@ class Found:
             sentences.append(f"This text contains {counted(markers)}, shown as ⟨U+…⟩ in place of each.")
         if self.mixed_words:
             named = "; ".join(
-                f"“{w.word}” ({', '.join(f'{letter} {script}' for letter, script in w.foreign)} in a {w.script} word)"
+                f"“{spelt_out(w.word)}” ({', '.join(f'{letter} {script}' for letter, script in w.foreign)} in a {w.script} word)"
                 for w in self.mixed_words[:MAX_NAMED_WORDS])
             more = len(self.mixed_words) - MAX_NAMED_WORDS
             sentences.append(f"{'It' if markers else 'This text'} has {counted([(Hidden.MIXED_SCRIPT, len(self.mixed_words))])}, "
                              f"the letters of the other script highlighted: {named}{f' and {more} more' if more > 0 else ''}.")
         return " ".join(sentences)
+
+
+def spelt_out(word: str) -> str:
+    """A word quoted in the notice, each hidden character in it as its code point: the word may
+    hold a control (its letters run across a bidi embedding), which must not take effect there."""
+    return CANDIDATES.sub(lambda found: "".join(f"⟨{code(c)}⟩" for c in found.group()), word)
 
 
 def counted(kinds: list[tuple[Hidden, int]]) -> str:

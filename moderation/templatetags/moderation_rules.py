@@ -104,7 +104,7 @@ def _marked_terms(found: Found, spans: list[list], low: int, high: int) -> SafeS
                                "; ".join(dict.fromkeys(labels)), marked_html(found, start, end)))
         pos = end
     out.append(marked_html(found, pos, high))
-    return mark_safe("".join(out))  # every piece above is escaped  # every piece above is escaped
+    return mark_safe("".join(out))  # every piece above is escaped
 
 
 def flagged_spans(parts, length: int) -> list[tuple[int, int, str, str]]:

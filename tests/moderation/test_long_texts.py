@@ -14,6 +14,7 @@ from moderation.providers import ModerationInput, ModerationResult, PartScore, g
 from moderation.services.policy import DEFAULT_POLICY
 from moderation.verdicts import MAX_STORED_PARTS, evaluate, judged_scores, parts_record
 from tests.helpers import count_model_calls, submit
+from tests.moderation import test_admin
 
 GARDEN = ("Our community garden meets every Saturday morning near the old library. We share seeds, tools and "
           "advice about compost, and the children water the tomatoes while the adults fix the fence. ")
@@ -146,3 +147,19 @@ def test_erasure_clears_where_the_offending_parts_lay(api_client, local):
     content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
     review = ContentReview.objects.select_related("decision").get(pk=review.pk)
     assert review.decision.parts == {} and review.content.text == ""
+
+
+staff = test_admin.staff  # a fixture: a logged-in superuser's test client
+FORM = {"reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": "{}", "flagged_label": "manual_review",
+        "report_threshold": 3, **test_admin.WORKPLACE_FIELDS}
+
+
+@pytest.mark.django_db
+def test_the_policy_form_publishes_the_part_rule_keeps_the_active_one_when_left_out_and_refuses_others(staff):
+    add = "/admin/moderation/moderationpolicy/add/"
+    assert staff.post(add, {**FORM, "part_rule": "top2_mean"}).status_code == 302
+    assert staff.post(add, FORM).status_code == 302
+    refused = staff.post(add, {**FORM, "part_rule": "median"})
+    assert refused.status_code == 200 and "median is not one of the available choices" in refused.content.decode()
+    assert list(ModerationPolicy.objects.order_by("version").values_list("part_rule", flat=True)) == [
+        "max", "top2_mean", "top2_mean"]

@@ -200,3 +200,13 @@ def test_highlighted_terms_over_any_text_carry_no_raw_control(text, spans):
     rendered = highlight_terms(text, matches)
     assert RAW_BIDI.search(rendered) is None
     assert unrendered(re.sub(r"</?mark[^>]*>", "", rendered), find(text)) == text
+
+
+def test_the_notice_quotes_a_mixed_word_with_its_controls_as_markers():
+    # A Latin letter, an embedding, a Cyrillic letter: one "word mixing scripts", quoted by the notice.
+    assert "“a⟨U+202A⟩і” (і Cyrillic in a Latin word)" in find("a\u202aі").notice
+
+
+@given(st.text(st.characters(exclude_categories=("Cs",)), max_size=40))
+def test_no_notice_carries_a_raw_control(text):
+    assert RAW_BIDI.search(find(text).notice) is None
