@@ -139,10 +139,27 @@ def top_category(category_scores: dict | None) -> tuple[str, float]:
 def rule_matches(when: dict, *, cause: str, category_scores: dict | None, facts: RouteFacts) -> bool:
     """Whether every condition of a rule's `when` holds: a list condition when the review's value
     is one listed; `score_gte` / `score_lte` bound the top category's score."""
+    return _holds(when, *_review_values(cause, category_scores, facts))
+
+
+def route(rules: list | None, *, cause: str, category_scores: dict | None, facts: RouteFacts) -> str | None:
+    """The queue of the first rule whose conditions all hold, or None (the cause's queue). The
+    review's values are read once for every rule."""
+    values, score = _review_values(cause, category_scores, facts)
+    for rule in rules or ():
+        if _holds(rule["when"], values, score):
+            return rule["queue"]
+    return None
+
+
+def _review_values(cause: str, category_scores: dict | None, facts: RouteFacts) -> tuple[dict, float]:
     category, score = top_category(category_scores)
-    values = {"category": category, "cause": str(cause), "language": facts.language, "client": facts.client,
-              "report_kind": facts.report_kind, "author_standing": facts.author_standing,
-              "media_kind": facts.media_kind}
+    return {"category": category, "cause": str(cause), "language": facts.language, "client": facts.client,
+            "report_kind": facts.report_kind, "author_standing": facts.author_standing,
+            "media_kind": facts.media_kind}, score
+
+
+def _holds(when: dict, values: dict, score: float) -> bool:
     for name, wanted in when.items():
         if name == "score_gte":
             if not score >= wanted:
@@ -153,14 +170,6 @@ def rule_matches(when: dict, *, cause: str, category_scores: dict | None, facts:
         elif values[name] not in wanted:  # "" (unknown) is never listed
             return False
     return True
-
-
-def route(rules: list | None, *, cause: str, category_scores: dict | None, facts: RouteFacts) -> str | None:
-    """The queue of the first rule whose conditions all hold, or None (the cause's queue)."""
-    for rule in rules or ():
-        if rule_matches(rule["when"], cause=cause, category_scores=category_scores, facts=facts):
-            return rule["queue"]
-    return None
 
 
 def routing_conditions_used(rules: list | None) -> set[str]:
