@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast lint setup migrate check clean-db bench
+.PHONY: run test test-fast lint setup migrate check clean-db bench screenshots
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -51,6 +51,14 @@ test: lint
 
 test-fast: lint
 	$(PY) -m pytest -m "not e2e and not browser and not chaos" $(PYTEST_ARGS)
+
+# Every screenshot of the README and docs/ (docs/screenshots/), made again by the browser tests
+# that take them (marked `screenshots`: tests/browser/conftest.py), in a few minutes. They drive
+# Debian's Chromium: without it they would be skipped and the old pictures kept, so this fails.
+screenshots: $(VENV)/.dev-installed
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		{ echo "no Chromium installed: apt-get install chromium"; exit 1; }
+	UPDATE_SCREENSHOTS=1 $(PY) -m pytest -m screenshots tests/browser $(PYTEST_ARGS)
 
 # The benchmarks (bench/, docs/benchmarks.md): figures printed, nothing asserted. They use
 # databases of their own, named after BENCH_DATABASE (default moderation_bench), on the
