@@ -158,6 +158,25 @@ def test_the_success_message_names_the_decision_and_its_undo_button_takes_it_bac
     assert "Not undone: changed since version" in visible(again.content.decode())  # stale: nothing twice
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("decision, said", [
+    ("abc", "Not undone: decision: Enter a whole number."),
+    (None, "Not undone: decision: This field is required."),
+    ("99999999", "Not undone: it is no longer the decision in force"),
+])
+def test_a_bad_undo_is_refused_with_a_clear_message(mia, api_client, decision, said):
+    review = model_said(api_client, 0.6)
+    reject(review, mia.user)
+    posted = {"version": ContentReview.objects.get(pk=review.pk).version}
+    if decision is not None:
+        posted["decision"] = decision
+
+    refused = mia.post(f"{LIST}{review.pk}/act/undo/", posted, follow=True)
+
+    assert said in visible(refused.content.decode())
+    assert ContentReview.objects.get(pk=review.pk).status == ReviewStatus.REJECTED
+
+
 @pytest.mark.django_db(transaction=True)
 def test_an_undo_after_the_client_was_notified_says_so(mia, api_client, webhook_receiver):
     review = model_said(api_client, 0.6)
