@@ -10,7 +10,6 @@ from enum import StrEnum
 from functools import reduce
 
 from django.contrib.postgres.search import SearchQuery
-from django.db import connections
 from django.db.models import Q
 
 from callbacks.models import ProviderCallback
@@ -112,20 +111,9 @@ def content_matches(reviews, term: str) -> tuple[Q, SearchRule]:
         return words & live, SearchRule.WORDS
     if len(term) < FRAGMENT_BELOW_CHARS and not any(ch.isspace() for ch in term):
         return (words | substring) & live, SearchRule.WORDS_AND_SUBSTRING
-    if any_row(reviews.filter(words & live)):
+    if reviews.filter(words & live).exists():
         return words & live, SearchRule.WORDS
     return substring & live, SearchRule.SUBSTRING_FALLBACK
-
-
-def any_row(queryset) -> bool:
-    """Whether `queryset` has a row, planned as if all its rows were read. `.exists()` adds a
-    LIMIT 1, for which the planner chose to scan the million contents in order, expecting a
-    match early (bench/search.py): with no match it read them all (1.2 s). A materialized CTE is
-    planned without the limit (the GIN index's bitmap), and read only up to its first row."""
-    sql, params = queryset.values("pk").query.sql_with_params()
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute(f"WITH found AS MATERIALIZED ({sql}) SELECT EXISTS (SELECT 1 FROM found)", params)  # noqa: S608 - Django's own SQL
-        return cursor.fetchone()[0]
 
 
 def reviews_matching(reviews, term: str) -> tuple[object, SearchRule | None]:
