@@ -394,6 +394,8 @@ NOT_SETTINGS = {
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
     "MATCH_BUDGET": ROOT / "moderation" / "rules.py",  # constants of the code
     "MAX_PARTS": ROOT / "moderation" / "text_parts.py",
+    "REVIEW_FILTERS": ROOT / "moderation" / "admin" / "filters.py",
+    "TEXT_SEARCH_CONFIGS": ROOT / "moderation" / "models" / "core.py",
     "QUOTE_MIN": ROOT / "moderation" / "erasure.py",
     "AUTHOR_ERASE_PER_CALL": ROOT / "moderation" / "erasure.py",
     "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "erasure.py",
