@@ -31,6 +31,7 @@ from django.utils import timezone
 from audit.models import Actor
 from moderation.errors import BulkTooLarge, ContentErased, ModerationError, NotApplicable
 from moderation.jobs import enqueue_on_commit
+from moderation.words import refusal_words
 from moderation.models import (
     BULK_LIVE_STATUSES,
     BulkAction,
@@ -178,7 +179,9 @@ def _run_next_item(job: BulkJob) -> bool:
                 _act(job, item)
             item.outcome, item.reason = BulkItemOutcome.DONE, ""
         except ModerationError as exc:
-            item.outcome, item.reason = BulkItemOutcome.SKIPPED, getattr(exc, "reason", None) or str(exc)
+            # In words, as the job page shows it; the log and the review's timeline keep the codes.
+            logger.info("bulk job %s: review %s skipped: %s", job.pk, item.review_id, exc)
+            item.outcome, item.reason = BulkItemOutcome.SKIPPED, refusal_words(exc)
         except ContentReview.DoesNotExist:
             item.outcome, item.reason = BulkItemOutcome.SKIPPED, "the review no longer exists (retention)"
         item.finished_at = now

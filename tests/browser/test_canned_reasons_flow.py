@@ -82,7 +82,8 @@ def test_a_stale_refusal_keeps_the_typed_reason(live_server, api_client, django_
         mia.wait_for_selector(".messagelist")
         second = mia.inner_text(".messagelist")
 
-    assert "Not overridden" in message and "changed since version" in message and "Nothing was applied" in message
+    assert "Not overridden: it changed since you opened it: approved by moderator " in message, message
+    assert "Nothing was applied" in message and "manual_override" not in message
     assert kept == {"label": True, "category": "hate", "canned": True, "shown": True, "reason": typed, "share": True,
                     "note": note}
     assert "Approved" in status
