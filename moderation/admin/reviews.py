@@ -517,7 +517,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             except ContentReview.DoesNotExist:
                 raise PermissionDenied from None
             except ModerationError as exc:
-                self.message_user(request, f"Note not added: {exc}", messages.ERROR)
+                self.message_user(request, f"Note not added: {refusal_words(exc)}", messages.ERROR)
         return HttpResponseRedirect(self._timeline_url(object_id))
 
     def release_view(self, request, object_id):

@@ -31,7 +31,7 @@ from django.utils import timezone
 from audit.models import Actor
 from moderation.errors import BulkTooLarge, ContentErased, ModerationError, NotApplicable
 from moderation.jobs import enqueue_on_commit
-from moderation.words import refusal_words
+from moderation.words import STATUS_NOW, refusal_words
 from moderation.models import (
     BULK_LIVE_STATUSES,
     BulkAction,
@@ -200,7 +200,7 @@ def _act(job: BulkJob, item: BulkJobItem) -> None:
         raise ContentErased("its content was erased: nothing is left to judge")
     if job.action == BulkAction.OVERRIDE:
         if review.status == job.label and review.version == item.version:
-            raise NotApplicable(f"already {review.get_status_display().lower()}")
+            raise NotApplicable(f"already {STATUS_NOW[review.status]}")
         review_override(review_id=review.pk, label=job.label, reason=job.reason, category=job.category,
                         moderator=moderator, expected_version=expected_version)
     elif job.action == BulkAction.ESCALATE:

@@ -31,6 +31,7 @@ from moderation.errors import (
     StaleVersion,
     UnknownReason,
 )
+from moderation.words import STATUS_NOW
 from moderation.models import (
     NOTE_MAX_CHARS,
     Appeal,
@@ -292,7 +293,7 @@ def review_escalate(
         _refuse_erased(review, "escalate")
         if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
             # Likewise (_require_decided): a bulk escalation over decided reviews.
-            raise NotApplicable(f"already {review.get_status_display().lower()}")
+            raise NotApplicable(f"already {STATUS_NOW[review.status]}")
         if review.status == ReviewStatus.PENDING:
             reviews_claim_locked([review], worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.status == ReviewStatus.PROCESSING:

@@ -188,6 +188,6 @@ def test_any_text_reason_or_search_term_renders_on_the_bulk_pages(mia, api_clien
     assert page.status_code == 200
     assert "<script>alert" not in page.content.decode()
     services.bulk_job_start(job_id=job.pk, moderator=mia.user)
-    services.bulk_job_run(job_id=job.pk, deadline=time.monotonic() + 30)  # skipped: already manual review
+    services.bulk_job_run(job_id=job.pk, deadline=time.monotonic() + 30)  # skipped: already waiting for a human
     assert mia.get(job_page(job)).status_code == 200
     assert mia.get("/admin/moderation/bulkjob/").status_code == 200
