@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import NamedTuple
+
 
 class ModerationError(Exception):
-    """Base of the pipeline's domain errors."""
+    """Base of the pipeline's domain errors. `str()` is the message the API's error body and the
+    logs carry (ids and codes included); `reason`, where set, is the same without the ids, for a
+    moderator (moderation/words.py, `refusal_words`)."""
+
+    def __init__(self, *args, reason: str | None = None) -> None:
+        super().__init__(*args)
+        if reason is not None:
+            self.reason = reason
 
 
 class IllegalTransition(ModerationError):
@@ -31,11 +41,30 @@ class Stale(ModerationError):
         self.changes = changes
 
 
-class StaleVersion(Stale):
-    """The caller acted on a version of the review that has changed since it was read."""
+class ReviewChange(NamedTuple):
+    """One transition of a review since a moderator read it: its codes for the API and the logs
+    (`str()`: "manual_review -> pending (reprocess, by admin:sam)"), and what the words a moderator
+    reads are made of (moderation/words.py, `change_words`)."""
 
-    def __init__(self, *, review_id, expected: int, actual: int, changes: list[str]) -> None:
-        super().__init__(f"review {review_id}", expected=expected, actual=actual, changes=changes)
+    from_status: str
+    to_status: str
+    cause: str
+    actor: str
+    actor_id: str
+    at: datetime | None = None
+
+    def __str__(self) -> str:
+        by = f"{self.actor}:{self.actor_id}" if self.actor_id else self.actor
+        return f"{self.from_status} -> {self.to_status} ({self.cause}, by {by})"
+
+
+class StaleVersion(Stale):
+    """The caller acted on a version of the review that has changed since it was read. `changes`
+    (strings, in the message) may be given as ReviewChange records, kept in `transitions`."""
+
+    def __init__(self, *, review_id, expected: int, actual: int, changes: list) -> None:
+        self.transitions = [c for c in changes if isinstance(c, ReviewChange)]
+        super().__init__(f"review {review_id}", expected=expected, actual=actual, changes=[str(c) for c in changes])
         self.review_id = review_id
 
 
@@ -84,7 +113,13 @@ class NoteTooLong(ModerationError):
 
 
 class LeasedToOther(ModerationError):
-    """Another moderator holds this review (its lease has not expired)."""
+    """Another moderator holds this review (its lease has not expired): `holder` (their name) until
+    `until`, when the raiser knows them."""
+
+    def __init__(self, message: str, *, holder: str = "", until: datetime | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
+        self.until = until
 
 
 class QueueForbidden(ModerationError):

@@ -15,35 +15,9 @@ from django.utils.html import format_html
 
 from audit.models import ReviewTransition
 from moderation.models import Cause, ContentReview, Decision, DecisionSource, ReviewStatus
+from moderation.words import STATUS_NOW, actor_words, cause_words, decided
 
-# Why a review took the status it has, by the cause of its latest transition.
-CAUSE_WORDS = {
-    Cause.JOB_STARTED: "being judged by the model",
-    Cause.RETRY_RECONCILE: "being judged by the model again",
-    Cause.PROVIDER_RESULT: "by the model",
-    Cause.PROVIDER_CALLBACK: "by the model (its callback)",
-    Cause.PROVIDER_FAILED: "because the model could not judge it",
-    Cause.MANUAL_ESCALATION: "escalated by a moderator",
-    Cause.MANUAL_OVERRIDE: "by a moderator",
-    Cause.REPROCESS: "sent to the model again",
-    Cause.USER_REPORTS: "by user reports",
-    Cause.APPEAL: "because its owner appealed",
-    Cause.CONTENT_ERASED: "because its content was erased",
-    Cause.NOTICE: "by a DSA notice or a trusted flagger",
-    Cause.UNDO: "because a moderator undid their decision",
-}
-LABEL_WORDS = {
-    ReviewStatus.APPROVED: "Approved",
-    ReviewStatus.REJECTED: "Rejected",
-    ReviewStatus.MANUAL_REVIEW: "Sent to a human",
-}
 SOURCE_WORDS = {DecisionSource.PROVIDER: "the model", DecisionSource.SYSTEM: "the system (the model failed)"}
-
-
-def decided(label: str, category: str = "") -> str:
-    """"Rejected as harassment", "Approved", "Sent to a human"."""
-    words = LABEL_WORDS.get(label, str(label).replace("_", " ").capitalize())
-    return f"{words} as {category}" if category else words
 
 
 def decision_words(decision: Decision | None) -> str:
@@ -63,18 +37,20 @@ def decision_words(decision: Decision | None) -> str:
 
 def status_words(review: ContentReview, report_count: int = 0) -> str:
     """How the review came to its status ("Sent to a human by 3 user reports")."""
-    last = ReviewTransition.objects.filter(review=review).order_by("-id").values_list("cause", flat=True).first()
-    if last is None:
-        return "Waiting for the model"
+    latest = (ReviewTransition.objects.filter(review=review).order_by("-id")
+              .values_list("cause", "actor").first())
+    if latest is None:
+        return STATUS_NOW[ReviewStatus.PENDING].capitalize()
+    last, actor = latest
     if last == Cause.USER_REPORTS and report_count:
         how = f"by {report_count} user report{'s' if report_count != 1 else ''}"
     else:
-        how = CAUSE_WORDS.get(last, "")
+        how = cause_words(last, actor_words(actor))  # unnamed: "a moderator", "an operator"
     status = review.status
     if status == ReviewStatus.PENDING:
-        return "Waiting for the model" + (f" ({how})" if last == Cause.REPROCESS else "")
+        return STATUS_NOW[status].capitalize() + (f" ({how})" if last == Cause.REPROCESS else "")
     if status == ReviewStatus.PROCESSING:
-        return "Being judged by the model"
+        return STATUS_NOW[status].capitalize()
     return f"{decided(status)} {how}".strip()
 
 
@@ -83,9 +59,7 @@ def erasure_words(review: ContentReview) -> dict | None:
     erasure = getattr(review.content, "erasure", None) if review.content.erased_at else None
     if erasure is None:
         return None if not review.content.erased_at else {"at": review.content.erased_at, "by": "", "reason": ""}
-    who = {"api": f"the client {erasure.actor_id}".strip(), "admin": f"admin {erasure.actor_id}".strip(),
-           "command": f"the operator {erasure.actor_id}".strip()}.get(erasure.actor, erasure.actor_id or erasure.actor)
-    return {"at": erasure.erased_at, "by": who, "reason": erasure.reason}
+    return {"at": erasure.erased_at, "by": actor_words(erasure.actor, erasure.actor_id), "reason": erasure.reason}
 
 
 def done_message(request, action: str, review: ContentReview):

@@ -58,6 +58,7 @@ from moderation.observability.search import reviews_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
 from moderation.visible_text import visible_html
+from moderation.words import refusal_words
 
 EXCERPT_CHARS = 200
 SEARCH_HELP = ("Words of the content (in any form its language's stemmer knows: \"idiots\" finds \"idiot\"; "
@@ -107,9 +108,9 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
             services.review_reprocess(review_id=review.pk, actor=Actor.ADMIN, actor_id=str(request.user),
                                       reason=data.get("reason", ""), user=request.user, expected_version=version)
     except StaleVersion as exc:  # what changed since the moderator looked, and that nothing was applied
-        return f"{exc.reason}. Nothing was applied: look again at the review as it is now"
-    except ModerationError as exc:
-        return getattr(exc, "reason", None) or str(exc)
+        return f"{refusal_words(exc, me=str(request.user))}. Nothing was applied: look again at the review as it is now"
+    except ModerationError as exc:  # in words: the codes stay in the error's message (API, logs)
+        return refusal_words(exc, me=str(request.user))
     return None
 
 
@@ -516,7 +517,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             except ContentReview.DoesNotExist:
                 raise PermissionDenied from None
             except ModerationError as exc:
-                self.message_user(request, f"Note not added: {exc}", messages.ERROR)
+                self.message_user(request, f"Note not added: {refusal_words(exc)}", messages.ERROR)
         return HttpResponseRedirect(self._timeline_url(object_id))
 
     def release_view(self, request, object_id):

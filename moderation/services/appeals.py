@@ -61,9 +61,8 @@ def appeal_check_four_eyes(appeal: Appeal, moderator) -> None:
     """Refuse the moderator who made the appealed decision."""
     author = appeal.decision.moderator_id
     if author is not None and moderator is not None and author == moderator.pk:
-        raise FourEyesRequired(
-            f"{moderator} made the appealed decision: another moderator must decide appeal {appeal.pk}"
-        )
+        why = f"{moderator} made the appealed decision: another moderator must decide"
+        raise FourEyesRequired(f"{why} appeal {appeal.pk}", reason=f"{why} its appeal")
 
 
 def appeal_resolve_locked(appeal: Appeal, decision: Decision) -> None:

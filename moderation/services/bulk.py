@@ -31,6 +31,7 @@ from django.utils import timezone
 from audit.models import Actor
 from moderation.errors import BulkTooLarge, ContentErased, ModerationError, NotApplicable
 from moderation.jobs import enqueue_on_commit
+from moderation.words import STATUS_NOW, refusal_words
 from moderation.models import (
     BULK_LIVE_STATUSES,
     BulkAction,
@@ -178,7 +179,9 @@ def _run_next_item(job: BulkJob) -> bool:
                 _act(job, item)
             item.outcome, item.reason = BulkItemOutcome.DONE, ""
         except ModerationError as exc:
-            item.outcome, item.reason = BulkItemOutcome.SKIPPED, getattr(exc, "reason", None) or str(exc)
+            # In words, as the job page shows it; the log and the review's timeline keep the codes.
+            logger.info("bulk job %s: review %s skipped: %s", job.pk, item.review_id, exc)
+            item.outcome, item.reason = BulkItemOutcome.SKIPPED, refusal_words(exc)
         except ContentReview.DoesNotExist:
             item.outcome, item.reason = BulkItemOutcome.SKIPPED, "the review no longer exists (retention)"
         item.finished_at = now
@@ -197,7 +200,7 @@ def _act(job: BulkJob, item: BulkJobItem) -> None:
         raise ContentErased("its content was erased: nothing is left to judge")
     if job.action == BulkAction.OVERRIDE:
         if review.status == job.label and review.version == item.version:
-            raise NotApplicable(f"already {review.get_status_display().lower()}")
+            raise NotApplicable(f"already {STATUS_NOW[review.status]}")
         review_override(review_id=review.pk, label=job.label, reason=job.reason, category=job.category,
                         moderator=moderator, expected_version=expected_version)
     elif job.action == BulkAction.ESCALATE:

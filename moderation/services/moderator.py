@@ -27,9 +27,11 @@ from moderation.errors import (
     NoteTooLong,
     NotUndoable,
     ReasonRequired,
+    ReviewChange,
     StaleVersion,
     UnknownReason,
 )
+from moderation.words import STATUS_NOW
 from moderation.models import (
     NOTE_MAX_CHARS,
     Appeal,
@@ -66,18 +68,19 @@ def _lock_checked(review_id, expected_version: int | None, moderator=None, now: 
     if expected_version is not None and review.version != expected_version:
         changes = list(
             review.transitions.order_by("-id")[: max(review.version - expected_version, 0)]
-            .values_list("from_status", "to_status", "cause", "actor", "actor_id")
+            .values_list("from_status", "to_status", "cause", "actor", "actor_id", "created_at")
         )
         raise StaleVersion(
             review_id=review_id,
             expected=expected_version,
             actual=review.version,
-            changes=[f"{f} -> {t} ({c}, by {a}{':' + i if i else ''})" for f, t, c, a, i in reversed(changes)],
+            changes=[ReviewChange(*change) for change in reversed(changes)],
         )
     now = now or timezone.now()
     holder = review.leased_to
     if holder is not None and holder != moderator and review.lease_expires_at and review.lease_expires_at > now:
-        raise LeasedToOther(f"{holder} is reviewing this until {review.lease_expires_at:%H:%M:%S}")
+        raise LeasedToOther(f"{holder} is reviewing this until {review.lease_expires_at:%H:%M:%S}",
+                            holder=str(holder), until=review.lease_expires_at)
     # A review in a queue only some groups may take is theirs to decide too (row locked: its
     # queue cannot change meanwhile).
     queue_check_access(review, moderator)
@@ -290,7 +293,7 @@ def review_escalate(
         _refuse_erased(review, "escalate")
         if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
             # Likewise (_require_decided): a bulk escalation over decided reviews.
-            raise NotApplicable(f"already {review.get_status_display().lower()}")
+            raise NotApplicable(f"already {STATUS_NOW[review.status]}")
         if review.status == ReviewStatus.PENDING:
             reviews_claim_locked([review], worker_id=str(moderator), job_id="", actor=Actor.ADMIN)
         if review.status == ReviewStatus.PROCESSING:
@@ -322,7 +325,8 @@ def _lease(review: ContentReview, moderator) -> None:
 def _refuse_erased(review: ContentReview, what: str) -> None:
     """Erased content leaves nothing to judge (docs/design.md, 16): refused under the row lock."""
     if review.content.erased_at is not None:
-        raise ContentErased(f"review {review.pk}: its content was erased; nothing is left to {what}")
+        why = f"its content was erased; nothing is left to {what}"
+        raise ContentErased(f"review {review.pk}: {why}", reason=why)
 
 
 @records_illegal_transitions
@@ -345,7 +349,8 @@ def review_reprocess(
         _require_decided(review)
         _refuse_erased(review, "reprocess")
         if appeal_open_locked(review) is not None:
-            raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it")
+            raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it",
+                             reason="it is under appeal: a moderator decides it")
         review.last_enqueued_at = timezone.now()
         transition_review(  # (out of manual_review, its lease ends with its queue: review_queue_leave)
             review,

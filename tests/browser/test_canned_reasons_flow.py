@@ -36,7 +36,7 @@ def test_the_keyboard_flow_rejects_with_a_canned_reason_and_no_free_text(live_se
 
     assert hidden_before and missing and still_here
     assert focused == "hate:slur" and shown == [True, False, False] and ticked
-    assert "Review overridden." in message
+    assert "Rejected as hate. Undo" in message  # the success message names the decision (docs/workplace.md)
     decision = ContentReview.objects.get(pk=review.pk).decision
     assert (decision.label, decision.category, decision.reason_codes, decision.reason) == ("rejected", "hate",
                                                                                            ["slur"], "")
@@ -82,11 +82,12 @@ def test_a_stale_refusal_keeps_the_typed_reason(live_server, api_client, django_
         mia.wait_for_selector(".messagelist")
         second = mia.inner_text(".messagelist")
 
-    assert "Not overridden" in message and "changed since version" in message and "Nothing was applied" in message
+    assert "Not overridden: it changed since you opened it: approved by moderator " in message, message
+    assert "Nothing was applied" in message and "manual_override" not in message
     assert kept == {"label": True, "category": "hate", "canned": True, "shown": True, "reason": typed, "share": True,
                     "note": note}
     assert "Approved" in status
-    assert "Review overridden." in second
+    assert "Rejected as hate. Undo" in second
     decision = ContentReview.objects.get(pk=review.pk).decision
     assert (decision.label, decision.moderator.username, decision.reason_codes, decision.reason,
             decision.reason_shared) == ("rejected", "mia", ["slur"], typed, True)

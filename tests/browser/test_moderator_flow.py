@@ -208,8 +208,9 @@ def test_a_stale_decision_shows_what_changed_and_applies_nothing(live_server, ap
         mia.wait_for_selector(".messagelist")
         message, status = mia.inner_text(".messagelist"), mia.inner_text("#review-status")
 
-    assert "changed since version 3 (now 4): manual_review -> pending (reprocess, by admin:sam)" in message
-    assert "Nothing was applied" in message and "Waiting for the model (sent to the model again)" in status
+    assert "it changed since you opened it: sent to the model again by moderator sam at " in message, message
+    assert "manual_review" not in message and "admin:sam" not in message  # codes stay in the timeline's raw record
+    assert "Nothing was applied" in message and "Waiting for the model (sent to the model again by a moderator)" in status
     review.refresh_from_db()
     assert review.decisions.count() == 1 and review.decision.source == "provider"
     assert not ModeratorNote.objects.exists()

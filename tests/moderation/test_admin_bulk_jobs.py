@@ -130,7 +130,9 @@ def test_a_started_job_shows_its_progress_then_its_skipped_reviews_with_their_re
     assert '<td id="bulk-done">2</td>' in done and '<td id="bulk-skipped-count">1</td>' in done
     assert '<td id="bulk-remaining">0</td>' in done
     [row] = re.findall(r'<tr class="skipped-item">(.*?)</tr>', done, re.S)
-    assert "two spam" in row and "manual_review -&gt; rejected (manual_override, by admin:sam)" in row
+    decided_at = ContentReview.objects.get(pk=taken.pk).transitions.order_by("-id").first().created_at
+    assert "two spam" in row and (f"it changed since you opened it: rejected by moderator sam at {decided_at:%H:%M} UTC"
+                                  in row) and "manual_review" not in row
 
 
 def test_a_running_job_is_cancelled_from_its_page(mia, api_client):
@@ -186,6 +188,6 @@ def test_any_text_reason_or_search_term_renders_on_the_bulk_pages(mia, api_clien
     assert page.status_code == 200
     assert "<script>alert" not in page.content.decode()
     services.bulk_job_start(job_id=job.pk, moderator=mia.user)
-    services.bulk_job_run(job_id=job.pk, deadline=time.monotonic() + 30)  # skipped: already manual review
+    services.bulk_job_run(job_id=job.pk, deadline=time.monotonic() + 30)  # skipped: already waiting for a human
     assert mia.get(job_page(job)).status_code == 200
     assert mia.get("/admin/moderation/bulkjob/").status_code == 200

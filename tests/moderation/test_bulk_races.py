@@ -76,8 +76,8 @@ def test_a_moderator_deciding_while_the_job_waits_for_the_review_wins_and_the_jo
     assert review.decision.moderator == sam
     item = item_of(job, review)
     assert item.outcome == BulkItemOutcome.SKIPPED
-    assert item.reason.startswith(f"changed since version {review.version - 1} (now {review.version}): "
-                                  "manual_review -> rejected (manual_override, by admin:sam)")
+    decided_at = review.transitions.order_by("-id").first().created_at
+    assert item.reason == f"it changed since you opened it: rejected by moderator sam at {decided_at:%H:%M} UTC"
 
 
 def test_a_moderator_deciding_while_the_job_holds_the_review_is_refused_as_stale(api_client, mia, sam, monkeypatch):
@@ -176,7 +176,7 @@ def test_reviews_reprocessed_while_a_job_runs_over_them_are_skipped_not_decided_
         assert all(o < min(reprocess) for o in overrides), pk
         assert item.outcome == BulkItemOutcome.SKIPPED or list(overrides), pk
         if item.outcome == BulkItemOutcome.SKIPPED:
-            assert item.reason.startswith("changed since version") or item.reason == "not decided yet"
+            assert item.reason.startswith("it changed since you opened it: ") or item.reason == "not decided yet"
     for review in late:
         review.refresh_from_db()
         assert review.status == "manual_review" and moderator_decisions(review) == 0

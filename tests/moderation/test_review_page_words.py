@@ -5,17 +5,27 @@ for a moderator's decision."""
 
 from __future__ import annotations
 
+import itertools
 import re
+import time
 import uuid
+from datetime import timedelta
 from html.parser import HTMLParser
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from django.urls import reverse
+from django.utils import timezone
+
+from audit.models import Actor
 from moderation import services
+from moderation.api.errors import exception_handler
+from moderation.errors import IllegalTransition, ReviewChange, StaleVersion
 from moderation.erasure import content_erase
-from moderation.models import Cause, ContentReview, DecisionNotification, ReviewStatus
+from moderation.models import BulkItemOutcome, Cause, Content, ContentReview, DecisionNotification, ReviewStatus
+from moderation.words import change_words, refusal_words
 from tests.helpers import claimed, result, staff_browser
 from tests.moderation.test_workplace_pages import LIST, page_of
 
@@ -155,7 +165,7 @@ def test_the_success_message_names_the_decision_and_its_undo_button_takes_it_bac
     review.refresh_from_db()
     assert review.status == ReviewStatus.MANUAL_REVIEW and review.leased_to == mia.user
     again = mia.post(form.group(1), fields, follow=True)
-    assert "Not undone: changed since version" in visible(again.content.decode())  # stale: nothing twice
+    assert "Not undone: it changed since you opened it: sent to a human because you undid your decision" in visible(again.content.decode())  # stale: nothing twice
 
 
 @pytest.mark.django_db
@@ -201,7 +211,7 @@ def test_an_erased_review_says_when_why_and_by_whom_and_offers_no_decision(mia, 
 
     html, text = page.content.decode(), visible(page.content.decode())
     erased_at = ContentReview.objects.get(pk=review.pk).content.erasure.erased_at
-    assert f"Content erased {erased_at:%Y-%m-%d %H:%M} UTC by admin sam: GDPR request 17." in text
+    assert f"Content erased {erased_at:%Y-%m-%d %H:%M} UTC by moderator sam: GDPR request 17." in text
     assert page.context["decide_form"] is None and 'id="decide-form"' not in html and 'id="skip-form"' not in html
     assert "Nothing is left to judge" in text
     assert "content erased" in [entry.title for entry in page.context["entries"].rows]
@@ -263,3 +273,123 @@ def test_any_reason_shows_on_an_erased_and_a_decided_page(mia, api_client, reaso
         html = page.content.decode()
         assert page.status_code == 200 and "<b>&amp;</b>" not in html  # escaped, never markup
         assert not BIDI.search(visible(html))  # bidi controls shown as markers, as in the content
+
+
+# --- refusals and skip reasons in words (docs/workplace.md, "Refusals in words") ---------------
+
+@pytest.fixture
+def sam(db, django_user_model):
+    return staff_browser(django_user_model, "sam", "supervisor")
+
+
+def assert_no_codes(text: str, where: str) -> None:
+    assert not UUID.search(text), (where, UUID.search(text).group())
+    found = CODE.search(text)
+    assert not found, (where, found.group(), text[max(0, found.start() - 80):][:160])
+    assert " -> " not in text and "admin:" not in text, where
+
+
+@pytest.mark.django_db
+def test_a_stale_refusal_says_what_changed_in_words_and_keeps_the_codes_for_the_api(mia, sam, api_client):
+    review = model_said(api_client, 0.6)
+    seen = review.version
+    sam.post(f"{LIST}{review.pk}/act/override/", {"label": "approved", "reason": "fine", "version": seen})
+    sam.post(f"{LIST}{review.pk}/act/reprocess/", {"reason": "new model", "version": seen + 1})
+    approved_at, reprocessed_at = [t.created_at for t in review.transitions.order_by("-id")[:2]][::-1]
+
+    refused = mia.post(f"{LIST}{review.pk}/act/override/", {
+        "label": "rejected", "category": "harassment", "reason": "insults", "version": seen}, follow=True)
+
+    html = refused.content.decode()
+    text = visible(html)
+    assert refused.status_code == 409 and 'id="raw"' in html
+    assert (f"Not overridden: it changed since you opened it: approved by moderator sam at {approved_at:%H:%M} UTC; "
+            f"then sent to the model again by moderator sam at {reprocessed_at:%H:%M} UTC. Nothing was applied") in text
+    assert_no_codes(text, "stale refusal")
+    # The error itself, as the API's body and the logs carry it, keeps the codes.
+    with pytest.raises(StaleVersion) as stale:
+        services.review_override(review_id=review.pk, label="rejected", category="harassment", reason="x",
+                                 moderator=mia.user, expected_version=seen)
+    body = exception_handler(stale.value, {}).data
+    assert body["error"] == "stale_version" and str(review.pk) in body["detail"]
+    assert ("manual_review -> approved (manual_override, by admin:sam); "
+            "approved -> pending (reprocess, by admin:sam)") in body["detail"]
+
+
+@pytest.mark.django_db
+def test_a_refusal_by_the_other_moderators_lease_and_by_your_own_change_name_the_people(mia, sam, api_client):
+    held = model_said(api_client, 0.6)
+    services.review_take_next(moderator=sam.user)  # sam holds the one review waiting
+    held.refresh_from_db()
+    assert held.leased_to == sam.user
+
+    leased = mia.post(f"{LIST}{held.pk}/act/override/", {"label": "approved", "reason": "fine",
+                                                         "version": held.version}, follow=True)
+
+    text = visible(leased.content.decode())
+    assert f"Not overridden: sam is reviewing this until {held.lease_expires_at:%H:%M} UTC" in text
+    assert_no_codes(text, "leased")
+
+    mine = model_said(api_client, 0.6)
+    mia.post(f"{LIST}{mine.pk}/act/override/", {"label": "approved", "reason": "fine", "version": mine.version})
+    again = mia.post(f"{LIST}{mine.pk}/act/override/", {"label": "rejected", "category": "harassment",
+                                                        "reason": "insults", "version": mine.version}, follow=True)
+    assert "it changed since you opened it: approved by you at " in visible(again.content.decode())
+
+
+@pytest.mark.django_db
+def test_the_bulk_job_page_says_why_each_review_was_skipped_in_words(mia, sam, api_client):
+    moderated, reprocessed, leased, erased, fine = (model_said(api_client, 0.6) for _ in range(5))
+    job = services.bulk_job_draft(reviews=ContentReview.objects.filter(
+        pk__in=[r.pk for r in (moderated, reprocessed, leased, erased, fine)]), moderator=sam.user,
+        action="override", label="rejected", category="harassment", reason="a wave", query="")
+    services.bulk_job_start(job_id=job.pk, moderator=sam.user)
+    reject(moderated, mia.user)
+    services.review_reprocess(review_id=reprocessed.pk, actor=Actor.ADMIN, actor_id="mia", user=mia.user)
+    ContentReview.objects.filter(pk=leased.pk).update(leased_to=mia.user,
+                                                      lease_expires_at=timezone.now() + timedelta(minutes=10))
+    Content.objects.filter(pk=erased.content_id).update(erased_at=timezone.now())
+    services.bulk_job_run(job_id=job.pk, deadline=time.monotonic() + 60)
+
+    page = sam.get(reverse("admin:moderation_bulkjob_job", args=[job.pk]))
+
+    html, text = page.content.decode(), visible(page.content.decode())
+    assert page.status_code == 200 and job.items.filter(outcome=BulkItemOutcome.SKIPPED).count() == 4
+    reasons = [r.strip() for r in re.findall(r'<td class="skip-reason">(.*?)</td>', html, re.S)]
+    assert len(reasons) == 4
+    assert any(r.startswith("it changed since you opened it: rejected by moderator mia at ") for r in reasons), reasons
+    assert any(r.startswith("it changed since you opened it: sent to the model again by moderator mia at ")
+               for r in reasons), reasons
+    assert any(r.startswith("mia is reviewing this until ") and r.endswith(" UTC") for r in reasons), reasons
+    assert "its content was erased: nothing is left to judge" in reasons
+    assert_no_codes(text, "bulk job page")
+
+
+def test_every_change_and_refusal_is_said_without_codes():
+    """Each cause to each status, by each kind of actor, named or not: the words have no code."""
+    for cause, status, actor, actor_id in itertools.product(Cause.values, ReviewStatus.values, Actor.values,
+                                                             ("", "sam")):
+        change = ReviewChange("manual_review", status, cause, actor, actor_id)
+        said = change_words(change)
+        assert said and not CODE.search(said) and "_" not in said, (change, said)
+        refused = refusal_words(StaleVersion(review_id=uuid.uuid4(), expected=1, actual=2, changes=[change]))
+        assert not UUID.search(refused) and not CODE.search(refused), refused
+        illegal = refusal_words(IllegalTransition(review_id=uuid.uuid4(), from_status=status, cause=cause))
+        assert not UUID.search(illegal) and not CODE.search(illegal) and "_" not in illegal, illegal
+
+
+@pytest.mark.django_db
+@FEW
+@given(reason=WEIRD)
+@example(reason="\u202eesrever <b>&amp;</b> manual_review -> 👩\u200d💻")
+def test_any_skip_reason_shows_escaped_on_the_bulk_job_page(mia, api_client, reason):
+    review = model_said(api_client, 0.6)
+    job = services.bulk_job_draft(reviews=ContentReview.objects.filter(pk=review.pk), moderator=mia.user,
+                                  action="escalate", reason="a wave", query="")
+    # (Only the job's own run writes a reason; any text a moderator's name or an old row could hold.)
+    job.items.update(outcome=BulkItemOutcome.SKIPPED, reason=reason)
+
+    page = mia.get(reverse("admin:moderation_bulkjob_job", args=[job.pk]))
+
+    html = page.content.decode()
+    assert page.status_code == 200 and "<b>&amp;</b>" not in html

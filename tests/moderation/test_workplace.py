@@ -183,7 +183,10 @@ class TestTimelineAndActions:
                        version=seen)
 
         message = " ".join(messages_of(response))
-        assert "changed since version" in message and "manual_review -> pending (reprocess, by admin:sam)" in message
+        reprocessed_at = review.transitions.order_by("-id").first().created_at
+        assert (f"Not overridden: it changed since you opened it: sent to the model again by moderator sam at "
+                f"{reprocessed_at:%H:%M} UTC. Nothing was applied" in message), message
+        assert "manual_review" not in message and "reprocess," not in message
         review.refresh_from_db()
         assert review.status == "pending" and review.decisions.count() == 1
 
@@ -195,7 +198,8 @@ class TestTimelineAndActions:
                        version=review.version + 5)
 
         message = " ".join(messages_of(response))
-        assert f"is at version {review.version}, not {review.version + 5}" in message and ": ." not in message
+        assert (f"the page sent version {review.version + 5}, which this review never had (it is at version "
+                f"{review.version})" in message and ": ." not in message), message
         review.refresh_from_db()
         assert review.status == "manual_review" and review.decisions.count() == 1
 
@@ -264,7 +268,8 @@ class TestTimelineAndActions:
                                          "label": "rejected", "category": "spam", "reason": "spam", f"version_{review.pk}": review.version},
                                   follow=True)
 
-        assert any(m.startswith("1 skipped: changed since version") for m in messages_of(response))
+        assert any(m.startswith("1 skipped: it changed since you opened it: approved by moderator sam at ")
+                   for m in messages_of(response)), messages_of(response)
         review.refresh_from_db()
         assert review.status == "approved" and review.decision.moderator == supervisor.user
 
