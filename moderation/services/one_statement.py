@@ -172,6 +172,8 @@ class OneStatement:
             obj._state.adding, obj._state.db = False, self.using
         for obj, _ in self._inserted:  # references to other rows of the statement, now known
             for field in obj._meta.concrete_fields:
+                if field.generated:  # the database's to compute (reading it would load it: a query)
+                    continue
                 value = getattr(obj, field.attname)
                 target = next((other for key, other in self._references if key is value), None)
                 if target is not None:

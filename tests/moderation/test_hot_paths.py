@@ -26,7 +26,8 @@ def clone(table: str, template_id, copies: int, overrides: dict[str, str]) -> No
     `g`, the copy's number). Every other column is copied, whichever columns the table has."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = %s",
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = 'public' AND table_name = %s"
+            " AND is_generated = 'NEVER'",  # a generated column is the database's to fill
             [table],
         )
         columns = [c for (c,) in cursor.fetchall() if c != "id" or "id" in overrides]
