@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0023_longtext'),
+        ('moderation', '0025_longtext'),
     ]
 
     operations = [

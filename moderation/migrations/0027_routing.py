@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('auth', '0012_alter_user_first_name_max_length'),
-        ('moderation', '0023_undo'),
+        ('moderation', '0026_undo'),
     ]
 
     operations = [

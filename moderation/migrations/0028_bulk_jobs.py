@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0023_routing'),
+        ('moderation', '0027_routing'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
