@@ -1,18 +1,22 @@
 """The query shapes that keep content search within its budget at 1M reviews
-(docs/benchmarks.md, "Content search at 1M reviews"): the fallback's "does any content have
-these words?" asked of the GIN index, and the "reported as" filter served by its index."""
+(docs/benchmarks.md, "Content search at 1M reviews"): the matching contents read from their
+indexes first when few enough (the same answers as the condition through the join), the
+fallback's "does any content have these words?" asked of the GIN index, and the "reported as"
+filter served by its index."""
 
 from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.models import Q
 from django.test.utils import CaptureQueriesContext
 
 from moderation import services
 from moderation.admin.filters import filtered_reviews
 from moderation.erasure import content_erase
 from moderation.models import Content, ContentReview, ReportKind
-from moderation.observability.search import SearchRule, any_content_has_words, content_matches
+from moderation.observability import search
+from moderation.observability.search import SearchRule, content_matches, matching_content_ids, words_query
 from tests.moderation.test_content_search import found, in_language
 from tests.moderation.test_workplace_pages import submitted
 
@@ -28,41 +32,66 @@ def _filler_contents(client_pk: int, n: int = 20000) -> None:
         cursor.execute("ANALYZE moderation_content")
 
 
+@pytest.fixture
+def texts(api_client):
+    """Reviews to search: words in two languages, a glued word, one erased."""
+    made = {
+        "idiot": in_language(submitted(api_client, text="you are an idiot", external_id="a"), "en"),
+        "bodoh": in_language(submitted(api_client, text="kamu bodoh sekali", external_id="b"), "id"),
+        "affixed": in_language(submitted(api_client, text="jangan membodohi saya", external_id="c"), "id"),
+        "glued": in_language(submitted(api_client, text="youareanidiotok", external_id="d"), "en"),
+        "erased": in_language(submitted(api_client, text="another idiot here", external_id="e"), "en"),
+    }
+    content_erase(review_id=made["erased"].pk, actor="admin", actor_id="ops", reason="user request")
+    return made
+
+
+TERMS = ["idiot", "idi", "IDIO", "bodoh", "membodohi", "anidiot", "arbod", "ok", '"you are"', "idiot -you", "youareanidiotok"]
+
+
+@pytest.mark.django_db
+class TestTheSameAnswers:
+    @pytest.mark.parametrize("term", TERMS)
+    def test_ids_read_first_or_the_condition_through_the_join_find_the_same_reviews(self, texts, monkeypatch, term):
+        by_ids = found(texts.values(), term)
+        monkeypatch.setattr(search, "MATCHED_IDS_UP_TO", 0)  # every term "too common": the join
+        assert found(texts.values(), term) == by_ids
+        assert texts["erased"].pk not in by_ids
+
+    def test_the_expected_reviews(self, texts):
+        assert found(texts.values(), "idiot") == {texts["idiot"].pk}
+        assert found(texts.values(), "bodoh") == {texts["bodoh"].pk, texts["affixed"].pk}
+        assert found(texts.values(), "idi") == {texts["idiot"].pk, texts["glued"].pk}
+        assert found(texts.values(), "anidiot") == {texts["glued"].pk}
+
+    def test_more_matches_than_the_bound_leave_the_condition_to_the_page_query(self, texts, monkeypatch):
+        words = Q(search_vector=words_query("bodoh"))
+        assert sorted(matching_content_ids(words)) == sorted([texts["bodoh"].content_id, texts["affixed"].content_id])
+        monkeypatch.setattr(search, "MATCHED_IDS_UP_TO", 1)
+        assert matching_content_ids(words) is None
+
+
 @pytest.mark.django_db
 class TestTheWordsCheck:
-    def test_it_says_whether_any_content_has_the_words_and_erased_content_has_none(self, api_client):
-        review = in_language(submitted(api_client, text="kamu bodoh sekali", external_id="a"), "id")
-        assert any_content_has_words("bodoh")
-        assert any_content_has_words("membodohi")  # the Indonesian stemmer reads it as bodoh
-        assert not any_content_has_words("anidiot")
-        content_erase(review_id=review.pk, actor="admin", actor_id="ops", reason="user request")
-        assert not any_content_has_words("bodoh")
-
-    def test_a_term_no_content_has_skips_the_scoped_check_and_falls_back(self, api_client):
-        glued = in_language(submitted(api_client, text="youareanidiotok", external_id="a"), "en")
+    def test_a_term_no_content_has_asks_the_index_alone_and_falls_back(self, texts):
         with CaptureQueriesContext(connection) as queries:
             _, rule = content_matches(ContentReview.objects.all(), "anidiot")
         assert rule == SearchRule.SUBSTRING_FALLBACK
-        statements = [q["sql"] for q in queries.captured_queries]
-        assert len(statements) == 1, statements  # the index's answer alone: no EXISTS over the reviews
-        assert "LIMIT" not in statements[0] and "@@" in statements[0], statements
-        assert found([glued], "anidiot") == {glued.pk}
+        words = [q["sql"] for q in queries.captured_queries if "@@" in q["sql"] and not q["sql"].startswith("EXPLAIN")]
+        assert len(words) == 1, words  # the ids of the contents with the words: none; no EXISTS over the reviews
+        assert "moderation_contentreview" not in words[0], words
 
-    def test_words_some_review_of_the_scope_has_are_a_word_search(self, api_client):
-        word = in_language(submitted(api_client, text="an idiot", external_id="a"), "en")
-        other = in_language(submitted(api_client, text="anidiotic", external_id="b"), "en")
+    def test_words_some_content_has_but_no_review_searched_fall_back_to_substrings(self, texts):
+        scope = ContentReview.objects.filter(pk=texts["glued"].pk)
         assert content_matches(ContentReview.objects.all(), "idiot")[1] == SearchRule.WORDS
-        # Some content has the word, but none of the reviews searched: substrings, as before.
-        scope = ContentReview.objects.filter(pk=other.pk)
         assert content_matches(scope, "idiot")[1] == SearchRule.SUBSTRING_FALLBACK
-        assert word.pk not in set(scope.values_list("pk", flat=True))
 
-    def test_the_planner_answers_it_from_the_gin_index_not_a_scan(self, api_client):
+    def test_the_planner_reads_the_words_from_the_gin_index_not_a_scan(self, api_client):
         in_language(submitted(api_client, text="youareanidiotok", external_id="a"), "en")
         _filler_contents(api_client.pk)
         with CaptureQueriesContext(connection) as queries:
-            any_content_has_words("anidiot")
-        sql = queries.captured_queries[0]["sql"]
+            matching_content_ids(Q(search_vector=words_query("anidiot")))
+        sql = next(q["sql"] for q in queries.captured_queries if not q["sql"].startswith("EXPLAIN"))
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN " + sql)
             plan = "\n".join(row[0] for row in cursor.fetchall())
@@ -73,8 +102,7 @@ class TestTheWordsCheck:
 def test_the_reported_as_filter_is_served_by_the_kind_and_review_index(api_client):
     review = submitted(api_client, text="dasar bodoh", external_id="a")
     services.report_file(review_id=review.pk, reporter_id="n-1", reason="harassment", kind=ReportKind.DSA_NOTICE)
-    params = {"report_kind": ReportKind.DSA_NOTICE}
-    narrowed = filtered_reviews(ContentReview.objects.all(), params)
+    narrowed = filtered_reviews(ContentReview.objects.all(), {"report_kind": ReportKind.DSA_NOTICE})
     assert set(narrowed.values_list("pk", flat=True)) == {review.pk}
     with connection.cursor() as cursor:
         cursor.execute("SET enable_seqscan = off")
