@@ -14,11 +14,14 @@ from django.test.utils import CaptureQueriesContext
 from moderation import services
 from moderation.admin.filters import filtered_reviews
 from moderation.erasure import content_erase
-from moderation.models import Content, ContentReview, ReportKind
+from moderation.models import Content, ContentReview, ModerationQueue, ReportKind, ReviewQueue
 from moderation.observability import search
 from moderation.observability.search import SearchRule, content_matches, matching_content_ids, words_query
-from tests.moderation.test_content_search import found, in_language
-from tests.moderation.test_workplace_pages import submitted
+from tests.moderation import test_workplace_pages
+from tests.moderation.test_content_search import found, in_language, listed
+from tests.moderation.test_workplace_pages import LIST, submitted
+
+moderator = test_workplace_pages.moderator  # a fixture: a logged-in moderator's test client
 
 
 def _filler_contents(client_pk: int, n: int = 20000) -> None:
@@ -108,3 +111,17 @@ def test_the_reported_as_filter_is_served_by_the_kind_and_review_index(api_clien
         cursor.execute("SET enable_seqscan = off")
     assert "report_kind_review_idx" in narrowed.order_by("-created_at")[:50].explain()
     assert Content.objects.filter(pk=review.content_id).exists()
+
+
+@pytest.mark.django_db
+def test_the_lists_queue_filter_offers_the_known_queues_without_reading_the_reviews(moderator, api_client):
+    ModerationQueue.objects.create(slug="reports-id", name="Indonesian reports")
+    queued = submitted(api_client, text="dasar bodoh", external_id="a")
+    other = submitted(api_client, text="you idiot", external_id="b")
+    ContentReview.objects.filter(pk=queued.pk).update(queue="reports-id")
+    ContentReview.objects.filter(pk=other.pk).update(queue="low_confidence")
+    with CaptureQueriesContext(connection) as queries:
+        html = moderator.get(LIST, {"queue__exact": "reports-id"}).content.decode()
+    assert listed(html) == {queued.short_id}
+    assert "Indonesian reports" in html and ReviewQueue.LOW_CONFIDENCE.label in html
+    assert not [q["sql"] for q in queries.captured_queries if "DISTINCT" in q["sql"] and '"queue"' in q["sql"]]
