@@ -149,8 +149,10 @@ def content_matches(reviews, term: str) -> tuple[Q, SearchRule]:
     if len(term) < SUBSTRING_MIN_CHARS:
         return _on_reviews(words, matching_content_ids(words)), SearchRule.WORDS
     if len(term) < FRAGMENT_BELOW_CHARS and not any(ch.isspace() for ch in term):
-        both = words | substring
-        return _on_reviews(both, matching_content_ids(both)), SearchRule.WORDS_AND_SUBSTRING
+        # No id read: the trigram side of it rechecks every text holding the fragment's
+        # trigrams, slower than the page's walk, which such common matches fill fast
+        # (docs/benchmarks.md, "Content search at 1M reviews").
+        return _on_reviews(words | substring, None), SearchRule.WORDS_AND_SUBSTRING
     word_ids = matching_content_ids(words)
     if word_ids != [] and reviews.filter(_on_reviews(words, word_ids)).exists():
         return _on_reviews(words, word_ids), SearchRule.WORDS
