@@ -8,9 +8,11 @@ sweeper's reconcile, `reconcile_stuck`, the stuck gauge, the admin dashboard and
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import connections
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
@@ -44,3 +46,16 @@ def stuck_review_ids(*, limit: int, now: datetime | None = None, stuck_after: fl
     """The ids of up to `limit` stuck reviews, the longest silent first."""
     rows = stuck_requests(now=now, stuck_after=stuck_after).order_by("updated_at")
     return list(rows.values_list("review_id", flat=True)[:limit])
+
+
+def estimated_rows(queryset) -> int | None:
+    """The planner's estimate of the rows `queryset` returns (None when it cannot tell)."""
+    try:
+        sql, params = queryset.query.sql_with_params()
+    except Exception:  # noqa: BLE001 - an empty result set (`.none()`) has no SQL
+        return None
+    with connections[queryset.db].cursor() as cursor:
+        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
+        plan = cursor.fetchone()[0]
+    plan = plan if isinstance(plan, list) else json.loads(plan)
+    return int(plan[0]["Plan"]["Plan Rows"])

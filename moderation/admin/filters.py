@@ -12,6 +12,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
+from moderation import services
 from moderation.language import configured_languages
 from moderation.models import ModerationRequest, Report, ReportKind, Standing
 from moderation.selectors import stuck_requests
@@ -83,6 +84,23 @@ class StuckFilter(admin.SimpleListFilter):
     def queryset(self, request, queryset):
         if self.value() == "processing":
             return queryset.filter(pk__in=stuck_requests().values("review_id"))
+        return queryset
+
+
+class QueueFilter(admin.SimpleListFilter):
+    """The review's queue, its choices the queues known (built-in and custom: services.
+    review_queues), not the distinct values of a million rows (Django's default for a field:
+    a scan of the table on every list page, docs/benchmarks.md "Content search at 1M reviews")."""
+
+    title = "queue"
+    parameter_name = "queue__exact"  # the parameter Django's field filter took
+
+    def lookups(self, request, model_admin):
+        return [(q.slug, q.label) for q in services.review_queues()]
+
+    def queryset(self, request, queryset):
+        if self.value():
+            return queryset.filter(queue=self.value())
         return queryset
 
 

@@ -9,32 +9,19 @@ of one review (its reports, notes, timeline and the change page's inlines) witho
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.contrib import admin
 from django.core.paginator import Paginator
-from django.db import connections
 from django.http import QueryDict
 from django.utils.functional import cached_property
 
+from moderation.selectors import estimated_rows
+
 # Below this many rows (the planner's estimate) an exact count is cheap enough to run.
 EXACT_COUNT_BELOW = 10_000
-
-
-def estimated_rows(queryset) -> int | None:
-    """The planner's estimate of the rows `queryset` returns (None when it cannot tell)."""
-    try:
-        sql, params = queryset.query.sql_with_params()
-    except Exception:  # noqa: BLE001 - an empty result set (`.none()`) has no SQL
-        return None
-    with connections[queryset.db].cursor() as cursor:
-        cursor.execute("EXPLAIN (FORMAT JSON) " + sql, params)
-        plan = cursor.fetchone()[0]
-    plan = plan if isinstance(plan, list) else json.loads(plan)
-    return int(plan[0]["Plan"]["Plan Rows"])
 
 
 class EstimatedCountPaginator(Paginator):

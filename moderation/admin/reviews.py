@@ -37,6 +37,7 @@ from moderation.admin.filters import (
     REVIEW_FILTERS,
     CallbackTroubleFilter,
     DecisionSourceFilter,
+    QueueFilter,
     StuckFilter,
     filtered_reviews,
 )
@@ -199,7 +200,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     list_display = ["short_id", "status", "content_excerpt", "kind", "top_category", "badges", "client", "provider",
                     "age", "decision_summary", "moderator_lease"]
     list_display_links = None  # the review id links to the review page, not to a change form
-    list_filter = ["status", "queue", *CONTENT_LIST_FILTERS, DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
+    list_filter = ["status", QueueFilter, *CONTENT_LIST_FILTERS, DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
                    ("content__kind", admin.ChoicesFieldListFilter), "client"]
     search_fields = ["content__external_id"]
     search_help_text = SEARCH_HELP

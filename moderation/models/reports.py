@@ -108,6 +108,9 @@ class Report(models.Model):
             models.Index(fields=["created_at"], name="report_open_user_idx", condition=Q(outcome="", kind="user")),
             # The reporter's page and their accuracy, from a client's reports.
             models.Index(fields=["reporter_id", "-created_at"], name="report_reporter_idx"),
+            # The "reported as" filter of the list and the queues: the reviews with a report of
+            # a kind, read from the index alone (docs/benchmarks.md, "Content search at 1M").
+            models.Index(fields=["kind", "review"], name="report_kind_review_idx"),
         ]
 
     def __str__(self) -> str:

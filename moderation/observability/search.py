@@ -14,6 +14,7 @@ from django.db.models import Q
 
 from callbacks.models import ProviderCallback
 from moderation.language import configured_languages
+from moderation.selectors import estimated_rows
 from moderation.models import (
     FALLBACK_TEXT_SEARCH_CONFIG,
     SHORT_ID_LENGTH,
@@ -95,25 +96,67 @@ def words_query(term: str) -> SearchQuery:
     return reduce(operator.or_, queries)
 
 
+# A search whose contents number at most this many (the planner's estimate, then the index's
+# answer) narrows the reviews by those contents' ids, read from the GIN index first; more, and
+# the condition is left to the page query, whose walk of the list's or queue's order fills a
+# page fast when matches are that common (docs/benchmarks.md, "Content search at 1M reviews").
+MATCHED_IDS_UP_TO = 20_000
+
+
+def matching_content_ids(condition: Q) -> list | None:
+    """The ids of the live contents matching `condition` (on Content), when there are at most
+    MATCHED_IDS_UP_TO of them; None when the planner expects more, or there are more. Asked
+    with no LIMIT the planner could take for a promise of an early end: the estimate is checked
+    first, so the LIMIT (one more than allowed) never cuts a read short, and the planner reads the
+    matches from the GIN indexes (a bitmap) rather than scanning the contents for them."""
+    contents = Content.objects.filter(condition, erased_at__isnull=True)
+    estimate = estimated_rows(contents)
+    if estimate is None or estimate > MATCHED_IDS_UP_TO:
+        return None
+    ids = list(contents.values_list("pk", flat=True)[:MATCHED_IDS_UP_TO + 1])
+    return ids if len(ids) <= MATCHED_IDS_UP_TO else None
+
+
+def _on_reviews(condition: Q, term_ids: list | None) -> Q:
+    """`condition` (on Content) as a condition on reviews: their content among `term_ids` when
+    they were read, else the condition itself through the join, erased content excluded."""
+    if term_ids is not None:
+        return Q(content_id__in=term_ids)
+    return _through_content(condition) & Q(content__erased_at__isnull=True)
+
+
+def _through_content(condition: Q) -> Q:
+    """`condition` on Content, each lookup prefixed with `content__`."""
+    joined = Q(_connector=condition.connector, _negated=condition.negated)
+    joined.children = [_through_content(child) if isinstance(child, Q) else (f"content__{child[0]}", child[1])
+                       for child in condition.children]
+    return joined
+
+
 def content_matches(reviews, term: str) -> tuple[Q, SearchRule]:
     """The condition on `reviews` (a ContentReview queryset, filtered already) for the reviews
     whose content matches `term`, and the rule it used:
     - words: full-text search, stemmed by language (`words_query`);
     - and substrings (`__icontains` on the trigram index) when the term is one word of
       SUBSTRING_MIN_CHARS to FRAGMENT_BELOW_CHARS - 1 characters, or when no review among
-      `reviews` has the words (one indexed EXISTS).
+      `reviews` has the words.
+    The matching contents are read from their indexes first when few enough
+    (`matching_content_ids`); the answer is the same either way.
     Erased content never matches: erasure blanks the text, so its words go with it (the column
     is generated), and the condition says so as well."""
-    words = Q(content__search_vector=words_query(term))
-    substring = Q(content__text__icontains=term)
-    live = Q(content__erased_at__isnull=True)
+    words = Q(search_vector=words_query(term))
+    substring = Q(text__icontains=term)
     if len(term) < SUBSTRING_MIN_CHARS:
-        return words & live, SearchRule.WORDS
+        return _on_reviews(words, matching_content_ids(words)), SearchRule.WORDS
     if len(term) < FRAGMENT_BELOW_CHARS and not any(ch.isspace() for ch in term):
-        return (words | substring) & live, SearchRule.WORDS_AND_SUBSTRING
-    if reviews.filter(words & live).exists():
-        return words & live, SearchRule.WORDS
-    return substring & live, SearchRule.SUBSTRING_FALLBACK
+        # No id read: the trigram side of it rechecks every text holding the fragment's
+        # trigrams, slower than the page's walk, which such common matches fill fast
+        # (docs/benchmarks.md, "Content search at 1M reviews").
+        return _on_reviews(words | substring, None), SearchRule.WORDS_AND_SUBSTRING
+    word_ids = matching_content_ids(words)
+    if word_ids != [] and reviews.filter(_on_reviews(words, word_ids)).exists():
+        return _on_reviews(words, word_ids), SearchRule.WORDS
+    return _on_reviews(substring, matching_content_ids(substring)), SearchRule.SUBSTRING_FALLBACK
 
 
 def reviews_matching(reviews, term: str) -> tuple[object, SearchRule | None]:
