@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("moderation", "0023_bulk_jobs"),
+        ("moderation", "0028_bulk_jobs"),
     ]
 
     operations = [
