@@ -396,6 +396,7 @@ NOT_SETTINGS = {
     "MAX_PARTS": ROOT / "moderation" / "text_parts.py",
     "REVIEW_FILTERS": ROOT / "moderation" / "admin" / "filters.py",
     "TEXT_SEARCH_CONFIGS": ROOT / "moderation" / "models" / "core.py",
+    "MATCHED_IDS_UP_TO": ROOT / "moderation" / "observability" / "search.py",
     "QUOTE_MIN": ROOT / "moderation" / "erasure.py",
     "AUTHOR_ERASE_PER_CALL": ROOT / "moderation" / "erasure.py",
     "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "erasure.py",
