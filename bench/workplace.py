@@ -31,7 +31,10 @@ import time
 
 from bench import common, growth
 
-PATHS = ("list", "list filtered", "queue page", "review next")
+PATHS = ("list", "list filtered", "queue page", "review next", "routed queue page", "routed review next")
+# A custom queue that a routing rule fills, open to one group only (docs/workplace.md, "Routing rules
+# and queue access"): its page and "review next" on it, by members of that group.
+ROUTED = "reports-id"
 DB = f"{os.environ['BENCH_DATABASE']}_workplace" if os.environ.get("BENCH_DATABASE") else "moderation_workplace"
 
 # One review in ten waits for a human, spread over the queues as a busy service would see it.
@@ -41,13 +44,14 @@ WITH picked AS (
            0.5 + (abs(hashtext(r.id::text || 's')) % 400) / 1000.0 AS score
     FROM moderation_contentreview r WHERE abs(hashtext(r.id::text)) % 10 = 0
 ), placed AS (
-    SELECT p.*, CASE WHEN h % 20 < 12 THEN 'low_confidence' WHEN h % 20 < 16 THEN 'reports'
+    SELECT p.*, CASE WHEN h % 20 < 12 THEN 'low_confidence' WHEN h % 20 < 15 THEN 'reports'
+                     WHEN h % 20 < 16 THEN 'reports-id'
                      WHEN h % 20 < 18 THEN 'appeals' WHEN h % 20 < 19 THEN 'provider_failures'
                      ELSE 'escalations' END AS queue,
            3 + h % 7 AS reports
     FROM picked p
 ), weighted AS (
-    SELECT pl.*, 100 * score + CASE queue WHEN 'reports' THEN 15 * reports WHEN 'appeals' THEN 40 ELSE 0 END AS points
+    SELECT pl.*, 100 * score + CASE WHEN queue IN ('reports', 'reports-id') THEN 15 * reports WHEN queue = 'appeals' THEN 40 ELSE 0 END AS points
     FROM placed pl
 ), d AS (
     UPDATE moderation_decision d SET label = 'manual_review', score = w.score,
@@ -118,6 +122,22 @@ def _measure(size: int, ops: int) -> None:
     # review nobody holds, past the ones the earlier calls leased (as on a busy shift).
     ContentReview.objects.filter(leased_to__isnull=False).update(leased_to=None, lease_expires_at=None)
     team = [User.objects.get_or_create(username=f"bench-moderator-{i}")[0] for i in range(ops + warmup + 1)]
+    # The routed queue: its rule in the active policy, the queue open to one group, the team in it.
+    from moderation import services
+    from moderation.models import ModerationQueue
+
+    routed, _ = ModerationQueue.objects.get_or_create(slug=ROUTED, defaults={"name": "Indonesian reports"})
+    members, _ = Group.objects.get_or_create(name="bench-id-team")
+    routed.groups.set([members])
+    for user in [moderator, *team]:
+        user.groups.add(members)
+    if not services.policy_active().routing_rules:
+        services.policy_publish_change(lambda active: {"routing_rules": [
+            {"name": "Indonesian reports", "queue": ROUTED, "when": {"language": ["id"], "report_kind": ["user"]}}]},
+            notes="bench: a routed queue")
+    routed_team = [User.objects.get_or_create(username=f"bench-routed-{i}")[0] for i in range(ops + warmup + 1)]
+    for user in routed_team:
+        user.groups.add(members)
     http = Client()
     http.force_login(moderator)
     base = "/admin/moderation/contentreview/"
@@ -131,8 +151,13 @@ def _measure(size: int, ops: int) -> None:
     def take_next(member):
         assert review_take_next(moderator=member, queue=ReviewQueue.LOW_CONFIDENCE) is not None
 
+    def take_routed(member):
+        assert review_take_next(moderator=member, queue=ROUTED) is not None
+
     paths = {"list": (page(base), team), "list filtered": (page(base + "?status__exact=manual_review"), team),
-             "queue page": (page(base + "queues/?queue=low_confidence"), team), "review next": (take_next, team)}
+             "queue page": (page(base + "queues/?queue=low_confidence"), team), "review next": (take_next, team),
+             "routed queue page": (page(base + f"queues/?queue={ROUTED}"), team),
+             "routed review next": (take_routed, routed_team)}
     out = {}
     for path, (func, items) in paths.items():
         timings, statements = growth.time_calls(func, items, warmup=warmup)
