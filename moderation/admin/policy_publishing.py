@@ -1,5 +1,5 @@
-"""Publishing a policy version from an admin editor (the term lists, the notice templates): one
-answer to a refusal, on the form that asked, and one message on success."""
+"""Publishing a policy version from an admin editor (the term lists, the notice templates, the
+routing rules): one answer to a refusal, on the form that asked, and one message on success."""
 
 from __future__ import annotations
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 
 from django import forms
-from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 
 from moderation import services
+from moderation.admin.policy_publishing import publish_from_form
 from moderation.admin.review_page import workplace_page
-from moderation.errors import PolicyChanged
 from moderation.observability.routing_dry_run import MAX_REVIEWS, routing_dry_run
 from moderation.review_queues import LIST_CONDITIONS, SCORE_CONDITIONS
 from moderation.validation import validate_policy
@@ -74,13 +73,12 @@ def routing_view(model_admin, request):
             form.data["base_version"] = active.version
             draft = None
         if draft is not None and "publish" in request.POST:
-            try:
-                published = services.policy_publish(**services.policy_fields(draft), notes=draft.notes,
-                                                    created_by=request.user, based_on=active.version)
-            except PolicyChanged as exc:
-                form.add_error(None, f"{exc.reason}: check the dry run again")
-            else:
-                model_admin.message_user(request, f"Published policy version {published.version}.", messages.SUCCESS)
+            published = publish_from_form(
+                model_admin, request, form, lambda: services.policy_publish(
+                    **services.policy_fields(draft), notes=draft.notes, created_by=request.user,
+                    based_on=active.version),
+                again="check the dry run again")
+            if published is not None:
                 return HttpResponseRedirect(reverse("admin:moderation_moderationpolicy_changelist"))
         if draft is not None and not form.errors:
             context |= {"draft": draft, "run": routing_dry_run(draft=draft, last=form.cleaned_data["dry_last"])}
