@@ -5,8 +5,10 @@ its framework ceiling, measured on the same machine in the same session.
     python -m bench.report [--quick] [--reviews 3000] [--requests 3000] [--no-now | --code DIR]
 
 Paths: end to end on the ORM broker and on Redis (bench.e2e), submissions (bench.submit) and
-callback ingestion at 8 connections (bench.ingest); then the peak RSS of a web worker and of a
-q2 worker with the model loaded, and the invariant violations of every run. "now" and "after"
+callback ingestion at 8 connections (bench.ingest), and `make run`'s memory idle and under the
+end-to-end load (bench.footprint: RSS and PSS summed over its processes, and the reviews/s of
+that load); then the peak RSS of a web worker and of a q2 worker with the model loaded, and the
+invariant violations of every run. "now" and "after"
 alternate (now first for one path, after first for the next) so the machine's drift hits both.
 Without the tag, the commit it names; without git or that commit, "now" shows the figures
 recorded in the issue, marked as recorded.
@@ -19,7 +21,7 @@ import argparse
 import os
 import time
 
-from bench import checkout, common, e2e, ingest, submit, wrk
+from bench import checkout, common, e2e, footprint, ingest, submit, wrk
 
 # Issue 17, "Measured now" (2-core machine, production settings), for when the tag is unavailable.
 RECORDED = {"e2e orm": (45.0, None), "e2e redis": (43.0, None), "submissions": (113.0, 103.0),
@@ -29,6 +31,7 @@ GOALS = {  # path -> (figure at least, p99 ms below)
 }
 UNITS = {"e2e orm": "reviews/s", "e2e redis": "reviews/s", "submissions": "req/s", "callbacks": "req/s"}
 RSS_GOALS = {"web worker": 100, "q2 worker": 150}  # MiB
+FOOTPRINT_GOAL_MIB = 800  # make run, all its processes, idle and under the e2e load
 
 
 def main() -> None:
@@ -40,7 +43,7 @@ def main() -> None:
     parser.add_argument("--pgbench-seconds", type=int, help="seconds per pgbench reference (default 10; --quick 3)")
     parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--brokers", default="orm,redis")
-    parser.add_argument("--paths", default="e2e,submissions,callbacks")
+    parser.add_argument("--paths", default="e2e,submissions,callbacks,footprint")
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for an end-to-end run")
     parser.add_argument("--no-now", action="store_true", help="measure this checkout only")
     parser.add_argument("--code", metavar="DIR", help="the 'now' checkout to measure instead of the tag bench-now")
@@ -49,7 +52,7 @@ def main() -> None:
     requests = args.requests or (600 if args.quick else 3000)
     pg_seconds = args.pgbench_seconds or (3 if args.quick else 10)
     paths = args.paths.split(",")
-    unknown = set(paths) - {"e2e", "submissions", "callbacks"}
+    unknown = set(paths) - {"e2e", "submissions", "callbacks", "footprint"}
     if unknown:
         parser.error(f"unknown paths: {', '.join(sorted(unknown))}")
 
@@ -66,7 +69,7 @@ def main() -> None:
 
     results: dict[tuple[str, str], dict] = {}
     jobs = [f"e2e {b}" for b in args.brokers.split(",")] * ("e2e" in paths)
-    jobs += [p for p in ("submissions", "callbacks") if p in paths]
+    jobs += [p for p in ("submissions", "callbacks", "footprint") if p in paths]
     for job_no, path in enumerate(jobs):
         for code in codes if job_no % 2 == 0 else codes[::-1]:
             print(f"\n== {path}, {code.label} ==", flush=True)
@@ -77,12 +80,15 @@ def main() -> None:
                 print(line, flush=True)
             print(f"({time.monotonic() - run_began:.0f} s with set-up and references)", flush=True)
 
-    print(f"\nIssue 17: now ({before.commit if before else 'recorded'}) and after ({after.commit}), same run, "
+    print(f"\nnow ({before.commit if before else 'recorded'}) and after ({after.commit}), same run, "
           f"{(time.monotonic() - began) / 60:.1f} min")
     print(table(jobs, results, before is not None))
 
 
 def _run(path: str, code: checkout.Checkout, args, *, reviews: int, requests: int, pg_seconds: int) -> dict:
+    if path == "footprint":
+        return footprint.measure(code, reviews=reviews, idle_s=10 if args.quick else 30,
+                                 connections=args.connections, timeout=args.timeout)
     if path.startswith("e2e "):
         result = e2e.run(code, path.split()[1], reviews=reviews, connections=args.connections, web_workers=3,
                          q_workers=2, timeout=args.timeout)
@@ -104,6 +110,8 @@ def _run(path: str, code: checkout.Checkout, args, *, reviews: int, requests: in
 
 
 def _describe(path: str, result: dict) -> list[str]:
+    if path == "footprint":
+        return footprint.describe(result)
     if path.startswith("e2e "):
         return e2e.describe(result)
     if path == "submissions":
@@ -120,6 +128,9 @@ def _p99(path: str, result: dict | None) -> str:
 def table(jobs: list[str], results: dict, have_now: bool) -> str:
     rows = []
     for path in jobs:
+        if path == "footprint":
+            rows += _footprint_rows(results.get((path, "now")), results.get((path, "after")))
+            continue
         now, after = results.get((path, "now")), results.get((path, "after"))
         if have_now:
             now_cell = _figure(now)
@@ -138,18 +149,38 @@ def table(jobs: list[str], results: dict, have_now: bool) -> str:
             f"{_violations(now)} / {_violations(after)}",
         ])
     for kind, goal in RSS_GOALS.items():
-        peaks = {label: max((r["rss"].get(kind, 0) for (_, code), r in results.items() if code == label), default=0)
+        peaks = {label: max((r.get("rss", {}).get(kind, 0) for (_, code), r in results.items() if code == label), default=0)
                  for label in ("now", "after")}
         rows.append([f"peak RSS, {kind}" + (" (model loaded)" if kind == "q2 worker" else ""),
                      f"{peaks['now'] / 2**20:.0f} MiB" if peaks["now"] else "-",
                      f"{peaks['after'] / 2**20:.0f} MiB" if peaks["after"] else "-",
-                     f"<= {goal} MiB" + (" met" if 0 < peaks["after"] <= goal * 2**20 else " missed"),
+                     f"<= {goal} MiB" + (" (not measured in this run)" if not peaks["after"] else
+                                         " met" if peaks["after"] <= goal * 2**20 else " missed"),
                      "-", "-", "-", "-"])
     return common.table(["path", "now", "after", "goal", "pgbench reference (ratio)", "framework ceiling (ratio)",
                          "p99 ms now / after", "violations now / after"], rows) + (
         "\n(e2e: reviews/s = reviews / (last completed_at - first created_at), p99 = submit -> final; submissions and"
         "\n callbacks at 8 connections, p99 = request latency; ratio = after / reference; 'incomplete': a run's"
         "\n reviews were not all final before the timeout)")
+
+
+def _footprint_rows(now: dict | None, after: dict | None) -> list[list[str]]:
+    """make run's memory: RSS summed (shared pages once per process) and PSS summed (what the
+    processes hold in all), each idle / at the load's peak, and the reviews/s of that load."""
+    rows = []
+    for measure, what in (("rss", "RSS summed"), ("pss", "PSS summed")):
+        def cell(result):
+            if result is None:
+                return "-"
+            return f"{result['idle'][measure] / 2**20:.0f} / {result['peak'][measure] / 2**20:.0f} MiB"
+
+        worst = max(after["idle"][measure], after["peak"][measure]) if after else 0
+        met = 0 < worst <= FOOTPRINT_GOAL_MIB * 2**20
+        rows.append([f"make run, {what}, idle / under load", cell(now), cell(after),
+                     f"<= {FOOTPRINT_GOAL_MIB} MiB" + (" met" if met else " missed"), "-", "-", "-",
+                     f"{_violations(now)} / {_violations(after)}"])
+    rows.append(["make run under the load (reviews/s)", _figure(now), _figure(after), "no loss", "-", "-", "-", "-"])
+    return rows
 
 
 def _figure(result: dict | None) -> str:

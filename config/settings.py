@@ -13,6 +13,8 @@ import environ
 from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
+from config import sizing
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
@@ -392,9 +394,6 @@ NOTIFY_BACKOFF_MAX_S = _env_number("NOTIFY_BACKOFF_MAX_S", 3600.0)
 NOTIFY_TIMEOUT_S = _env_number("NOTIFY_TIMEOUT_S", 5.0)  # each connect, write or read
 # One attempt as a whole, however the receiver dribbles its answer (docs/operations.md).
 NOTIFY_DEADLINE_S = _env_number("NOTIFY_DEADLINE_S", 15.0)
-# Notifications run on their own django-q2 cluster (NOTIFY_WORKERS workers), never on the
-# moderation workers: a client's slow receiver cannot delay any review's decision.
-NOTIFY_WORKERS = int(_env_number("NOTIFY_WORKERS", 4, int))
 # Per client: attempts in flight at once (held across processes), and its own circuit breaker:
 # NOTIFY_BREAKER_FAILURES failed attempts in a row pause that client alone for
 # NOTIFY_BREAKER_COOLDOWN_S, then one trial attempt decides.
@@ -411,6 +410,16 @@ if NOTIFY_SLOW_SHARE > 1:
     raise ImproperlyConfigured("NOTIFY_SLOW_SHARE is a share of NOTIFY_WORKERS: at most 1")
 if NOTIFY_SLOW_AFTER_S >= NOTIFY_DEADLINE_S:
     raise ImproperlyConfigured("NOTIFY_SLOW_AFTER_S must be below NOTIFY_DEADLINE_S, or no client is ever slow")
+# Worker counts: derived from this machine's cores and memory (config/sizing.py, docs/operations.md
+# "Sizing"), each overridden by its variable. Notifications run on their own django-q2 cluster
+# (NOTIFY_WORKERS workers), never on the moderation workers: a client's slow receiver cannot delay
+# any review's decision.
+_SIZED = sizing.workers_for(
+    sizing.machine(), slow_share=NOTIFY_SLOW_SHARE, client_concurrency=NOTIFY_CLIENT_CONCURRENCY
+)
+WEB_CONCURRENCY = int(_env_number("WEB_CONCURRENCY", _SIZED.web, int))  # the web server's workers
+Q_WORKERS = int(_env_number("Q_WORKERS", _SIZED.moderation, int))
+NOTIFY_WORKERS = int(_env_number("NOTIFY_WORKERS", _SIZED.notify, int))
 # Webhook URLs may not reach loopback, private, link-local, multicast or reserved addresses,
 # and need https without DEBUG (moderation/netguard.py). 1: allow them (development, tests, the
 # race lab on loopback). Never in production.
@@ -435,7 +444,6 @@ MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
 MODERATION_QUEUE_SLA_S = _env_number("MODERATION_QUEUE_SLA_S", 14400.0)
 
 # --- Jobs: django-q2 as an at-least-once trigger (see moderation/checks.py) --------------------
-Q_WORKERS = int(_env_number("Q_WORKERS", 2, int))
 Q_TASK_TIMEOUT_S = int(_env_number("Q_TASK_TIMEOUT_S", 60, int))
 REDIS_URL = env.str("REDIS_URL", default="")
 CACHES = {

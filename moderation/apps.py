@@ -17,6 +17,8 @@ class ModerationConfig(AppConfig):
         post_migrate.connect(ensure_defaults, sender=self, dispatch_uid="moderation.ensure_defaults")
         if starting_moderation_cluster(sys.argv):
             preload_for_workers()
+        if sys.argv[1:2] == ["qcluster"]:
+            freeze_for_fork()
 
 
 def starting_moderation_cluster(argv: list[str]) -> bool:
@@ -41,3 +43,14 @@ def preload_for_workers() -> None:
         # before the fork.)
         LocalProvider().warm_up()
     detector()
+
+
+def freeze_for_fork() -> None:
+    """Move every object made so far (Django, the apps, the model) out of the garbage
+    collector's reach before django-q2 forks the cluster's processes: a collection in a child
+    would otherwise write to each object's header and copy its page, unsharing what the fork
+    shared (docs/operations.md, "Sizing")."""
+    import gc
+
+    gc.collect()
+    gc.freeze()

@@ -21,10 +21,8 @@ DESIGN = ROOT / "docs" / "design.md"
 SETTINGS = ROOT / "config" / "settings.py"
 
 # Variables the docs name that code other than config/settings.py reads, and where (each file is
-# checked to read it): the web server's worker count, an option of the command that starts it.
-READ_ELSEWHERE = {
-    "WEB_CONCURRENCY": ROOT / "moderation" / "management" / "commands" / "serve_web.py",
-}
+# checked to read it). None now: the web server's worker count moved into the settings (sizing).
+READ_ELSEWHERE: dict[str, Path] = {}
 
 
 def _documented_variables() -> set[str]:
@@ -142,6 +140,7 @@ DEFAULTS_IN_WORDS = {
     "PUBLIC_BASE_URL",  # follows PORT
     "MODERATION_STUCK_AFTER_S",  # derived from PROVIDER_EXPECTED_LATENCY_S and the timeouts
     "OTEL_TRACING",  # on with an endpoint
+    "WEB_CONCURRENCY", "Q_WORKERS", "NOTIFY_WORKERS",  # from the machine: tests/config/test_sizing.py
 }
 
 

@@ -190,3 +190,56 @@ def test_without_the_tag_the_commit_it_names_is_measured(monkeypatch):
 
     assert why == "" and before is not None and checkout.NOW_COMMIT.startswith(before.commit)
     assert (before.path / "manage.py").exists()
+
+
+def test_the_footprint_rows_judge_the_worse_of_idle_and_load_against_the_goal():
+    from bench import report
+
+    mib = 2**20
+    after = {"path": "footprint", "rate": 80.0, "violations": [], "idle": {"rss": 1500 * mib, "pss": 480 * mib},
+             "peak": {"rss": 1520 * mib, "pss": 810 * mib}}
+    text = report.table(["footprint"], {("footprint", "after"): after}, have_now=False)
+    rss = next(line for line in text.splitlines() if "RSS summed" in line)
+    pss = next(line for line in text.splitlines() if "PSS summed" in line)
+    assert "1500 / 1520 MiB" in rss and "<= 800 MiB missed" in rss
+    assert "480 / 810 MiB" in pss and "<= 800 MiB missed" in pss  # the load's peak went over
+    after["peak"]["pss"] = 520 * mib
+    text = report.table(["footprint"], {("footprint", "after"): after}, have_now=False)
+    assert "<= 800 MiB met" in next(line for line in text.splitlines() if "PSS summed" in line)
+    assert "80.0" in next(line for line in text.splitlines() if "reviews/s" in line)
+
+
+def test_the_footprint_reads_a_whole_process_tree_and_pss_counts_shared_pages_once():
+    """A parent that fills 64 MiB and forks three children that only read it: RSS summed
+    counts the block in all four, PSS about once."""
+    import subprocess
+    import sys
+    import textwrap
+
+    from bench import footprint
+
+    program = textwrap.dedent("""
+        import os, sys, time
+        block = bytearray(64 * 1024 * 1024)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        for _ in range(3):
+            if os.fork() == 0:
+                time.sleep(30)
+                os._exit(0)
+        print("ready", flush=True)
+        time.sleep(30)
+    """)
+    parent = subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "ready"
+        found = footprint.snapshot(parent.pid)
+    finally:
+        for child in footprint.tree(parent.pid)[1:]:
+            child.kill()
+        parent.kill()
+        parent.wait()
+    mib = 2**20
+    assert found["processes"] == 4
+    assert found["rss"] >= 4 * 64 * mib
+    assert 64 * mib <= found["pss"] < 2 * 64 * mib

@@ -31,6 +31,11 @@ def test_make_run_serves_with_its_web_server_and_a_styled_admin_without_debug(pl
     css = httpx.get(f"{base}/static/admin/css/base.css", timeout=10)
 
     assert any("-m granian --interface asgi config.asgi:application" in c for c in children), children
+    # run_platform became the supervisor, which never set Django up (moderation/management/supervise.py):
+    # none of the stack's compiled libraries is mapped in it, as they are in every child.
+    supervisor = psutil.Process(process.pid)
+    assert "moderation.management.supervise" in " ".join(supervisor.cmdline())
+    assert "psycopg" not in _mapped(supervisor) and "psycopg" in _mapped(clusters[0])
     assert login.status_code == 200
     assert "admin/css/base.css" in login.text
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
@@ -86,6 +91,11 @@ def test_a_cluster_master_killed_leaves_no_worker_behind(platform):
     for pid in left:  # do not leave them running for the next test
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"orphaned cluster processes still running: {left}"
+
+
+def _mapped(process: psutil.Process) -> str:
+    with open(f"/proc/{process.pid}/maps") as maps:
+        return maps.read()
 
 
 def _cluster_masters(process) -> list[psutil.Process]:

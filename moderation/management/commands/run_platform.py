@@ -3,21 +3,23 @@ notification cluster.
 
 The web server (granian, moderation/management/web.py) serves the API, the callbacks and the
 admin, its static files through WhiteNoise, so no DEBUG and no other server is needed; a slow
-client holds a socket, never a worker (docs/operations.md, "Slow clients"). Each child runs in
-a process group of its own and is stopped as a group (moderation/management/processes.py).
-Ctrl-C (or SIGTERM) stops everything; if any child exits on its own (a cluster master killed),
-the others are stopped too.
+client holds a socket, never a worker (docs/operations.md, "Slow clients"). The command
+collects the static files and builds the three command lines, then replaces itself with the
+supervisor (moderation/management/supervise.py: the standard library alone, so the process
+that waits on the others does not hold Django's memory for the whole run). Each child runs in
+a process group of its own and is stopped as a group. Ctrl-C (or SIGTERM) stops everything; if
+any child exits on its own (a cluster master killed), the others are stopped too.
 """
 
+import json
 import os
-import signal
-import time
+import sys
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
-from moderation.management.processes import manage, notification_cluster_env, start, stop_groups
+from moderation.management.processes import manage, notification_cluster_env
 from moderation.management.web import web_command
 
 
@@ -27,7 +29,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=settings.PORT)
-        parser.add_argument("--web-workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", 2)))
+        parser.add_argument("--web-workers", type=int, default=settings.WEB_CONCURRENCY)
 
     def handle(self, *args, host, port, web_workers, **options):
         call_command("collectstatic", interactive=False, verbosity=0)  # the admin's CSS for WhiteNoise
@@ -35,28 +37,21 @@ class Command(BaseCommand):
         # Callbacks must reach the address actually served, unless told otherwise.
         env.setdefault("PUBLIC_BASE_URL", f"http://{host}:{port}")
         env.pop("Q_CLUSTER_NAME", None)
-        children = {
-            "web": start(web_command(host, port, workers=web_workers), env),
-            "moderation cluster": start(manage("qcluster"), env),
-            "notification cluster": start(manage("qcluster"), notification_cluster_env(env)),
+        spec = {
+            "banner": (
+                f"Web server on http://{host}:{port}/ (admin: /admin/, API: /api/v1/), callbacks expected at "
+                f"{env['PUBLIC_BASE_URL']}/api/v1/callbacks/, the moderation and notification clusters "
+                f"running ({web_workers} web, {settings.Q_WORKERS} moderation and {settings.NOTIFY_WORKERS} "
+                "notification workers); Ctrl-C stops them all."
+            ),
+            "children": [
+                {"name": "web", "argv": web_command(host, port, workers=web_workers), "env": {}},
+                {"name": "moderation cluster", "argv": manage("qcluster"), "env": {}},
+                {"name": "notification cluster", "argv": manage("qcluster"),
+                 "env": {"Q_CLUSTER_NAME": notification_cluster_env(env)["Q_CLUSTER_NAME"]}},
+            ],
         }
-        stopping = False
-
-        def stop(signum, frame):
-            nonlocal stopping
-            stopping = True
-
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        self.stdout.write(
-            f"Web server on http://{host}:{port}/ (admin: /admin/, API: /api/v1/), callbacks expected at "
-            f"{env['PUBLIC_BASE_URL']}/api/v1/callbacks/, the moderation and notification clusters "
-            "running; Ctrl-C stops them all."
-        )
-        while not stopping and all(p.poll() is None for p in children.values()):
-            time.sleep(0.2)
-        exited = [name for name, p in children.items() if p.poll() is not None]
-        if exited and not stopping:
-            self.stderr.write(f"{', '.join(exited)} exited; stopping the rest")
-        stop_groups(children, log=self.stderr.write)
-        self.stdout.write(f"Stopped ({', '.join(f'{n} exit {p.returncode}' for n, p in children.items())}).")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        argv = [sys.executable, "-m", "moderation.management.supervise", json.dumps(spec)]
+        os.execve(argv[0], argv, env)

@@ -4,6 +4,7 @@ server's master itself: SIGTERM stops it gracefully, SIGHUP starts workers on ne
 
 import os
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from moderation.management.web import web_command
@@ -14,7 +15,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT")
-        parser.add_argument("--workers", type=int, default=int(os.environ.get("WEB_CONCURRENCY", 2)))
+        parser.add_argument("--workers", type=int, default=settings.WEB_CONCURRENCY)
 
     def handle(self, *args, bind, workers, **options):
         host, _, port = bind.rpartition(":")

@@ -1,0 +1,117 @@
+"""Worker counts derived from the machine (docs/operations.md, "Sizing").
+
+The web workers and the moderation workers run Python on the cores, beside PostgreSQL on a
+small machine: one of each per usable core. The notification workers wait on clients'
+receivers, not on the cores: there are as many as the cores, but never fewer than it takes
+for the slow clients' share of them (NOTIFY_SLOW_SHARE, at least one worker) to leave one
+client's full concurrency (NOTIFY_CLIENT_CONCURRENCY) to the fast clients. All of them
+together get at most half of the machine's memory (the rest is PostgreSQL's, the page cache's
+and the system's), each budgeted at its goal (a web worker 100 MiB, a moderation worker with
+the local model 150 MiB, a notification worker 100 MiB); over that, the largest tier gives up a
+worker first. WEB_CONCURRENCY, Q_WORKERS and NOTIFY_WORKERS override each count.
+
+Usable cores are the CPUs this process may run on (its affinity), fewer under a cgroup CPU
+quota; memory is the machine's, less under a cgroup memory limit: a container is sized by its
+limits, not by its host.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+MIB = 1024 * 1024
+BUDGET_MIB = {"web": 100, "moderation": 150, "notify": 100}  # per worker (docs/benchmarks.md goals)
+NOTIFY_FLOOR_MAX = 16
+MEMORY_SHARE = 0.5  # of the machine's memory, for all the workers together
+CGROUP = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class Machine:
+    cores: int
+    memory_mib: int | None  # None: unknown, no memory cap
+
+
+@dataclass(frozen=True)
+class Workers:
+    web: int
+    moderation: int
+    notify: int
+
+
+def machine(cgroup: Path = CGROUP, meminfo: Path = Path("/proc/meminfo")) -> Machine:
+    """This process's usable cores and memory."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = _cpu_quota(cgroup)
+    if quota is not None:
+        cores = min(cores, max(1, math.ceil(quota)))
+    known = [size for size in (_meminfo_total(meminfo), _memory_limit(cgroup)) if size]
+    return Machine(cores=max(1, cores), memory_mib=min(known) // MIB if known else None)
+
+
+def notify_floor(slow_share: float, client_concurrency: int) -> int:
+    """The fewest notification workers whose share left to fast clients holds one client's
+    full concurrency (with no reservation, NOTIFY_SLOW_SHARE 1: that concurrency itself), at
+    most NOTIFY_FLOOR_MAX: a share so high that it would need more leaves the fast clients
+    fewer workers than one client's concurrency (always at least one), as its operator chose."""
+    if slow_share >= 1:
+        return min(NOTIFY_FLOOR_MAX, max(1, client_concurrency))
+    for workers in range(2, NOTIFY_FLOOR_MAX + 1):
+        if workers - max(1, math.floor(workers * slow_share)) >= client_concurrency:
+            return workers
+    return NOTIFY_FLOOR_MAX
+
+
+def workers_for(machine: Machine, *, slow_share: float, client_concurrency: int) -> Workers:
+    floors = {"web": 1, "moderation": 1, "notify": notify_floor(slow_share, client_concurrency)}
+    counts = {"web": machine.cores, "moderation": machine.cores, "notify": max(machine.cores, floors["notify"])}
+    budget = math.inf if machine.memory_mib is None else machine.memory_mib * MEMORY_SHARE
+    while sum(counts[t] * BUDGET_MIB[t] for t in counts) > budget:
+        shrinkable = [t for t in counts if counts[t] > floors[t]]
+        if not shrinkable:
+            break  # the floors are what the platform needs to run at all
+        largest = max(shrinkable, key=lambda t: (counts[t] * BUDGET_MIB[t], t))
+        counts[largest] -= 1
+    return Workers(**counts)
+
+
+def _cpu_quota(cgroup: Path) -> float | None:
+    """cgroup v2 `cpu.max` ("max 100000" or "<quota> <period>"), or v1's cfs files, in cores."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        return None if quota == "max" else int(quota) / int(period)
+    except (OSError, ValueError):
+        pass
+    try:
+        quota = int((cgroup / "cpu" / "cpu.cfs_quota_us").read_text())
+        period = int((cgroup / "cpu" / "cpu.cfs_period_us").read_text())
+        return None if quota <= 0 or period <= 0 else quota / period
+    except (OSError, ValueError):
+        return None
+
+
+def _memory_limit(cgroup: Path) -> int | None:
+    """cgroup v2 `memory.max` or v1's `memory.limit_in_bytes`, in bytes (None: unlimited)."""
+    for path in (cgroup / "memory.max", cgroup / "memory" / "memory.limit_in_bytes"):
+        try:
+            value = path.read_text().strip()
+        except OSError:
+            continue
+        if value == "max" or not value.isdigit():
+            return None
+        limit = int(value)
+        return None if limit >= 1 << 60 else limit  # v1 writes "unlimited" as a huge number
+    return None
+
+
+def _meminfo_total(meminfo: Path) -> int | None:
+    try:
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
