@@ -8,11 +8,12 @@ client's full concurrency (NOTIFY_CLIENT_CONCURRENCY) to the fast clients. All o
 together get at most half of the machine's memory (the rest is PostgreSQL's, the page cache's
 and the system's), each budgeted at its goal (a web worker 100 MiB, a moderation worker with
 the local model 150 MiB, a notification worker 100 MiB); over that, the largest tier gives up a
-worker first. WEB_CONCURRENCY, Q_WORKERS and NOTIFY_WORKERS override each count.
+worker first. A derived count stops at TIER_MAX (8) per tier, for the database's connections.
+WEB_CONCURRENCY, Q_WORKERS and NOTIFY_WORKERS override each count.
 
-Usable cores are the CPUs this process may run on (its affinity), fewer under a cgroup CPU
-quota; memory is the machine's, less under a cgroup memory limit: a container is sized by its
-limits, not by its host.
+Usable cores are the CPUs this process may run on (its affinity), fewer under a CPU quota of
+its cgroup or of one above it; memory is the machine's, less under such a memory limit: a
+container or a systemd unit with `MemoryMax=` is sized by its limits, not by its host.
 """
 
 from __future__ import annotations
@@ -25,8 +26,14 @@ from pathlib import Path
 MIB = 1024 * 1024
 BUDGET_MIB = {"web": 100, "moderation": 150, "notify": 100}  # per worker (docs/benchmarks.md goals)
 NOTIFY_FLOOR_MAX = 16
+# Derived counts stop here (each tier): every worker holds a database connection, and 8 + 8 +
+# 8 workers with the clusters' own stay well within PostgreSQL's default max_connections (100).
+# More is an operator's choice, with the variables.
+TIER_MAX = 8
 MEMORY_SHARE = 0.5  # of the machine's memory, for all the workers together
 CGROUP = Path("/sys/fs/cgroup")
+MEMINFO = Path("/proc/meminfo")
+MEMBERSHIP = Path("/proc/self/cgroup")
 
 
 @dataclass(frozen=True)
@@ -42,14 +49,37 @@ class Workers:
     notify: int
 
 
-def machine(cgroup: Path = CGROUP, meminfo: Path = Path("/proc/meminfo")) -> Machine:
-    """This process's usable cores and memory."""
+def machine(cgroup: Path = CGROUP, meminfo: Path = MEMINFO, membership: Path = MEMBERSHIP) -> Machine:
+    """This process's usable cores and memory: the lowest limit of its own cgroup and of every
+    cgroup above it (a systemd unit's `MemoryMax=` or `CPUQuota=` sits below the root)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    quota = _cpu_quota(cgroup)
-    if quota is not None:
-        cores = min(cores, max(1, math.ceil(quota)))
-    known = [size for size in (_meminfo_total(meminfo), _memory_limit(cgroup)) if size]
+    groups = _own_cgroups(membership)
+    quotas = [q for q in (_cpu_quota(cgroup, group) for group in groups) if q is not None]
+    if quotas:
+        cores = min(cores, max(1, math.ceil(min(quotas))))
+    limits = [_memory_limit(cgroup, group) for group in groups]
+    known = [size for size in (_meminfo_total(meminfo), *limits) if size]
     return Machine(cores=max(1, cores), memory_mib=min(known) // MIB if known else None)
+
+
+def _own_cgroups(membership: Path) -> list[Path]:
+    """The process's cgroups (from /proc/self/cgroup: v2's `0::<path>`, v1's cpu and memory
+    lines) and every one above each, as paths relative to the hierarchy's root."""
+    paths = {"/"}
+    try:
+        for line in membership.read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if controllers == "" or {"cpu", "memory"} & set(controllers.split(",")):
+                paths.add(path)
+    except (OSError, ValueError):
+        pass
+    groups: list[Path] = []
+    for path in sorted(paths):
+        parts = [part for part in path.split("/") if part and part not in (".", "..")]
+        for depth in range(len(parts), -1, -1):
+            if (group := Path(*parts[:depth])) not in groups:
+                groups.append(group)
+    return groups
 
 
 def notify_floor(slow_share: float, client_concurrency: int) -> int:
@@ -67,7 +97,8 @@ def notify_floor(slow_share: float, client_concurrency: int) -> int:
 
 def workers_for(machine: Machine, *, slow_share: float, client_concurrency: int) -> Workers:
     floors = {"web": 1, "moderation": 1, "notify": notify_floor(slow_share, client_concurrency)}
-    counts = {"web": machine.cores, "moderation": machine.cores, "notify": max(machine.cores, floors["notify"])}
+    cores = min(machine.cores, TIER_MAX)
+    counts = {"web": cores, "moderation": cores, "notify": max(cores, floors["notify"])}
     budget = math.inf if machine.memory_mib is None else machine.memory_mib * MEMORY_SHARE
     while sum(counts[t] * BUDGET_MIB[t] for t in counts) > budget:
         shrinkable = [t for t in counts if counts[t] > floors[t]]
@@ -78,24 +109,26 @@ def workers_for(machine: Machine, *, slow_share: float, client_concurrency: int)
     return Workers(**counts)
 
 
-def _cpu_quota(cgroup: Path) -> float | None:
-    """cgroup v2 `cpu.max` ("max 100000" or "<quota> <period>"), or v1's cfs files, in cores."""
+def _cpu_quota(root: Path, group: Path) -> float | None:
+    """The group's CPU quota in cores: cgroup v2 `cpu.max` ("max 100000" or "<quota> <period>"),
+    or v1's cfs files; None when unlimited or unreadable."""
     try:
-        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+        quota, period = (root / group / "cpu.max").read_text().split()[:2]
         return None if quota == "max" else int(quota) / int(period)
     except (OSError, ValueError):
         pass
     try:
-        quota = int((cgroup / "cpu" / "cpu.cfs_quota_us").read_text())
-        period = int((cgroup / "cpu" / "cpu.cfs_period_us").read_text())
+        quota = int((root / "cpu" / group / "cpu.cfs_quota_us").read_text())
+        period = int((root / "cpu" / group / "cpu.cfs_period_us").read_text())
         return None if quota <= 0 or period <= 0 else quota / period
     except (OSError, ValueError):
         return None
 
 
-def _memory_limit(cgroup: Path) -> int | None:
-    """cgroup v2 `memory.max` or v1's `memory.limit_in_bytes`, in bytes (None: unlimited)."""
-    for path in (cgroup / "memory.max", cgroup / "memory" / "memory.limit_in_bytes"):
+def _memory_limit(root: Path, group: Path) -> int | None:
+    """The group's memory limit in bytes: v2 `memory.max` or v1 `memory.limit_in_bytes`; None
+    when unlimited or unreadable."""
+    for path in (root / group / "memory.max", root / "memory" / group / "memory.limit_in_bytes"):
         try:
             value = path.read_text().strip()
         except OSError:

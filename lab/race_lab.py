@@ -334,7 +334,7 @@ class RaceLab:
             "DB_POOL_MODE": "transaction" if bouncer else "",
             "PROVIDER_URL": simulator.url, "PROVIDER_API_KEY": "lab-key", "PROVIDER_WEBHOOK_SECRET": secret,
             "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}", "Q_NAME": f"lab-{uuid.uuid4().hex[:8]}",
-            "Q_WORKERS": "2", "Q_TASK_TIMEOUT_S": "15", "PROVIDER_TIMEOUT_S": "2", "PROVIDER_CONNECT_TIMEOUT_S": "1",
+            "Q_WORKERS": "2", "NOTIFY_WORKERS": "4", "Q_TASK_TIMEOUT_S": "15", "PROVIDER_TIMEOUT_S": "2", "PROVIDER_CONNECT_TIMEOUT_S": "1",
             "MODERATION_RETRY_BACKOFF_S": "1", "MODERATION_RETRY_BACKOFF_MAX_S": "5", "MODERATION_MAX_ATTEMPTS": "4",
             # The silence deadline follows from the provider's latency (late callbacks come 3 s
             # late): reconcile asks the simulator before superseding anything.

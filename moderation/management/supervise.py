@@ -10,8 +10,9 @@ empty) and holds about 10 MiB (docs/operations.md, "Sizing").
 
 The spec: {"banner": str, "children": [{"name", "argv", "env"}, ...]}, each child's `env` what
 it adds to this process's environment. Each child runs in a process group of its own and is
-stopped as a group (moderation/management/processes.py). Ctrl-C (or SIGTERM) stops everything;
-if any child exits on its own (a cluster master killed), the others are stopped too.
+stopped as a group (moderation/management/processes.py). Ctrl-C (or SIGTERM, or SIGHUP when
+the terminal closes) stops everything; if any child exits on its own (a cluster master killed),
+the others are stopped too and the supervisor exits with 1.
 """
 
 from __future__ import annotations
@@ -33,18 +34,30 @@ def supervise(spec: dict) -> int:
         stopping = True
 
     # Before any child starts: a signal from now on stops them all, never this process alone.
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
-    children = {child["name"]: start(child["argv"], {**os.environ, **child["env"]}) for child in spec["children"]}
-    print(spec["banner"], flush=True)
-    while not stopping and all(p.poll() is None for p in children.values()):
-        time.sleep(0.2)
-    exited = [name for name, p in children.items() if p.poll() is not None]
-    if exited and not stopping:
-        print(f"{', '.join(exited)} exited; stopping the rest", file=sys.stderr, flush=True)
-    stop_groups(children, log=lambda message: print(message, file=sys.stderr, flush=True))
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGHUP: the terminal closed
+        signal.signal(signum, stop)
+    children: dict = {}
+    exited: list[str] = []
+    try:
+        for child in spec["children"]:
+            children[child["name"]] = start(child["argv"], {**os.environ, **child["env"]})
+        print(spec["banner"], flush=True)
+        while not stopping and all(p.poll() is None for p in children.values()):
+            time.sleep(0.2)
+        exited = [name for name, p in children.items() if p.poll() is not None]
+        if exited and not stopping:
+            _say(f"{', '.join(exited)} exited; stopping the rest")
+    finally:  # whatever went wrong here (a child that could not start, a closed pipe), none is left behind
+        stop_groups(children, log=_say)
     print(f"Stopped ({', '.join(f'{n} exit {p.returncode}' for n, p in children.items())}).", flush=True)
-    return 0
+    return 1 if exited and not stopping else 0
+
+
+def _say(message: str) -> None:
+    try:
+        print(message, file=sys.stderr, flush=True)
+    except OSError:  # nobody reads the terminal any more: stopping the children matters more
+        pass
 
 
 if __name__ == "__main__":

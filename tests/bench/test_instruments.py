@@ -207,6 +207,9 @@ def test_the_footprint_rows_judge_the_worse_of_idle_and_load_against_the_goal():
     text = report.table(["footprint"], {("footprint", "after"): after}, have_now=False)
     assert "<= 800 MiB met" in next(line for line in text.splitlines() if "PSS summed" in line)
     assert "80.0" in next(line for line in text.splitlines() if "reviews/s" in line)
+    now = {**after, "rate": 100.0}
+    text = report.table(["footprint"], {("footprint", "after"): after, ("footprint", "now"): now}, have_now=True)
+    assert "no loss: 0.80 of now missed" in next(line for line in text.splitlines() if "reviews/s" in line)
 
 
 def test_the_footprint_reads_a_whole_process_tree_and_pss_counts_shared_pages_once():

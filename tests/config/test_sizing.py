@@ -29,6 +29,14 @@ def write(root, files: dict[str, str]):
     return root
 
 
+@pytest.fixture(autouse=True)
+def at_the_root(tmp_path, monkeypatch):
+    """Unless a test says otherwise, the process sits in its hierarchy's root cgroup (this
+    machine's own /proc/self/cgroup would otherwise name groups under the fake roots)."""
+    monkeypatch.setattr(sizing, "MEMBERSHIP", write(tmp_path / "proc", {"cgroup": "0::/\n"}) / "cgroup")
+    monkeypatch.setattr(sizing.machine, "__defaults__", (sizing.CGROUP, sizing.MEMINFO, sizing.MEMBERSHIP))
+
+
 @pytest.fixture
 def meminfo(tmp_path):
     return write(tmp_path, {"meminfo": "MemTotal:       24683568 kB\nMemFree:  1 kB\n"}) / "meminfo"
@@ -67,6 +75,21 @@ def test_a_container_memory_limit_below_the_host_wins(tmp_path, meminfo):
     assert found.memory_mib == 768
 
 
+def test_a_limit_of_the_own_cgroup_or_of_one_above_it_counts(tmp_path, meminfo, monkeypatch):
+    """A systemd unit's MemoryMax= (v2) sits in its slice's subtree, not at the root; the
+    lowest limit on the way up wins."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    root = write(tmp_path / "cg", {"memory.max": "max", "system.slice/memory.max": str(1024**3),
+                                   "system.slice/moderation.service/memory.max": "max",
+                                   "system.slice/moderation.service/cpu.max": "200000 100000"})
+    membership = write(tmp_path / "p", {"cgroup": "0::/system.slice/moderation.service\n"}) / "cgroup"
+    assert sizing.machine(cgroup=root, meminfo=meminfo, membership=membership) == Machine(cores=2, memory_mib=GIB)
+    v1 = write(tmp_path / "v1", {"memory/docker/abc/memory.limit_in_bytes": str(512 * 1024**2),
+                                 "cpu/docker/abc/cpu.cfs_quota_us": "100000", "cpu/docker/abc/cpu.cfs_period_us": "100000"})
+    membership = write(tmp_path / "p1", {"cgroup": "5:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n"}) / "cgroup"
+    assert sizing.machine(cgroup=v1, meminfo=meminfo, membership=membership) == Machine(cores=1, memory_mib=512)
+
+
 def test_unreadable_files_mean_no_memory_cap_not_a_crash(tmp_path):
     found = sizing.machine(cgroup=tmp_path / "absent", meminfo=tmp_path / "absent")
     assert found.memory_mib is None and found.cores >= 1
@@ -82,7 +105,9 @@ def test_this_machine_the_defaults():
 
 
 def test_notification_workers_follow_the_cores_above_their_floor():
-    assert sizing.workers_for(Machine(16, 64 * GIB), slow_share=0.5, client_concurrency=2) == Workers(16, 16, 16)
+    # 16 cores: each tier stops at TIER_MAX, for the database's connections.
+    assert sizing.workers_for(Machine(16, 64 * GIB), slow_share=0.5, client_concurrency=2) == Workers(8, 8, 8)
+    assert sizing.workers_for(Machine(6, 64 * GIB), slow_share=0.5, client_concurrency=2) == Workers(6, 6, 6)
     assert sizing.workers_for(Machine(1, None), slow_share=0.5, client_concurrency=2) == Workers(1, 1, 3)
     assert sizing.workers_for(Machine(1, None), slow_share=1, client_concurrency=2).notify == 2
 
@@ -130,8 +155,8 @@ def test_short_memory_takes_workers_from_the_largest_tier_first_down_to_the_floo
 def test_counts_stay_within_the_cores_the_floors_and_the_memory(cores, memory, share, concurrency):
     counts = sizing.workers_for(Machine(cores, memory), slow_share=share, client_concurrency=concurrency)
     floor = sizing.notify_floor(share, concurrency)
-    assert 1 <= counts.web <= cores and 1 <= counts.moderation <= cores
-    assert floor <= counts.notify <= max(cores, floor)
+    assert 1 <= counts.web <= min(cores, sizing.TIER_MAX) and 1 <= counts.moderation <= min(cores, sizing.TIER_MAX)
+    assert floor <= counts.notify <= max(min(cores, sizing.TIER_MAX), floor)
     used = sum(getattr(counts, tier) * mib for tier, mib in sizing.BUDGET_MIB.items())
     at_floors = counts == Workers(1, 1, floor)
     assert memory is None or used <= memory * sizing.MEMORY_SHARE or at_floors
@@ -151,7 +176,8 @@ def _settings_counts(**env) -> dict:
 
 
 def test_the_settings_take_the_machines_counts_and_each_variable_overrides_its_own():
-    derived = sizing.workers_for(sizing.machine(), slow_share=0.5, client_concurrency=2)
+    here = sizing.machine(membership=sizing.Path("/proc/self/cgroup"))  # this process's own, as the settings read
+    derived = sizing.workers_for(here, slow_share=0.5, client_concurrency=2)
     assert _settings_counts() == [derived.web, derived.moderation, derived.notify, derived.moderation, derived.notify]
     assert _settings_counts(WEB_CONCURRENCY="5", Q_WORKERS="3", NOTIFY_WORKERS="7") == [5, 3, 7, 3, 7]
     assert _settings_counts(Q_WORKERS="1")[1:4:2] == [1, 1]
