@@ -4,7 +4,8 @@ The web workers and the moderation workers run Python on the cores, beside Postg
 small machine: one of each per usable core. The notification workers wait on clients'
 receivers, not on the cores: there are as many as the cores, but never fewer than it takes
 for the slow clients' share of them (NOTIFY_SLOW_SHARE, at least one worker) to leave one
-client's full concurrency (NOTIFY_CLIENT_CONCURRENCY) to the fast clients. All of them
+client's full concurrency (NOTIFY_CLIENT_CONCURRENCY) to the fast clients, the slow share
+itself holding two where it can (a hanging receiver must not hold back every new client). All of them
 together get at most half of the machine's memory (the rest is PostgreSQL's, the page cache's
 and the system's), each budgeted at its goal (a web worker 100 MiB, a moderation worker with
 the local model 150 MiB, a notification worker 100 MiB); over that, the largest tier gives up a
@@ -26,6 +27,7 @@ from pathlib import Path
 MIB = 1024 * 1024
 BUDGET_MIB = {"web": 100, "moderation": 150, "notify": 100}  # per worker (docs/benchmarks.md goals)
 NOTIFY_FLOOR_MAX = 16
+SLOW_SHARE_FLOOR = 2
 # Derived counts stop here (each tier): every worker holds a database connection, and 8 + 8 +
 # 8 workers with the clusters' own stay well within PostgreSQL's default max_connections (100).
 # More is an operator's choice, with the variables.
@@ -89,10 +91,14 @@ def notify_floor(slow_share: float, client_concurrency: int) -> int:
     fewer workers than one client's concurrency (always at least one), as its operator chose."""
     if slow_share >= 1:
         return min(NOTIFY_FLOOR_MAX, max(1, client_concurrency))
-    for workers in range(2, NOTIFY_FLOOR_MAX + 1):
-        if workers - max(1, math.floor(workers * slow_share)) >= client_concurrency:
-            return workers
-    return NOTIFY_FLOOR_MAX
+    def slow(workers: int) -> int:
+        return max(1, math.floor(workers * slow_share))
+
+    fits = [n for n in range(2, NOTIFY_FLOOR_MAX + 1) if n - slow(n) >= client_concurrency]
+    # The slow share holds two at least where it can: one receiver that hangs must not hold back
+    # every new client (a client with no attempt yet counts as slow).
+    both = [n for n in fits if slow(n) >= SLOW_SHARE_FLOOR]
+    return (both or fits or [NOTIFY_FLOOR_MAX])[0]
 
 
 def workers_for(machine: Machine, *, slow_share: float, client_concurrency: int) -> Workers:

@@ -98,17 +98,17 @@ def test_unreadable_files_mean_no_memory_cap_not_a_crash(tmp_path):
 
 
 def test_this_machine_the_defaults():
-    """Two cores and 24 GiB: two web workers, two moderation workers, three notification
-    workers (one for the slow clients' share, two for a fast client's full concurrency)."""
+    """Two cores and 24 GiB: two web workers, two moderation workers, four notification
+    workers (two for the slow clients' share, two for a fast client's full concurrency)."""
     assert sizing.workers_for(Machine(cores=2, memory_mib=24 * GIB), slow_share=0.5,
-                              client_concurrency=2) == Workers(web=2, moderation=2, notify=3)
+                              client_concurrency=2) == Workers(web=2, moderation=2, notify=4)
 
 
 def test_notification_workers_follow_the_cores_above_their_floor():
     # 16 cores: each tier stops at TIER_MAX, for the database's connections.
     assert sizing.workers_for(Machine(16, 64 * GIB), slow_share=0.5, client_concurrency=2) == Workers(8, 8, 8)
     assert sizing.workers_for(Machine(6, 64 * GIB), slow_share=0.5, client_concurrency=2) == Workers(6, 6, 6)
-    assert sizing.workers_for(Machine(1, None), slow_share=0.5, client_concurrency=2) == Workers(1, 1, 3)
+    assert sizing.workers_for(Machine(1, None), slow_share=0.5, client_concurrency=2) == Workers(1, 1, 4)
     assert sizing.workers_for(Machine(1, None), slow_share=1, client_concurrency=2).notify == 2
 
 
@@ -132,7 +132,12 @@ def test_the_notification_floor_leaves_one_client_its_full_concurrency(share, co
     else:
         assert fast_capacity(floor) >= 1  # a share this high: the fast clients keep one worker at least
     if 2 < floor < sizing.NOTIFY_FLOOR_MAX and share < 1:
-        assert fast_capacity(floor - 1) < concurrency
+        with override_settings(NOTIFY_WORKERS=floor - 1, NOTIFY_SLOW_SHARE=share):
+            slow_fewer = webhook_gate.slow_share()
+        with override_settings(NOTIFY_WORKERS=floor, NOTIFY_SLOW_SHARE=share):
+            slow_at = webhook_gate.slow_share()
+        # One fewer would leave a fast client short, or the slow share below two where the floor has two.
+        assert fast_capacity(floor - 1) < concurrency or (slow_fewer < 2 <= slow_at)
 
 
 def test_a_share_near_one_caps_the_floor_instead_of_asking_for_thousands_of_workers():
@@ -145,9 +150,9 @@ def test_short_memory_takes_workers_from_the_largest_tier_first_down_to_the_floo
     # 16 cores in a 2 GiB container: 1 GiB for the workers.
     counts = sizing.workers_for(Machine(16, 2 * GIB), slow_share=0.5, client_concurrency=2)
     budget = sum(getattr(counts, tier) * mib for tier, mib in sizing.BUDGET_MIB.items())
-    assert budget <= GIB and counts.web >= 1 and counts.moderation >= 1 and counts.notify >= 3
+    assert budget <= GIB and counts.web >= 1 and counts.moderation >= 1 and counts.notify >= 4
     assert counts == Workers(web=3, moderation=2, notify=4)  # 300 + 300 + 400 MiB
-    assert sizing.workers_for(Machine(4, 256), slow_share=0.5, client_concurrency=2) == Workers(1, 1, 3)
+    assert sizing.workers_for(Machine(4, 256), slow_share=0.5, client_concurrency=2) == Workers(1, 1, 4)
 
 
 @given(cores=st.integers(1, 256), memory=st.one_of(st.none(), st.integers(0, 1 << 20)),
