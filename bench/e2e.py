@@ -103,13 +103,10 @@ def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int,
                                max_seconds=timeout)
         ids, waited = _wait_final(url, started, timeout, load.ok)
         result["rss"] = dict(platform.peak_rss)
-    first, last, final = checkout.query(
-        url, "SELECT min(created_at), max(completed_at), count(*) FILTER (WHERE status = ANY(%s)) "
-             "FROM moderation_contentreview WHERE created_at >= %s", [list(common.FINAL), started])[0]
+    final, window = finished(url, started)
     latencies = [row[0] * 1000 for row in checkout.query(
         url, "SELECT extract(epoch FROM completed_at - created_at)::float FROM moderation_contentreview "
              "WHERE created_at >= %s AND completed_at IS NOT NULL", [started])]
-    window = (last - first).total_seconds() if first and last else 0.0
     result.update(
         reviews=len(ids), final=final, unfinished=len(ids) - final, waited_s=waited,
         rate=final / window if window and final == len(ids) else 0.0,
@@ -121,6 +118,15 @@ def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int,
     if code.is_this:
         result["database"] = url
     return result
+
+
+def finished(url: str, started) -> tuple[int, float]:
+    """The reviews created since `started` that are final, and the seconds from the first one's
+    creation to the last one's completion (reviews/s = final / seconds, when all are final)."""
+    first, last, final = checkout.query(
+        url, "SELECT min(created_at), max(completed_at), count(*) FILTER (WHERE status = ANY(%s)) "
+             "FROM moderation_contentreview WHERE created_at >= %s", [list(common.FINAL), started])[0]
+    return final, (last - first).total_seconds() if first and last else 0.0
 
 
 def reference(url: str, client_id: int, *, clients: int, seconds: int) -> dict:

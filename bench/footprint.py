@@ -159,10 +159,7 @@ def measure(code: checkout.Checkout, *, reviews: int, idle_s: float, connections
         sampling = False
         sampler.join()
         after = snapshot(platform.process.pid)
-    first, last, final = checkout.query(
-        url, "SELECT min(created_at), max(completed_at), count(*) FILTER (WHERE status = ANY(%s)) "
-             "FROM moderation_contentreview WHERE created_at >= %s", [list(common.FINAL), started])[0]
-    window = (last - first).total_seconds() if first and last else 0.0
+    final, window = e2e.finished(url, started)
     return {"code": code.label, "path": "footprint", "idle": idle, "peak": peak, "after": after, "reviews": len(ids), "final": final,
             "rate": final / window if window and final == len(ids) else 0.0, "waited_s": waited,
             "submit_errors": load.describe_errors(), "violations": code.violations(url, ids), "client": client_id}

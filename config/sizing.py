@@ -84,6 +84,12 @@ def _own_cgroups(membership: Path) -> list[Path]:
     return groups
 
 
+def slow_share_of(workers: int, slow_share: float) -> int:
+    """Notification workers the slow clients may hold together (at least one): what
+    moderation/services/webhook_gate.py enforces across every process."""
+    return max(1, math.floor(workers * slow_share))
+
+
 def notify_floor(slow_share: float, client_concurrency: int) -> int:
     """The fewest notification workers whose share left to fast clients holds one client's
     full concurrency (with no reservation, NOTIFY_SLOW_SHARE 1: that concurrency itself), at
@@ -92,7 +98,7 @@ def notify_floor(slow_share: float, client_concurrency: int) -> int:
     if slow_share >= 1:
         return min(NOTIFY_FLOOR_MAX, max(1, client_concurrency))
     def slow(workers: int) -> int:
-        return max(1, math.floor(workers * slow_share))
+        return slow_share_of(workers, slow_share)
 
     fits = [n for n in range(2, NOTIFY_FLOOR_MAX + 1) if n - slow(n) >= client_concurrency]
     # The slow share holds two at least where it can: one receiver that hangs must not hold back

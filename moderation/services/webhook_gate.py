@@ -28,7 +28,6 @@ host:
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -37,6 +36,7 @@ from django.db import connection
 from django.db.models import Q
 
 from audit.models import EventKind
+from config import sizing
 from moderation.models import CircuitState, DecisionNotification, NotificationStatus, WebhookCircuit
 from moderation.services.transitions import record_event
 
@@ -93,7 +93,7 @@ def client_cap(*, fast: bool) -> int:
 
 def slow_share() -> int:
     """Attempts of slow clients that may be in flight at once, across every process."""
-    return max(1, math.floor(settings.NOTIFY_WORKERS * settings.NOTIFY_SLOW_SHARE))
+    return sizing.slow_share_of(settings.NOTIFY_WORKERS, settings.NOTIFY_SLOW_SHARE)
 
 
 def slow_in_flight(now: datetime) -> int:
