@@ -80,18 +80,22 @@ REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int, web_workers: int, q_workers: int,
-        timeout: float, redis_url: str = REDIS_URL) -> dict:
-    """One checkout's end-to-end run on one broker."""
+        timeout: float, redis_url: str = REDIS_URL, per_author: int = 0) -> dict:
+    """One checkout's end-to-end run on one broker. `per_author` > 0: every submission names its
+    author, `per_author` reviews each, so each rejection counts a strike (and the ladder acts);
+    statements of reasons and the notices to users are built as by default (kept, not sent)."""
     if broker not in ("orm", "redis"):
         raise ValueError(f"broker must be orm or redis, got {broker!r}")
-    url = code.database(f"e2e_{broker}")
-    client_id, token = code.create_client(url, f"bench-e2e-{broker}")
+    name = f"e2e_{broker}_authors" if per_author else f"e2e_{broker}"
+    url = code.database(name)
+    client_id, token = code.create_client(url, f"bench-{name}")
     env = {"DATABASE_URL": url, "MODERATION_PROVIDER": "local", "REDIS_URL": redis_url if broker == "redis" else ""}
     if broker == "redis":
         import redis
 
         redis.Redis.from_url(redis_url).flushdb()
-    result: dict = {"code": code.label, "path": f"e2e {broker}", "broker": broker, "client": client_id}
+    result: dict = {"code": code.label, "path": "e2e authors" if per_author else f"e2e {broker}", "broker": broker,
+                    "client": client_id, "per_author": per_author}
     with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path) as platform:
         platform.sample_rss()
         # Warm-up (not counted): every web and q2 worker has loaded the code and the model.
@@ -100,7 +104,7 @@ def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int,
         _wait_final(url, None, timeout, warm.requests)
         started = checkout.query(url, "SELECT now()")[0][0]
         load = wrk.submissions(platform.port, token, tag="run", count=reviews, texts=TEXTS, connections=connections,
-                               max_seconds=timeout)
+                               max_seconds=timeout, per_author=per_author)
         ids, waited = _wait_final(url, started, timeout, load.ok)
         result["rss"] = dict(platform.peak_rss)
     final, window = finished(url, started)
@@ -152,7 +156,9 @@ def _wait_final(url: str, since, timeout: float, expected: int) -> tuple[list[st
 
 def describe(result: dict) -> list[str]:
     rate = f"{result['rate']:.1f}" if result["rate"] else f"incomplete ({result['rate_final']:.1f} for the final ones)"
-    lines = [f"e2e {result['broker']}, {result['code']}: {rate} reviews/s over {result['reviews']} reviews "
+    what = f"e2e {result['broker']}" + (f" with authors ({result['per_author']} reviews each)"
+                                         if result.get("per_author") else "")
+    lines = [f"{what}, {result['code']}: {rate} reviews/s over {result['reviews']} reviews "
              f"({result['unfinished']} not final after {result['waited_s']:.0f} s); submit -> final p50 "
              f"{result['p50']:.0f} ms, p99 {result['p99']:.0f} ms; submissions {result['submit_rate']:.1f} req/s, "
              f"p99 {result['submit_p99']:.1f} ms, non-2xx/errors {result['submit_errors']}; "
@@ -174,6 +180,8 @@ def main() -> None:
     parser.add_argument("--q-workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for a run's reviews")
     parser.add_argument("--pgbench-seconds", type=int, default=10)
+    parser.add_argument("--per-author", type=int, default=0,
+                        help="name an author on every submission, this many reviews each (0: none)")
     checkout.add_arguments(parser)
     args = parser.parse_args()
     common.setup_driver()
@@ -182,7 +190,8 @@ def main() -> None:
     for code in checkout.chosen(args):
         for broker in args.brokers.split(","):
             result = run(code, broker, reviews=args.reviews, connections=args.connections,
-                         web_workers=args.web_workers, q_workers=args.q_workers, timeout=args.timeout)
+                         web_workers=args.web_workers, q_workers=args.q_workers, timeout=args.timeout,
+                         per_author=args.per_author)
             if code.is_this:
                 result["reference"] = reference(result["database"], result["client"], clients=args.connections,
                                                  seconds=args.pgbench_seconds)

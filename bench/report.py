@@ -4,7 +4,9 @@ its framework ceiling, measured on the same machine in the same session.
 
     python -m bench.report [--quick] [--reviews 3000] [--requests 3000] [--no-now | --code DIR]
 
-Paths: end to end on the ORM broker and on Redis (bench.e2e), submissions (bench.submit) and
+Paths: end to end on the ORM broker and on Redis (bench.e2e), and on the ORM broker with every
+review by an author (20 each: strikes, the ladder, statements of reasons and notices, against
+the same run's end to end without them), submissions (bench.submit) and
 callback ingestion at 8 connections (bench.ingest), and `make run`'s memory idle and under the
 end-to-end load (bench.footprint: RSS and PSS summed over its processes, and the reviews/s of
 that load); then the peak RSS of a web worker and of a q2 worker with the model loaded, and the
@@ -29,7 +31,10 @@ RECORDED = {"e2e orm": (45.0, None), "e2e redis": (43.0, None), "submissions": (
 GOALS = {  # path -> (figure at least, p99 ms below)
     "e2e orm": (200.0, None), "e2e redis": (200.0, None), "submissions": (400.0, 100.0), "callbacks": (600.0, 100.0),
 }
-UNITS = {"e2e orm": "reviews/s", "e2e redis": "reviews/s", "submissions": "req/s", "callbacks": "req/s"}
+UNITS = {"e2e orm": "reviews/s", "e2e redis": "reviews/s", "e2e authors": "reviews/s", "submissions": "req/s",
+         "callbacks": "req/s"}
+PER_AUTHOR = 20  # e2e authors: reviews per author, each named on its submission
+AUTHORS_KEEP = 0.9  # e2e authors: at least this share of the same run's e2e orm ("within 10%")
 RSS_GOALS = {"web worker": 100, "q2 worker": 150}  # MiB
 FOOTPRINT_GOAL_MIB = 800  # make run, all its processes, idle and under the e2e load
 
@@ -69,6 +74,7 @@ def main() -> None:
 
     results: dict[tuple[str, str], dict] = {}
     jobs = [f"e2e {b}" for b in args.brokers.split(",")] * ("e2e" in paths)
+    jobs += ["e2e authors"] * ("e2e orm" in jobs)
     jobs += [p for p in ("submissions", "callbacks", "footprint") if p in paths]
     for job_no, path in enumerate(jobs):
         for code in codes if job_no % 2 == 0 else codes[::-1]:
@@ -89,6 +95,9 @@ def _run(path: str, code: checkout.Checkout, args, *, reviews: int, requests: in
     if path == "footprint":
         return footprint.measure(code, reviews=reviews, idle_s=10 if args.quick else 30,
                                  connections=args.connections, timeout=args.timeout)
+    if path == "e2e authors":  # the ORM broker, every review by an author: strikes, statements, notices
+        return e2e.run(code, "orm", reviews=reviews, connections=args.connections, web_workers=3, q_workers=2,
+                       timeout=args.timeout, per_author=PER_AUTHOR)
     if path.startswith("e2e "):
         result = e2e.run(code, path.split()[1], reviews=reviews, connections=args.connections, web_workers=3,
                          q_workers=2, timeout=args.timeout)
@@ -132,6 +141,9 @@ def table(jobs: list[str], results: dict, have_now: bool) -> str:
             rows += _footprint_rows(results.get((path, "now")), results.get((path, "after")))
             continue
         now, after = results.get((path, "now")), results.get((path, "after"))
+        if path == "e2e authors":
+            rows.append(_authors_row(now, after, results.get(("e2e orm", "after"))))
+            continue
         if have_now:
             now_cell = _figure(now)
         else:
@@ -162,6 +174,16 @@ def table(jobs: list[str], results: dict, have_now: bool) -> str:
         "\n(e2e: reviews/s = reviews / (last completed_at - first created_at), p99 = submit -> final; submissions and"
         "\n callbacks at 8 connections, p99 = request latency; ratio = after / reference; 'incomplete': a run's"
         "\n reviews were not all final before the timeout)")
+
+
+def _authors_row(now: dict | None, after: dict | None, without: dict | None) -> list[str]:
+    """End to end with authors against the same run's end to end without them (ORM broker)."""
+    kept = after["rate"] / without["rate"] if after and without and without["rate"] else 0.0
+    goal = f"within 10% of e2e orm ({without['rate']:.1f}): {kept:.2f} of it" if without else "needs e2e orm"
+    met = kept >= AUTHORS_KEEP
+    return [f"e2e authors, {PER_AUTHOR} reviews each ({UNITS['e2e authors']})", _figure(now), _figure(after),
+            goal + (" met" if met else " missed"), "-", "-", f"{_p99('e2e authors', now)} / {_p99('e2e authors', after)}",
+            f"{_violations(now)} / {_violations(after)}"]
 
 
 def _footprint_rows(now: dict | None, after: dict | None) -> list[list[str]]:

@@ -51,7 +51,7 @@ function setup(thread)
   table.insert(threads, thread)
 end
 
-local mode, limit, requests, path, headers, tag, texts, sink
+local mode, limit, requests, path, headers, tag, texts, sink, per_author
 sent, answered, first_us, last_us, statuses = 0, 0, 0, 0, {}
 
 -- A thread that has its responses stops; but wrk reconnects after a `Connection: close`
@@ -87,10 +87,10 @@ function init(args)
     end
     if limit == 0 or limit > #requests then limit = #requests end
   else  -- submissions
-    path, tag = args[4], args[6]
+    path, tag, per_author = args[4], args[6], tonumber(args[7])
     headers = {["Authorization"] = "Bearer " .. args[5], ["Content-Type"] = "application/json"}
     texts = {}
-    for i = 7, #args do table.insert(texts, args[i]) end
+    for i = 8, #args do table.insert(texts, args[i]) end
   end
   if limit == 0 and mode == "file" then finish() end
 end
@@ -101,8 +101,14 @@ function request()
   if mode == "file" then
     return requests[(sent - 1) % #requests + 1]
   end
-  local body = string.format('{"external_id":"%s-%d-%d","content_type":"text","text":"%s"}',
-                             tag, tid, sent, texts[(sent - 1) % #texts + 1])
+  local text = texts[(sent - 1) % #texts + 1]
+  local body
+  if per_author > 0 then  -- each connection's authors, per_author reviews each
+    body = string.format('{"external_id":"%s-%d-%d","content_type":"text","text":"%s","author_id":"%s-a%d-%d"}',
+                         tag, tid, sent, text, tag, tid, math.floor((sent - 1) / per_author))
+  else
+    body = string.format('{"external_id":"%s-%d-%d","content_type":"text","text":"%s"}', tag, tid, sent, text)
+  end
   return wrk.format("POST", path, headers, body)
 end
 
@@ -201,13 +207,15 @@ def requests_file(port: int, path: Path, *, connections: int = 8, limit: int = 0
 
 
 def submissions(port: int, token: str, *, tag: str, count: int, texts: list[str], connections: int = 8,
-                path: str = "/api/v1/reviews/", max_seconds: float = 120) -> WrkResult:
-    """POST `count` submissions (rounded up to a multiple of `connections`) with unique external ids."""
+                path: str = "/api/v1/reviews/", max_seconds: float = 120, per_author: int = 0) -> WrkResult:
+    """POST `count` submissions (rounded up to a multiple of `connections`) with unique external ids;
+    `per_author` > 0: each names an author, a new one every `per_author` submissions of a connection."""
     per_thread = -(-count // connections)
     for text in texts:
         if '"' in text or "\\" in text:
             raise ValueError(f"texts are put into JSON by the Lua script: no quotes or backslashes ({text!r})")
-    return _run(port, ["submit", str(connections), str(per_thread), path, token, tag, *texts], connections, max_seconds,
+    return _run(port, ["submit", str(connections), str(per_thread), path, token, tag, str(per_author), *texts],
+                connections, max_seconds,
                 url_path=path)
 
 

@@ -171,7 +171,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PARSER_CLASSES": ["moderation.api.parsers.SafeJSONParser"],
     # JSON only, whatever Accept says (moderation/api/negotiation.py): no browsable HTML API.
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_RENDERER_CLASSES": ["moderation.api.renderers.FastJSONRenderer"],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "moderation.api.negotiation.JsonWhateverAccept",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.CursorPagination",
     "PAGE_SIZE": 50,

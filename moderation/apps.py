@@ -13,6 +13,9 @@ class ModerationConfig(AppConfig):
         from moderation import checks  # noqa: F401  (registers the system checks)
         from moderation.api import schema  # noqa: F401  (registers the OpenAPI auth scheme)
         from moderation.defaults import ensure_defaults
+        from moderation.statement_cache import widen
+
+        widen()  # psycopg caches the one-statement writes' conversion too
 
         post_migrate.connect(ensure_defaults, sender=self, dispatch_uid="moderation.ensure_defaults")
         if starting_moderation_cluster(sys.argv):

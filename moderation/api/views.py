@@ -11,6 +11,7 @@ from rest_framework.response import Response
 
 from moderation import services
 from moderation.observability.timeline import review_timeline
+from moderation.api import fast
 from moderation.api.authentication import BearerTokenAuthentication
 from moderation.api.pagination import NewestFirstPagination
 from moderation.api.schema import (
@@ -113,9 +114,11 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
         return response
 
     def _submit(self, request) -> tuple[int, dict]:
-        submission = ReviewSubmitSerializer(data=request.data)
-        submission.is_valid(raise_exception=True)
-        data = submission.validated_data
+        data = fast.text_submission(request)  # a plain text submission, checked by a compiled schema
+        if data is None:
+            submission = ReviewSubmitSerializer(data=request.data)
+            submission.is_valid(raise_exception=True)
+            data = submission.validated_data
         review, created = services.review_submit(
             client=request.user,
             external_id=data["external_id"],
@@ -127,9 +130,9 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             author_id=data.get("author_id"),
         )
         if created:  # nothing to count or look up yet: its author is the one just named
-            review.report_count, review.latest_appeals = 0, []
             review.submitted_author_id = data.get("author_id")
-        return (status.HTTP_201_CREATED if created else status.HTTP_200_OK), ReviewSerializer(review).data
+            return status.HTTP_201_CREATED, fast.created_review_body(review)
+        return status.HTTP_200_OK, ReviewSerializer(review).data
 
 
 @extend_schema(

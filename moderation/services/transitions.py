@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import operator
 from collections.abc import Callable, Iterable, Sequence
-from functools import reduce, wraps
+from functools import cache, reduce, wraps
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
@@ -166,6 +166,12 @@ def _unmoved(reviews: Sequence[ContentReview], from_statuses: list[str]) -> Q:
     return reduce(operator.or_, (Q(status=status, pk__in=pks) for status, pks in by_status.items()))
 
 
+@cache
+def _review_history_model() -> type:
+    # Read once: simple-history's descriptor builds a manager class on every access (`review.history`).
+    return ContentReview.history.model
+
+
 def review_history_row(review: ContentReview, *, created: bool = False):
     """The unsaved history row simple-history writes when a review is saved (its
     `create_historical_record`, without the save), or None when history is turned off.
@@ -176,7 +182,7 @@ def review_history_row(review: ContentReview, *, created: bool = False):
     history_date = getattr(review, "_history_date", timezone.now())
     history_user = records.get_history_user(review)
     reason = records.get_change_reason_for_object(review, history_type, None)
-    row = review.history.model(
+    row = _review_history_model()(
         history_date=history_date, history_type=history_type, history_user=history_user,
         history_change_reason=reason,
         **{field.attname: getattr(review, field.attname) for field in records.fields_included(review)},

@@ -267,3 +267,38 @@ def test_every_row_one_statement_writes_is_the_row_save_writes(compared, http, s
 def _receivers(signal, model) -> list:
     sync, async_ = signal._live_receivers(model)
     return [*sync, *async_]
+
+
+def test_an_insert_compiled_once_is_the_insert_the_compiler_builds_each_time(http, monkeypatch, settings):
+    """The INSERT SQL is compiled once per shape (one_statement._insert_sql): every row of the
+    run, cached or not, gets the statement and the values Django's compiler gives it afresh."""
+    from moderation.services import one_statement
+
+    settings.MODERATION_PROVIDER = "local"
+    calls: list[tuple[str, bool, bool]] = []
+    cached_insert = one_statement._insert_sql
+
+    def compared(obj, fields, using, connection_):
+        shape = (type(obj), tuple(field.attname for field in fields), using)
+        was_cached = shape in one_statement._INSERT_SQL
+        statement, params = cached_insert(obj, fields, using, connection_)
+        fresh_statement, fresh_params = one_statement._compiled_insert(obj, fields, using, connection_)
+        same = statement == fresh_statement and _plain(params) == _plain(fresh_params)
+        calls.append((type(obj).__name__, was_cached, same))
+        return statement, params
+
+    monkeypatch.setattr(one_statement, "_insert_sql", compared)
+    for n in range(3):
+        answer = http.post("/api/v1/reviews/", {"external_id": f"shape-{n}", "content_type": "text",
+                                                "text": "Thanks for the lovely dinner", "author_id": f"a-{n % 2}"},
+                           format="json")
+        assert answer.status_code == 201, answer.content
+        tasks.moderate_review(answer.json()["id"])
+
+    assert [call for call in calls if not call[2]] == [], "rows whose cached INSERT differs from the compiler's"
+    reused = {name for name, was_cached, _ in calls if was_cached}
+    assert {"Content", "ContentReview", "HistoricalContentReview"} <= reused
+
+
+def _plain(params: list) -> list:
+    return [getattr(param, "obj", param) for param in params]  # psycopg's Jsonb wraps the value

@@ -8,11 +8,14 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from moderation import tasks
-from moderation.models import ContentReview, ModerationRequest, ReviewStatus
+from moderation import services, tasks
+from moderation.models import (
+    FINAL_STATUSES, ContentReview, ModerationRequest, Report, ReviewStatus, Strike, TransparencyStatement,
+)
 from moderation.providers import Accepted
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import count_round_trips, submit
+from tests.helpers_media import b64, encoded, picture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -141,3 +144,74 @@ def test_a_moderate_review_job_of_the_local_provider(api_client, settings):
     # Was 25 statements, 31 round trips. The claim and dispatch are as they were; finalize as
     # for a callback (without the inbox).
     assert_cost(cost, statements_at_most=20, round_trips_at_most=26)
+
+
+# --- the writes the authors, notices and DSA issues added to a decision ----------------------------
+
+
+@pytest.fixture
+def dispatched_by_author(api_client, scripted, settings):
+    """As `dispatched`, for reviews of the author "ann": a rejection counts a strike."""
+    settings.CALLBACK_SECRETS = {"scripted": [SECRET]}
+    scripted.default = Accepted("prov-1")
+    requests = []
+    for number in range(WARM + 1):
+        review, _ = services.review_submit(client=api_client, external_id=f"by-ann-{number}", kind="text",
+                                           text="a perfectly friendly sentence", author_id="ann")
+        tasks.moderate_review(review.pk)
+        requests.append(ModerationRequest.objects.get(review=review))
+    for number, earlier in enumerate(requests[:-1]):
+        deliver(completed(earlier.idempotency_key, score=0.9), event_id=f"evt-warm-{number}", provider="scripted")
+    return requests[-1]
+
+
+def test_a_callback_that_rejects_an_authors_review(dispatched_by_author):
+    """The decision, its statement of reasons (DSA), the author's strike and points, in one callback."""
+    with count_round_trips() as cost:
+        answer = deliver(completed(dispatched_by_author.idempotency_key, score=0.9), event_id="evt-1",
+                         provider="scripted")
+    assert answer.json()["outcome"] == "applied"
+    review = ContentReview.objects.get(pk=dispatched_by_author.review_id)
+    assert review.status == ReviewStatus.REJECTED
+    assert Strike.objects.filter(review=review).count() == 1
+    assert TransparencyStatement.objects.filter(decision=review.decision).count() == 1
+    # A new callback's statements (above), and the author's: its row locked; the strikes that
+    # lapsed ended; the review's open strike read; the new strike; the author's points. Then
+    # the statement of reasons. The strike's four and the statement's one are statements of
+    # their own, not yet riding in the decision's (docs/benchmarks.md, "Throughput, second round").
+    assert_cost(cost, statements_at_most=14, round_trips_at_most=16)
+
+
+def test_a_callback_that_decides_a_reported_review(dispatched):
+    """The decision of a review its users reported while it waited: each report resolved."""
+    for reporter in ("r-1", "r-2"):
+        services.report_file(review_id=dispatched.review_id, reporter_id=reporter, reason="hate")
+    with count_round_trips() as cost:
+        answer = deliver(completed(dispatched.idempotency_key, score=0.9), event_id="evt-1", provider="scripted")
+    assert answer.json()["outcome"] == "applied"
+    assert not Report.objects.filter(review_id=dispatched.review_id, resolved_at__isnull=True).exists()
+    # A new callback's statements, and three more: the reports resolved (one UPDATE for all of
+    # them), the reporters' notification, the statement of reasons.
+    assert_cost(cost, statements_at_most=11, round_trips_at_most=13)
+
+
+def test_a_moderate_review_job_of_an_uploaded_image(api_client, http, settings):
+    """The image's PDQ hash stored and matched against the banks, as the local provider judges it."""
+    settings.MODERATION_PROVIDER = "local"
+    settings.MODERATION_BATCH_SIZE = 1
+
+    def upload(number: int):
+        answer = http.post("/api/v1/reviews/", {"external_id": f"img-{number}", "content_type": "image",
+                                                "image_base64": b64(encoded(picture(number)))}, format="json")
+        assert answer.status_code == 201, answer.content
+        return answer.json()["id"]
+
+    for number in range(WARM):
+        tasks.moderate_review(upload(number))
+    review_id = upload(WARM)
+    with count_round_trips() as cost:
+        tasks.moderate_review(review_id)
+    assert ContentReview.objects.get(pk=review_id).status in FINAL_STATUSES
+    # The one-review path of a text (test_a_moderate_review_job_of_the_local_provider) and the
+    # image's own: its bytes read, its PDQ hash stored, the bank matches kept on the operation.
+    assert_cost(cost, statements_at_most=22, round_trips_at_most=28)

@@ -1,0 +1,199 @@
+"""The hot paths' shortcuts change no byte of the contract (docs/design.md, "Hot paths").
+
+- FastJSONRenderer (orjson) writes what DRF's JSONRenderer writes, for any data, or defers to it.
+- fast.text_submission accepts only what ReviewSubmitSerializer accepts, with the same data,
+  on arbitrary and hostile bodies.
+- A submission's answer, created, replayed or refused, is byte for byte the answer of the
+  serializers alone.
+- psycopg's cache of converted statements takes the one-statement writes (statement_cache).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import uuid
+
+import pytest
+from django.test import RequestFactory
+from hypothesis import HealthCheck, example, given, settings as hypothesis_settings, strategies as st
+from rest_framework.renderers import JSONRenderer
+
+from moderation.api import fast
+from moderation.api.renderers import FastJSONRenderer, fast_json
+from moderation.api.serializers import ReviewSerializer, ReviewSubmitSerializer
+
+FIELDS = ("external_id", "content_type", "text", "author_id", "media_url", "image_base64", "metadata")
+HOSTILE = [
+    "", " ", "\x00", "\u2028", "\u2029", "\ufeff", "\u200d", "\ud800", "\udfff", "\U0001f600", "e\u0301",
+    "\x1b[31m", "<script>alert(1)</script>", "'; DROP TABLE x; --", "\u202e", "\x85", "\xa0", "\t\n\r",
+    "a" * 256, "b" * 100_001, "\u3000", "\x7f", "\x9f",
+]
+hostile_text = st.one_of(st.text(), st.sampled_from(HOSTILE), st.lists(st.sampled_from(HOSTILE)).map("".join))
+
+# --- rendering ------------------------------------------------------------------------------------
+
+leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(), hostile_text,
+    st.datetimes(timezones=st.sampled_from([datetime.UTC, None, datetime.timezone(datetime.timedelta(hours=5))])),
+    st.dates(), st.uuids(), st.decimals(allow_nan=False, places=3),
+)
+json_like = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.lists(inner, max_size=5).map(tuple),
+        st.dictionaries(st.one_of(hostile_text, st.integers()), inner, max_size=5),
+    ),
+    max_leaves=30,
+)
+
+
+def _render(renderer, data, media_type="application/json"):
+    try:
+        return renderer.render(data, media_type, {})
+    except Exception as exc:  # noqa: BLE001 (the two must fail alike)
+        return type(exc)
+
+
+@given(json_like)
+@hypothesis_settings(max_examples=600, deadline=None)
+@example({"score": 1e-05, "small": 9.999999e-05, "nan": 1.0})
+@example({"when": datetime.datetime(2026, 12, 3, 13, 0, 0, 123456, tzinfo=datetime.UTC), "line": "a\u2028b"})
+@example([float("nan")])
+@example({1: "int key"})
+def test_the_fast_renderer_writes_drfs_bytes_for_any_data(data):
+    assert _render(FastJSONRenderer(), data) == _render(JSONRenderer(), data)
+
+
+def test_the_fast_renderer_takes_the_hot_bodies_and_leaves_the_rest():
+    body = {"id": 7, "duplicate": False, "outcome": "applied", "at": datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC),
+            "review": uuid.uuid4(), "score": 0.25, "text": "l\u2028ine"}
+    assert fast_json(body) == JSONRenderer().render(body)
+    assert fast_json({"score": 1e-05}) is None  # orjson writes 0.00001
+    assert fast_json({"n": 2**64}) is None
+    assert fast_json({"x": float("inf")}) is None  # DRF refuses it (strict JSON)
+    indented = FastJSONRenderer().render(body, "application/json; indent=2", {})
+    assert indented == JSONRenderer().render(body, "application/json; indent=2", {})
+
+
+# --- validation -----------------------------------------------------------------------------------
+
+values = st.one_of(hostile_text, st.none(), st.integers(), st.booleans(), st.lists(st.integers(), max_size=2),
+                   st.sampled_from(["text", "image", "audio", "metadata", "TEXT", " text"]))
+plausible = st.fixed_dictionaries(
+    {"external_id": hostile_text, "content_type": st.sampled_from(["text", "text", "image", "Text"]), "text": hostile_text},
+    optional={"author_id": st.one_of(hostile_text, st.none()), "metadata": st.just({"a": 1}),
+              "extra": st.just(1)},
+)
+bodies = st.one_of(plausible, st.dictionaries(st.sampled_from(FIELDS), values), st.lists(st.integers()), hostile_text)
+
+
+def _request(raw: bytes, content_type: str):
+    request = RequestFactory().post("/api/v1/reviews/", data=raw, content_type="application/json")
+    request.META["CONTENT_TYPE"] = content_type  # as sent, whatever its charset
+    return request
+
+
+def _serializer_data(raw: bytes):
+    try:
+        parsed = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return None
+    submission = ReviewSubmitSerializer(data=parsed)
+    return dict(submission.validated_data) if submission.is_valid() else None
+
+
+@given(body=bodies, ascii_only=st.booleans(), duplicate=st.booleans(),
+       content_type=st.sampled_from(["application/json", "application/json; charset=utf-8",
+                                     "application/json; charset=latin-1", "text/plain", "APPLICATION/JSON"]))
+@hypothesis_settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@example(body={"external_id": "  padded  ", "content_type": "text", "text": "hi"}, ascii_only=True, duplicate=False,
+         content_type="application/json")
+@example(body={"external_id": "x", "content_type": "text", "text": "\ud800"}, ascii_only=True, duplicate=False,
+         content_type="application/json")
+@example(body={"external_id": "x", "content_type": "text", "text": "ok", "author_id": "a\x85"}, ascii_only=False,
+         duplicate=False, content_type="application/json")
+def test_a_fast_submission_is_one_the_serializer_accepts_with_the_same_data(body, ascii_only, duplicate, content_type):
+    raw = json.dumps(body, ensure_ascii=ascii_only)
+    if duplicate and isinstance(body, dict) and body:  # a repeated key: the last one counts, for both
+        raw = raw[:-1] + ', "external_id": "dup"}'
+    try:
+        encoded = raw.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, unescaped: not UTF-8
+        encoded = raw.encode("utf-8", "surrogatepass")
+    accepted = fast.text_submission(_request(encoded, content_type))
+    if accepted is not None:
+        assert content_type in ("application/json", "application/json; charset=utf-8", "APPLICATION/JSON")
+        assert accepted == _serializer_data(encoded)
+
+
+def test_the_fast_path_takes_a_plain_text_submission():
+    raw = json.dumps({"external_id": " e-1 ", "content_type": "text", "text": " héllo ", "author_id": None}).encode()
+    assert fast.text_submission(_request(raw, "application/json")) == {
+        "external_id": "e-1", "content_type": "text", "text": " héllo ", "author_id": None}
+    assert fast.text_submission(_request(raw, "application/json; charset=latin-1")) is None
+
+
+# --- whole answers ------------------------------------------------------------------------------------
+
+CORPUS = [
+    {"external_id": "c-1", "content_type": "text", "text": "thanks, this was helpful"},
+    {"external_id": "c-2", "content_type": "text", "text": "\u202e\u2028<b>x</b>\U0001f600", "author_id": "ann \u200d"},
+    {"external_id": " c-3 ", "content_type": "text", "text": "  spaced  ", "author_id": None},
+    {"external_id": "c-4", "content_type": "metadata", "metadata": {"k": "v"}},
+    {"external_id": "c-1", "content_type": "text", "text": "a repeat: the first review, 200"},
+    {"external_id": "c-5", "content_type": "text", "text": " \t\n"},
+    {"external_id": "c-6", "content_type": "text", "text": "x\x00y"},
+    {"external_id": "", "content_type": "text", "text": "x"},
+    {"external_id": "c-7", "content_type": "text", "text": "x", "author_id": "a\x07"},
+    {"external_id": "c-8", "content_type": "text", "text": "x", "author_id": ""},
+    {"external_id": "c-9", "content_type": "text", "text": "x", "colour": "red"},
+    {"external_id": 9, "content_type": "text", "text": "x"},
+    {"external_id": "c-10", "content_type": "text", "text": "y" * 100_001},
+    {"external_id": "c-11", "content_type": "video", "text": "x"},
+]
+
+
+@pytest.mark.django_db
+def test_every_answer_is_the_serializers_bytes(http, monkeypatch):
+    old_bodies: list[bytes] = []
+    build = fast.created_review_body
+
+    def also_the_serializer(review):
+        # What the view rendered before the fast path: the serializer over the new review.
+        review.report_count, review.latest_appeals = 0, []
+        old_bodies.append(JSONRenderer().render(ReviewSerializer(review).data))
+        return build(review)
+
+    monkeypatch.setattr(fast, "created_review_body", also_the_serializer)
+    refused = {}
+    for body in CORPUS:
+        answer = http.post("/api/v1/reviews/", body, format="json")
+        if answer.status_code == 201:
+            assert answer.content == old_bodies[-1], body
+        else:
+            refused[json.dumps(body)] = (answer.status_code, answer.content)
+    assert len(old_bodies) == 4  # c-1 to c-4: the metadata one through the serializer, answered the same way
+
+    # The same refusals, and the same replay, with the fast path off: the serializers alone.
+    monkeypatch.setattr(fast, "text_submission", lambda request: None)
+    for body, (status_code, content) in refused.items():
+        answer = http.post("/api/v1/reviews/", json.loads(body), format="json")
+        assert (answer.status_code, answer.content) == (status_code, content), body
+    assert {status for status, _ in refused.values()} == {200, 400}
+
+
+@pytest.mark.django_db
+def test_psycopg_reuses_its_conversion_of_a_submissions_one_statement(http):
+    from psycopg import _queries
+
+    def submit(n: int) -> None:
+        answer = http.post("/api/v1/reviews/", {"external_id": f"cached-{n}", "content_type": "text",
+                                                "text": "hello", "author_id": "ann"}, format="json")
+        assert answer.status_code == 201
+
+    submit(1)
+    before = _queries._query2pg.cache_info()
+    submit(2)
+    after = _queries._query2pg.cache_info()
+    assert (after.misses, after.hits > before.hits) == (before.misses, True)
