@@ -251,21 +251,35 @@ def signed_request(event_id: str, body: bytes, *, path: str = "/api/v1/callbacks
 # --- processes ----------------------------------------------------------------------------------
 
 
+# The web servers a benchmark can run (`server`): gunicorn's sync workers (what the benchmarks'
+# figures were measured with), its threaded workers, and granian serving config.asgi, what
+# `make run` and the systemd unit run (moderation/management/web.py). -> gunicorn's arguments.
+SERVERS = {
+    "gunicorn": ("--backlog", "2048"),
+    "gthread": ("--backlog", "2048", "-k", "gthread", "--threads", "4"),
+    "granian": (),
+}
+
+
 class Platform:
     """gunicorn and django-q2 clusters as real processes on the benchmark database.
 
     `naive=True` starts them through bench.naive (guards replaced by unconditional updates);
     `wsgi_app` is what gunicorn serves (bench.wsgi: the project with the framework ceiling beside
-    it); `code` is the checkout the processes run from (default: this one).
+    it); `code` is the checkout the processes run from (default: this one); `server`, a key of
+    SERVERS (granian serves the project as `make run` does, never `wsgi_app`).
     """
 
     def __init__(self, *, web_workers: int = 4, clusters: int = 0, q_workers: int = 2, naive: bool = False,
-                 env: dict[str, str] | None = None, wsgi_app: str = "config.wsgi", code: Path | None = None):
+                 env: dict[str, str] | None = None, wsgi_app: str = "config.wsgi", code: Path | None = None,
+                 server: str = "gunicorn"):
         from lab.race_lab import free_port
 
         self.port = free_port()
         self.web_workers, self.clusters, self.naive = web_workers, clusters, naive
-        self.wsgi_app, self.code = wsgi_app, code
+        if server not in SERVERS:
+            raise ValueError(f"server must be one of {', '.join(SERVERS)}, got {server!r}")
+        self.wsgi_app, self.code, self.server = wsgi_app, code, server
         self.env = {
             **os.environ, "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}", "LOG_LEVEL": "WARNING",
             "Q_NAME": f"bench-{uuid.uuid4().hex[:8]}", "Q_WORKERS": str(q_workers),
@@ -282,8 +296,8 @@ class Platform:
         self.processes = start_platform(
             self.env, self.port, web_workers=self.web_workers, clusters=self.clusters,
             # `-m bench.naive` runs the rest of the command line unguarded (see bench/naive.py).
-            prefix=("-m", "bench.naive") if self.naive else (), gunicorn_args=("--backlog", "2048"),
-            wsgi_app=self.wsgi_app, cwd=self.code,
+            prefix=("-m", "bench.naive") if self.naive else (), gunicorn_args=SERVERS[self.server],
+            wsgi_app=None if self.server == "granian" else self.wsgi_app, cwd=self.code,
         )
         return self
 

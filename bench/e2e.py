@@ -2,9 +2,12 @@
 connections until all are final, on the ORM broker and on Redis; against pgbench running the
 statements one review needs.
 
-    python -m bench.e2e [--reviews 3000] [--brokers orm,redis] [--now | --code DIR]
+    python -m bench.e2e [--reviews 3000] [--brokers orm,redis] [--server gunicorn|gthread|granian]
+                        [--per-author N] [--now | --code DIR]
 
-The platform as `run_platform` starts it: gunicorn (3 sync workers), the moderation cluster (2
+The platform as `run_platform` starts it: a web server (gunicorn's 3 sync workers unless
+`--server` says otherwise: gthread, 4 threads each, or granian on config.asgi, what `make run`
+runs), the moderation cluster (2
 django-q2 workers, the local model loaded in them: MODERATION_PROVIDER=local) and the
 notification cluster; production settings. With Redis, REDIS_URL (BENCH_REDIS_URL, default
 redis://127.0.0.1:6379/15, flushed before each run) moves the broker and the cache. Each run has
@@ -80,13 +83,14 @@ REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int, web_workers: int, q_workers: int,
-        timeout: float, redis_url: str = REDIS_URL, per_author: int = 0) -> dict:
+        timeout: float, redis_url: str = REDIS_URL, per_author: int = 0, server: str = "gunicorn") -> dict:
     """One checkout's end-to-end run on one broker. `per_author` > 0: every submission names its
     author, `per_author` reviews each, so each rejection counts a strike (and the ladder acts);
-    statements of reasons and the notices to users are built as by default (kept, not sent)."""
+    statements of reasons and the notices to users are built as by default (kept, not sent).
+    `server`: the web server (bench.common.SERVERS)."""
     if broker not in ("orm", "redis"):
         raise ValueError(f"broker must be orm or redis, got {broker!r}")
-    name = f"e2e_{broker}_authors" if per_author else f"e2e_{broker}"
+    name = f"e2e_{broker}" + ("_authors" if per_author else "") + ("" if server == "gunicorn" else f"_{server}")
     url = code.database(name)
     client_id, token = code.create_client(url, f"bench-{name}")
     env = {"DATABASE_URL": url, "MODERATION_PROVIDER": "local", "REDIS_URL": redis_url if broker == "redis" else ""}
@@ -94,9 +98,10 @@ def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int,
         import redis
 
         redis.Redis.from_url(redis_url).flushdb()
-    result: dict = {"code": code.label, "path": "e2e authors" if per_author else f"e2e {broker}", "broker": broker,
-                    "client": client_id, "per_author": per_author}
-    with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path) as platform:
+    result: dict = {"web_workers": web_workers, "code": code.label, "path": "e2e authors" if per_author else f"e2e {broker}", "broker": broker,
+                    "client": client_id, "per_author": per_author, "server": server}
+    with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path,
+                         server=server) as platform:
         platform.sample_rss()
         # Warm-up (not counted): every web and q2 worker has loaded the code and the model.
         warm = wrk.submissions(platform.port, token, tag="warm", count=4 * (web_workers + q_workers), texts=TEXTS,
@@ -158,6 +163,7 @@ def describe(result: dict) -> list[str]:
     rate = f"{result['rate']:.1f}" if result["rate"] else f"incomplete ({result['rate_final']:.1f} for the final ones)"
     what = f"e2e {result['broker']}" + (f" with authors ({result['per_author']} reviews each)"
                                          if result.get("per_author") else "")
+    what += f", {result.get('server', 'gunicorn')} x{result.get('web_workers', '?')}"
     lines = [f"{what}, {result['code']}: {rate} reviews/s over {result['reviews']} reviews "
              f"({result['unfinished']} not final after {result['waited_s']:.0f} s); submit -> final p50 "
              f"{result['p50']:.0f} ms, p99 {result['p99']:.0f} ms; submissions {result['submit_rate']:.1f} req/s, "
@@ -180,18 +186,20 @@ def main() -> None:
     parser.add_argument("--q-workers", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for a run's reviews")
     parser.add_argument("--pgbench-seconds", type=int, default=10)
+    parser.add_argument("--server", choices=sorted(common.SERVERS), default="gunicorn",
+                        help="the web server: gunicorn sync workers, gthread (4 threads each), or granian (make run's)")
     parser.add_argument("--per-author", type=int, default=0,
                         help="name an author on every submission, this many reviews each (0: none)")
     checkout.add_arguments(parser)
     args = parser.parse_args()
     common.setup_driver()
-    print(f"End to end: {args.reviews} reviews from {args.connections} wrk connections, {args.web_workers} gunicorn "
+    print(f"End to end: {args.reviews} reviews from {args.connections} wrk connections, {args.web_workers} {args.server} "
           f"workers, {args.q_workers} q2 workers with the local model; {os.cpu_count()} CPUs", flush=True)
     for code in checkout.chosen(args):
         for broker in args.brokers.split(","):
             result = run(code, broker, reviews=args.reviews, connections=args.connections,
                          web_workers=args.web_workers, q_workers=args.q_workers, timeout=args.timeout,
-                         per_author=args.per_author)
+                         per_author=args.per_author, server=args.server)
             if code.is_this:
                 result["reference"] = reference(result["database"], result["client"], clients=args.connections,
                                                  seconds=args.pgbench_seconds)

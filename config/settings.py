@@ -76,10 +76,11 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    # Django's messages and simple-history's request, for the admin: /api/ requests skip them.
+    "moderation.api.middleware.SiteMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "moderation.admin.csp.AdminCspMiddleware",  # every admin page's Content-Security-Policy
-    "simple_history.middleware.HistoryRequestMiddleware",
+    "moderation.api.middleware.site_history_middleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -21,6 +21,6 @@ MAX_PARAMS = 400
 
 def widen() -> None:
     """Raise psycopg's limits (never lower them). psycopg is pinned (requirements.txt): a
-    version that renames them fails tests/moderation/test_hot_paths.py, not silently."""
+    version that renames them fails tests/moderation/test_fast_paths.py, not silently."""
     _queries.MAX_CACHED_STATEMENT_LENGTH = max(_queries.MAX_CACHED_STATEMENT_LENGTH, MAX_LENGTH)
     _queries.MAX_CACHED_STATEMENT_PARAMS = max(_queries.MAX_CACHED_STATEMENT_PARAMS, MAX_PARAMS)

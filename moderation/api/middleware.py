@@ -11,7 +11,9 @@ import logging
 from http import HTTPStatus
 
 from django.conf import settings
+from django.contrib.messages.middleware import MessageMiddleware
 from django.http import JsonResponse
+from simple_history.middleware import HistoryRequestMiddleware
 
 from moderation.error_body import error_body
 
@@ -26,6 +28,37 @@ def _error(status: int, detail: str = "") -> JsonResponse:
 
 
 SUBMISSIONS_PATH = "/api/v1/reviews/"
+API_PREFIX = "/api/"
+
+
+class SiteMessageMiddleware(MessageMiddleware):
+    """Django's flash messages, for the admin's pages: an /api/ request skips them (they were
+    its largest middleware cost with simple-history's, bench.middleware)."""
+
+    def __call__(self, request):
+        if request.path_info.startswith(API_PREFIX):
+            return self.get_response(request)
+        return super().__call__(request)
+
+
+def site_history_middleware(get_response):
+    """simple-history's request for the admin's changes (the staff user behind them): an API
+    client's changes carry no user (moderation.models.history_user), so /api/ skips it."""
+    site = HistoryRequestMiddleware(get_response)
+
+    def middleware(request):
+        if request.path_info.startswith(API_PREFIX):
+            return get_response(request)
+        return site(request)
+
+    return middleware
+
+
+# The site's middleware an /api/ request skips, and what each wraps (config/settings.py).
+SITE_ONLY = {
+    "moderation.api.middleware.SiteMessageMiddleware": "django.contrib.messages.middleware.MessageMiddleware",
+    "moderation.api.middleware.site_history_middleware": "simple_history.middleware.HistoryRequestMiddleware",
+}
 
 
 def body_limit(request) -> int:

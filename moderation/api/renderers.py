@@ -7,7 +7,7 @@ booleans, null, lists and objects with string keys, and for most floats, in C. I
 floats differently (0.00001 where Python writes 1e-05) and accepts things Python refuses (NaN,
 dataclasses, enums). So a body is handed to orjson only when every value in it is of a kind
 whose bytes are known to agree (`fast_json`); any other body, and any indented one, is rendered
-by DRF as before. tests/api/test_fast_json.py compares the two on arbitrary data.
+by DRF as before. tests/moderation/test_fast_paths.py compares the two on arbitrary data.
 """
 
 from __future__ import annotations

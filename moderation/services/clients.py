@@ -12,6 +12,7 @@ from django.db import transaction
 
 from moderation.errors import UnsafeWebhookUrl
 from moderation.models import ApiClient
+from moderation.services.compiled import CompiledSelect
 from moderation.netguard import LOCAL_TRIALS, webhook_url_check
 
 TOKEN_PREFIX = "mod_"
@@ -57,10 +58,14 @@ def api_client_check_webhook_url(url: str) -> None:
         raise ValidationError(f"webhook URL refused: {exc}; {LOCAL_TRIALS}") from exc
 
 
+# Every API request's lookup, compiled once (moderation/services/compiled.py).
+_ACTIVE_CLIENT = CompiledSelect(lambda token_hash: ApiClient.objects.filter(token_hash=token_hash, is_active=True))
+
+
 def api_client_authenticate(token: str) -> ApiClient | None:
     if not token.startswith(TOKEN_PREFIX):
         return None
-    return ApiClient.objects.filter(token_hash=hash_token(token), is_active=True).first()
+    return _ACTIVE_CLIENT.first(hash_token(token))
 
 
 @transaction.atomic

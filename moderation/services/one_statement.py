@@ -67,40 +67,9 @@ from dataclasses import dataclass
 
 from django.db import connections, models
 from django.db.models import sql
-from django.db.models.expressions import DatabaseDefault, RawSQL
+from django.db.models.expressions import RawSQL
 
-
-# The SQL of a row's INSERT, by (model, columns written, database): Django's compiler builds it
-# the first time a shape is written, and every later row of that shape only prepares its values
-# (each field's get_db_prep_save, what the compiler calls): no request compiles a statement the
-# process has compiled before. A shape holding an expression (a `key_of` reference, a value left
-# to the database) or a field with a placeholder of its own is compiled every time.
-_INSERT_SQL: dict[tuple, str] = {}
-
-
-def _insert_sql(obj: models.Model, fields: list, using: str, connection) -> tuple[str, list]:
-    """The INSERT of `obj`'s `fields` (values prepared, raw), returning its primary key."""
-    values = [getattr(obj, field.attname) for field in fields]
-    shape = (type(obj), tuple(field.attname for field in fields), using)
-    cached = _INSERT_SQL.get(shape)
-    plain = not any(hasattr(value, "resolve_expression") for value in values)
-    if cached is not None and plain:
-        return cached, [field.get_db_prep_save(value, connection=connection)
-                        for field, value in zip(fields, values, strict=True)]
-    insert_sql, params = _compiled_insert(obj, fields, using, connection)
-    if plain and not any(hasattr(field, "get_placeholder") for field in fields):
-        _INSERT_SQL[shape] = insert_sql
-    return insert_sql, params
-
-
-def _compiled_insert(obj: models.Model, fields: list, using: str, connection) -> tuple[str, list]:
-    """The INSERT as Django's compiler builds it."""
-    query = sql.InsertQuery(type(obj))
-    query.insert_values(fields, [obj], raw=True)  # raw: the values prepared by the caller, as they are
-    compiler = query.get_compiler(using=using, connection=connection)
-    compiler.returning_fields = [obj._meta.pk]
-    [(insert_sql, params)] = compiler.as_sql()
-    return insert_sql, list(params)
+from moderation.insert_sql import insert_statement
 
 
 @dataclass
@@ -125,26 +94,7 @@ class OneStatement:
     def insert(self, obj: models.Model) -> None:
         """Add the INSERT of unsaved `obj`. Its field values are prepared now (`auto_now_add`,
         defaults), as `save()` would, so they can be read before the statement runs."""
-        meta = obj._meta
-        if obj.pk is None:
-            obj.pk = meta.pk.get_pk_value_on_save(obj)
-        fields = [
-            field for field in meta.local_concrete_fields
-            if not field.generated and not (obj.pk is None and field is meta.auto_field)
-        ]
-        for field in fields:
-            current = getattr(obj, field.attname)
-            if isinstance(current, RawSQL):
-                continue
-            if isinstance(current, DatabaseDefault) and field.has_default():
-                # Left to the database, save() reads the value back (RETURNING); here the
-                # field's Python default, which the models keep equal to it.
-                current = field.get_default()
-                setattr(obj, field.attname, current)
-            value = field.pre_save(obj, add=True)
-            if value is not current:  # (assigning a protected FSMField is refused, even unchanged)
-                setattr(obj, field.attname, value)
-        insert_sql, params = _insert_sql(obj, fields, self.using, self.connection)
+        insert_sql, params = insert_statement(obj, self.using, self.connection)
         name = f"w{len(self._writes)}"
         self._writes.append((f"{name} AS ({insert_sql})", params))
         self._inserted.append((obj, name))

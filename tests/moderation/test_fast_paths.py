@@ -197,3 +197,24 @@ def test_psycopg_reuses_its_conversion_of_a_submissions_one_statement(http):
     submit(2)
     after = _queries._query2pg.cache_info()
     assert (after.misses, after.hits > before.hits) == (before.misses, True)
+
+
+@pytest.mark.django_db
+def test_an_api_request_skips_the_sites_messages_and_history_and_the_admin_keeps_them(http, client):
+    api = http.get("/api/v1/reviews/")
+    assert api.status_code == 200 and not hasattr(api.wsgi_request, "_messages")
+    admin = client.get("/admin/login/")
+    assert admin.status_code == 200 and hasattr(admin.wsgi_request, "_messages")
+
+
+@pytest.mark.django_db
+def test_the_enqueueing_broker_writes_the_row_django_q2s_own_broker_writes(settings):
+    from django_q.brokers.orm import ORM
+    from django_q.models import OrmQ
+
+    from moderation.jobs import _broker
+
+    ours = OrmQ.objects.get(pk=_broker(settings.Q_NAME).enqueue("payload"))
+    theirs = OrmQ.objects.get(pk=ORM(list_key=settings.Q_NAME).enqueue("payload"))
+    assert (ours.key, ours.payload) == (theirs.key, theirs.payload) == (settings.Q_NAME, "payload")
+    assert ours.pk < theirs.pk and ours.lock <= theirs.lock

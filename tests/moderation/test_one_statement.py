@@ -270,24 +270,24 @@ def _receivers(signal, model) -> list:
 
 
 def test_an_insert_compiled_once_is_the_insert_the_compiler_builds_each_time(http, monkeypatch, settings):
-    """The INSERT SQL is compiled once per shape (one_statement._insert_sql): every row of the
+    """The INSERT SQL is compiled once per shape (moderation/insert_sql.py): every row of the
     run, cached or not, gets the statement and the values Django's compiler gives it afresh."""
-    from moderation.services import one_statement
+    from moderation import insert_sql
 
     settings.MODERATION_PROVIDER = "local"
     calls: list[tuple[str, bool, bool]] = []
-    cached_insert = one_statement._insert_sql
+    cached_insert = insert_sql.insert_sql
 
     def compared(obj, fields, using, connection_):
         shape = (type(obj), tuple(field.attname for field in fields), using)
-        was_cached = shape in one_statement._INSERT_SQL
+        was_cached = shape in insert_sql._INSERT_SQL
         statement, params = cached_insert(obj, fields, using, connection_)
-        fresh_statement, fresh_params = one_statement._compiled_insert(obj, fields, using, connection_)
+        fresh_statement, fresh_params = insert_sql.compiled_insert(obj, fields, using, connection_)
         same = statement == fresh_statement and _plain(params) == _plain(fresh_params)
         calls.append((type(obj).__name__, was_cached, same))
         return statement, params
 
-    monkeypatch.setattr(one_statement, "_insert_sql", compared)
+    monkeypatch.setattr(insert_sql, "insert_sql", compared)
     for n in range(3):
         answer = http.post("/api/v1/reviews/", {"external_id": f"shape-{n}", "content_type": "text",
                                                 "text": "Thanks for the lovely dinner", "author_id": f"a-{n % 2}"},
