@@ -209,7 +209,8 @@ def requests_file(port: int, path: Path, *, connections: int = 8, limit: int = 0
 def submissions(port: int, token: str, *, tag: str, count: int, texts: list[str], connections: int = 8,
                 path: str = "/api/v1/reviews/", max_seconds: float = 120, per_author: int = 0) -> WrkResult:
     """POST `count` submissions (rounded up to a multiple of `connections`) with unique external ids;
-    `per_author` > 0: each names an author, a new one every `per_author` submissions of a connection."""
+    `per_author` > 0: each names an author, a new one every `per_author` submissions of a connection
+    (a connection's first may get one fewer: wrk may build a request it never sends)."""
     per_thread = -(-count // connections)
     for text in texts:
         if '"' in text or "\\" in text:

@@ -92,6 +92,30 @@ def test_wrk_submissions_have_unique_external_ids_and_stop_at_the_count(installe
     assert all(i.startswith("run-") for i in ids) and result.rate > 0
 
 
+def test_wrk_submissions_by_authors_name_a_new_author_every_n_of_a_connection(installed_wrk, recorder):
+    wrk.submissions(recorder.port, "token", tag="run", count=40, texts=["hello"], connections=2, per_author=5)
+
+    bodies = [json.loads(body) for body in recorder.bodies]
+    by_author = Counter(body["author_id"] for body in bodies)
+    # (wrk may build a request on a connection that it never sends: that connection's first
+    # author gets one review fewer, and one more author gets the rest.)
+    assert len(bodies) == 40 and max(by_author.values()) == 5 and Counter(by_author.values())[5] >= 6
+
+
+def test_the_authors_row_is_judged_against_the_same_runs_e2e_without_them():
+    from bench import report
+
+    def e2e(path: str, rate: float) -> dict:
+        return {"path": path, "rate": rate, "p99": 1000.0, "violations": [], "final": 3000, "reviews": 3000}
+
+    for rate, verdict in ((91.0, "0.91 of it met"), (89.0, "0.89 of it missed")):
+        text = report.table(["e2e orm", "e2e authors"], {("e2e orm", "after"): e2e("e2e orm", 100.0),
+                                                        ("e2e authors", "after"): e2e("e2e authors", rate)},
+                            have_now=True)
+        row = next(line for line in text.splitlines() if line.strip().startswith("e2e authors"))
+        assert f"within 10% of e2e orm (100.0): {verdict}" in row
+
+
 def _call(request) -> tuple[str, dict]:
     answer = {}
 
