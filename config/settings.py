@@ -211,6 +211,9 @@ MEDIA_FETCH_TIMEOUT_S = _env_number("MEDIA_FETCH_TIMEOUT_S", 10.0)
 MEDIA_FETCH_MAX_REDIRECTS = int(_env_number("MEDIA_FETCH_MAX_REDIRECTS", 3, int))
 # A submission may carry an image as base64 (4 bytes for every 3) beside its other fields.
 SUBMISSION_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, (MEDIA_MAX_BYTES + 2) // 3 * 4 + 64 * 1024)
+# Django reads no body over this (RequestDataTooBig, a 500 in a view): at least a submission's
+# limit, which the API's middleware enforces per path before any body is read.
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE, SUBMISSION_MAX_BODY_BYTES)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Moderation API",

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from psycopg import _queries
 
-MAX_LENGTH = 32 * 1024
-MAX_PARAMS = 400
+# A submission's one statement: about 2,500 bytes and 100 parameters. The bounds keep an entry
+# small (the LRU's worst case a few MiB per process) and a multi-row write of many rows out.
+MAX_LENGTH = 16 * 1024
+MAX_PARAMS = 256
 
 
 def widen() -> None:

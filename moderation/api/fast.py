@@ -18,12 +18,10 @@ from __future__ import annotations
 import msgspec
 from rest_framework import serializers
 
+from moderation.api.serializers import EXTERNAL_ID_MAX, TEXT_MAX_CHARS
 from moderation.models import AUTHOR_ID_MAX, ContentKind, ContentReview
 
-# ReviewSubmitSerializer's limits (moderation/api/serializers.py).
-EXTERNAL_ID_MAX = 255
-TEXT_MAX_CHARS = 100_000
-_JSON = (b"application/json", b"application/json;charset=utf-8", b"application/json;charset=utf8")
+_UTF8 = ("utf-8", "utf8")  # the charsets DRF's JSON parser would decode as this does
 
 
 class _TextSubmission(msgspec.Struct, forbid_unknown_fields=True):
@@ -41,12 +39,15 @@ _CONTROL = {*range(0x00, 0x20), *range(0x7F, 0xA0)}  # Unicode's Cc: refused in 
 def text_submission(request) -> dict | None:
     """What ReviewSubmitSerializer(data=request.data).validated_data would be for this request's
     body, if it is a plain text submission the serializer accepts; else None."""
-    header = request.META.get("CONTENT_TYPE", "").encode("latin-1", "replace").lower().replace(b" ", b"")
-    if header not in _JSON:  # another charset or media type: DRF's parser and negotiation decide
+    # Django's reading of the header (lower-cased, parameters apart): exactly JSON, in UTF-8 if
+    # a charset is named. Any other media type or charset is for DRF's negotiation and parser.
+    django_request = getattr(request, "_request", request)  # DRF's Request wraps Django's
+    if django_request.content_type != "application/json" \
+            or django_request.content_params.get("charset", "utf-8").lower() not in _UTF8:
         return None
     try:
         body = _decode(request.body)
-    except msgspec.DecodeError:  # not this shape, not JSON, a lone surrogate, ...: the serializer says why
+    except (msgspec.DecodeError, UnicodeDecodeError):  # not this shape, not JSON, not UTF-8, a lone surrogate...
         return None
     external_id = body.external_id.strip()  # a CharField trims it (trim_whitespace)
     text, author_id = body.text, body.author_id

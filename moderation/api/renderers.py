@@ -18,6 +18,7 @@ import uuid
 import orjson
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
+from rest_framework.utils.serializer_helpers import ReturnDict, ReturnList
 
 # Below this magnitude orjson writes some floats without an exponent where Python uses one.
 _SMALLEST_AGREEING_FLOAT = 1e-4
@@ -59,9 +60,12 @@ def _agrees(value, depth: int) -> bool:
         return -_LARGEST_INTEGER <= value <= _LARGEST_INTEGER
     if kind is float:
         return value == 0 or _SMALLEST_AGREEING_FLOAT <= abs(value) < float("inf")
-    if isinstance(value, dict):  # dict, or DRF's ReturnDict
+    # Exactly these containers: Python's encoder iterates a subclass (an OrderedDict moved
+    # around, a list with its own __iter__), orjson reads its storage. DRF's ReturnDict and
+    # ReturnList are filled in order and never reordered.
+    if kind is dict or kind is ReturnDict:
         return all(type(key) is str and _agrees(item, depth + 1) for key, item in value.items())
-    if isinstance(value, list | tuple):  # list, tuple, or DRF's ReturnList
+    if kind is list or kind is tuple or kind is ReturnList:
         return all(_agrees(item, depth + 1) for item in value)
     if isinstance(value, str):  # DRF's ErrorDetail, a TextChoices member: their text, as str
         return True

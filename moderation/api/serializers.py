@@ -34,6 +34,7 @@ from moderation.validation import policy_categories
 from moderation.reasons import statement_of_reasons
 
 TEXT_MAX_CHARS = 100_000
+EXTERNAL_ID_MAX = 255
 METADATA_MAX_BYTES = 64 * 1024
 METADATA_MAX_DEPTH = 10
 
@@ -87,7 +88,7 @@ class AuthorIdField(StrictCharField):
 
 
 class ReviewSubmitSerializer(serializers.Serializer):
-    external_id = StrictCharField(max_length=255)
+    external_id = StrictCharField(max_length=EXTERNAL_ID_MAX)
     author_id = AuthorIdField(required=False, allow_null=True)
     content_type = serializers.ChoiceField(choices=ContentKind.choices)
     text = StrictCharField(required=False, allow_blank=True, max_length=TEXT_MAX_CHARS, trim_whitespace=False)

@@ -13,13 +13,18 @@ from __future__ import annotations
 import datetime
 import json
 import uuid
+from collections import OrderedDict
 
 import pytest
+from django.db import connection
 from django.test import RequestFactory
 from hypothesis import HealthCheck, example, given, settings as hypothesis_settings, strategies as st
+from rest_framework.exceptions import APIException
 from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
 
 from moderation.api import fast
+from moderation.api.parsers import SafeJSONParser
 from moderation.api.renderers import FastJSONRenderer, fast_json
 from moderation.api.serializers import ReviewSerializer, ReviewSubmitSerializer
 
@@ -72,6 +77,9 @@ def test_the_fast_renderer_takes_the_hot_bodies_and_leaves_the_rest():
     assert fast_json({"score": 1e-05}) is None  # orjson writes 0.00001
     assert fast_json({"n": 2**64}) is None
     assert fast_json({"x": float("inf")}) is None  # DRF refuses it (strict JSON)
+    moved = OrderedDict(a=1, b=2)
+    moved.move_to_end("a")  # iterated b, a; stored a, b: orjson would write the storage's order
+    assert fast_json(moved) is None and FastJSONRenderer().render(moved) == b'{"b":2,"a":1}'
     indented = FastJSONRenderer().render(body, "application/json; indent=2", {})
     assert indented == JSONRenderer().render(body, "application/json; indent=2", {})
 
@@ -89,23 +97,28 @@ bodies = st.one_of(plausible, st.dictionaries(st.sampled_from(FIELDS), values), 
 
 
 def _request(raw: bytes, content_type: str):
-    request = RequestFactory().post("/api/v1/reviews/", data=raw, content_type="application/json")
-    request.META["CONTENT_TYPE"] = content_type  # as sent, whatever its charset
-    return request
+    return RequestFactory().generic("POST", "/api/v1/reviews/", data=raw, content_type=content_type)
 
 
-def _serializer_data(raw: bytes):
+def _serializer_data(raw: bytes, content_type: str):
+    """What the view's serializer path validates for this body: DRF's negotiation and parser, then
+    ReviewSubmitSerializer; None when either refuses."""
+    request = Request(_request(raw, content_type), parsers=[SafeJSONParser()])
     try:
-        parsed = json.loads(raw.decode("utf-8"))
-    except ValueError:
+        parsed = request.data
+    except APIException:  # 415, 400: refused before the serializer
         return None
     submission = ReviewSubmitSerializer(data=parsed)
     return dict(submission.validated_data) if submission.is_valid() else None
 
 
-@given(body=bodies, ascii_only=st.booleans(), duplicate=st.booleans(),
-       content_type=st.sampled_from(["application/json", "application/json; charset=utf-8",
-                                     "application/json; charset=latin-1", "text/plain", "APPLICATION/JSON"]))
+CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "application/json; charset=UTF8",
+                 "application/json; charset=latin-1", "text/plain", "APPLICATION/JSON", "application/ json",
+                 "application /json", "application/json ; charset=utf-8", "application/*", "*/*",
+                 "application/json; charset=bogus", "application/json; v=1", "application/jsonp"]
+
+
+@given(body=bodies, ascii_only=st.booleans(), duplicate=st.booleans(), content_type=st.sampled_from(CONTENT_TYPES))
 @hypothesis_settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example(body={"external_id": "  padded  ", "content_type": "text", "text": "hi"}, ascii_only=True, duplicate=False,
          content_type="application/json")
@@ -113,6 +126,8 @@ def _serializer_data(raw: bytes):
          content_type="application/json")
 @example(body={"external_id": "x", "content_type": "text", "text": "ok", "author_id": "a\x85"}, ascii_only=False,
          duplicate=False, content_type="application/json")
+@example(body={"external_id": "e1", "content_type": "text", "text": "hi"}, ascii_only=True, duplicate=False,
+         content_type="application/ json")
 def test_a_fast_submission_is_one_the_serializer_accepts_with_the_same_data(body, ascii_only, duplicate, content_type):
     raw = json.dumps(body, ensure_ascii=ascii_only)
     if duplicate and isinstance(body, dict) and body:  # a repeated key: the last one counts, for both
@@ -123,8 +138,13 @@ def test_a_fast_submission_is_one_the_serializer_accepts_with_the_same_data(body
         encoded = raw.encode("utf-8", "surrogatepass")
     accepted = fast.text_submission(_request(encoded, content_type))
     if accepted is not None:
-        assert content_type in ("application/json", "application/json; charset=utf-8", "APPLICATION/JSON")
-        assert accepted == _serializer_data(encoded)
+        assert accepted == _serializer_data(encoded, content_type)
+
+
+def test_bytes_that_are_not_utf8_are_the_serializers_to_refuse():
+    raw = b'{"external_id":"\xff","content_type":"text","text":"x"}'
+    assert fast.text_submission(_request(raw, "application/json")) is None
+    assert _serializer_data(raw, "application/json") is None
 
 
 def test_the_fast_path_takes_a_plain_text_submission():
@@ -192,10 +212,13 @@ def test_psycopg_reuses_its_conversion_of_a_submissions_one_statement(http):
                                                 "text": "hello", "author_id": "ann"}, format="json")
         assert answer.status_code == 201
 
+    # Server-side binding (DB_PREPARE_THRESHOLD set) converts to $n; client-side binding has its own cache.
+    server_side = connection.settings_dict["OPTIONS"].get("server_side_binding")
+    cache = _queries._query2pg if server_side else _queries._query2pg_client
     submit(1)
-    before = _queries._query2pg.cache_info()
+    before = cache.cache_info()
     submit(2)
-    after = _queries._query2pg.cache_info()
+    after = cache.cache_info()
     assert (after.misses, after.hits > before.hits) == (before.misses, True)
 
 
@@ -218,3 +241,17 @@ def test_the_enqueueing_broker_writes_the_row_django_q2s_own_broker_writes(setti
     theirs = OrmQ.objects.get(pk=ORM(list_key=settings.Q_NAME).enqueue("payload"))
     assert (ours.key, ours.payload) == (theirs.key, theirs.payload) == (settings.Q_NAME, "payload")
     assert ours.pk < theirs.pk and ours.lock <= theirs.lock
+
+
+@pytest.mark.django_db
+def test_a_submission_body_up_to_its_limit_is_read_not_refused_by_djangos_own(http, settings):
+    """Django refuses to read a body over DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MiB by default); a
+    submission may be SUBMISSION_MAX_BODY_BYTES (an image as base64): judged, not a 500."""
+    from django.conf import global_settings
+
+    image = "A" * (global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1024)  # valid base64, not an image
+    assert len(image) < settings.SUBMISSION_MAX_BODY_BYTES
+    answer = http.post("/api/v1/reviews/", {"external_id": "big", "content_type": "image", "image_base64": image},
+                       format="json")
+    assert answer.status_code == 400, answer.content
+    assert "image_base64" in answer.json()["fields"]
