@@ -312,8 +312,8 @@ REQUEST_BODY_TIMEOUT_S = _env_number("REQUEST_BODY_TIMEOUT_S", 10.0)
 # A web worker whose request has run longer than this is ended and replaced, as gunicorn's
 # --timeout did: one hung request must not hold a worker for good.
 WEB_WORKER_TIMEOUT_S = _env_number("WEB_WORKER_TIMEOUT_S", 60.0)
-REQUEST_MAX_BODY_BYTES = max(API_MAX_BODY_BYTES, SUBMISSION_MAX_BODY_BYTES, CALLBACK_MAX_BYTES,
-                             global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
+# The largest body any view reads (DATA_UPLOAD_MAX_MEMORY_SIZE covers the API's and the admin's).
+REQUEST_MAX_BODY_BYTES = max(DATA_UPLOAD_MAX_MEMORY_SIZE, CALLBACK_MAX_BYTES)
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
 # Retention (`manage.py prune`, and the daily scheduled prune; docs/operations.md, "Retention").

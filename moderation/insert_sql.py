@@ -1,6 +1,6 @@
 """A row's INSERT, its values prepared as `save()` prepares them and its SQL compiled once per
 shape (docs/design.md, "Hot paths"). OneStatement (moderation/services/one_statement.py) chains
-these; the job broker (moderation/jobs.py) runs one alone.
+these; the job broker (moderation/jobs.py) runs one alone (`insert_row`).
 
 The SQL of a row's INSERT depends on its model, the columns written and the database, not on
 the values: Django's compiler builds it the first time a shape is written, and every later row
@@ -12,7 +12,7 @@ field with a placeholder of its own is compiled each time.
 
 from __future__ import annotations
 
-from django.db import models
+from django.db import connections, models
 from django.db.models import sql
 from django.db.models.expressions import DatabaseDefault, RawSQL
 
@@ -42,6 +42,17 @@ def insert_statement(obj: models.Model, using: str, connection) -> tuple[str, li
         if value is not current:  # (assigning a protected FSMField is refused, even unchanged)
             setattr(obj, field.attname, value)
     return insert_sql(obj, fields, using, connection)
+
+
+def insert_row(obj: models.Model, using: str) -> None:
+    """Insert unsaved `obj` alone, as `save()` would (no signal is sent): it gets its primary key
+    and is marked saved. (Several rows in one statement: OneStatement.)"""
+    connection = connections[using]
+    statement, params = insert_statement(obj, using, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        (obj.pk,) = cursor.fetchone()
+    obj._state.adding, obj._state.db = False, using
 
 
 def insert_sql(obj: models.Model, fields: list, using: str, connection) -> tuple[str, list]:

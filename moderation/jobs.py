@@ -14,11 +14,11 @@ from functools import cache
 
 from datetime import datetime
 
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from moderation.insert_sql import insert_statement
+from moderation.insert_sql import insert_row
 
 
 @cache
@@ -72,12 +72,7 @@ def _broker(cluster: str):
             # The broker's own create() (no signal is connected to OrmQ), through the INSERT
             # compiled once (moderation/insert_sql.py).
             package = OrmQ(key=self.list_key or Conf.CLUSTER_NAME, payload=task, lock=timezone.now())
-            connection = connections[Conf.ORM]
-            statement, params = insert_statement(package, Conf.ORM, connection)
-            with connection.cursor() as cursor:
-                cursor.execute(statement, params)
-                (package.pk,) = cursor.fetchone()
-            package._state.adding, package._state.db = False, Conf.ORM
+            insert_row(package, Conf.ORM)
             return package.pk
 
     broker = get_broker(cluster)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import msgspec
 from rest_framework import serializers
 
-from moderation.api.serializers import EXTERNAL_ID_MAX, TEXT_MAX_CHARS
+from moderation.api.serializers import EXTERNAL_ID_MAX, TEXT_MAX_CHARS, has_control_characters
 from moderation.models import AUTHOR_ID_MAX, ContentKind, ContentReview
 
 _UTF8 = ("utf-8", "utf8")  # the charsets DRF's JSON parser would decode as this does
@@ -33,7 +33,6 @@ class _TextSubmission(msgspec.Struct, forbid_unknown_fields=True):
 
 _decode = msgspec.json.Decoder(_TextSubmission).decode
 _DATETIME = serializers.DateTimeField()  # DRF's own formatting of a date ("...Z")
-_CONTROL = {*range(0x00, 0x20), *range(0x7F, 0xA0)}  # Unicode's Cc: refused in an author id
 
 
 def text_submission(request) -> dict | None:
@@ -60,20 +59,20 @@ def text_submission(request) -> dict | None:
     data = {"external_id": external_id, "content_type": ContentKind.TEXT.value, "text": text}
     if author_id is not msgspec.UNSET:
         if author_id is not None and (not author_id or len(author_id) > AUTHOR_ID_MAX
-                                      or not _CONTROL.isdisjoint(map(ord, author_id))):
+                                      or has_control_characters(author_id)):
             return None
         data["author_id"] = author_id
     return data
 
 
-def created_review_body(review: ContentReview) -> dict:
+def created_review_body(review: ContentReview, *, author_id: str | None) -> dict:
     """ReviewSerializer(review).data for a review review_submit has just created: pending, no
-    decision, report or appeal yet, its author the one named."""
+    decision, report or appeal yet, its author the one named (`author_id`, not read back)."""
     content = review.content
     return {
         "id": str(review.pk),
         "external_id": content.external_id,
-        "author_id": review.submitted_author_id,
+        "author_id": author_id,
         "content_type": content.kind,
         "language": content.language,
         "status": review.status,

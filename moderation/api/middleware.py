@@ -74,7 +74,7 @@ class ApiErrorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.path.startswith("/api/"):
+        if not request.path.startswith(API_PREFIX):
             return self.get_response(request)
         try:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -89,7 +89,7 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request, exception):
-        if not request.path.startswith("/api/"):
+        if not request.path.startswith(API_PREFIX):
             return None
         logger.exception("unhandled error on %s %s", request.method, request.path)
         return _error(500, "Something went wrong on our side; it has been logged.")

@@ -82,9 +82,14 @@ class AuthorIdField(StrictCharField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if any(unicodedata.category(c) == "Cc" for c in value):
+        if has_control_characters(value):
             raise serializers.ValidationError("An author_id may not contain control characters.")
         return value
+
+
+def has_control_characters(value: str) -> bool:
+    """Whether `value` holds a control character (Unicode Cc), which no author id may."""
+    return any(unicodedata.category(c) == "Cc" for c in value)
 
 
 class ReviewSubmitSerializer(serializers.Serializer):
@@ -259,10 +264,8 @@ class ReviewSerializer(serializers.ModelSerializer):
 
     @extend_schema_field(serializers.CharField(allow_null=True))
     def get_author_id(self, review: ContentReview) -> str | None:
-        if review.author_id is None:
-            return None
-        submitted = getattr(review, "submitted_author_id", None)  # set for a review just created
-        return submitted if submitted is not None else review.author.author_id  # select_related by the API
+        # A new review's answer names its author without this (moderation/api/fast.py).
+        return None if review.author_id is None else review.author.author_id  # select_related by the API
 
     @extend_schema_field(OpenApiTypes.INT)
     def get_report_count(self, review: ContentReview) -> int:

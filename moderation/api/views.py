@@ -130,8 +130,7 @@ class ReviewListCreateView(ClientReviewsMixin, generics.GenericAPIView):
             author_id=data.get("author_id"),
         )
         if created:  # nothing to count or look up yet: its author is the one just named
-            review.submitted_author_id = data.get("author_id")
-            return status.HTTP_201_CREATED, fast.created_review_body(review)
+            return status.HTTP_201_CREATED, fast.created_review_body(review, author_id=data.get("author_id"))
         return status.HTTP_200_OK, ReviewSerializer(review).data
 
 

@@ -48,9 +48,9 @@ class CompiledSelect:
         model = queryset.model
         compiler = queryset.query.get_compiler(using=self.using)
         sql, params = compiler.as_sql()
-        positions = [params.index(marker) for marker in markers]
-        if sorted(positions) != [i for i, p in enumerate(params) if p in markers] or len(set(positions)) != arity:
+        if any(params.count(marker) != 1 for marker in markers):
             raise ValueError("each argument must reach the SQL once, as it is")
+        positions = [params.index(marker) for marker in markers]
         columns = [column for column, _, _ in compiler.select]
         names = [field.attname for field in model._meta.concrete_fields]
         if [getattr(column, "target", None) for column in columns] != list(model._meta.concrete_fields) \
