@@ -210,13 +210,27 @@ class assert_max_queries:  # noqa: N801 - reads as a context manager
         return False
 
 
+@contextmanager
+def connection_kept():
+    """Keep the connection for the block as production keeps it (CONN_MAX_AGE): django-q2's ORM
+    broker closes an expired connection when it enqueues, and the test settings' age is 0. Warm
+    a connection inside it (its statements prepared) for a count_round_trips after it."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    close_at, connection.close_at = connection.close_at, None
+    try:
+        yield connection
+    finally:
+        connection.close_at = close_at
+
+
 class count_round_trips:  # noqa: N801 - reads as a context manager
     """Count what a block costs the database: the statements Django sends (`statements`, SAVEPOINT
     included) and the protocol round trips psycopg makes (`round_trips`: every statement, and the
     BEGIN, COMMIT and ROLLBACK psycopg sends on its own, each waits for its answer).
 
-    The connection is kept for the block as production keeps it (CONN_MAX_AGE): django-q2's ORM
-    broker closes an expired connection when it enqueues, and the test settings' age is 0.
+    The connection is kept for the block as production keeps it (`connection_kept`).
 
     Round trips are counted from libpq's protocol trace: each exchange ends with the server's
     ReadyForQuery. Run it in a `transaction=True` test: inside the test case's own transaction
@@ -236,8 +250,8 @@ class count_round_trips:  # noqa: N801 - reads as a context manager
 
         from psycopg import pq
 
-        self.connection.ensure_connection()
-        self.close_at, self.connection.close_at = self.connection.close_at, None
+        self.kept = connection_kept()
+        self.kept.__enter__()
         self.pgconn = self.connection.connection.pgconn
         self.trace = tempfile.TemporaryFile()
         self.pgconn.trace(self.trace.fileno())
@@ -248,7 +262,7 @@ class count_round_trips:  # noqa: N801 - reads as a context manager
     def __exit__(self, *exc_info):
         self.capture.__exit__(*exc_info)
         self.pgconn.untrace()
-        self.connection.close_at = self.close_at
+        self.kept.__exit__(*exc_info)
         assert self.connection.connection.pgconn is self.pgconn, "the block reconnected: round trips not counted"
         self.trace.seek(0)
         self.lines = self.trace.read().decode(errors="replace").splitlines()

@@ -66,7 +66,7 @@ from moderation.models import (
 from moderation.notices import appealable_until
 from moderation.reasons import account_statement, reasons, timestamp
 from moderation.services.statements import statement_account_overturned, statement_for_account_action
-from moderation.services.one_statement import OneStatement
+from moderation.services.one_statement import OneStatement, Read
 from moderation.services.outbox import outbox_author_row, outbox_enqueue
 from moderation.services.policy import policy_active, policy_published
 from moderation.services.transitions import record_event
@@ -153,45 +153,69 @@ def strike_points_for(policy: ModerationPolicy, category: str) -> int:
     return int((policy.strike_points or {}).get(category, 1))
 
 
+def strike_open_read(writes: OneStatement, review: ContentReview) -> Read:
+    """Whether `review` has an active strike, asked in the decision's statement (`writes`): an
+    approval with nothing to revoke pays no round trip and takes no author lock."""
+    return writes.read("SELECT EXISTS (SELECT 1 FROM moderation_strike WHERE review_id = %s AND ended_at IS NULL)",
+                       (review.pk,))
+
+
 def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, actor: str, actor_id: str = "",
-                                  counts_strike: bool = True) -> None:
+                                  counts_strike: bool = True, struck: bool | None = None,
+                                  writes: OneStatement | None = None) -> None:
     """Keep the review's strike true to its new decision, in the decision's transaction (called by
     `decide_locked`, holding the review's lock): a rejection writes one (replacing any the review
     had), an approval revokes the review's strike. Then the ladder, if the author's points went
     up. Other decisions (a human to look) change no strike, and neither does a rejection that
-    `counts_strike` says is not for a violation (a restricted author's content rejected unseen)."""
+    `counts_strike` says is not for a violation (a restricted author's content rejected unseen).
+
+    `struck`: whether the review has an active strike, when the caller asked already
+    (`strike_open_read`). `writes`: the statement the strike's writes join (the caller runs it);
+    without one they run here. Either way one statement reads (the author locked, its lapsed
+    strikes ended, the review's strike) and one writes (`_author_read_locked`)."""
     if review.author_id is None or decision.label not in (ReviewStatus.REJECTED, ReviewStatus.APPROVED):
         return
-    if decision.label == ReviewStatus.APPROVED and not Strike.objects.filter(
-        review=review, ended_at__isnull=True
-    ).exists():
+    if decision.label == ReviewStatus.APPROVED and not (
+        struck if struck is not None else Strike.objects.filter(review=review, ended_at__isnull=True).exists()
+    ):
         return  # the common approval: nothing to revoke, and no lock taken
     found = reasons(decision) if decision.label == ReviewStatus.REJECTED and counts_strike else []
     if decision.label == ReviewStatus.REJECTED and not found:
         return  # a rejection that names no violation counts nothing, and leaves the review's strike be
-    author = _author_locked(review)
+    own = writes is None
+    writes = OneStatement() if own else writes
     now = timezone.now()
+    read = _author_read_locked(review, now)
+    author, ended = read.author, read.active
     # The points before this decision: less the strikes that lapsed meanwhile.
-    _points_add_locked(author, -_strikes_lapse_locked(author, now))
-    before = author.strike_points
-    ended = _strike_end_locked(review, StrikeEnd.REPLACED if found else StrikeEnd.OVERTURNED, now)
-    change = -(ended.points if ended else 0)
+    before = author.strike_points - read.lapsed_points
+    change = -read.lapsed_points
+    if ended is not None:
+        revoked = Strike.objects.filter(pk=ended.pk)
+        if found:  # replaced: ended first, on its own, for the new one to be the review's one active strike
+            revoked.update(ended_at=now, end=StrikeEnd.REPLACED)  # (a unique index: its own statement)
+        else:
+            writes.update(revoked, ended_at=now, end=StrikeEnd.OVERTURNED)
+        change -= ended.points
     strike = None
     if found:  # a rejection counts the points of its top category; one that names none counts nothing
         policy = policy_published(decision.policy_id) if decision.policy_id else policy_active()
         category = found[0]["category"]
         # A new decision of the same review replaces its strike, which keeps its window: the
         # violation is as old as it was.
-        since = ended.created_at if ended else now
-        strike = Strike.objects.create(
+        strike = Strike(
             author=author, review=review, decision=decision, category=category[:64],
-            points=strike_points_for(policy, category), policy=policy, created_at=since,
+            points=strike_points_for(policy, category), policy=policy, created_at=ended.created_at if ended else now,
             expires_at=ended.expires_at if ended else now + timedelta(days=policy.strike_window_days),
         )
+        writes.insert(strike)
         change += strike.points
-    _points_add_locked(author, change)
-    if strike is not None and change > 0:  # a rejection that merely stands (an appeal upheld) takes nothing
-        _ladder_locked(author, policy, strike, before, now=now, actor=actor, actor_id=actor_id)
+    _points_add_locked(author, change, writes=writes)
+    # A rejection that merely stands (an appeal upheld) takes no rung.
+    if strike is not None and author.strike_points > before:
+        _ladder_locked(author, policy, strike, before, now=now, actor=actor, actor_id=actor_id, writes=writes)
+    if own:
+        writes.execute()
 
 
 def strike_undo_locked(review: ContentReview, decision: Decision) -> None:
@@ -211,38 +235,84 @@ def strike_undo_locked(review: ContentReview, decision: Decision) -> None:
     if strike is None:
         return
     author = _author_locked(review)
-    Strike.objects.filter(pk=strike.pk).update(ended_at=timezone.now(), end=StrikeEnd.UNDONE)
-    _points_add_locked(author, -strike.points)
+    writes = OneStatement()
+    writes.update(Strike.objects.filter(pk=strike.pk), ended_at=timezone.now(), end=StrikeEnd.UNDONE)
+    _points_add_locked(author, -strike.points, writes=writes)
+    writes.execute()
 
 
-def _strike_end_locked(review: ContentReview, end: StrikeEnd, now: datetime) -> Strike | None:
-    """End the review's active strike (if any); returns it."""
-    ended = Strike.objects.filter(review=review, ended_at__isnull=True).first()
-    if ended is not None:
-        Strike.objects.filter(pk=ended.pk).update(ended_at=now, end=end)
-    return ended
+# The author's row locked (FOR NO KEY UPDATE: as authors_lock), its strikes past their window
+# ended, and the review's active strike read, in one statement. The lapse names the author
+# through the lock, so PostgreSQL takes the author's lock before any strike's (the locking rule
+# above: strikes are written under their author's lock), whatever order it runs the two in. The
+# review's strike is read as the statement's snapshot has it, which the review's lock (held
+# before the statement) keeps current; one that lapses here is left out by its window, as the
+# lapse's own condition is.
+_LAPSE = """
+lapsed AS (
+    UPDATE moderation_strike SET ended_at = %s, "end" = %s
+    WHERE author_id = {author} AND ended_at IS NULL AND expires_at <= %s RETURNING points
+)
+SELECT (SELECT coalesce(sum(points), 0) FROM lapsed), (SELECT count(*) FROM lapsed),
+       active.id, active.points, active.created_at, active.expires_at{columns}
+FROM (SELECT 1) AS one
+LEFT JOIN moderation_strike AS active ON active.review_id = %s AND active.ended_at IS NULL AND active.expires_at > %s
+{join}"""
+
+_AUTHOR_FIELDS = [field.attname for field in Author._meta.concrete_fields]
+_STRIKE_READ = ["id", "points", "created_at", "expires_at"]
 
 
-def _strikes_lapse_locked(author: Author, now: datetime, *, counted: bool = False):
-    """Lapse the author's strikes older than their window; returns their points (not yet taken
-    off the author: the caller does), and with `counted` how many lapsed."""
+@dataclass(frozen=True)
+class _AuthorRead:
+    author: Author
+    lapsed_points: int
+    lapsed: int
+    active: Strike | None  # the review's active strike (id, points and window only)
+
+
+def _author_read_locked(review: ContentReview | None, now: datetime, *, author_pk: int | None = None) -> _AuthorRead:
+    """The author locked, the points of its strikes that lapsed (ended here) and the review's
+    active strike, in one round trip. The author is the review's (`review` None: `author_pk`'s,
+    and no strike is read); one the caller locked already (a batch's, `_author_locked`) is not
+    read again."""
+    author = getattr(review, "_locked_author", None) if review is not None else None
+    author_pk = review.author_id if review is not None else author_pk
+    review_pk = review.pk if review is not None else None
+    lapse = [now, StrikeEnd.LAPSED]
+    if author is not None and author.pk == author_pk:
+        sql = "WITH " + _LAPSE.format(author="%s", columns="", join="")
+        params = [*lapse, author_pk, now, review_pk, now]
+    else:
+        author = None
+        query = Author.objects.select_for_update(no_key=True).filter(pk=author_pk).query
+        lock_sql, lock_params = query.get_compiler(using="default").as_sql()
+        columns = "".join(f", locked.{connection.ops.quote_name(field.column)}" for field in Author._meta.concrete_fields)
+        sql = (f"WITH locked AS ({lock_sql}), "
+               + _LAPSE.format(author="(SELECT id FROM locked)", columns=columns, join="JOIN locked ON true"))
+        params = [*lock_params, *lapse, now, review_pk, now]
     with connection.cursor() as cursor:
-        cursor.execute(
-            "UPDATE moderation_strike SET ended_at = %s, \"end\" = %s "
-            "WHERE author_id = %s AND ended_at IS NULL AND expires_at <= %s RETURNING points",
-            [now, StrikeEnd.LAPSED, author.pk, now],
-        )
-        points = [points for (points,) in cursor.fetchall()]
-    return (sum(points), len(points)) if counted else sum(points)
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise Author.DoesNotExist(f"author {author_pk}")
+    if author is None:
+        author = Author.from_db("default", _AUTHOR_FIELDS, row[6:])
+        if review is not None:
+            review._locked_author = author
+    active = Strike.from_db("default", _STRIKE_READ, row[2:6]) if row[2] is not None else None
+    return _AuthorRead(author, row[0], row[1], active)
 
 
-def _points_add_locked(author: Author, change: int) -> None:
+def _points_add_locked(author: Author, change: int, *, writes: OneStatement) -> None:
+    """Add `change` to the author's points (holding its lock), written by `writes`: once per
+    statement, as a row is updated at most once in one (one_statement.py)."""
     if change == 0:
         return
     author.strike_points += change
     author.version += 1
-    Author.objects.filter(pk=author.pk).update(strike_points=author.strike_points, version=author.version,
-                                               updated_at=timezone.now())
+    writes.update(Author.objects.filter(pk=author.pk), strike_points=author.strike_points, version=author.version,
+                  updated_at=timezone.now())
 
 
 def strikes_lapse_due(*, now: datetime | None = None, limit: int = 500) -> int:
@@ -255,10 +325,11 @@ def strikes_lapse_due(*, now: datetime | None = None, limit: int = 500) -> int:
     lapsed = 0
     for author_id in dict.fromkeys(author_ids):
         with transaction.atomic():
-            author = authors_lock([author_id])[author_id]
-            points, count = _strikes_lapse_locked(author, now, counted=True)
-            _points_add_locked(author, -points)
-            lapsed += count
+            read = _author_read_locked(None, now, author_pk=author_id)
+            writes = OneStatement()
+            _points_add_locked(read.author, -read.lapsed_points, writes=writes)
+            writes.execute()
+            lapsed += read.lapsed
     return lapsed
 
 
@@ -272,15 +343,18 @@ def ladder_rung(ladder: list[dict], points: int) -> dict | None:
 
 
 def _ladder_locked(author: Author, policy: ModerationPolicy, strike: Strike, before: int, *, now: datetime,
-                   actor: str, actor_id: str) -> AccountAction | None:
+                   actor: str, actor_id: str, writes: OneStatement) -> AccountAction | None:
     """Take the rung the author's points reach, once: only a rung above its standing is taken
     (docs/design.md, "Authors"). A rung crossed by this strike while the standing is already at or
-    above it is recorded (an event), so that the log shows both of two racing attempts."""
+    above it is recorded (an event), so that the log shows both of two racing attempts. `writes`:
+    the strike's, not yet run: an action runs them first (it refers to the strike, lists the
+    author's strikes and writes the author again)."""
     rung = ladder_rung(policy.enforcement_ladder, author.strike_points)
     if rung is None:
         return None
     kind = ActionKind(rung["action"])
     if STANDING_RANK[STANDING_FOR_ACTION[kind]] > STANDING_RANK[author.standing]:
+        writes.execute()
         until = now + timedelta(days=rung["days"]) if kind == ActionKind.SUSPEND else None
         reason = (f"{author.strike_points} strike points in {policy.strike_window_days} days reached "
                   f"the {kind} rung ({rung['points']} points) of policy v{policy.version}")

@@ -19,7 +19,7 @@ from moderation.models import (
 )
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
-from moderation.services.authors import strikes_after_decision_locked
+from moderation.services.authors import strike_open_read, strikes_after_decision_locked
 from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
@@ -71,6 +71,7 @@ def decide_locked(
         if decision_fields.get("policy") is None:
             decision_fields["policy"] = policy_active()
         reported = reports_open_read(writes, review)  # asked in the decision's statement: no round trip
+        struck = strike_open_read(writes, review) if review.author_id and label == ReviewStatus.APPROVED else None
         decision = decision_record(review, appeal=appeal, writes=writes, label=label, source=source, **decision_fields)
         review.decision = decision
         review.completed_at = timezone.now()
@@ -96,8 +97,12 @@ def decide_locked(
             raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause)
         if appeal is not None:
             appeal_resolve_locked(appeal, decision)
+        # What the decision writes after it goes in one more statement (`after`): the author's
+        # strike and points, and its statement of reasons or the correction it records.
+        after = OneStatement()
         # The author's strike follows the decision, in its transaction (docs/design.md, "Authors").
-        strikes_after_decision_locked(review, decision, actor=actor, actor_id=actor_id, counts_strike=counts_strike)
+        strikes_after_decision_locked(review, decision, actor=actor, actor_id=actor_id, counts_strike=counts_strike,
+                                      struck=struck.value if struck else None, writes=after)
         # The review's open reports are judged by it (docs/design.md, "Reports"); last, so that
         # every decision takes its locks in one order: review, author, then reporters.
         if reported.value:
@@ -105,7 +110,8 @@ def decide_locked(
         # Its statement of reasons for the DSA Transparency Database, or the correction it makes
         # (docs/transparency.md), from the trail above: the decision, the notices it acted on.
         statement_after_decision_locked(review, decision, open_kind_rank=reported.value, judged=counts_strike,
-                                        decided_before=decided_before)
+                                        decided_before=decided_before, writes=after)
+        after.execute()
         return decision
 
 

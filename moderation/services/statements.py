@@ -138,7 +138,8 @@ def statement_in_force(review: ContentReview) -> int | None:
 
 
 def statement_after_decision_locked(review: ContentReview, decision: Decision, *, open_kind_rank: int | None,
-                                    judged: bool = True, decided_before: bool = True) -> TransparencyStatement | None:
+                                    judged: bool = True, decided_before: bool = True,
+                                    writes: OneStatement | None = None) -> TransparencyStatement | None:
     """Write the statement a decision calls for, or record the correction it makes.
 
     Call holding the review's row lock, in the decision's transaction, after the decision is
@@ -147,23 +148,28 @@ def statement_after_decision_locked(review: ContentReview, decision: Decision, *
     stays in force from its rejection until an approval lifts it, whatever happens between (a
     reprocess, a hand-off to a human, an appeal), so a rejection under one in force writes none,
     and the approval that lifts it records the correction. `judged`: decide_locked's
-    `counts_strike`.
+    `counts_strike`. `writes`: the statement its write joins (decide_locked's, which the caller
+    runs: the statement returned has its key once it has); without one it is written here.
     """
     if decision.label not in (ReviewStatus.REJECTED, ReviewStatus.APPROVED):
         return None
     in_force = statement_in_force(review) if decided_before else None
+    own = writes is None
+    writes = OneStatement() if own else writes
+    statement = None
     if decision.label == ReviewStatus.REJECTED and in_force is None:
         statement = _statement(facts=decision_facts(review, decision, open_kind_rank=open_kind_rank, judged=judged),
                                puid=str(decision.pk), policy=policy_published(decision.policy_id),
                                decision=decision, review=review)
-        statement.save(force_insert=True)
-        return statement
-    if decision.label == ReviewStatus.APPROVED and in_force is not None:
+        writes.insert(statement)
+    elif decision.label == ReviewStatus.APPROVED and in_force is not None:
         # The restriction is lifted (an appeal overturned, an override, a reprocess approved): the
         # statement of the decision that imposed it records it.
-        TransparencyStatement.objects.filter(pk=in_force).update(overturned_at=decision.created_at,
-                                                                 overturned_by=decision)
-    return None
+        writes.update(TransparencyStatement.objects.filter(pk=in_force), overturned_at=decision.created_at,
+                      overturned_by=decision)
+    if own:
+        writes.execute()
+    return statement
 
 
 def statement_withdraw_locked(decision: Decision) -> None:

@@ -266,6 +266,36 @@ def test_an_overturn_racing_a_new_rejection_of_the_author_counts_both(api_client
     assert [kind for kind, _ in told(api_client)] == ["author.actioned"] * len(actions(a))
 
 
+# --- 2b. the lapse job racing rejections ------------------------------------------------------
+
+def test_the_lapse_job_racing_two_rejections_ends_each_strike_once_and_the_points_add_up(api_client, monkeypatch):
+    """The lapse job and two rejections of the author whose old strikes are past their window: one a
+    batch's (the author locked with the reviews), one a moderator's (the author locked in the
+    statement that lapses its strikes and reads the review's). Each waits, before writing the
+    points, for the others to have read them: the author's lock keeps them apart."""
+    old = rejected_of(api_client, "u1", 2)
+    Strike.objects.filter(review_id__in=old).update(expires_at=timezone.now() - timedelta(days=1))
+    (batch,) = claimed_of(api_client, "u1")
+    (approved,) = claimed_of(api_client, "u1")
+    assert services.review_finalize(idempotency_key=approved.idempotency_key, result=result(SCORE_FOR["approved"]),
+                                    cause="provider_result") == "applied"
+    moderator = get_user_model().objects.create_user("mia", is_staff=True)
+    meeting_before(monkeypatch, authors, "_points_add_locked", Meeting(3))
+    calls = [lambda: services.strikes_lapse_due(),
+             lambda: rejected(batch),
+             lambda: services.review_override(review_id=approved.review_id, label="rejected", reason="harassing",
+                                              category="harassment", moderator=moderator)]
+
+    lapsed_by_the_job, outcome, _ = collide(3, lambda i: calls[i]())
+
+    a = author(api_client)
+    assert outcome == "applied" and lapsed_by_the_job in (0, 2)
+    assert list(Strike.objects.filter(review_id__in=old).values_list("end", flat=True)) == ["lapsed", "lapsed"]
+    assert set(Strike.objects.filter(author=a, ended_at__isnull=True).values_list("review_id", flat=True)) == {
+        batch.review_id, approved.review_id}
+    assert a.strike_points == 2 == active_points(a)
+
+
 # --- 3. a manual ban racing the automatic suspension ---------------------------------------------
 
 @pytest.mark.parametrize("first", ["rejection", "ban", None])

@@ -432,10 +432,11 @@ def test_the_author_machine_reports_a_violation_when_the_ladder_guard_is_removed
     from moderation.errors import IllegalStandingChange
     from moderation.services import authors
 
-    def ladder_unguarded(author, policy, strike, before, *, now, actor, actor_id):
+    def ladder_unguarded(author, policy, strike, before, *, now, actor, actor_id, writes):
         rung = authors.ladder_rung(policy.enforcement_ladder, author.strike_points)
         if rung is None:
             return None
+        writes.execute()
         kind = ActionKind(rung["action"])
         until = now + timedelta(days=rung["days"]) if kind == ActionKind.SUSPEND else None
         try:

@@ -110,6 +110,11 @@ WRITTEN_BY_THE_RUN = {
     ("DecisionNotification", "insert"),
     ("ModerationRequest", "update"),
     ("ReviewMedia", "insert"),  # an image sent as image_base64, with its content
+    ("Strike", "insert"),  # the author's, for the moderator's rejection; revoked by the approval
+    ("Strike", "update"),
+    ("Author", "update"),  # its points, up and back down
+    ("TransparencyStatement", "insert"),  # the rejection's statement of reasons
+    ("TransparencyStatement", "update"),  # and the correction the approval records
 }
 
 # The save() signal receivers of those models, which OneStatement does not send: each is made up
@@ -235,7 +240,8 @@ def _compare_update(model, rows_before: list[dict], values: dict, results: list)
 def test_every_row_one_statement_writes_is_the_row_save_writes(compared, http, settings, django_user_model):
     settings.MODERATION_PROVIDER = "local"
     submitted = http.post("/api/v1/reviews/", {"external_id": "rows-1", "content_type": "text",
-                                               "text": "Thanks for the lovely dinner"}, format="json")
+                                               "text": "Thanks for the lovely dinner", "author_id": "writer-1"},
+                          format="json")
     assert submitted.status_code == 201, submitted.content
     review_id = submitted.json()["id"]
     tasks.moderate_review(review_id)  # the local model decides: approved
@@ -245,6 +251,8 @@ def test_every_row_one_statement_writes_is_the_row_save_writes(compared, http, s
     moderator = django_user_model.objects.create_user("moderator-1")
     services.review_override(review_id=review_id, label="rejected", reason="spam after all",
                               category="spam", moderator=moderator)
+    services.review_override(review_id=review_id, label="approved", reason="satire, on a second look",
+                              moderator=django_user_model.objects.create_user("moderator-2"))
     image = http.post("/api/v1/reviews/", {"external_id": "rows-2", "content_type": "image",
                                            "image_base64": b64(encoded(picture(1)))}, format="json")
     assert image.status_code == 201, image.content

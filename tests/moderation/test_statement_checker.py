@@ -166,9 +166,8 @@ def test_the_checker_finds_what_the_decide_path_writes_without_its_guard(api_cli
     upheld appeal writes a second statement, and the checker names it."""
     from moderation.services import decide, statements
 
-    def unguarded(review, decision, *, open_kind_rank, judged, decided_before):
-        return statements.statement_after_decision_locked(review, decision, open_kind_rank=open_kind_rank,
-                                                          judged=judged, decided_before=False)
+    def unguarded(review, decision, *, decided_before, **kwargs):
+        return statements.statement_after_decision_locked(review, decision, decided_before=False, **kwargs)
 
     monkeypatch.setattr(decide, "statement_after_decision_locked", unguarded)
     review = authored(api_client, "person-1", "rejected", text=TEXT)

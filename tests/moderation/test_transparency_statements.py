@@ -196,7 +196,9 @@ def test_a_statement_rolls_back_with_its_decision(api_client, monkeypatch):
     written = decide.statement_after_decision_locked
 
     def write_then_fail(*args, **kwargs):  # the statement is written, then the transaction fails
-        assert written(*args, **kwargs) is not None
+        statement = written(*args, **kwargs)
+        kwargs["writes"].execute()  # (the decision's statement after it, which decide_locked runs)
+        assert TransparencyStatement.objects.filter(pk=statement.pk).exists()
         raise RuntimeError("after the statement")
 
     monkeypatch.setattr(decide, "statement_after_decision_locked", write_then_fail)
