@@ -1,8 +1,13 @@
-"""The only way the pipeline enqueues jobs: after the current transaction commits.
+"""The only way the pipeline enqueues jobs: after the current transaction commits, or with it.
 
 A job enqueued inside a transaction that later rolls back would act on rows that never existed;
 one enqueued after commit can still be lost (crash between commit and enqueue), which the
 sweeper covers. django-q2 is an at-least-once trigger: every task is safe to run twice.
+
+A job for rows a services OneStatement writes (a new submission's) is written by that statement
+when the queue is django-q2's ORM broker in the same database: its row then commits or rolls
+back with them, one round trip fewer and never lost between commit and enqueue. With Redis it
+is pushed after commit as every other job.
 """
 
 from __future__ import annotations
@@ -68,12 +73,17 @@ def _broker(cluster: str):
         def get_connection(list_key: str | None = None):
             return OrmQ.objects.using(Conf.ORM)
 
+        database = Conf.ORM  # the database its rows are in
+
         def enqueue(self, task) -> int:
             # The broker's own create() (no signal is connected to OrmQ), through the INSERT
             # compiled once (moderation/insert_sql.py).
-            package = OrmQ(key=self.list_key or Conf.CLUSTER_NAME, payload=task, lock=timezone.now())
+            package = self.package(task)
             insert_row(package, Conf.ORM)
             return package.pk
+
+        def package(self, task) -> OrmQ:
+            return OrmQ(key=self.list_key or Conf.CLUSTER_NAME, payload=task, lock=timezone.now())
 
     broker = get_broker(cluster)
     return EnqueueingORM(list_key=cluster) if type(broker) is ORM else broker
@@ -84,9 +94,10 @@ def enqueue_on_commit(func: str, *, for_review=None, writes=None, **kwargs) -> s
 
     `for_review`: the review the job works for; the enqueue is then recorded on its timeline, in
     the same transaction as whatever caused it. `writes` (a services OneStatement, not run
-    yet): that record goes in it, and the job is enqueued once that statement has run, after
-    the commit of its transaction (with none open, at once: the statement was its own). Returns
-    the job id the task will log under (also its django-q2 task name).
+    yet): that record goes in it, and so does the job's row where the broker allows
+    (`_writes_jobs_in`); otherwise the job is enqueued once that statement has run, after the
+    commit of its transaction (with none open, at once: the statement was its own). Returns the
+    job id the task will log under (also its django-q2 task name).
     """
     job_id = new_job_id()
     from audit import context, tracing
@@ -108,18 +119,42 @@ def enqueue_on_commit(func: str, *, for_review=None, writes=None, **kwargs) -> s
         else:
             writes.insert(event)
 
-    def push() -> None:
+    cluster = cluster_for(func)
+
+    def push(broker=None) -> None:
         from django_q.tasks import async_task
 
-        cluster = cluster_for(func)
         async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", cluster=cluster,
-                   broker=_broker(cluster), **kwargs)
+                   broker=broker or _broker(cluster), **kwargs)
 
     if writes is None:
         transaction.on_commit(push)
+    elif _writes_jobs_in(writes, cluster):
+        push(_InStatement(_broker(cluster), writes))
     else:
         writes.on_executed(lambda: transaction.on_commit(push))
     return job_id
+
+
+def _writes_jobs_in(writes, cluster: str) -> bool:
+    """Whether the job's row can be written by `writes`: the queue is the ORM broker's, in the
+    statement's database, and django-q2 does not run tasks at once (sync)."""
+    from django_q.conf import Conf
+
+    broker = _broker(cluster)
+    return getattr(broker, "database", None) == writes.using and not Conf.SYNC
+
+
+class _InStatement:
+    """The ORM broker for one job whose row `writes` (a services OneStatement) inserts, for
+    django-q2's async_task (which reads `list_key` and calls `enqueue`)."""
+
+    def __init__(self, broker, writes) -> None:
+        self.list_key, self._broker, self._writes = broker.list_key, broker, writes
+
+    def enqueue(self, task) -> str:
+        self._writes.insert(self._broker.package(task))
+        return "with its statement"  # (its id, for django-q2's log line, is not known yet)
 
 
 def enqueue_batch(rows, *, order_by: str, enqueued_before: datetime | None, now: datetime, limit: int, task: str,

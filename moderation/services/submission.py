@@ -48,9 +48,9 @@ def review_submit(
     if author_id:
         author = author_ensure(client, author_id)
         review.author_id, review.author_restricted = author.pk, author.restricted
-    # The content, its review, the review's first history row and its job_enqueued event: one
-    # statement, so one round trip and no transaction to open (a statement is atomic); the
-    # job is enqueued once it has run.
+    # The content, its review, the review's first history row, its job_enqueued event and, with
+    # the ORM broker, its job (moderation/jobs.py): one statement, so one round trip and no
+    # transaction to open (a statement is atomic). With Redis the job is pushed once it has run.
     writes = OneStatement()
     writes.insert(content)
     if image is not None:

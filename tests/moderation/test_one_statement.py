@@ -115,6 +115,7 @@ WRITTEN_BY_THE_RUN = {
     ("Author", "update"),  # its points, up and back down
     ("TransparencyStatement", "insert"),  # the rejection's statement of reasons
     ("TransparencyStatement", "update"),  # and the correction the approval records
+    ("OrmQ", "insert"),  # a new submission's job, with the ORM broker (moderation/jobs.py)
 }
 
 # The save() signal receivers of those models, which OneStatement does not send: each is made up

@@ -90,9 +90,9 @@ def test_a_submission(http):
                            format="json")
     assert answer.status_code == 201
     # Was 7 statements, 10 round trips: the token's client; content + review + its history row
-    # + its job_enqueued event (no transaction opened: one statement; no lookup before it, the
-    # unique constraint tells a repeat); the job into the ORM broker.
-    assert_cost(cost, statements_at_most=3, round_trips_at_most=3)
+    # + its job_enqueued event + its job in the ORM broker (no transaction opened: one
+    # statement; no lookup before it, the unique constraint tells a repeat).
+    assert_cost(cost, statements_at_most=2, round_trips_at_most=2)
 
 
 def test_a_submission_by_an_author(http):
@@ -106,7 +106,7 @@ def test_a_submission_by_an_author(http):
     assert answer.status_code == 201 and answer.json()["author_id"] == "ann"
     # One statement more than without an author: the author found or created, with its standing
     # (no lock taken); the answer names it without reading it back.
-    assert_cost(cost, statements_at_most=4, round_trips_at_most=4)
+    assert_cost(cost, statements_at_most=3, round_trips_at_most=3)
 
 
 def test_a_resubmission_by_an_author(http):
