@@ -171,8 +171,9 @@ def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, 
 
     `struck`: whether the review has an active strike, when the caller asked already
     (`strike_open_read`). `writes`: the statement the strike's writes join (the caller runs it);
-    without one they run here. Either way one statement reads (the author locked, its lapsed
-    strikes ended, the review's strike) and one writes (`_author_read_locked`)."""
+    without one they run here. Either way, once the author is locked (by a batch already, or
+    here), one statement reads (its lapsed strikes ended, the review's strike:
+    `_strikes_read_locked`) and one writes."""
     if review.author_id is None or decision.label not in (ReviewStatus.REJECTED, ReviewStatus.APPROVED):
         return
     if decision.label == ReviewStatus.APPROVED and not (
@@ -184,9 +185,10 @@ def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, 
         return  # a rejection that names no violation counts nothing, and leaves the review's strike be
     own = writes is None
     writes = OneStatement() if own else writes
-    now = timezone.now()
-    read = _author_read_locked(review, now)
-    author, ended = read.author, read.active
+    author = _author_locked(review)
+    now = timezone.now()  # (once the lock is held: a strike is stamped after the one it waited for)
+    read = _strikes_read_locked(author, review, now)
+    ended = read.active
     # The points before this decision: less the strikes that lapsed meanwhile.
     before = author.strike_points - read.lapsed_points
     change = -read.lapsed_points
@@ -241,67 +243,40 @@ def strike_undo_locked(review: ContentReview, decision: Decision) -> None:
     writes.execute()
 
 
-# The author's row locked (FOR NO KEY UPDATE: as authors_lock), its strikes past their window
-# ended, and the review's active strike read, in one statement. The lapse names the author
-# through the lock, so PostgreSQL takes the author's lock before any strike's (the locking rule
-# above: strikes are written under their author's lock), whatever order it runs the two in. The
+# The author's strikes past their window ended, and the review's active strike read, in one
+# statement, holding the author's lock (strikes are written under their author's lock). The
 # review's strike is read as the statement's snapshot has it, which the review's lock (held
 # before the statement) keeps current; one that lapses here is left out by its window, as the
 # lapse's own condition is.
 _LAPSE = """
-lapsed AS (
+WITH lapsed AS (
     UPDATE moderation_strike SET ended_at = %s, "end" = %s
-    WHERE author_id = {author} AND ended_at IS NULL AND expires_at <= %s RETURNING points
+    WHERE author_id = %s AND ended_at IS NULL AND expires_at <= %s RETURNING points
 )
 SELECT (SELECT coalesce(sum(points), 0) FROM lapsed), (SELECT count(*) FROM lapsed),
-       active.id, active.points, active.created_at, active.expires_at{columns}
+       active.id, active.points, active.created_at, active.expires_at
 FROM (SELECT 1) AS one
 LEFT JOIN moderation_strike AS active ON active.review_id = %s AND active.ended_at IS NULL AND active.expires_at > %s
-{join}"""
+"""
 
-_AUTHOR_FIELDS = [field.attname for field in Author._meta.concrete_fields]
 _STRIKE_READ = ["id", "points", "created_at", "expires_at"]
 
 
 @dataclass(frozen=True)
-class _AuthorRead:
-    author: Author
+class _StrikesRead:
     lapsed_points: int
     lapsed: int
     active: Strike | None  # the review's active strike (id, points and window only)
 
 
-def _author_read_locked(review: ContentReview | None, now: datetime, *, author_pk: int | None = None) -> _AuthorRead:
-    """The author locked, the points of its strikes that lapsed (ended here) and the review's
-    active strike, in one round trip. The author is the review's (`review` None: `author_pk`'s,
-    and no strike is read); one the caller locked already (a batch's, `_author_locked`) is not
-    read again."""
-    author = getattr(review, "_locked_author", None) if review is not None else None
-    author_pk = review.author_id if review is not None else author_pk
-    review_pk = review.pk if review is not None else None
-    lapse = [now, StrikeEnd.LAPSED]
-    if author is not None and author.pk == author_pk:
-        sql = "WITH " + _LAPSE.format(author="%s", columns="", join="")
-        params = [*lapse, author_pk, now, review_pk, now]
-    else:
-        author = None
-        query = Author.objects.select_for_update(no_key=True).filter(pk=author_pk).query
-        lock_sql, lock_params = query.get_compiler(using="default").as_sql()
-        columns = "".join(f", locked.{connection.ops.quote_name(field.column)}" for field in Author._meta.concrete_fields)
-        sql = (f"WITH locked AS ({lock_sql}), "
-               + _LAPSE.format(author="(SELECT id FROM locked)", columns=columns, join="JOIN locked ON true"))
-        params = [*lock_params, *lapse, now, review_pk, now]
+def _strikes_read_locked(author: Author, review: ContentReview | None, now: datetime) -> _StrikesRead:
+    """End the author's strikes past their window (holding its lock) and read the review's active
+    strike (`review` None: none read), in one round trip."""
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(_LAPSE, [now, StrikeEnd.LAPSED, author.pk, now, review.pk if review is not None else None, now])
         row = cursor.fetchone()
-    if row is None:
-        raise Author.DoesNotExist(f"author {author_pk}")
-    if author is None:
-        author = Author.from_db("default", _AUTHOR_FIELDS, row[6:])
-        if review is not None:
-            review._locked_author = author
     active = Strike.from_db("default", _STRIKE_READ, row[2:6]) if row[2] is not None else None
-    return _AuthorRead(author, row[0], row[1], active)
+    return _StrikesRead(row[0], row[1], active)
 
 
 def _points_add_locked(author: Author, change: int, *, writes: OneStatement) -> None:
@@ -325,9 +300,10 @@ def strikes_lapse_due(*, now: datetime | None = None, limit: int = 500) -> int:
     lapsed = 0
     for author_id in dict.fromkeys(author_ids):
         with transaction.atomic():
-            read = _author_read_locked(None, now, author_pk=author_id)
+            author = authors_lock([author_id])[author_id]
+            read = _strikes_read_locked(author, None, now)
             writes = OneStatement()
-            _points_add_locked(read.author, -read.lapsed_points, writes=writes)
+            _points_add_locked(author, -read.lapsed_points, writes=writes)
             writes.execute()
             lapsed += read.lapsed
     return lapsed
