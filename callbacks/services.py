@@ -16,6 +16,7 @@ from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
 from moderation.models import Cause, ModerationRequest
+from moderation.services.compiled import CompiledSelect, CompiledUpdate
 from moderation.validation import policy_categories
 from moderation.services.policy import policy_active
 from moderation.services.pipeline import request_fail_reported, review_id_for_key
@@ -100,6 +101,15 @@ def callback_store(
     return Stored(id=row_id, created=inserted, outcome=outcome, review_id=review_id)
 
 
+# Compiled once (moderation/services/compiled.py): every callback takes it.
+_INBOX_LOCK = CompiledSelect(
+    lambda callback_id: ProviderCallback.objects.select_for_update().filter(pk=callback_id, processed_at__isnull=True)
+)
+
+_PROCESSED = CompiledUpdate(lambda callback_id: ProviderCallback.objects.filter(pk=callback_id),
+                            ("outcome", "processed_at"))
+
+
 def callback_process(*, callback_id: int) -> str | None:
     """Apply a stored callback once. Returns its outcome, or None if it was already processed.
 
@@ -109,11 +119,7 @@ def callback_process(*, callback_id: int) -> str | None:
     fails, the transaction rolls back as a whole and the row stays unprocessed for the sweeper.
     """
     with transaction.atomic():
-        callback = (
-            ProviderCallback.objects.select_for_update()
-            .filter(pk=callback_id, processed_at__isnull=True)
-            .first()
-        )
+        callback = _INBOX_LOCK.first(callback_id)
         if callback is None:
             return None
         with context.bind(
@@ -130,13 +136,13 @@ def callback_process(*, callback_id: int) -> str | None:
             outcome = _apply(callback, parse(callback.payload_json))
             callback.outcome = outcome
             callback.processed_at = timezone.now()
-            fields = ["outcome", "processed_at"]
             if outcome != ResultOutcome.APPLIED and _content_erased(callback.idempotency_key):
                 # A late callback for erased content (an erased review is never processing, so
                 # it cannot apply): it must not bring back what the provider quoted of it (16).
                 callback.payload_json = redacted(callback.payload_json, known=known_categories())
-                fields.append("payload_json")
-            callback.save(update_fields=fields)
+                callback.save(update_fields=["outcome", "processed_at", "payload_json"])
+            else:
+                _PROCESSED.run(callback.pk, outcome=outcome, processed_at=callback.processed_at)
             logger.info("callback %s: %s", callback.provider_event_id, outcome)
     return outcome
 
@@ -221,7 +227,7 @@ def callback_replay(*, callback_id: int) -> str:
         review_id=review_id_for_key(callback.idempotency_key) if callback.idempotency_key else None,
     ):
         if callback.processed_at is None:
-            outcome = callback_process(callback_id=callback_id)
+            outcome = callback_process(callback_id=callback.pk)
             if outcome is not None:
                 return outcome
             # None: processed meanwhile by someone else; replaying that below is harmless.

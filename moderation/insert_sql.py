@@ -5,9 +5,10 @@ these; the job broker (moderation/jobs.py) runs one alone (`insert_row`).
 The SQL of a row's INSERT depends on its model, the columns written and the database, not on
 the values: Django's compiler builds it the first time a shape is written, and every later row
 of that shape only has its values prepared (each field's get_db_prep_save, what the compiler
-calls), so no request compiles a statement its process has compiled before. A row holding an
-expression (a reference to another row of a OneStatement, a value left to the database) or a
-field with a placeholder of its own is compiled each time.
+calls), so no request compiles a statement its process has compiled before. A reference to
+another row of a OneStatement (`key_of`, SQL without parameters) is part of the shape; a row
+holding any other expression (a value left to the database) or a field with a placeholder of its
+own is compiled each time.
 """
 
 from __future__ import annotations
@@ -58,16 +59,29 @@ def insert_row(obj: models.Model, using: str) -> None:
 def insert_sql(obj: models.Model, fields: list, using: str, connection) -> tuple[str, list]:
     """The INSERT of `obj`'s `fields` (values prepared, raw), returning its primary key."""
     values = [getattr(obj, field.attname) for field in fields]
-    shape = (type(obj), tuple(field.attname for field in fields), using)
+    shape = insert_shape(obj, fields, using)
     cached = _INSERT_SQL.get(shape)
-    plain = not any(hasattr(value, "resolve_expression") for value in values)
+    plain = not any(hasattr(value, "resolve_expression") and not _reference(value) for value in values)
     if cached is not None and plain:
         return cached, [field.get_db_prep_save(value, connection=connection)
-                        for field, value in zip(fields, values, strict=True)]
+                        for field, value in zip(fields, values, strict=True) if not _reference(value)]
     statement, params = compiled_insert(obj, fields, using, connection)
     if plain and not any(hasattr(field, "get_placeholder") for field in fields):
         _INSERT_SQL[shape] = statement
     return statement, params
+
+
+def insert_shape(obj: models.Model, fields: list, using: str) -> tuple:
+    """What an INSERT's SQL depends on. A reference to another row of the statement
+    (OneStatement.key_of: SQL, no parameters) is part of it; any other expression is compiled
+    each time."""
+    references = tuple(value.sql if _reference(value) else None
+                       for value in (getattr(obj, field.attname) for field in fields))
+    return type(obj), tuple(field.attname for field in fields), using, references
+
+
+def _reference(value) -> bool:
+    return type(value) is RawSQL and not value.params
 
 
 def compiled_insert(obj: models.Model, fields: list, using: str, connection) -> tuple[str, list]:

@@ -12,6 +12,18 @@ from tests.helpers import ScriptedProvider
 
 
 @pytest.fixture(autouse=True)
+def compiled_statements_forgotten():
+    """A test that replaces what a compiled statement is built from (a lock taken out, to show
+    that the guard matters) gets it compiled from the replacement, and no later test keeps it:
+    every compiled statement is forgotten before and after each test (moderation/services/compiled.py)."""
+    from moderation.services.compiled import compiled_forget
+
+    compiled_forget()
+    yield
+    compiled_forget()
+
+
+@pytest.fixture(autouse=True)
 def webhooks_may_reach_loopback(settings):
     """Tests deliver webhooks to receivers on loopback (WEBHOOK_ALLOW_PRIVATE, as in development).
     The SSRF tests turn it off and patch the resolver: no test connects beyond loopback."""

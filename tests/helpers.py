@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import operator
 import threading
 import time
 import uuid
@@ -11,9 +12,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from email.message import Message
+from functools import reduce
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from moderation import services
@@ -382,3 +385,38 @@ def violations_with_rated_reporters(review_ids) -> list[str]:
     from moderation.invariants import violations
 
     return [v for v in violations(review_ids) if not v.startswith("reporter ")]
+
+
+def transition_unconditional(groups):
+    """A transition's UPDATE without `WHERE status = <status read>` (the guard taken out, for
+    `monkeypatch.setattr(transitions, "_unmoved", ...)`): any status is not null. Each argument
+    still reaches the SQL, as the UPDATE's compiled form requires."""
+    return reduce(operator.or_, (Q(pk__in=pks) & (Q(status=status) | Q(status__isnull=False)) for status, pks in groups))
+
+
+@contextmanager
+def statements_compiled():
+    """The statements Django's compilers build inside the block (each compiler, by its model):
+    what a path that should compile nothing compiled."""
+    from unittest.mock import patch
+
+    from django.db.backends.postgresql import compiler as postgresql_compiler
+    from django.db.models.sql import compiler as sql_compiler
+
+    built: list[str] = []
+    classes = {cls for module in (sql_compiler, postgresql_compiler) for cls in vars(module).values()
+               if isinstance(cls, type) and issubclass(cls, sql_compiler.SQLCompiler) and "as_sql" in vars(cls)}
+
+    def spying(cls):
+        as_sql = vars(cls)["as_sql"]
+        return lambda self, *args, **kwargs: built.append(f"{type(self).__name__} {self.query.model.__name__}") \
+            or as_sql(self, *args, **kwargs)
+
+    patches = [patch.object(cls, "as_sql", spying(cls)) for cls in classes]
+    for each in patches:
+        each.start()
+    try:
+        yield built
+    finally:
+        for each in patches:
+            each.stop()

@@ -65,6 +65,7 @@ from moderation.models import (
 )
 from moderation.notices import appealable_until
 from moderation.reasons import account_statement, reasons, timestamp
+from moderation.services.compiled import CompiledSelect, CompiledUpdate
 from moderation.services.statements import statement_account_overturned, statement_for_account_action
 from moderation.services.one_statement import OneStatement, Read
 from moderation.services.outbox import outbox_author_row, outbox_enqueue
@@ -130,10 +131,16 @@ def authors_lock(author_ids: Iterable[int]) -> dict[int, Author]:
     ids = sorted({pk for pk in author_ids if pk is not None})
     if not ids:
         return {}
-    # FOR NO KEY UPDATE: a new review naming the author (its foreign key check takes FOR KEY
-    # SHARE) does not wait for the holder; writers of the author still queue one behind another.
-    return {a.pk: a for a in Author.objects.select_for_update(no_key=True, of=("self",)).select_related("client")
-            .filter(pk__in=ids).order_by("pk")}
+    return {a.pk: a for a in _AUTHORS_LOCK.all(ids)}
+
+
+# FOR NO KEY UPDATE: a new review naming the author (its foreign key check takes FOR KEY SHARE)
+# does not wait for the holder; writers of the author still queue one behind another. Compiled
+# once (moderation/services/compiled.py): every callback of an author's review takes it.
+_AUTHORS_LOCK = CompiledSelect(
+    lambda ids: Author.objects.select_for_update(no_key=True, of=("self",)).select_related("client")
+    .filter(pk__in=ids).order_by("pk")
+)
 
 
 def _author_locked(review: ContentReview) -> Author:
@@ -286,8 +293,11 @@ def _points_add_locked(author: Author, change: int, *, writes: OneStatement) -> 
         return
     author.strike_points += change
     author.version += 1
-    writes.update(Author.objects.filter(pk=author.pk), strike_points=author.strike_points, version=author.version,
-                  updated_at=timezone.now())
+    writes.update_compiled(_POINTS_WRITE, author.pk, strike_points=author.strike_points, version=author.version,
+                           updated_at=timezone.now())
+
+
+_POINTS_WRITE = CompiledUpdate(lambda pk: Author.objects.filter(pk=pk), ("strike_points", "version", "updated_at"))
 
 
 def strikes_lapse_due(*, now: datetime | None = None, limit: int = 500) -> int:

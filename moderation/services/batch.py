@@ -32,6 +32,7 @@ from moderation.providers import ModerationResult, ProviderError, get_provider
 from moderation.jobs import enqueue_on_commit
 from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
 from moderation.services.breaker import breaker_record
+from moderation.services.compiled import CompiledSelect
 from moderation.services.dispatch import (
     DispatchReport,
     attempt_prepare,
@@ -40,6 +41,7 @@ from moderation.services.dispatch import (
     request_dispatch,
     result_apply,
 )
+from moderation.services.policy import contents_language_store
 from moderation.services.results import OperationResult, results_finalize
 
 logger = logging.getLogger(__name__)
@@ -70,14 +72,15 @@ def requests_dispatch_batch(*, requests: list[ModerationRequest], worker_id: str
         return reports
     with context.bind(worker_id=worker_id, job_id=job_id):
         begun, reports = _attempts_begin(requests, worker_id=worker_id, job_id=job_id)
-        started = []
+        started, languages = [], []
         for request, attempt, payload, content in begun:
             with _bound(request, attempt):  # one that fails, or is decided here, stays out of the call
-                prepared = attempt_prepare(request, attempt, content, payload)
+                prepared = attempt_prepare(request, attempt, content, payload, languages=languages)
             if isinstance(prepared, DispatchReport):
                 reports.append(prepared)
             else:
                 started.append((request, attempt, prepared, content))
+        _languages_store(languages)
         replies, latency_ms = _call_many(provider, [payload for _, _, payload, _ in started])
         answered = []
         for (request, attempt, _, _), reply in zip(started, replies, strict=True):
@@ -87,6 +90,16 @@ def requests_dispatch_batch(*, requests: list[ModerationRequest], worker_id: str
             with _bound(request, attempt):  # an error (content it cannot judge, one that broke): as alone
                 reports.append(attempt_settle(request, attempt, reply, latency_ms))
         return reports + _results_settle(answered, latency_ms)
+
+
+def _languages_store(contents: list) -> None:
+    """The batch's detected languages, in one UPDATE. Should it fail, nothing is lost: finalize
+    detects the same answer again, under the review's lock, and stores it then."""
+    try:
+        contents_language_store(contents)
+    except Exception as exc:  # noqa: BLE001 - see above
+        logger.warning("storing a batch's %d detected languages failed (%s: %s): finalize stores each",
+                       len(contents), type(exc).__name__, exc)
 
 
 def _bound(request: ModerationRequest, attempt: ProviderAttempt):
@@ -130,17 +143,22 @@ def _results_settle(answered: list, latency_ms: int) -> list[DispatchReport]:
     return [DispatchReport("finalized", outcome) for outcome in outcomes]
 
 
+# Compiled once per batch size (moderation/services/compiled.py).
+_REVIEWS_LOCK = CompiledSelect(
+    lambda ids: ContentReview.objects.select_for_update(of=("self",)).select_related("content", "client")
+    .filter(pk__in=ids).order_by("pk")
+)
+_REQUESTS_READ = CompiledSelect(lambda ids: ModerationRequest.objects.filter(pk__in=ids))
+
+
 def _attempts_begin(requests: list[ModerationRequest], *, worker_id: str, job_id: str):
     """Record an attempt for each request still dispatchable, in one transaction: the reviews
     locked in a fixed order (by id, as every multi-review lock here), then each request checked
     under its review's lock as the one-request dispatch checks it."""
     now = timezone.now()
     with transaction.atomic():
-        reviews = {
-            r.pk: r for r in ContentReview.objects.select_for_update(of=("self",)).select_related("content", "client")
-            .filter(pk__in=[q.review_id for q in requests]).order_by("pk")
-        }
-        fresh = {q.pk: q for q in ModerationRequest.objects.filter(pk__in=[q.pk for q in requests])}
+        reviews = {r.pk: r for r in _REVIEWS_LOCK.all([q.review_id for q in requests])}
+        fresh = {q.pk: q for q in _REQUESTS_READ.all([q.pk for q in requests])}
         begun = attempts_begin_locked_many([(reviews[q.review_id], fresh[q.pk]) for q in requests],
                                            worker_id=worker_id, job_id=job_id, now=now)
     skipped = [b for b in begun if isinstance(b, DispatchReport)]

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from audit.models import EventKind
 from moderation.models import PROVIDER_FAILURES, AttemptOutcome, CircuitState, ProviderAttempt, ProviderCircuit
+from moderation.services.compiled import CompiledSelect
 from moderation.services.transitions import record_event
 
 logger = logging.getLogger(__name__)
@@ -32,8 +33,12 @@ _COUNTED = (*PROVIDER_FAILURES, AttemptOutcome.RESULT, AttemptOutcome.ACCEPTED, 
 CLOSED, TRIAL = "closed", "trial"
 
 
+# Read by every dispatch, three times a batch: compiled once (moderation/services/compiled.py).
+_CIRCUIT = CompiledSelect(lambda provider: ProviderCircuit.objects.filter(provider=provider))
+
+
 def circuit_get(provider: str) -> ProviderCircuit:
-    circuit = ProviderCircuit.objects.filter(provider=provider).first()
+    circuit = _CIRCUIT.first(provider)
     if circuit is None:
         circuit, _ = ProviderCircuit.objects.get_or_create(provider=provider)
     return circuit

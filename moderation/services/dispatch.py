@@ -42,6 +42,7 @@ from moderation.providers import (
     provider_judges,
 )
 from moderation.services.transitions import record_event
+from moderation.services.compiled import CompiledSelect
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at, circuit_get
 from moderation.services.pipeline import request_give_up_locked
 from moderation.services.results import review_finalize
@@ -104,6 +105,12 @@ def _attempt_begin_locked(review, request, *, worker_id: str, job_id: str, now: 
     return request, attempt, _payload(review, request), review.content
 
 
+# Compiled once per batch size (moderation/services/compiled.py).
+_IN_FLIGHT = CompiledSelect(
+    lambda ids: ProviderAttempt.objects.filter(request_id__in=ids, outcome=AttemptOutcome.IN_FLIGHT)
+)
+
+
 def attempts_begin_locked_many(pairs: list, *, worker_id: str, job_id: str, now: datetime) -> list:
     """`_attempt_begin_locked` for a batch's (review, request) pairs, with the same checks per
     request and its writes in bulk; call holding every review's row lock. The circuit is read
@@ -116,7 +123,7 @@ def attempts_begin_locked_many(pairs: list, *, worker_id: str, job_id: str, now:
         return [_attempt_begin_locked(review, request, worker_id=worker_id, job_id=job_id, now=now, trial=False)
                 for review, request in pairs]
     in_flight: dict[int, list] = {}
-    for attempt in ProviderAttempt.objects.filter(request_id__in=[q.pk for _, q in pairs], outcome=AttemptOutcome.IN_FLIGHT):
+    for attempt in _IN_FLIGHT.all([q.pk for _, q in pairs]):
         in_flight.setdefault(attempt.request_id, []).append(attempt)
     outcomes = {}
     for review, request in pairs:
@@ -219,14 +226,15 @@ def _not_dispatchable(review: ContentReview, request: ModerationRequest, now: da
 
 
 def attempt_prepare(request: ModerationRequest, attempt: ProviderAttempt, content,
-                    payload: ModerationInput) -> DispatchReport | ModerationInput:
+                    payload: ModerationInput, *, languages: list | None = None) -> DispatchReport | ModerationInput:
     """What must be read before the provider is called, with no transaction open: the rules'
     language of a text (detection is CPU only, a few milliseconds), or an image's bytes, hash and
     bank matches, with the policy version they were matched under pinned on the operation
     (moderation/services/media.py). Returns the payload to send, or, when nothing is to be sent,
     the report of how the attempt ended: an image the provider cannot judge is decided here, by
     its banks and the policy's image_fallback. Should reading raise, this attempt alone fails,
-    unsent, to its retry path (an ItemError): the report says so."""
+    unsent, to its retry path (an ItemError): the report says so. `languages`: a batch's list of
+    the contents whose detected language it stores together (`contents_language_store`)."""
     try:
         if content.kind in MEDIA_KINDS:
             read = media_read(request=request, content=content)
@@ -235,7 +243,7 @@ def attempt_prepare(request: ModerationRequest, attempt: ProviderAttempt, conten
                 return result_apply(request, attempt, NO_MODEL, 0)
             return replace(payload, image_base64=read.image_base64 if content.kind == "image" else "",
                            media_mime=read.mime)
-        content_language(content)
+        content_language(content, stored_later=languages)
     except Exception as exc:  # noqa: BLE001 - this item alone fails (docs/design.md, "Batches")
         logger.exception("reading the content before the provider failed: this attempt alone fails")
         return attempt_settle(request, attempt, ItemError.unexpected(exc), 0)

@@ -46,7 +46,7 @@ What `save()` does and this does not, and how the callers make up for it:
   fills it in, and the object keeps the `DatabaseDefault`: nothing is read back as `save()`
   reads such a field (RETURNING). The object gets its primary key and the keys `key_of`
   stood for, and is marked saved.
-- `update` is `QuerySet.update()`: `auto_now` fields are not set (pre_save is not called). The
+- `update` is `QuerySet.update()` (`update_compiled` the same, compiled once): `auto_now` fields are not set (pre_save is not called). The
   caller passes them: pipeline.py's `updated_at=now` on the operation it completes.
 - No signal is sent: no pre_save or post_save for any row. Of the models written here, only
   ContentReview has a receiver, simple-history's post_save that records its history. Its rows
@@ -64,12 +64,16 @@ up for: a model added, or a receiver connected, shows up there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db import connections, models
 from django.db.models import sql
 from django.db.models.expressions import RawSQL
 
 from moderation.insert_sql import insert_statement
+
+if TYPE_CHECKING:
+    from moderation.services.compiled import CompiledUpdate
 
 
 @dataclass
@@ -111,6 +115,12 @@ class OneStatement:
         query = queryset.query.chain(sql.UpdateQuery)
         query.add_update_values(values)
         update_sql, params = query.get_compiler(using=self.using, connection=self.connection).as_sql()
+        self._writes.append((f"w{len(self._writes)} AS ({update_sql})", params))
+
+    def update_compiled(self, update: CompiledUpdate, *args, **values) -> None:
+        """Add `update.run(*args, **values)`: the same UPDATE, its SQL compiled once
+        (moderation/services/compiled.py)."""
+        update_sql, params = update.statement(*args, **values)
         self._writes.append((f"w{len(self._writes)} AS ({update_sql})", params))
 
     def read(self, sql_: str, params=()) -> Read:

@@ -10,6 +10,7 @@ and never deadlock.
 from __future__ import annotations
 
 import logging
+from functools import cache
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -31,6 +32,7 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
+from moderation.services.compiled import CompiledSelect
 from moderation.services.decide import decide_locked
 from moderation.services.policy import policy_published
 from moderation.services.results import actor_id_bound, outcome_record, result_classify, reviews_lock_by_keys
@@ -79,16 +81,13 @@ def reviews_claim(*, review_id, worker_id: str, job_id: str = "", size: int = 1)
     with context.bind(review_id=review_id, worker_id=worker_id, job_id=job_id):
         try:
             with transaction.atomic():
-                own = ContentReview.objects.select_for_update().get(pk=review_id)
+                own = _REVIEW_LOCK.first(ContentReview._meta.pk.to_python(review_id))
+                if own is None:
+                    raise ContentReview.DoesNotExist(f"no review {review_id}")
                 if own.status != ReviewStatus.PENDING:
                     lost_to = own.status
                 else:
-                    others = [] if size <= 1 else list(
-                        ContentReview.objects.select_for_update(skip_locked=True)
-                        .filter(status=ReviewStatus.PENDING, provider_wait_since__isnull=True)
-                        .exclude(pk=review_id)
-                        .order_by("last_enqueued_at")[: size - 1]
-                    )
+                    others = [] if size <= 1 else _others_lock(size - 1).all(own.pk)
                     return Claim(reviews_claim_locked([own, *others], worker_id=worker_id, job_id=job_id))
         except ConcurrentTransition:
             # Only reachable if a row changed under an unlocked read: still a lost race.
@@ -146,6 +145,22 @@ def reviews_claim_locked(
                        "completed_at"],
     )
     return requests
+
+
+# A claim's locks, compiled once (moderation/services/compiled.py): every job takes them.
+_REVIEW_LOCK = CompiledSelect(lambda pk: ContentReview.objects.select_for_update().filter(pk=pk))
+
+
+@cache
+def _others_lock(limit: int) -> CompiledSelect:
+    """The pending reviews a batch claims beside its own (at most `limit`), oldest enqueued
+    first, skipping those another claimer holds."""
+    return CompiledSelect(
+        lambda own: ContentReview.objects.select_for_update(skip_locked=True)
+        .filter(status=ReviewStatus.PENDING, provider_wait_since__isnull=True)
+        .exclude(pk=own)
+        .order_by("last_enqueued_at")[:limit]
+    )
 
 
 def review_claimed_by_batch(*, review_id, job_id: str) -> str:

@@ -196,18 +196,43 @@ def _lock_publishing() -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_PUBLISH_LOCK])
 
 
-def content_language(content: Content) -> Detection:
+def content_language(content: Content, *, stored_later: list[Content] | None = None) -> Detection:
     """The content's language: detected once (dispatch calls this before the provider, with no
     transaction open), stored on the content, read back after.
 
-    The UPDATE is conditional, so two workers detecting at once store one (identical) answer;
-    finalize calls this again under the review's row lock and finds it stored.
+    The store is conditional, so two workers detecting at once store one (identical) answer;
+    finalize calls this again under the review's row lock and finds it stored (or, should the
+    store have failed, detects the same answer again). `stored_later`: a batch's list, stored
+    together by `contents_language_store`.
     """
     if content.language_candidates is not None:
         return Detection(content.language, tuple((code, value) for code, value in content.language_candidates))
     detection = detect(rule_text(content))
     content.language, content.language_candidates = detection.language, detection.as_json()
-    Content.objects.filter(pk=content.pk, language_candidates__isnull=True).update(
-        language=content.language, language_candidates=content.language_candidates
-    )
+    if stored_later is None:
+        contents_language_store([content])
+    else:
+        stored_later.append(content)
     return detection
+
+
+def contents_language_store(contents: list[Content]) -> None:
+    """Store the detected languages of `contents` in one UPDATE: each row only if it has none
+    stored yet (`content_language`)."""
+    if not contents:
+        return
+    meta = Content._meta
+    language, candidates = meta.get_field("language"), meta.get_field("language_candidates")
+    rows = ", ".join(["(%s::uuid, %s::text, %s::jsonb)"] * len(contents))
+    params = []
+    for content in contents:
+        params += [content.pk, language.get_db_prep_save(content.language, connection),
+                   candidates.get_db_prep_save(content.language_candidates, connection)]
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {quote(meta.db_table)} AS c SET {quote(language.column)} = v.language, "
+            f"{quote(candidates.column)} = v.candidates FROM (VALUES {rows}) AS v (id, language, candidates) "
+            f"WHERE c.{quote(meta.pk.column)} = v.id AND c.{quote(candidates.column)} IS NULL",
+            params,
+        )

@@ -30,6 +30,7 @@ from moderation.models import (
 from moderation.verdicts import MEDIA_KINDS, decide, media_decide, notice_verdict, restricted_verdict, rule_text
 from moderation.providers import NO_MODEL, ModerationResult
 from moderation.services.authors import authors_lock
+from moderation.services.compiled import CompiledSelect, CompiledUpdate
 from moderation.services.one_statement import OneStatement
 from moderation.services.decide import decide_locked
 from moderation.services.policy import content_language, policy_active_id_subquery, policy_published
@@ -137,6 +138,23 @@ def _finalize_locked(results: list[OperationResult], cause: Cause, provider: str
         return outcomes
 
 
+# Compiled once (moderation/services/compiled.py): every callback and every batch runs them.
+_REVIEWS_LOCK = CompiledSelect(
+    lambda keys: ContentReview.objects.select_for_update(of=("self",))
+    .select_related("client", "content")  # for the decision's notification, in the same query
+    .filter(requests__idempotency_key__in=keys)
+    .order_by("pk")
+)
+# The newest policy's id rides along (the decision's policy, without a statement of its own).
+_REQUESTS_READ = CompiledSelect(
+    lambda keys: ModerationRequest.objects.annotate(active_policy_id=policy_active_id_subquery())
+    .filter(idempotency_key__in=keys)
+)
+
+_OPERATION_COMPLETED = CompiledUpdate(lambda pk: ModerationRequest.objects.filter(pk=pk),
+                                      ("status", "completed_at", "next_attempt_at", "updated_at"))
+
+
 def reviews_lock_by_keys(keys: list) -> list[tuple[ContentReview | None, ModerationRequest | None]]:
     """Lock the reviews of operations (by their keys), in id order, then read the operations under
     those locks: (review, operation) for each key, in order; (None, None) for an unknown key.
@@ -146,21 +164,11 @@ def reviews_lock_by_keys(keys: list) -> list[tuple[ContentReview | None, Moderat
     writers never deadlock.
     """
     keys = [ModerationRequest._meta.get_field("idempotency_key").to_python(key) for key in keys]
-    reviews = {
-        review.pk: review
-        for review in ContentReview.objects.select_for_update(of=("self",))
-        .select_related("client", "content")  # for the decision's notification, in the same query
-        .filter(requests__idempotency_key__in=keys)
-        .order_by("pk")
-    }
+    known = [key for key in keys if key is not None]
+    reviews = {review.pk: review for review in _REVIEWS_LOCK.all(known)}
     if not reviews:
         return [(None, None)] * len(keys)
-    # The newest policy's id rides along (the decision's policy, without a statement of its own).
-    requests = {
-        request.idempotency_key: request
-        for request in ModerationRequest.objects.annotate(active_policy_id=policy_active_id_subquery())
-        .filter(idempotency_key__in=keys)
-    }
+    requests = {request.idempotency_key: request for request in _REQUESTS_READ.all(known)}
     return [(reviews.get(requests[key].review_id), requests[key]) if key in requests else (None, None)
             for key in keys]
 
@@ -204,8 +212,8 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
     now = timezone.now()
     # The operation is complete: written in the statement that inserts the decision.
     writes = OneStatement()
-    writes.update(ModerationRequest.objects.filter(pk=request.pk),
-                  status=RequestStatus.COMPLETED, completed_at=now, next_attempt_at=None, updated_at=now)
+    writes.update_compiled(_OPERATION_COMPLETED, request.pk,
+                           status=RequestStatus.COMPLETED, completed_at=now, next_attempt_at=None, updated_at=now)
     fields = ()
     if result.provider_request_id and not review.provider_request_id:
         review.provider_request_id = result.provider_request_id

@@ -24,6 +24,7 @@ from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Author, Caus
 from moderation.review_queues import queue_entry
 from moderation.services.routing import route_facts
 from moderation.verdicts import MEDIA_KINDS
+from moderation.services.compiled import CompiledUpdate
 from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active
 
@@ -136,9 +137,11 @@ def transition_reviews(
 def _update_unless_moved(reviews: Sequence[ContentReview], from_statuses: list[str], fields: set[str]) -> None:
     """One UPDATE of `fields` (their in-memory values; a value that differs between reviews as a
     CASE on the id, as `bulk_update` writes it) and of the version, on the rows that still have
-    the status each review was read with. Raises ConcurrentTransition unless every row matched."""
+    the status each review was read with. Raises ConcurrentTransition unless every row matched.
+    Its SQL is compiled once per set of fields and shape (moderation/services/compiled.py) where
+    every review gets the same values: a callback's one review, a batch's claim."""
     meta = ContentReview._meta
-    values: dict[str, Any] = {"version": F("version") + 1}
+    values: dict[str, Any] = {}
     for name in fields:
         field = meta.get_field(name)
         each = [getattr(review, field.attname) for review in reviews]
@@ -149,21 +152,30 @@ def _update_unless_moved(reviews: Sequence[ContentReview], from_statuses: list[s
                 *(When(pk=review.pk, then=Value(value, output_field=field)) for review, value in zip(reviews, each, strict=True)),
                 output_field=field,
             )
-    moved = ContentReview.objects.filter(_unmoved(reviews, from_statuses)).update(**values)
+    by_status: dict[str, list] = {}
+    for review, status in zip(reviews, from_statuses, strict=True):
+        by_status.setdefault(status, []).append(meta.pk.to_python(review.pk))
+    groups = [each for status, pks in by_status.items() for each in (status, pks)]
+    moved = _transition_update(tuple(sorted(values)), _unmoved).run(*groups, **values)
     if moved != len(reviews):
         raise ConcurrentTransition(
             f"{len(reviews) - moved} of {len(reviews)} reviews changed status since they were read"
         )
 
 
-def _unmoved(reviews: Sequence[ContentReview], from_statuses: list[str]) -> Q:
-    """The rows of `reviews` that still have the status each was read with: the conditional part
-    of a transition's UPDATE (`WHERE status = <status read>`), its guard against a concurrent
+def _unmoved(groups: Sequence[tuple[str, list]]) -> Q:
+    """The rows of each (status read, ids) that still have that status: the conditional part of
+    a transition's UPDATE (`WHERE status = <status read>`), its guard against a concurrent
     transition where no lock was taken."""
-    by_status: dict[str, list] = {}
-    for review, status in zip(reviews, from_statuses, strict=True):
-        by_status.setdefault(status, []).append(review.pk)
-    return reduce(operator.or_, (Q(status=status, pk__in=pks) for status, pks in by_status.items()))
+    return reduce(operator.or_, (Q(status=status, pk__in=pks) for status, pks in groups))
+
+
+@cache
+def _transition_update(names: tuple[str, ...], unmoved: Callable[..., Q]) -> CompiledUpdate:
+    """A transition's UPDATE of `names` and the version, on the rows `unmoved` keeps."""
+    return CompiledUpdate(lambda *groups: ContentReview.objects.filter(unmoved(list(zip(groups[::2], groups[1::2],
+                                                                                          strict=True)))),
+                          names, fixed={"version": F("version") + 1})
 
 
 @cache

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 from django.db import connection
-from django.db.models import F, Q
+from django.db.models import F
 
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation import services, tasks
@@ -17,7 +17,7 @@ from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentReview, ModerationRequest, ProviderAttempt, ReviewStatus
 from moderation.observability.timeline import review_timeline
 from moderation.services import batch, pipeline, results, transitions
-from tests.helpers import collide, count_model_calls, queued_tasks, silent_for, submit
+from tests.helpers import collide, count_model_calls, queued_tasks, silent_for, submit, transition_unconditional
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -61,16 +61,11 @@ def test_two_batch_claimers_at_once_never_share_a_review_and_together_claim_all(
     assert violations([r.pk for r in reviews]) == []
 
 
-def _unconditional(reviews, from_statuses):
-    """The transition's UPDATE without `WHERE status = <status read>` (the guard taken out)."""
-    return Q(pk__in=[review.pk for review in reviews])
-
-
 def test_without_skip_locked_and_the_conditional_update_two_batches_share_reviews(api_client, monkeypatch):
     # The guards taken out: the others chosen without a lock, moved without the status check.
     monkeypatch.setattr(ContentReview.objects, "select_for_update",
                         lambda *a, **k: ContentReview.objects.all())
-    monkeypatch.setattr(transitions, "_unmoved", _unconditional)
+    monkeypatch.setattr(transitions, "_unmoved", transition_unconditional)
     reviews = [submit(api_client) for _ in range(10)]
 
     claims = two_claimers_selected_before_either_updates(monkeypatch, 5, reviews)

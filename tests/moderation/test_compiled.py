@@ -1,14 +1,24 @@
-"""CompiledSelect (moderation/services/compiled.py): the ORM's answer, without compiling it again."""
+"""CompiledSelect and CompiledUpdate (moderation/services/compiled.py): the ORM's answer and the
+ORM's statement, without compiling them again."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
-from django.db.models.sql.compiler import SQLCompiler
+from django.db import transaction
+from django.db.models import F, Q
+from django.db.models.sql import UpdateQuery
+from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from moderation import services
-from moderation.models import ApiClient, Content
+from moderation.models import ApiClient, Author, Content, ContentReview, ModerationRequest
 from moderation.services.clients import hash_token
-from moderation.services.compiled import CompiledSelect
+from moderation.services.compiled import CompiledSelect, CompiledUpdate
+from moderation.services.policy import policy_active_id_subquery
+from tests.helpers import statements_compiled, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -17,32 +27,143 @@ def _fields(instance) -> dict:
     return {field.attname: getattr(instance, field.attname) for field in type(instance)._meta.concrete_fields}
 
 
-def test_it_answers_as_the_querysets_first_and_compiles_once(monkeypatch):
+def _whole(instance, depth: int = 2) -> dict:
+    """The instance's fields, its annotations and the objects select_related cached on it."""
+    if instance is None or depth == 0:
+        return None if instance is None else _fields(instance)
+    found = {**_fields(instance), "_state.adding": instance._state.adding, "_state.db": instance._state.db}
+    for name in ("active_policy_id",):
+        if hasattr(instance, name):
+            found[name] = getattr(instance, name)
+    for name, related in instance._state.fields_cache.items():
+        found[f"related:{name}"] = _whole(related, depth - 1)
+    return found
+
+
+@pytest.fixture
+def compiles():
+    """The statements Django's compilers build from here on."""
+    with statements_compiled() as built:
+        yield built
+
+
+def test_it_answers_as_the_querysets_first_and_compiles_once(compiles):
     active, token = services.api_client_create(name="acme")
     revoked, revoked_token = services.api_client_create(name="globex")
     services.api_client_revoke(name="globex")
     lookup = CompiledSelect(lambda token_hash: ApiClient.objects.filter(token_hash=token_hash, is_active=True))
     lookup.first(hash_token(token))  # compiled here
-
-    compiled = []
-    as_sql = SQLCompiler.as_sql
-    monkeypatch.setattr(SQLCompiler, "as_sql", lambda self, *a, **k: compiled.append(self) or as_sql(self, *a, **k))
+    compiles.clear()
     for candidate in (token, revoked_token, "mod_unknown", "", "x\u2028'; --"):
         found = lookup.first(hash_token(candidate))
-        assert compiled == [], "the compiled lookup compiled a statement"
+        assert compiles == [], "the compiled lookup compiled a statement"
         expected = ApiClient.objects.filter(token_hash=hash_token(candidate), is_active=True).first()
-        assert (None if found is None else _fields(found)) == (None if expected is None else _fields(expected))
-        compiled.clear()
+        assert _whole(found) == _whole(expected)
+        compiles.clear()
     found = lookup.first(hash_token(token))
-    assert compiled == [] and found.pk == active.pk and found._state.adding is False and found._state.db == "default"
+    assert compiles == [] and found.pk == active.pk and found._state.adding is False and found._state.db == "default"
     assert revoked.pk != found.pk
+
+
+def test_locking_reads_of_lists_with_related_rows_annotations_and_json_answer_as_the_orm(api_client, compiles):
+    """What a callback's locks read: reviews by their operations' keys (select_related, FOR
+    UPDATE OF), the operations with the newest policy's id, authors by id."""
+    reviews = [submit(api_client, text=f"text {n} \u202e\u0000"[:-1]) for n in range(4)]
+    for review in reviews[:3]:
+        services.review_claim(review_id=review.pk, worker_id="w")
+    keys = list(ModerationRequest.objects.filter(review__in=reviews).values_list("idempotency_key", flat=True))
+    reviews_lock = CompiledSelect(
+        lambda keys: ContentReview.objects.select_for_update(of=("self",)).select_related("client", "content")
+        .filter(requests__idempotency_key__in=keys).order_by("pk"))
+    requests_read = CompiledSelect(
+        lambda keys: ModerationRequest.objects.annotate(active_policy_id=policy_active_id_subquery())
+        .filter(idempotency_key__in=keys).order_by("pk"))
+    unknown = uuid.uuid4()
+    cases = [keys, keys[:1], [keys[1], unknown], [unknown], [keys[0], keys[0]], keys[::-1], []]
+    for case in cases * 2:  # the second time round, every shape is compiled already
+        compiles.clear()
+        with transaction.atomic():
+            found = [_whole(r) for r in reviews_lock.all(case)]
+            expected = [_whole(r) for r in ContentReview.objects.select_for_update(of=("self",))
+                        .select_related("client", "content").filter(requests__idempotency_key__in=case).order_by("pk")]
+        assert found == expected
+        if case is keys:
+            assert len(found) == 3 and all(f["related:content"] and f["related:client"] for f in found)
+        found = [_whole(r) for r in requests_read.all(case)]
+        expected = [_whole(r) for r in ModerationRequest.objects.annotate(active_policy_id=policy_active_id_subquery())
+                    .filter(idempotency_key__in=case).order_by("pk")]
+        assert found == expected
+    compiles.clear()
+    with transaction.atomic():
+        reviews_lock.all(keys)
+    requests_read.all([unknown, keys[0]])
+    assert compiles == [], "a shape compiled before was compiled again"
+
+    services.review_submit(client=api_client, external_id="by-ann", kind="text", text="hi", author_id="ann")
+    ids = list(Author.objects.values_list("pk", flat=True)) + [10**12]
+    authors_lock = CompiledSelect(
+        lambda ids: Author.objects.select_for_update(no_key=True, of=("self",)).select_related("client")
+        .filter(pk__in=ids).order_by("pk"))
+    with transaction.atomic():
+        assert [_whole(a) for a in authors_lock.all(ids)] == [
+            _whole(a) for a in Author.objects.select_for_update(no_key=True, of=("self",)).select_related("client")
+            .filter(pk__in=ids).order_by("pk")]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(st.characters(blacklist_characters="\x00")), max_size=5), st.text(st.characters(blacklist_characters="\x00")))
+def test_any_text_is_answered_as_the_orm_answers_it(api_client, names, one):
+    lookup = CompiledSelect(lambda names, one: ApiClient.objects.filter(Q(name__in=names) | Q(name=one)).order_by("pk"))
+    expected = [_whole(c) for c in ApiClient.objects.filter(Q(name__in=names) | Q(name=one)).order_by("pk")]
+    assert [_whole(c) for c in lookup.all(names, one)] == expected
 
 
 def test_it_refuses_what_it_cannot_answer_alike():
     with pytest.raises(ValueError, match="whole rows"):
         CompiledSelect(lambda name: ApiClient.objects.filter(name=name).only("pk")).first("acme")
-    with pytest.raises(ValueError, match="converting"):
-        CompiledSelect(lambda external_id: Content.objects.filter(external_id=external_id)).first("x")  # jsonb
+    with pytest.raises(ValueError, match="whole rows"):
+        CompiledSelect(lambda name: ApiClient.objects.filter(name=name).values("pk")).first("acme")
+    # An argument the ORM rewrites (LIKE's escaping and wildcard) cannot be put in afterwards.
+    with pytest.raises(ValueError, match="once, as it is"):
+        CompiledSelect(lambda name: ApiClient.objects.filter(name__startswith=name)).first("acme")
     lookup = CompiledSelect(lambda name: ApiClient.objects.filter(name=name))
-    with pytest.raises(TypeError):
-        lookup.first(None)
+    for wrong in (None, True, 1.5, b"acme"):
+        with pytest.raises(TypeError):
+            lookup.first(wrong)
+    with pytest.raises(TypeError, match="one type"):
+        CompiledSelect(lambda ids: ApiClient.objects.filter(pk__in=ids)).all([1, "2"])
+
+
+def test_content_with_json_columns_is_read_through_their_converters(api_client):
+    review = submit(api_client)
+    Content.objects.filter(pk=review.content_id).update(language_candidates=[["en", 1.0]])
+    lookup = CompiledSelect(lambda pk: Content.objects.filter(pk=pk))
+    assert _whole(lookup.first(review.content_id)) == _whole(Content.objects.get(pk=review.content_id))
+    assert lookup.first(review.content_id).language_candidates == [["en", 1.0]]
+
+
+def test_an_update_is_the_orms_statement_with_the_values_prepared_alike(api_client, compiles):
+    reviews = [submit(api_client) for _ in range(3)]
+    requests = [services.review_claim(review_id=r.pk, worker_id="w") for r in reviews]
+    completed = CompiledUpdate(lambda pk: ModerationRequest.objects.filter(pk=pk),
+                               ("status", "completed_at", "next_attempt_at", "updated_at"),
+                               fixed={"cause": F("cause")})
+    now = timezone.now()
+    values = {"status": "completed", "completed_at": now, "next_attempt_at": now, "updated_at": now}
+    orm = ModerationRequest.objects.filter(pk=requests[0].pk).query.chain(UpdateQuery)
+    orm.add_update_values({"cause": F("cause"), **values})
+    statement, params = orm.get_compiler("default").as_sql()
+    assert completed.statement(requests[0].pk, **values) == (statement, list(params))
+    # None: the ORM writes NULL in the SQL, the compiled statement passes it as a parameter.
+    values["next_attempt_at"] = None
+    ModerationRequest.objects.filter(pk=requests[1].pk).update(next_attempt_at=now)
+    compiles.clear()
+    assert completed.run(requests[1].pk, **values) == 1
+    assert completed.run(10**12, **values) == 0
+    assert compiles == [], "the compiled update compiled a statement"
+    assert _fields(ModerationRequest.objects.get(pk=requests[1].pk)) == {
+        **_fields(requests[1]), "status": "completed", "completed_at": now, "next_attempt_at": None, "updated_at": now}
+    # An expression as a value is the ORM's to compile, each time.
+    assert completed.run(requests[2].pk, **{**values, "updated_at": F("created_at")}) == 1 and compiles
+    with pytest.raises(TypeError, match="writes"):
+        completed.run(requests[2].pk, status="completed")

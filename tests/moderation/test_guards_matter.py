@@ -10,7 +10,6 @@ import threading
 
 import pytest
 from django.db import connection
-from django.db.models import Q
 
 from callbacks import services as inbox
 from callbacks.models import ProviderCallback
@@ -18,8 +17,9 @@ from callbacks.payload import parse
 from moderation import services
 from moderation.invariants import violations
 from moderation.models import ContentReview
+from moderation.services.compiled import compiled_forget
 from tests.callbacks.conftest import completed
-from tests.helpers import claimed, collide, submit
+from tests.helpers import claimed, collide, submit, transition_unconditional
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,8 +36,9 @@ def test_without_the_claims_lock_and_conditional_update_a_double_claim_is_report
 
     real_lock = ContentReview.objects.select_for_update
     # No conditional update: the transition's UPDATE matches the rows whatever their status.
-    monkeypatch.setattr(transitions, "_unmoved", lambda reviews, from_statuses: Q(pk__in=[r.pk for r in reviews]))
+    monkeypatch.setattr(transitions, "_unmoved", transition_unconditional)
     monkeypatch.setattr(pipeline.ContentReview.objects, "select_for_update", lambda *a, **k: ContentReview.objects.all())
+    compiled_forget()  # the control's locking claim was compiled: compiled again, without its lock
     reviews = [submit(api_client) for _ in range(5)]
     assert violations([r.pk for r in reviews]) == []
 

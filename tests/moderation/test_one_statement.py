@@ -177,6 +177,7 @@ def compared(monkeypatch):
     Returns the comparisons: (model, "insert" | "update", pk, differences, stale automatic fields)."""
     results: list[tuple] = []
     insert, update, execute = OneStatement.insert, OneStatement.update, OneStatement.execute
+    update_compiled = OneStatement.update_compiled
 
     def watched_insert(self, obj):
         # The caller's values, before OneStatement prepares them (as save() gets them).
@@ -188,6 +189,10 @@ def compared(monkeypatch):
     def watched_update(self, queryset, **values):
         update(self, queryset, **values)
         self.__dict__.setdefault("watched", []).append(("update", queryset, values))
+
+    def watched_update_compiled(self, compiled, *args, **values):
+        update_compiled(self, compiled, *args, **values)
+        self.__dict__.setdefault("watched", []).append(("update", compiled._queryset_for(*args), values))
 
     def watched_execute(self):
         watched = self.__dict__.pop("watched", [])
@@ -204,6 +209,7 @@ def compared(monkeypatch):
 
     monkeypatch.setattr(OneStatement, "insert", watched_insert)
     monkeypatch.setattr(OneStatement, "update", watched_update)
+    monkeypatch.setattr(OneStatement, "update_compiled", watched_update_compiled)
     monkeypatch.setattr(OneStatement, "execute", watched_execute)
     return results
 
@@ -288,8 +294,7 @@ def test_an_insert_compiled_once_is_the_insert_the_compiler_builds_each_time(htt
     cached_insert = insert_sql.insert_sql
 
     def compared(obj, fields, using, connection_):
-        shape = (type(obj), tuple(field.attname for field in fields), using)
-        was_cached = shape in insert_sql._INSERT_SQL
+        was_cached = insert_sql.insert_shape(obj, fields, using) in insert_sql._INSERT_SQL
         statement, params = cached_insert(obj, fields, using, connection_)
         fresh_statement, fresh_params = insert_sql.compiled_insert(obj, fields, using, connection_)
         same = statement == fresh_statement and _plain(params) == _plain(fresh_params)

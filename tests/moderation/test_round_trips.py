@@ -14,7 +14,7 @@ from moderation.models import (
 )
 from moderation.providers import Accepted
 from tests.callbacks.conftest import SECRET, completed, deliver
-from tests.helpers import connection_kept, count_round_trips, submit
+from tests.helpers import connection_kept, count_round_trips, statements_compiled, submit
 from tests.helpers_media import b64, encoded, picture
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,6 +61,20 @@ def test_a_new_callback_that_decides_a_review(dispatched):
     # completed; the review's conditional UPDATE; history + transition rows; the inbox row
     # processed; COMMIT.
     assert_cost(cost, statements_at_most=8, round_trips_at_most=10)
+
+
+@pytest.mark.parametrize("reviews", ["dispatched", "dispatched_by_author"])
+@pytest.mark.parametrize("score", [0.0, 0.9])
+def test_a_callback_compiles_no_statement(reviews, score, request):
+    """Every statement of a callback's unit of work (the inbox row's lock and its processed mark,
+    the reviews' and authors' locks, the operation's read and completion, the transition, the
+    decision's rows, a strike) was compiled before, by an earlier callback: docs/design.md, "Hot
+    paths"."""
+    dispatched = request.getfixturevalue(reviews)
+    with statements_compiled() as compiled:
+        answer = deliver(completed(dispatched.idempotency_key, score=score), event_id="evt-1", provider="scripted")
+    assert answer.json()["outcome"] == "applied"
+    assert compiled == []
 
 
 def test_a_duplicate_callback(dispatched):
