@@ -99,10 +99,11 @@ def test_a_submission(http):
         for number in range(WARM):
             assert http.post("/api/v1/reviews/", {"external_id": f"warm-{number}", "content_type": "text",
                                                   "text": "hi"}, format="json").status_code == 201
-    with count_round_trips() as cost:
+    with count_round_trips() as cost, statements_compiled() as compiled:
         answer = http.post("/api/v1/reviews/", {"external_id": "x1", "content_type": "text", "text": "hello"},
                            format="json")
     assert answer.status_code == 201
+    assert compiled == []  # every statement compiled by the earlier submissions (docs/design.md, "Hot paths")
     # Was 7 statements, 10 round trips: the token's client; content + review + its history row
     # + its job_enqueued event + its job in the ORM broker (no transaction opened: one
     # statement; no lookup before it, the unique constraint tells a repeat).
@@ -114,10 +115,11 @@ def test_a_submission_by_an_author(http):
         for number in range(WARM):
             assert http.post("/api/v1/reviews/", {"external_id": f"warm-{number}", "content_type": "text",
                                                   "text": "hi", "author_id": "ann"}, format="json").status_code == 201
-    with count_round_trips() as cost:
+    with count_round_trips() as cost, statements_compiled() as compiled:
         answer = http.post("/api/v1/reviews/", {"external_id": "x1", "content_type": "text", "text": "hello",
                                                 "author_id": "ann"}, format="json")
     assert answer.status_code == 201 and answer.json()["author_id"] == "ann"
+    assert compiled == []  # every statement compiled by the earlier submissions (docs/design.md, "Hot paths")
     # One statement more than without an author: the author found or created, with its standing
     # (no lock taken); the answer names it without reading it back.
     assert_cost(cost, statements_at_most=3, round_trips_at_most=3)
