@@ -20,6 +20,11 @@ from django.db.models.expressions import DatabaseDefault, RawSQL
 _INSERT_SQL: dict[tuple, str] = {}
 
 
+def insert_sql_forget() -> None:
+    """Forget every compiled INSERT (moderation/services/compiled.py, `compiled_forget`)."""
+    _INSERT_SQL.clear()
+
+
 def insert_statement(obj: models.Model, using: str, connection) -> tuple[str, list]:
     """The INSERT of unsaved `obj`, returning its primary key. Its field values are prepared
     now (`auto_now_add`, defaults), as `save()` would, so they can be read before it runs."""

@@ -280,7 +280,7 @@ class count_round_trips:  # noqa: N801 - reads as a context manager
     def __str__(self) -> str:
         return f"{len(self.statements)} statements, {self.round_trips} round trips:\n" + "\n".join(
             line.split("\t", 3)[-1][:120] for line in self.lines
-            if line.startswith("F") and line.split("\t")[2] in ("Query", "Parse", "Sync")
+            if line.startswith("F") and line.split("\t")[2:3] in (["Query"], ["Parse"], ["Sync"])
         )
 
 
@@ -409,8 +409,8 @@ def statements_compiled():
 
     def spying(cls):
         as_sql = vars(cls)["as_sql"]
-        return lambda self, *args, **kwargs: built.append(f"{type(self).__name__} {self.query.model.__name__}") \
-            or as_sql(self, *args, **kwargs)
+        return lambda self, *args, **kwargs: built.append(
+            f"{type(self).__name__} {getattr(self.query.model, '__name__', None)}") or as_sql(self, *args, **kwargs)
 
     patches = [patch.object(cls, "as_sql", spying(cls)) for cls in classes]
     for each in patches:

@@ -9,14 +9,15 @@ become model instances as the queryset's own iterable makes them (`select_relate
 annotations and the columns' converters included):
 
     ACTIVE = CompiledSelect(lambda token_hash: ApiClient.objects.filter(token_hash=token_hash, is_active=True))
-    client = ACTIVE.first(hash_token(token))      # an ApiClient, as the queryset's .first() gives, or None
+    client = ACTIVE.first(hash_token(token))      # the first ApiClient by primary key, or None
 
     LOCK = CompiledSelect(lambda ids: Author.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
     authors = LOCK.all([3, 5, 8])                 # the list the queryset gives
 
 What it takes: a queryset of model instances (not values(), only() or prefetch_related()), and
 arguments that reach the SQL as they are: strings, integers and UUIDs compared to columns of
-their type, or lists of one of them (`__in`; each length is a shape of its own, compiled once,
+their type (a string for an integer column is refused, not converted as the ORM would), or
+lists of one of them (`__in`; each length is a shape of its own, compiled once,
 up to MAX_SHAPES a statement and MAX_LIST items; past that, or for an empty list, the queryset
 runs as it is). Anything else is refused
 when it is compiled, never answered differently. tests/moderation/test_compiled.py compares it
@@ -32,8 +33,11 @@ from dataclasses import dataclass
 
 from django.db import connections, models
 from django.db.models import Value, sql
+from django.core.exceptions import EmptyResultSet
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.transaction import TransactionManagementError
+
+from moderation.insert_sql import insert_sql_forget
 
 MAX_SHAPES = 64  # list lengths compiled per statement: a batch's sizes, bounded
 MAX_LIST = 1_000  # arguments in a statement's lists
@@ -56,7 +60,6 @@ class _Compiled:
     init_list: list[str]
     fields_start: int
     fields_end: int
-    column_count: int
     converters: list
     related: list
     annotations: dict[str, int]
@@ -67,11 +70,13 @@ _EVERY: weakref.WeakSet = weakref.WeakSet()
 
 
 def compiled_forget() -> None:
-    """Forget every compiled statement: each is compiled again when next run. For tests that
-    replace what a queryset is built from (a manager's method, a guard taken out) and put it
-    back: a statement compiled meanwhile must not outlive the replacement (tests/conftest.py)."""
+    """Forget every compiled statement (these and the INSERTs of moderation/insert_sql.py): each
+    is compiled again when next run. For tests that replace what a queryset is built from (a
+    manager's method, a guard taken out) and put it back: a statement compiled meanwhile must not
+    outlive the replacement (tests/conftest.py)."""
     for each in list(_EVERY):
         each._shapes.clear()
+    insert_sql_forget()
 
 
 class _Shapes:
@@ -93,7 +98,13 @@ class _Shapes:
                 # queryset as it is.
                 return None
             counter = iter(range(1 << 20))
-            compiled = self._shapes[shape] = compile_([_markers(kind, counter) for kind in shape[1:]])
+            try:
+                compiled = compile_([_markers(kind, counter) for kind in shape[1:]])
+            except EmptyResultSet:
+                # Django answers this shape without a statement (a WHERE it knows is empty, a
+                # marker past a small integer column's range): the queryset as it is, each time.
+                return None
+            self._shapes[shape] = compiled
         return compiled
 
 
@@ -161,7 +172,7 @@ class CompiledSelect(_Shapes):
         return _Compiled(
             sql=sql, params=tuple(params), positions=positions, model=klass_info["model"],
             init_list=[column[0].target.attname for column in select[start:end]],
-            fields_start=start, fields_end=end, column_count=compiler.col_count,
+            fields_start=start, fields_end=end,
             converters=list(compiler.get_converters(columns).items()),
             related=get_related_populators(klass_info, select, self.using),
             annotations=dict(compiler.annotation_col_map or {}),
@@ -188,14 +199,19 @@ class CompiledUpdate(_Shapes):
         self._fields = tuple(fields)
 
     def run(self, *args, **values) -> int:
-        """Run the UPDATE; the number of rows it changed."""
-        statement, params = self.statement(*args, **values)
+        """Run the UPDATE; the number of rows it changed (0, with no statement, where Django
+        knows the WHERE is empty: an empty list)."""
+        try:
+            statement, params = self.statement(*args, **values)
+        except EmptyResultSet:
+            return 0
         with connections[self.using].cursor() as cursor:
             cursor.execute(statement, params)
             return cursor.rowcount
 
     def statement(self, *args, **values) -> tuple[str, list]:
-        """The UPDATE's SQL and parameters, for OneStatement (moderation/services/one_statement.py)."""
+        """The UPDATE's SQL and parameters, for OneStatement (moderation/services/one_statement.py).
+        Raises EmptyResultSet, as Django's compiler does, where the WHERE is known to be empty."""
         if set(values) != set(self._fields):
             raise TypeError(f"CompiledUpdate writes {sorted(self._fields)}, given {sorted(values)}")
         connection = connections[self.using]

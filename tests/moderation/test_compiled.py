@@ -110,12 +110,22 @@ def test_locking_reads_of_lists_with_related_rows_annotations_and_json_answer_as
             .filter(pk__in=ids).order_by("pk")]
 
 
+_TEXT = st.text(st.characters(blacklist_characters="\x00"), max_size=40)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.text(st.characters(blacklist_characters="\x00")), max_size=5), st.text(st.characters(blacklist_characters="\x00")))
-def test_any_text_is_answered_as_the_orm_answers_it(api_client, names, one):
-    lookup = CompiledSelect(lambda names, one: ApiClient.objects.filter(Q(name__in=names) | Q(name=one)).order_by("pk"))
-    expected = [_whole(c) for c in ApiClient.objects.filter(Q(name__in=names) | Q(name=one)).order_by("pk")]
-    assert [_whole(c) for c in lookup.all(names, one)] == expected
+@given(st.lists(_TEXT, max_size=5), _TEXT, st.lists(_TEXT, max_size=5))
+def test_any_text_is_answered_as_the_orm_answers_it(api_client, names, one, stored):
+    """Authors named by arbitrary text, some of them stored: the same rows, related client
+    included, whichever are asked for."""
+    for name in [*stored, *names[::2]]:
+        Author.objects.get_or_create(client=api_client, author_id=name)
+    lookup = CompiledSelect(lambda names, one: Author.objects.select_related("client")
+                            .filter(Q(author_id__in=names) | Q(author_id=one), client=api_client.pk).order_by("pk"))
+    expected = [_whole(a) for a in Author.objects.select_related("client")
+                .filter(Q(author_id__in=names) | Q(author_id=one), client=api_client).order_by("pk")]
+    assert [_whole(a) for a in lookup.all(names, one)] == expected
+    assert {a["author_id"] for a in expected} >= set(names[::2])  # (not only empty answers)
 
 
 def test_it_refuses_what_it_cannot_answer_alike():
@@ -167,3 +177,31 @@ def test_an_update_is_the_orms_statement_with_the_values_prepared_alike(api_clie
     assert completed.run(requests[2].pk, **{**values, "updated_at": F("created_at")}) == 1 and compiles
     with pytest.raises(TypeError, match="writes"):
         completed.run(requests[2].pk, status="completed")
+
+
+def test_a_transition_of_reviews_read_in_two_statuses_moves_each_only_from_its_own(api_client):
+    """The transition's compiled UPDATE with two (status, ids) groups: each row moves only if it
+    still has the status it was read with; one that moved meanwhile fails the whole UPDATE."""
+    from django_fsm import ConcurrentTransition
+
+    from moderation.services import transitions
+
+    pending, processing = submit(api_client), submit(api_client)
+    services.review_claim(review_id=processing.pk, worker_id="w")
+    processing.refresh_from_db()
+    for moved in (False, True):
+        reviews = [ContentReview.objects.get(pk=pending.pk), ContentReview.objects.get(pk=processing.pk)]
+        statuses = [review.status for review in reviews]
+        assert statuses == ["pending", "processing"] or moved
+        if moved:  # another writer moved the processing one on
+            ContentReview.objects.filter(pk=processing.pk).update(status="approved")
+        versions = [review.version for review in reviews]
+        now = timezone.now()
+        for review in reviews:
+            review.updated_at = now
+        if moved:
+            with pytest.raises(ConcurrentTransition, match="1 of 2"):
+                transitions._update_unless_moved(reviews, statuses, {"updated_at"})
+        else:
+            transitions._update_unless_moved(reviews, statuses, {"updated_at"})
+            assert [ContentReview.objects.get(pk=r.pk).version for r in reviews] == [v + 1 for v in versions]

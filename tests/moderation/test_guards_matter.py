@@ -46,6 +46,7 @@ def test_without_the_claims_lock_and_conditional_update_a_double_claim_is_report
         collide(6, lambda i, review=review: services.review_claim(review_id=review.pk, worker_id=f"w{i}"))
 
     monkeypatch.setattr(pipeline.ContentReview.objects, "select_for_update", real_lock)
+    compiled_forget()  # (nothing compiled without the lock outlives it)
     found = violations([r.pk for r in reviews])
     assert any("not a chain" in v or "version/history" in v or "illegal transition" in v for v in found), found
 

@@ -46,8 +46,9 @@ def dispatched(api_client, scripted, settings):
         review = submit(api_client)
         tasks.moderate_review(review.pk)
         requests.append(ModerationRequest.objects.get(review=review))
-    for number, earlier in enumerate(requests[:-1]):
-        deliver(completed(earlier.idempotency_key), event_id=f"evt-warm-{number}", provider="scripted")
+    for number, earlier in enumerate(requests[:-1]):  # approvals and rejections (a statement of reasons)
+        deliver(completed(earlier.idempotency_key, score=0.9 if number % 3 == 2 else 0.1), event_id=f"evt-warm-{number}",
+                provider="scripted")
     return requests[-1]
 
 
@@ -173,13 +174,14 @@ def dispatched_by_author(api_client, scripted, settings):
     settings.CALLBACK_SECRETS = {"scripted": [SECRET]}
     scripted.default = Accepted("prov-1")
     requests = []
-    for number in range(WARM + 1):
+    for number in range(WARM + 2):
         review, _ = services.review_submit(client=api_client, external_id=f"by-ann-{number}", kind="text",
                                            text="a perfectly friendly sentence", author_id="ann")
         tasks.moderate_review(review.pk)
         requests.append(ModerationRequest.objects.get(review=review))
-    for number, earlier in enumerate(requests[:-1]):
-        deliver(completed(earlier.idempotency_key, score=0.9), event_id=f"evt-warm-{number}", provider="scripted")
+    for number, earlier in enumerate(requests[:-1]):  # WARM rejections (strikes), then an approval
+        deliver(completed(earlier.idempotency_key, score=0.9 if number < WARM else 0.0), event_id=f"evt-warm-{number}",
+                provider="scripted")
     return requests[-1]
 
 
