@@ -64,25 +64,29 @@ def insert_row(obj: models.Model, using: str) -> None:
 def insert_sql(obj: models.Model, fields: list, using: str, connection) -> tuple[str, list]:
     """The INSERT of `obj`'s `fields` (values prepared, raw), returning its primary key."""
     values = [getattr(obj, field.attname) for field in fields]
-    shape = insert_shape(obj, fields, using)
+    references = [_reference(value) for value in values]
+    shape = insert_shape(obj, fields, using, values, references)
     cached = _INSERT_SQL.get(shape)
-    plain = not any(hasattr(value, "resolve_expression") and not _reference(value) for value in values)
+    plain = not any(hasattr(value, "resolve_expression") and not reference
+                    for value, reference in zip(values, references, strict=True))
     if cached is not None and plain:
         return cached, [field.get_db_prep_save(value, connection=connection)
-                        for field, value in zip(fields, values, strict=True) if not _reference(value)]
+                        for field, value, reference in zip(fields, values, references, strict=True) if not reference]
     statement, params = compiled_insert(obj, fields, using, connection)
     if plain and not any(hasattr(field, "get_placeholder") for field in fields):
         _INSERT_SQL[shape] = statement
     return statement, params
 
 
-def insert_shape(obj: models.Model, fields: list, using: str) -> tuple:
+def insert_shape(obj: models.Model, fields: list, using: str, values: list | None = None,
+                 references: list[bool] | None = None) -> tuple:
     """What an INSERT's SQL depends on. A reference to another row of the statement
     (OneStatement.key_of: SQL, no parameters) is part of it; any other expression is compiled
-    each time."""
-    references = tuple(value.sql if _reference(value) else None
-                       for value in (getattr(obj, field.attname) for field in fields))
-    return type(obj), tuple(field.attname for field in fields), using, references
+    each time. (`values` and `references`: the caller's, read once.)"""
+    values = values if values is not None else [getattr(obj, field.attname) for field in fields]
+    references = references if references is not None else [_reference(value) for value in values]
+    return (type(obj), tuple(field.attname for field in fields), using,
+            tuple(value.sql if reference else None for value, reference in zip(values, references, strict=True)))
 
 
 def _reference(value) -> bool:

@@ -17,11 +17,10 @@ annotations and the columns' converters included):
 What it takes: a queryset of model instances (not values(), only() or prefetch_related()), and
 arguments that reach the SQL as they are: strings, integers and UUIDs compared to columns of
 their type (a string for an integer column is refused, not converted as the ORM would), or
-lists of one of them (`__in`; each length is a shape of its own, compiled once,
-up to MAX_SHAPES a statement and MAX_LIST items; past that, or for an empty list, the queryset
-runs as it is). Anything else is refused
-when it is compiled, never answered differently. tests/moderation/test_compiled.py compares it
-with the ORM.
+lists of one of them (`__in`; each length is a shape of its own, compiled once, up to
+MAX_SHAPES a statement and MAX_LIST items; past that, or for an empty list, the queryset runs as
+it is). Anything else is refused when it is compiled, never answered differently.
+tests/moderation/test_compiled.py compares it with the ORM.
 """
 
 from __future__ import annotations
@@ -267,7 +266,7 @@ def _shape_of(value) -> tuple:
     if isinstance(value, list | tuple):
         kinds = {_kind_of(each) for each in value}
         if len(kinds) > 1:
-            raise TypeError("CompiledSelect takes lists of one type")
+            raise TypeError("a compiled statement takes lists of one type")
         return ("list", kinds.pop() if kinds else str, len(value))
     return ("one", _kind_of(value))
 
@@ -279,7 +278,7 @@ def _kind_of(value) -> type:
         for kind in _MARKERS:
             if isinstance(value, kind):
                 return kind
-    raise TypeError(f"CompiledSelect takes strings, integers and UUIDs, not {type(value).__name__}")
+    raise TypeError(f"a compiled statement takes strings, integers and UUIDs, not {type(value).__name__}")
 
 
 def _markers(shape: tuple, counter):

@@ -46,8 +46,8 @@ What `save()` does and this does not, and how the callers make up for it:
   fills it in, and the object keeps the `DatabaseDefault`: nothing is read back as `save()`
   reads such a field (RETURNING). The object gets its primary key and the keys `key_of`
   stood for, and is marked saved.
-- `update` is `QuerySet.update()` (`update_compiled` the same, compiled once): `auto_now` fields are not set (pre_save is not called). The
-  caller passes them: pipeline.py's `updated_at=now` on the operation it completes.
+- `update` is `QuerySet.update()` (`update_compiled` the same, compiled once): `auto_now`
+  fields are not set (pre_save is not called). The caller passes them: pipeline.py's `updated_at=now` on the operation it completes.
 - No signal is sent: no pre_save or post_save for any row. Of the models written here, only
   ContentReview has a receiver, simple-history's post_save that records its history. Its rows
   are inserted by the callers in the same statement, built by `review_history_row`

@@ -11,7 +11,7 @@ from functools import cache, reduce, wraps
 from typing import Any, ParamSpec, TypeVar
 
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Case, F, Q, Value, When
 from django.utils import timezone
 from django_fsm import ConcurrentTransition, InvalidResultState, TransitionNotAllowed
@@ -156,7 +156,7 @@ def _update_unless_moved(reviews: Sequence[ContentReview], from_statuses: list[s
     for review, status in zip(reviews, from_statuses, strict=True):
         by_status.setdefault(status, []).append(meta.pk.to_python(review.pk))
     groups = [each for status, pks in by_status.items() for each in (status, pks)]
-    moved = _transition_update(tuple(sorted(values)), _unmoved).run(*groups, **values)
+    moved = _transition_update(tuple(sorted(values))).run(*groups, **values)
     if moved != len(reviews):
         raise ConcurrentTransition(
             f"{len(reviews) - moved} of {len(reviews)} reviews changed status since they were read"
@@ -171,11 +171,12 @@ def _unmoved(groups: Sequence[tuple[str, list]]) -> Q:
 
 
 @cache
-def _transition_update(names: tuple[str, ...], unmoved: Callable[..., Q]) -> CompiledUpdate:
-    """A transition's UPDATE of `names` and the version, on the rows `unmoved` keeps."""
-    return CompiledUpdate(lambda *groups: ContentReview.objects.filter(unmoved(list(zip(groups[::2], groups[1::2],
-                                                                                          strict=True)))),
-                          names, fixed={"version": F("version") + 1})
+def _transition_update(names: tuple[str, ...]) -> CompiledUpdate:
+    """A transition's UPDATE of `names` and the version, on the rows `_unmoved` keeps (read when
+    compiled: a test that takes the guard out gets it, `compiled_forget`)."""
+    def unmoved_rows(*groups) -> models.QuerySet:
+        return ContentReview.objects.filter(_unmoved(list(zip(groups[::2], groups[1::2], strict=True))))
+    return CompiledUpdate(unmoved_rows, names, fixed={"version": F("version") + 1})
 
 
 @cache

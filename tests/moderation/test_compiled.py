@@ -4,9 +4,10 @@ ORM's statement, without compiling them again."""
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.db.models.sql import UpdateQuery
 from django.utils import timezone
@@ -38,6 +39,20 @@ def _whole(instance, depth: int = 2) -> dict:
     for name, related in instance._state.fields_cache.items():
         found[f"related:{name}"] = _whole(related, depth - 1)
     return found
+
+
+@contextmanager
+def sent():
+    """The (SQL, parameters) each statement inside the block sent, transaction control left out."""
+    statements = []
+
+    def record(execute, sql, params, many, context):
+        if not sql.startswith(("SAVEPOINT", "RELEASE SAVEPOINT", "ROLLBACK")):
+            statements.append((sql, list(params or ())))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        yield statements
 
 
 @pytest.fixture
@@ -82,11 +97,17 @@ def test_locking_reads_of_lists_with_related_rows_annotations_and_json_answer_as
     cases = [keys, keys[:1], [keys[1], unknown], [unknown], [keys[0], keys[0]], keys[::-1], []]
     for case in cases * 2:  # the second time round, every shape is compiled already
         compiles.clear()
-        with transaction.atomic():
+        with transaction.atomic(), sent() as compiled_sent:
             found = [_whole(r) for r in reviews_lock.all(case)]
+        with transaction.atomic(), sent() as orm_sent:
             expected = [_whole(r) for r in ContentReview.objects.select_for_update(of=("self",))
                         .select_related("client", "content").filter(requests__idempotency_key__in=case).order_by("pk")]
         assert found == expected
+        # The very statement the ORM sends (its lock clause included), with the same parameters;
+        # a key given twice the ORM sends once (the same rows).
+        if len(set(case)) == len(case):
+            assert compiled_sent == orm_sent
+        assert case == [] or "FOR UPDATE OF" in compiled_sent[0][0]
         if case is keys:
             assert len(found) == 3 and all(f["related:content"] and f["related:client"] for f in found)
         found = [_whole(r) for r in requests_read.all(case)]
