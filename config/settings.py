@@ -58,10 +58,11 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_fsm",
+    # Before django_q: its `qcluster` command is moderation's (a cluster that survives a dead process).
+    "moderation",
     "django_q",
     "simple_history",
     "audit",
-    "moderation",
     "callbacks",
     "lab",  # tools: the race lab and the provider simulator (their commands)
 ]

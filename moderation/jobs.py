@@ -33,7 +33,12 @@ def _hostname() -> str:
 
 def worker_id() -> str:
     """Identifies this process in the audit trail: host and pid (read live: workers are forked)."""
-    return f"{_hostname()}:{os.getpid()}"
+    return worker_id_of(os.getpid())
+
+
+def worker_id_of(pid: int) -> str:
+    """The `worker_id` a process of this host with `pid` writes (a review's claim records it)."""
+    return f"{_hostname()}:{pid}"
 
 
 def new_job_id() -> str:

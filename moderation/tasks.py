@@ -92,6 +92,15 @@ def sweep(job_id: str = "", web_request_id: str = "", trace_parent: str = "") ->
         return summary
 
 
+def reviews_worker_lost(worker_ids: list, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """Enqueued by a cluster that rebuilt itself after a process died (moderation/management/cluster.py):
+    the reviews its killed workers had claimed are taken over now, not at the silence deadline."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), \
+            _job_span(trace_parent, "reviews_worker_lost"):
+        taken = services.reviews_worker_lost(worker_ids=worker_ids)
+        return f"{len(taken)} reviews of dead workers dispatched again"
+
+
 def bulk_job_run(bulk_job_id: int, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
     """One slice of a bulk action (moderation/services/bulk.py): at most BULK_SLICE_S, within the
     task's timeout, then the rest is enqueued behind the pipeline's own jobs."""

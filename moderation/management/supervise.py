@@ -11,8 +11,13 @@ empty) and holds about 10 MiB (docs/operations.md, "Sizing").
 The spec: {"banner": str, "children": [{"name", "argv", "env"}, ...]}, each child's `env` what
 it adds to this process's environment. Each child runs in a process group of its own and is
 stopped as a group (moderation/management/processes.py). Ctrl-C (or SIGTERM, or SIGHUP when
-the terminal closes) stops everything; if any child exits on its own (a cluster master killed),
-the others are stopped too and the supervisor exits with 1.
+the terminal closes) stops everything. A child that exits on its own (a cluster master or the web
+server's master killed) is started again, after what is left of its process group is stopped (a
+killed master's workers must not go on beside the new ones): a process inside a cluster is the
+cluster's own to replace (moderation/management/cluster.py), the cluster as a whole is this
+supervisor's, as systemd's `Restart=always` does in production. A child that exits
+RESTART_LIMIT times within RESTART_WINDOW_S is not started again: everything is stopped and the
+supervisor exits with 1.
 """
 
 from __future__ import annotations
@@ -24,6 +29,12 @@ import sys
 import time
 
 from moderation.management.processes import start, stop_groups
+
+# A child that exits more often than this within the window is not started again.
+RESTART_LIMIT = 5
+RESTART_WINDOW_S = 60
+# How long what is left of a dead child's process group gets before it is killed.
+RESTART_GRACE_S = 5
 
 
 def supervise(spec: dict) -> int:
@@ -38,15 +49,26 @@ def supervise(spec: dict) -> int:
         signal.signal(signum, stop)
     children: dict = {}
     exited: list[str] = []
+    envs = {child["name"]: (child["argv"], {**os.environ, **child["env"]}) for child in spec["children"]}
+    restarts: dict[str, list[float]] = {name: [] for name in envs}
     try:
-        for child in spec["children"]:
-            children[child["name"]] = start(child["argv"], {**os.environ, **child["env"]})
+        for name, (argv, env) in envs.items():
+            children[name] = start(argv, env)
         print(spec["banner"], flush=True)
-        while not stopping and all(p.poll() is None for p in children.values()):
+        while not stopping and not exited:
             time.sleep(0.2)
-        exited = [name for name, p in children.items() if p.poll() is not None]
-        if exited and not stopping:
-            _say(f"{', '.join(exited)} exited; stopping the rest")
+            for name, process in list(children.items()):
+                if stopping or process.poll() is None:
+                    continue
+                now = time.monotonic()
+                restarts[name] = [t for t in restarts[name] if now - t < RESTART_WINDOW_S] + [now]
+                if len(restarts[name]) > RESTART_LIMIT:
+                    exited.append(name)
+                    _say(f"{name} exited {len(restarts[name])} times within {RESTART_WINDOW_S} s; stopping the rest")
+                    break
+                _say(f"{name} exited ({process.returncode}); starting it again")
+                stop_groups({name: process}, grace_s=RESTART_GRACE_S, log=_say)  # its orphans
+                children[name] = start(*envs[name])
     finally:  # whatever went wrong here (a child that could not start, a closed pipe), none is left behind
         stop_groups(children, log=_say)
     print(f"Stopped ({', '.join(f'{n} exit {p.returncode}' for n, p in children.items())}).", flush=True)

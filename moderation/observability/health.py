@@ -46,10 +46,18 @@ def _broker() -> str:
     return f"ok (database, {waiting} queued)"
 
 
+def beat_fresh_within(every_min: int) -> timedelta:
+    """How old a heartbeat beating every `every_min` minutes may be while its cluster is alive: one
+    period, and half a minute more for django-q2's scheduler, which looks every 30 s. So a
+    cluster that stops working fails /readyz within about one period (the sweeper runs twice a
+    period, so a live one is never near it), not after minutes of silence."""
+    return timedelta(minutes=every_min, seconds=30)
+
+
 def _last_beat(name: str, every_min: int):
-    """The heartbeat's time (None if it never beat), and whether it is within three intervals and a minute."""
+    """The heartbeat's time (None if it never beat), and whether it is fresh (`beat_fresh_within`)."""
     last = Heartbeat.objects.filter(name=name).values_list("beat_at", flat=True).first()
-    fresh = last is not None and last >= timezone.now() - timedelta(minutes=3 * every_min + 1)
+    fresh = last is not None and last >= timezone.now() - beat_fresh_within(every_min)
     return last, fresh
 
 

@@ -65,7 +65,7 @@ from moderation.services.routing import (
     route_facts,
 )
 from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change, policy_publish_previewed
-from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep
+from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep, reviews_worker_lost
 from moderation.services.submission import review_submit
 from moderation.services.reports import ReportFiled, report_file
 from moderation.services.report_outcomes import reports_expire_due
@@ -159,6 +159,7 @@ __all__ = [
     "review_submit",
     "review_supersede",
     "reviews_sweep",
+    "reviews_worker_lost",
     "QueueInfo",
     "queue_check_access",
     "queues_forbidden",

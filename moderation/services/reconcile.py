@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from audit import context
@@ -92,6 +93,41 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
     if any(vars(report).values()):
         logger.info("sweep: %s", report.summary())
     return report
+
+
+def reviews_worker_lost(*, worker_ids: list[str], limit: int = 500) -> list:
+    """The processing reviews claimed by workers known to be dead (their cluster was rebuilt:
+    moderation/management/cluster.py), taken over at once rather than after the silence
+    deadline. Only an operation its worker never handed to the provider (its last attempt not
+    accepted) is dispatched again, with the same key (invariant 3); one the provider accepted
+    waits for its callback as before, whoever sent it. Returns the reviews dispatched again."""
+    now = timezone.now()
+    candidates = list(
+        ContentReview.objects.filter(status=ReviewStatus.PROCESSING, worker_id__in=worker_ids)
+        .order_by("processing_started_at").values_list("pk", flat=True)[:limit]
+    )
+    redispatched = []
+    for review_id in candidates:
+        if _live_operation_accepted(review_id):
+            continue
+        try:
+            action = _reconcile_locked(review_id=review_id, now=now, stuck_after=0, provider_queued=False)
+        except Exception:  # noqa: BLE001 - one review never holds the rest (docs/design.md, "Batches")
+            with context.bind(review_id=review_id):
+                logger.exception("taking over a dead worker's review failed: the sweeper tries it again")
+            continue
+        if action:
+            redispatched.append(review_id)
+    if candidates:
+        logger.info("dead workers %s: %d of %d claimed reviews dispatched again", ", ".join(worker_ids),
+                    len(redispatched), len(candidates))
+    return redispatched
+
+
+def _live_operation_accepted(review_id) -> bool:
+    last = (ModerationRequest.objects.filter(review_id=review_id, review__active_idempotency_key=F("idempotency_key"))
+            .values_list("attempts__outcome", flat=True).order_by("-attempts__attempt_no").first())
+    return last == AttemptOutcome.ACCEPTED
 
 
 def _lease() -> timedelta:

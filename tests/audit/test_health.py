@@ -11,6 +11,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from moderation.observability.health import beat_fresh_within
+
 from lab.race_lab import free_port
 
 
@@ -32,9 +34,13 @@ def test_readyz_is_503_until_a_cluster_has_swept_within_three_intervals_then_200
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.json()["status"] == "ready"
 
-    # The last sweep three intervals (and a minute) ago: no cluster is doing its work.
-    long_ago = timezone.now() - timedelta(minutes=3 * settings.MODERATION_SWEEP_EVERY_MIN + 2)
-    Heartbeat.objects.filter(name="sweeper").update(beat_at=long_ago)
+    # A sweep one period ago: the cluster is alive (it sweeps twice a period).
+    window = beat_fresh_within(settings.MODERATION_SWEEP_EVERY_MIN)
+    Heartbeat.objects.filter(name="sweeper").update(beat_at=timezone.now() - window + timedelta(seconds=5))
+    assert client.get("/readyz").status_code == 200
+    # No sweep for a period and a half-minute: no cluster is doing its work, and /readyz says so
+    # within that, not minutes later.
+    Heartbeat.objects.filter(name="sweeper").update(beat_at=timezone.now() - window - timedelta(seconds=1))
     assert client.get("/readyz").status_code == 503
     tasks.sweep()
     assert client.get("/readyz").status_code == 200
@@ -57,7 +63,7 @@ def test_readyz_is_503_while_the_notification_cluster_is_not_running(client, adm
     tasks.notifier_heartbeat()
     assert client.get("/readyz").status_code == 200
 
-    stopped = timezone.now() - timedelta(minutes=3 * NOTIFIER_EVERY_MIN + 2)
+    stopped = timezone.now() - beat_fresh_within(NOTIFIER_EVERY_MIN) - timedelta(seconds=1)
     Heartbeat.objects.filter(name=notifier()).update(beat_at=stopped)
     assert client.get("/readyz").status_code == 503
 
