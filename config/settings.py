@@ -312,8 +312,12 @@ REQUEST_BODY_TIMEOUT_S = _env_number("REQUEST_BODY_TIMEOUT_S", 10.0)
 # A web worker whose request has run longer than this is ended and replaced, as gunicorn's
 # --timeout did: one hung request must not hold a worker for good.
 WEB_WORKER_TIMEOUT_S = _env_number("WEB_WORKER_TIMEOUT_S", 60.0)
-# The largest body any view reads (DATA_UPLOAD_MAX_MEMORY_SIZE covers the API's and the admin's).
-REQUEST_MAX_BODY_BYTES = max(DATA_UPLOAD_MAX_MEMORY_SIZE, CALLBACK_MAX_BYTES)
+# The largest body of a signed-in admin page's form (config/asgi.py): Django's 2.5 MB of form
+# fields and a term list's file (2 MiB, moderation/admin/term_lists.py) beside them.
+ADMIN_MAX_BODY_BYTES = int(_env_number("ADMIN_MAX_BODY_BYTES", 5 * 1024 * 1024, int))
+# The largest body any view reads: the web server reads no more of one (413), and reads up to this
+# much of a refused one to drop it, so that a client sending its whole body first sees the 413.
+REQUEST_MAX_BODY_BYTES = max(SUBMISSION_MAX_BODY_BYTES, CALLBACK_MAX_BYTES, ADMIN_MAX_BODY_BYTES)
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
 # Retention (`manage.py prune`, and the daily scheduled prune; docs/operations.md, "Retention").
