@@ -6,6 +6,7 @@ ImproperlyConfigured. Bad values fail loudly at start-up, never halfway through 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -60,6 +61,7 @@ INSTALLED_APPS = [
     "django_fsm",
     "django_q",
     "simple_history",
+    "axes",
     "audit",
     "moderation",
     "callbacks",
@@ -81,6 +83,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "moderation.admin.csp.AdminCspMiddleware",  # every admin page's Content-Security-Policy
     "moderation.api.middleware.site_history_middleware",
+    "axes.middleware.AxesMiddleware",  # a locked-out sign-in's page (audit/login_throttle.py)
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -143,6 +146,21 @@ if DB_POOL_MODE == "transaction":
             "prepare_threshold (DB_PREPARE_THRESHOLD) must stay unset behind PgBouncer in transaction pooling"
         )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Sign-in throttling (django-axes; audit/login_throttle.py, docs/operations.md): by account and
+# by address, each on its own, counted in PostgreSQL (shared by every web worker). Its backend
+# comes first: a locked account or address is refused before any password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+LOGIN_FAILURE_LIMIT = int(_env_number("LOGIN_FAILURE_LIMIT", 10, int))
+LOGIN_COOLOFF_MIN = _env_number("LOGIN_COOLOFF_MIN", 15.0)
+AXES_HANDLER = "audit.login_throttle.LoginThrottle"
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MIN)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True  # (that account's failures from that address only: LoginThrottle)
+AXES_ENABLE_ACCESS_FAILURE_LOG = True  # a row for every failure, for the admin
+AXES_CLIENT_IP_CALLABLE = "audit.login_throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "audit.login_throttle.locked_response"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
