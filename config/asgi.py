@@ -3,11 +3,14 @@ behind an asynchronous buffer, so a slow client never holds a worker (docs/opera
 clients").
 
 The server reads each request's head on its event loop, within `REQUEST_HEADER_TIMEOUT_S`;
-`BufferedRequest` then reads the whole body there, within `REQUEST_BODY_TIMEOUT_S` (408) and
-`REQUEST_MAX_BODY_BYTES` (413), before the application sees the request. Only a complete request
-reaches Django, which runs as WSGI in one thread per process (asgiref's WsgiToAsgi), as a sync
-worker runs it: a database connection stays open across requests (CONN_MAX_AGE), which Django's
-own ASGI handler, with a new thread for every request, cannot do. `Watched` closes each response
+`BufferedRequest` then reads the whole body there, within `REQUEST_BODY_TIMEOUT_S` (408) and the
+path's bound (413, `body_limit`: docs/operations.md, "Request bodies"), before the application
+sees the request. A refused body is read to its end and dropped (up to twice
+`REQUEST_MAX_BODY_BYTES`) before the 413 is sent: a client that writes its whole body before it
+reads would otherwise meet a closed connection, not the answer. Only a complete request reaches
+Django, which runs as WSGI in one thread per process (asgiref's WsgiToAsgi), as a sync worker runs
+it: a database connection stays open across requests (CONN_MAX_AGE), which Django's own ASGI
+handler, with a new thread for every request, cannot do. `Watched` closes each response
 (WsgiToAsgi never does, and Django sends request_finished from there) and, as gunicorn's
 `--timeout` did, ends a worker whose request has run longer than `WEB_WORKER_TIMEOUT_S`: with
 one thread, a hung request would otherwise hold its process for good; granian starts another.
@@ -16,12 +19,32 @@ one thread, a hung request would otherwise hold its process for good; granian st
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import logging
 import multiprocessing
 import os
 import signal
+import sys
 import time
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def exit_with_parent() -> None:
+    """Have Linux send this process SIGTERM when its parent dies (prctl PR_SET_PDEATHSIG), and
+    stop now if it already has. granian 2.8 has no such option: a worker whose master was killed
+    (SIGKILL, the OOM killer) served on, holding the port, with nobody left to stop it or to
+    start another. SIGTERM stops it as any stop does: the requests it is serving are finished."""
+    if not sys.platform.startswith("linux"):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    parent = multiprocessing.parent_process()
+    if parent is not None and os.getppid() != parent.pid:  # it died before the prctl
+        os.kill(os.getpid(), signal.SIGTERM)
+
 
 if multiprocessing.current_process().name == "granian-worker":
     # granian forks its workers with the master's signal handlers, under which a worker ignores
@@ -31,14 +54,17 @@ if multiprocessing.current_process().name == "granian-worker":
     # the default action, to exit at once, is the right one.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    exit_with_parent()
 
 from asgiref.wsgi import WsgiToAsgi  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.conf import settings  # noqa: E402  (after the settings module is named)
+from django.http import parse_cookie  # noqa: E402
 
 from config.wsgi import application as wsgi_application  # noqa: E402
+from moderation.api.middleware import API_PREFIX, api_body_limit  # noqa: E402
 from moderation.error_body import error_body  # noqa: E402
 
 
@@ -86,12 +112,32 @@ def _end_worker(running_s: float) -> None:
     os._exit(1)  # granian (--respawn-failed-workers) starts another
 
 
-class BufferedRequest:
-    """ASGI middleware: the whole body read, within a deadline and a size limit, before `app`
-    is called with it in one message."""
+# Probes, metrics, the admin's login, static files and any path no view serves: a few form fields.
+OTHER_MAX_BODY_BYTES = 64 * 1024
+ADMIN_PREFIX, LOGIN_PATH, CALLBACKS_PREFIX = "/admin/", "/admin/login/", "/api/v1/callbacks/"
 
-    def __init__(self, app, *, max_bytes: int, timeout_s: float, watch=lambda: None):
-        self.app, self.max_bytes, self.timeout_s, self.watch = app, max_bytes, timeout_s, watch
+
+def body_limit(scope) -> int:
+    """The largest body this request may send (docs/operations.md, "Request bodies"): the API's
+    own bounds (a submission's image in base64), a callback's, an admin form's for a browser that
+    has a session (who has none can only be sent to the login), and a few fields elsewhere."""
+    path = scope["path"]
+    if path.startswith(CALLBACKS_PREFIX):
+        return settings.CALLBACK_MAX_BYTES
+    if path.startswith(API_PREFIX):
+        return api_body_limit(scope["method"], path)
+    if path.startswith(ADMIN_PREFIX) and path != LOGIN_PATH and settings.SESSION_COOKIE_NAME in _cookies(scope):
+        return settings.ADMIN_MAX_BODY_BYTES
+    return OTHER_MAX_BODY_BYTES
+
+
+class BufferedRequest:
+    """ASGI middleware: the whole body read, within a deadline and the path's size limit
+    (`body_limit(scope)`), before `app` is called with it in one message."""
+
+    def __init__(self, app, *, body_limit, timeout_s: float, drain_bytes: int, watch=lambda: None):
+        self.app, self.body_limit, self.timeout_s, self.watch = app, body_limit, timeout_s, watch
+        self.drain_bytes = drain_bytes
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "lifespan":
@@ -99,17 +145,19 @@ class BufferedRequest:
         if scope["type"] != "http":
             return None  # no websockets here: the server closes the connection
         self.watch()
-        declared = _content_length(scope)
-        if declared is not None and declared > self.max_bytes:
-            return await _refuse(send, 413, "too_large", f"bodies are limited to {self.max_bytes} bytes")
+        limit, declared = self.body_limit(scope), _content_length(scope)
+        deadline = asyncio.get_running_loop().time() + self.timeout_s
         try:
-            async with asyncio.timeout(self.timeout_s):
-                body = await self._read(receive)
+            async with asyncio.timeout_at(deadline):
+                if declared is not None and declared > limit:
+                    raise _TooLarge(0)
+                body = await self._read(receive, limit)
         except TimeoutError:
             return await _refuse(send, 408, "request_timeout",
                                  f"the request body did not arrive within {self.timeout_s:g} s")
-        except _TooLarge:
-            return await _refuse(send, 413, "too_large", f"bodies are limited to {self.max_bytes} bytes")
+        except _TooLarge as too_large:
+            await self._drain(scope, receive, declared, too_large.read, deadline)
+            return await _refuse(send, 413, "too_large", f"bodies are limited to {limit} bytes")
         if body is None:
             return None  # the client went away
 
@@ -118,7 +166,8 @@ class BufferedRequest:
 
         return await self.app(scope, _replay(body), forward)
 
-    async def _read(self, receive) -> bytes | None:
+    @staticmethod
+    async def _read(receive, limit: int) -> bytes | None:
         chunks, size = [], 0
         while True:
             message = await receive()
@@ -126,15 +175,35 @@ class BufferedRequest:
                 return None
             chunk = message.get("body", b"")
             size += len(chunk)
-            if size > self.max_bytes:
-                raise _TooLarge
+            if size > limit:
+                raise _TooLarge(size)
             chunks.append(chunk)
             if not message.get("more_body"):
                 return b"".join(chunks)
 
+    async def _drain(self, scope, receive, declared: int | None, read: int, deadline: float) -> None:
+        """Read and drop the rest of a refused body, by the request's deadline and up to
+        `drain_bytes` in all: Python's http.client, for one, writes the whole body before it reads
+        a byte, and a connection closed under it is a broken pipe, not the 413. Not when the
+        client waits for a go-ahead (Expect: 100-continue) it will never get, nor past the bound:
+        such a client sees the connection close."""
+        if _header(scope, b"expect") == b"100-continue" or (declared or 0) > self.drain_bytes:
+            return
+        try:
+            async with asyncio.timeout_at(deadline):
+                while read <= self.drain_bytes:
+                    message = await receive()
+                    read += len(message.get("body", b""))
+                    if message["type"] == "http.disconnect" or not message.get("more_body"):
+                        return
+        except TimeoutError:
+            return
+
 
 class _TooLarge(Exception):
-    pass
+    def __init__(self, read: int):
+        super().__init__(read)
+        self.read = read  # the body's bytes read before it was refused
 
 
 def _replay(body: bytes):
@@ -147,18 +216,26 @@ def _replay(body: bytes):
     return receive
 
 
-def _content_length(scope) -> int | None:
-    for name, value in scope.get("headers", ()):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None  # the server refuses a malformed length itself
+def _header(scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
     return None
 
 
+def _content_length(scope) -> int | None:
+    try:
+        return int(_header(scope, b"content-length") or b"")
+    except ValueError:
+        return None  # none, or malformed: the server refuses a malformed length itself
+
+
+def _cookies(scope) -> dict[str, str]:
+    return parse_cookie((_header(scope, b"cookie") or b"").decode("latin-1"))
+
+
 async def _refuse(send, status: int, code: str, detail: str) -> None:
-    # The API's error body; the connection closes, whatever the client sent meanwhile.
+    # The API's error body; the connection closes after it.
     body = json.dumps(error_body(code, detail)).encode()
     await send({"type": "http.response.start", "status": status, "headers": [
         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
@@ -180,5 +257,8 @@ async def _lifespan(receive, send) -> None:
 watched = Watched(wsgi_application, timeout_s=settings.WEB_WORKER_TIMEOUT_S)
 application = BufferedRequest(
     WsgiToAsgi(watched), watch=watched.watch,
-    max_bytes=settings.REQUEST_MAX_BODY_BYTES, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
+    body_limit=body_limit, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
+    # A body refused for being a little too large (an image just over the limit) is drained:
+    # dropped as it arrives, it costs no memory, and the deadline still bounds the time.
+    drain_bytes=2 * settings.REQUEST_MAX_BODY_BYTES,
 )

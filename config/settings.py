@@ -6,6 +6,7 @@ ImproperlyConfigured. Bad values fail loudly at start-up, never halfway through 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -62,6 +63,7 @@ INSTALLED_APPS = [
     "moderation",
     "django_q",
     "simple_history",
+    "axes",
     "audit",
     "callbacks",
     "lab",  # tools: the race lab and the provider simulator (their commands)
@@ -82,6 +84,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "moderation.admin.csp.AdminCspMiddleware",  # every admin page's Content-Security-Policy
     "moderation.api.middleware.site_history_middleware",
+    "axes.middleware.AxesMiddleware",  # a locked-out sign-in's page (audit/login_throttle.py)
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -144,6 +147,21 @@ if DB_POOL_MODE == "transaction":
             "prepare_threshold (DB_PREPARE_THRESHOLD) must stay unset behind PgBouncer in transaction pooling"
         )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Sign-in throttling (django-axes; audit/login_throttle.py, docs/operations.md): by account and
+# by address, each on its own, counted in PostgreSQL (shared by every web worker). Its backend
+# comes first: a locked account or address is refused before any password is checked.
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+LOGIN_FAILURE_LIMIT = int(_env_number("LOGIN_FAILURE_LIMIT", 10, int))
+LOGIN_COOLOFF_MIN = _env_number("LOGIN_COOLOFF_MIN", 15.0)
+AXES_HANDLER = "audit.login_throttle.LoginThrottle"
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_COOLOFF_MIN)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True  # (that account's failures from that address only: LoginThrottle)
+AXES_ENABLE_ACCESS_FAILURE_LOG = True  # a row for every failure, for the admin
+AXES_CLIENT_IP_CALLABLE = "audit.login_throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "audit.login_throttle.locked_response"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -313,8 +331,12 @@ REQUEST_BODY_TIMEOUT_S = _env_number("REQUEST_BODY_TIMEOUT_S", 10.0)
 # A web worker whose request has run longer than this is ended and replaced, as gunicorn's
 # --timeout did: one hung request must not hold a worker for good.
 WEB_WORKER_TIMEOUT_S = _env_number("WEB_WORKER_TIMEOUT_S", 60.0)
-# The largest body any view reads (DATA_UPLOAD_MAX_MEMORY_SIZE covers the API's and the admin's).
-REQUEST_MAX_BODY_BYTES = max(DATA_UPLOAD_MAX_MEMORY_SIZE, CALLBACK_MAX_BYTES)
+# The largest body of a signed-in admin page's form (config/asgi.py): Django's 2.5 MB of form
+# fields and a term list's file (2 MiB, moderation/admin/term_lists.py) beside them.
+ADMIN_MAX_BODY_BYTES = int(_env_number("ADMIN_MAX_BODY_BYTES", 5 * 1024 * 1024, int))
+# The largest body any view reads: the web server reads no more of one (413), and reads up to this
+# much of a refused one to drop it, so that a client sending its whole body first sees the 413.
+REQUEST_MAX_BODY_BYTES = max(SUBMISSION_MAX_BODY_BYTES, CALLBACK_MAX_BYTES, ADMIN_MAX_BODY_BYTES)
 # standardwebhooks refuses timestamps more than 5 minutes off; this can only be stricter.
 CALLBACK_TOLERANCE_S = min(_env_number("CALLBACK_TOLERANCE_S", 300.0), 300.0)
 # Retention (`manage.py prune`, and the daily scheduled prune; docs/operations.md, "Retention").

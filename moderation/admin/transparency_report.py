@@ -19,7 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from moderation.admin import review_page
-from moderation.observability.transparency_report import report_rows, transparency_report
+from moderation.observability.transparency_report import LAST_DAY, report_rows, transparency_report
 
 VIEW_PERMISSION = "moderation.view_transparencystatement"
 TEMPLATE = "admin/moderation/transparency_report.html"
@@ -40,6 +40,8 @@ class PeriodForm(forms.Form):
         data = super().clean()
         if data.get("start") and data.get("end") and data["end"] < data["start"]:
             raise forms.ValidationError("The last day is before the first day.")
+        if data.get("end") and data["end"] > LAST_DAY:
+            raise forms.ValidationError(f"The last day may be {LAST_DAY} at the latest.")
         return data
 
 

@@ -61,10 +61,11 @@ SITE_ONLY = {
 }
 
 
-def body_limit(request) -> int:
-    """The largest body this request may send: a submission may carry an image as base64
-    (SUBMISSION_MAX_BODY_BYTES), every other API request API_MAX_BODY_BYTES."""
-    if request.method == "POST" and request.path == SUBMISSIONS_PATH:
+def api_body_limit(method: str, path: str) -> int:
+    """The largest body an API request may send: a submission may carry an image as base64
+    (SUBMISSION_MAX_BODY_BYTES), every other API request API_MAX_BODY_BYTES. (The web server
+    applies it before Django, with the rest of the site's bounds: config/asgi.py.)"""
+    if method == "POST" and path == SUBMISSIONS_PATH:
         return settings.SUBMISSION_MAX_BODY_BYTES
     return settings.API_MAX_BODY_BYTES
 
@@ -80,7 +81,7 @@ class ApiErrorMiddleware:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             return _error(400, "Content-Length is not a number")
-        limit = body_limit(request)
+        limit = api_body_limit(request.method, request.path)
         if declared > limit:
             return _error(413, f"bodies are limited to {limit} bytes")
         response = self.get_response(request)

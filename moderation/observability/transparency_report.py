@@ -75,10 +75,17 @@ def seconds_between(later: str, earlier: str) -> Func:
                 output_field=FloatField())
 
 
+# The last day a period may end on: it is counted up to the midnight after it, which must be a
+# date too (9999-12-31 has none).
+LAST_DAY = date.max - timedelta(days=1)
+
+
 def period_bounds(start: date, end: date) -> tuple[datetime, datetime]:
     """[start 00:00 UTC, end + 1 day 00:00 UTC): the period's days, both included."""
     if end < start:
         raise ValueError(f"the period ends ({end}) before it starts ({start})")
+    if end > LAST_DAY:
+        raise ValueError(f"the period ends ({end}) after the last day a report can count ({LAST_DAY})")
     return datetime.combine(start, time.min, tzinfo=UTC), datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
 
 
@@ -220,7 +227,7 @@ def accounts(since: datetime, until: datetime) -> dict[str, Any]:
 
 def transparency_report(*, start: date, end: date) -> dict[str, Any]:
     """Every figure of the period's report (7 queries whatever the data). Raises ValueError when
-    `end` is before `start`."""
+    `end` is before `start` or after LAST_DAY."""
     since, until = period_bounds(start, end)
     with _one_snapshot():
         groups = list(statement_groups("created_at", since, until))

@@ -22,8 +22,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from audit import context
+
 from moderation.media import MIN_QUALITY, BankIndex, MediaRefused, image_decode, nearest_per_bank, pdq_hash
-from moderation.media_fetch import media_fetch
+from moderation.media_fetch import FETCH_FAILED, MediaFetchFailed, media_fetch
 from moderation.models import (
     Content,
     ContentKind,
@@ -46,7 +48,7 @@ class MediaRead:
     """What the job read of a content's media, as pinned on its operation."""
 
     policy: ModerationPolicy
-    media: dict  # ModerationRequest.media: {"matches", "quality", "min_quality", "error", "never_display"}
+    media: dict  # ModerationRequest.media: {"matches", "quality", "min_quality", "error", "error_detail", "never_display"}
     data: bytes | None
     mime: str
 
@@ -59,13 +61,18 @@ def media_read(*, request: ModerationRequest, content: Content) -> MediaRead:
     """Read, hash and match `content`'s media for `request`'s attempt, and pin the version used.
     Call with no transaction open. Bytes that cannot be had (a URL refused, unreachable or not
     an image) are no error here: `media["error"]` says why, and finalize sends the review to a
-    human with that reason."""
+    human with that reason. A failed fetch gives the client only FETCH_FAILED: its detail goes to
+    the log and to `media["error_detail"]`, which only staff read (moderation/media_fetch.py)."""
     policy = policy_active()
-    error, row = "", None
+    error, detail, row = "", "", None
     try:
         row = _media_row(content)
         if content.kind == ContentKind.IMAGE and row.pdq_quality is None:
             _hash(row)
+    except MediaFetchFailed as exc:
+        error, detail = FETCH_FAILED, str(exc)
+        with context.bind(review_id=request.review_id):  # (a batch's job binds only its own review)
+            logger.warning("the media_url could not be fetched: %s", detail)
     except MediaRefused as exc:
         error = str(exc)
     matches = [] if error or row is None else bank_matches(policy, row.pdq, row.pdq_quality)
@@ -74,7 +81,7 @@ def media_read(*, request: ModerationRequest, content: Content) -> MediaRead:
         # Sticky: an image once matched in a never_display bank is never shown again.
         ReviewMedia.objects.filter(pk=row.pk).update(never_display=True)
     media = {"matches": matches, "quality": row.pdq_quality if row else None, "min_quality": MIN_QUALITY,
-             "error": error, "never_display": never_display}
+             "error": error, "error_detail": detail, "never_display": never_display}
     ModerationRequest.objects.filter(pk=request.pk).update(policy=policy, media=media)
     request.policy, request.media = policy, media
     return MediaRead(policy=policy, media=media, data=row.data if row is not None and not error else None,

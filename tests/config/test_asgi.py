@@ -1,5 +1,6 @@
 """config/asgi.py: Django sees a request only once its whole body has arrived, within the
-deadline and the size limit (otherwise the client gets 408 or 413 and Django nothing); each
+deadline and its path's size limit (otherwise the client gets 408 or 413 and Django nothing; a
+refused body is read to its end first, so that the client sees the 413); each
 response is closed once sent (Django's request_finished); a request that runs too long ends its
 worker (docs/operations.md, "Slow clients")."""
 
@@ -9,10 +10,13 @@ import asyncio
 import json
 import time
 
+import pytest
 from asgiref.wsgi import WsgiToAsgi
+from django.conf import global_settings
 from django.core.signals import request_finished
 
-from config.asgi import BufferedRequest, Watched, application
+from config.asgi import OTHER_MAX_BODY_BYTES, BufferedRequest, Watched, application, body_limit
+from moderation.admin.term_lists import MAX_UPLOAD_BYTES
 
 SCOPE = {"type": "http", "method": "POST", "path": "/api/v1/callbacks/webhook/", "headers": []}
 
@@ -27,8 +31,9 @@ class App:
         await send({"type": "http.response.body", "body": b"ok"})
 
 
-def serve(messages, *, scope=SCOPE, max_bytes=10, timeout_s=1.0, pause_s=0.0):
-    """Run the middleware on `messages` (each after `pause_s`); returns (app, what it sent)."""
+def serve(messages, *, scope=SCOPE, max_bytes=10, timeout_s=1.0, pause_s=0.0, drain_bytes=0, unread=None):
+    """Run the middleware on `messages` (each after `pause_s`); returns (app, what it sent).
+    `unread`, a list, gets how many messages were still unread at each send."""
     app, sent, queue = App(), [], list(messages)
 
     async def receive():
@@ -37,8 +42,11 @@ def serve(messages, *, scope=SCOPE, max_bytes=10, timeout_s=1.0, pause_s=0.0):
 
     async def send(message):
         sent.append(message)
+        if unread is not None:
+            unread.append(len(queue))
 
-    asyncio.run(BufferedRequest(app, max_bytes=max_bytes, timeout_s=timeout_s)(scope, receive, send))
+    middleware = BufferedRequest(app, body_limit=lambda scope: max_bytes, timeout_s=timeout_s, drain_bytes=drain_bytes)
+    asyncio.run(middleware(scope, receive, send))
     return app, sent
 
 
@@ -79,6 +87,81 @@ def test_a_body_of_exactly_the_limit_is_accepted():
     assert app.calls[0][0]["body"] == b"1234567890" and sent[0]["status"] == 200
 
 
+def test_a_refused_body_is_read_to_its_end_before_the_413_is_sent():
+    """(Python's http.client writes its whole body before it reads: a connection closed under it
+    is a broken pipe, never the 413. tests/e2e/test_web_server.py sends one to the real server.)"""
+    unread = []
+    app, sent = serve([chunk(b"123456", True), chunk(b"78901", True), chunk(b"2" * 30, False)],
+                      drain_bytes=100, unread=unread)
+
+    assert app.calls == [] and sent[0]["status"] == 413 and unread == [0, 0]
+
+
+def test_a_declared_length_over_the_limit_is_read_and_dropped_before_the_413():
+    unread = []
+    app, sent = serve([chunk(b"x" * 20, True), chunk(b"x" * 20, False)], drain_bytes=100, unread=unread,
+                      scope={**SCOPE, "headers": [(b"content-length", b"40")]})
+
+    assert app.calls == [] and sent[0]["status"] == 413 and unread == [0, 0]
+
+
+@pytest.mark.parametrize("headers", [
+    [(b"content-length", b"101")],  # more than is ever drained: refused unread, the connection closes
+    [(b"content-length", b"40"), (b"expect", b"100-continue")],  # waits for a go-ahead it never gets
+])
+def test_a_body_past_the_drain_bound_or_not_yet_sent_is_not_waited_for(headers):
+    unread = []
+    app, sent = serve([chunk(b"x" * 20, True), chunk(b"x" * 20, False)], drain_bytes=100, unread=unread,
+                      scope={**SCOPE, "headers": headers})
+
+    assert sent[0]["status"] == 413 and unread == [2, 2]
+
+
+def test_a_refused_body_that_stops_arriving_is_answered_at_the_request_deadline():
+    app, sent = serve([chunk(b"x" * 20, True)], drain_bytes=100, timeout_s=0.3)
+
+    assert sent[0]["status"] == 413
+
+
+def http_scope(method: str, path: str, cookie: str = "") -> dict:
+    return {"type": "http", "method": method, "path": path, "headers": [(b"cookie", cookie.encode())] if cookie else []}
+
+
+@pytest.mark.parametrize("method, path, limit", [
+    ("POST", "/api/v1/reviews/", "SUBMISSION_MAX_BODY_BYTES"),
+    ("POST", "/api/v1/callbacks/webhook/", "CALLBACK_MAX_BYTES"),
+    ("POST", "/api/v1/appeals/", "API_MAX_BODY_BYTES"),
+    ("GET", "/api/v1/reviews/", "API_MAX_BODY_BYTES"),
+])
+def test_each_api_path_takes_its_own_bound(settings, method, path, limit):
+    assert body_limit(http_scope(method, path)) == getattr(settings, limit)
+
+
+@pytest.mark.parametrize("method, path, cookie", [
+    ("POST", "/healthz", "sessionid=abc"),
+    ("POST", "/readyz", ""),
+    ("POST", "/metrics", ""),
+    ("POST", "/admin/login/", "sessionid=abc"),
+    ("POST", "/admin/moderation/moderationpolicy/term-lists/", ""),  # no session: only the login is open
+    ("POST", "/admin/moderation/moderationpolicy/term-lists/", "xsessionid=abc"),
+    ("POST", "/static/admin/css/base.css", ""),
+])
+def test_every_other_path_takes_a_few_form_fields(method, path, cookie):
+    assert body_limit(http_scope(method, path, cookie)) == OTHER_MAX_BODY_BYTES
+
+
+def test_a_signed_in_admin_form_takes_djangos_form_fields_and_a_term_list_file(settings):
+    scope = http_scope("POST", "/admin/moderation/moderationpolicy/term-lists/", "csrftoken=x; sessionid=abc")
+
+    assert body_limit(scope) == settings.ADMIN_MAX_BODY_BYTES
+    assert body_limit(scope) > global_settings.DATA_UPLOAD_MAX_MEMORY_SIZE + MAX_UPLOAD_BYTES + OTHER_MAX_BODY_BYTES
+
+
+def test_a_body_refused_for_being_a_little_over_the_largest_bound_is_still_drained(settings):
+    assert settings.REQUEST_MAX_BODY_BYTES == settings.SUBMISSION_MAX_BODY_BYTES
+    assert application.drain_bytes == 2 * settings.REQUEST_MAX_BODY_BYTES
+
+
 def test_a_client_gone_before_its_body_is_complete_reaches_nothing():
     app, sent = serve([chunk(b"abc", True), {"type": "http.disconnect"}])
 
@@ -111,7 +194,8 @@ def run_wsgi(wsgi_app, *, watch=None, scope=None):
     async def send(message):
         sent.append(message)
 
-    app = BufferedRequest(WsgiToAsgi(wsgi_app), max_bytes=10, timeout_s=1, watch=watch or (lambda: None))
+    app = BufferedRequest(WsgiToAsgi(wsgi_app), body_limit=lambda scope: 10, timeout_s=1, drain_bytes=0,
+                          watch=watch or (lambda: None))
     asyncio.run(app(scope, receive, send))
     return sent
 

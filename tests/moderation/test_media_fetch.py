@@ -11,9 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from moderation import services, tasks
-from moderation.media_fetch import media_fetch
+from moderation.media_fetch import FETCH_FAILED, media_fetch
 from moderation.media import MediaRefused
 from moderation.models import ContentReview, ModerationRequest, ReviewMedia, ReviewQueue, ReviewStatus
+from tests.helpers import staff_browser
 from tests.helpers_media import bank_publish, encoded, image_hash, picture
 from tests.moderation.test_netguard import guarded  # noqa: F401 - a fixture
 
@@ -102,7 +103,6 @@ def test_redirects_are_followed_each_hop_checked_and_no_cookie_is_sent(api_clien
 
 
 @pytest.mark.parametrize("route, why", [
-    ((404, {}, b"gone"), "HTTP 404"),
     ((200, {"Content-Type": "image/png"}, b"<html>not an image</html>"), "not an image"),
     ((200, {"Content-Type": "image/png"}, PNG[:500]), "cannot be decoded"),
 ])
@@ -115,6 +115,24 @@ def test_a_url_that_gives_no_image_is_manual_review_whose_reason_says_why(api_cl
     assert why in review.decision.explanation
     assert why in ModerationRequest.objects.get(review=review).media["error"]
     assert not ReviewMedia.objects.filter(pk=review.content_id).exists()  # nothing half-written
+
+
+def test_a_url_that_fails_to_fetch_tells_the_client_only_that_and_staff_and_the_log_why(
+        api_client, server, escape_hatch, caplog, django_user_model):
+    server.routes["/x"] = (404, {}, b"gone")
+
+    review = job(api_client, f"{server.url}/x")
+
+    assert review.status == ReviewStatus.MANUAL_REVIEW and review.queue == ReviewQueue.IMAGES
+    assert f"could not be read: {FETCH_FAILED}" in review.decision.explanation
+    assert "404" not in review.decision.explanation
+    operation = ModerationRequest.objects.get(review=review)
+    assert operation.media["error"] == FETCH_FAILED and "HTTP 404" in operation.media["error_detail"]
+    assert any("HTTP 404" in r.getMessage() and r.review_id == str(review.pk) for r in caplog.records)
+    staff = staff_browser(django_user_model, "sam", None)
+    staff.user.is_superuser = True
+    staff.user.save()
+    assert "HTTP 404" in staff.get(f"/admin/moderation/moderationrequest/{operation.pk}/change/").content.decode()
 
 
 def test_a_body_over_media_max_bytes_is_refused_as_it_arrives(server, escape_hatch, settings):
@@ -157,7 +175,10 @@ def test_without_the_escape_hatch_a_loopback_url_is_refused_before_connecting(ap
     review = job(api_client, "http://cdn.example/cat.png")
 
     assert review.status == ReviewStatus.MANUAL_REVIEW
-    assert "127.0.0.1" in review.decision.explanation and "loopback" in review.decision.explanation
+    assert FETCH_FAILED in review.decision.explanation  # how the resolver sees the name is not the client's
+    assert "127.0.0.1" not in review.decision.explanation and "loopback" not in review.decision.explanation
+    detail = ModerationRequest.objects.get(review=review).media["error_detail"]
+    assert "cdn.example resolves to 127.0.0.1" in detail and "loopback" in detail
 
 
 @pytest.mark.parametrize("target, refused", [
@@ -180,7 +201,8 @@ def test_a_redirect_to_a_refused_address_is_refused_and_nothing_connects_to_it(
     review = job(api_client, f"http://cdn.example:{server.httpd.server_port}/cat.png")
 
     assert review.status == ReviewStatus.MANUAL_REVIEW
-    assert refused in review.decision.explanation
+    assert refused in ModerationRequest.objects.get(review=review).media["error_detail"]
+    assert refused not in review.decision.explanation and FETCH_FAILED in review.decision.explanation
     assert [path for path, _ in server.requests] == ["/cat.png"]
 
 

@@ -318,6 +318,7 @@ def test_the_command_prints_one_csv_row_per_figure(http, api_client, moderators)
     (["--start", "20261101", "--end", "2026-11-30"], "--start '20261101' is not a date"),
     (["--start", "2026-11-01", "--end", "soon"], "--end 'soon' is not a date"),
     (["--start", "2026-11-02", "--end", "2026-11-01"], "--end 2026-11-01 is before --start 2026-11-02"),
+    (["--start", "2026-11-01", "--end", "9999-12-31"], "--end 9999-12-31 is past the last day a report can count"),
 ])
 def test_the_command_refuses_a_bad_date_or_an_end_before_the_start(args, message):
     with pytest.raises(CommandError, match=message):
@@ -380,6 +381,22 @@ def test_a_period_ending_before_it_starts_is_a_form_error_and_shows_no_figures(d
 
     assert response.status_code == 200 and response.context["report"] is None
     assert "The last day is before the first day." in response.content.decode()
+
+
+def test_a_period_ending_on_the_last_date_there_is_is_a_form_error_not_a_server_error(django_user_model):
+    """(Its end is counted up to the midnight after it, and 9999-12-31 has none.)"""
+    browser = staff_browser(django_user_model, "audra", "auditor")
+
+    response = browser.get(PAGE, {"start": "2026-11-01", "end": "9999-12-31"})
+
+    assert response.status_code == 200 and response.context["report"] is None
+    assert "The last day may be 9999-12-30 at the latest." in response.content.decode()
+
+
+def test_the_report_counts_a_period_ending_on_the_last_day_it_allows(api_client):
+    report = transparency_report(start=date(9999, 12, 1), end=date(9999, 12, 30))
+
+    assert report["period"]["until"] == "9999-12-31T00:00:00+00:00"
 
 
 def test_staff_without_the_view_permission_are_refused_and_not_shown_the_link(django_user_model):

@@ -8,7 +8,7 @@ from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
 
-from moderation.observability.transparency_report import report_csv, transparency_report
+from moderation.observability.transparency_report import LAST_DAY, report_csv, transparency_report
 
 FORMATS = ("json", "csv")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # date.fromisoformat alone would take 20261101 and 2026-W44-1 too
@@ -36,6 +36,8 @@ class Command(BaseCommand):
         first, last = _day(start, "--start"), _day(end, "--end")
         if last < first:
             raise CommandError(f"--end {last} is before --start {first}")
+        if last > LAST_DAY:
+            raise CommandError(f"--end {last} is past the last day a report can count, {LAST_DAY}")
         report = transparency_report(start=first, end=last)
         if format == "csv":
             self.stdout.write(report_csv(report), ending="")
