@@ -46,7 +46,7 @@ from django.conf import settings
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.cluster import Cluster, Sentinel
-from django_q.conf import Conf
+from django_q.conf import Conf, setproctitle
 from django_q.monitor import monitor
 from django_q.pusher import pusher
 from django_q.queues import Queue
@@ -188,6 +188,8 @@ class ResilientSentinel(Sentinel):
 
     def guard(self):
         logger.info("%s guarding the cluster (rebuilt whole if any of its processes dies)", self.name)
+        if setproctitle:  # `ps` (and the chaos tests) tell the clusters apart by their queue
+            setproctitle.setproctitle(f"qcluster sentinel [{self.queue_name()}]")
         self.start_event.set()
         self._save_stat()
         counter, cycle = 0, Conf.GUARD_CYCLE

@@ -14,7 +14,6 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from audit import context
@@ -26,6 +25,7 @@ from moderation.models import (
     CircuitState,
     ContentReview,
     ModerationRequest,
+    ProviderAttempt,
     ResultOutcome,
     ReviewStatus,
 )
@@ -97,37 +97,49 @@ def reviews_sweep(*, now: datetime | None = None, limit: int = 500) -> SweepRepo
 
 def reviews_worker_lost(*, worker_ids: list[str], limit: int = 500) -> list:
     """The processing reviews claimed by workers known to be dead (their cluster was rebuilt:
-    moderation/management/cluster.py), taken over at once rather than after the silence
-    deadline. Only an operation its worker never handed to the provider (its last attempt not
-    accepted) is dispatched again, with the same key (invariant 3); one the provider accepted
-    waits for its callback as before, whoever sent it. Returns the reviews dispatched again."""
-    now = timezone.now()
+    moderation/management/cluster.py), taken over at once rather than once the dead attempt's
+    lease (the task timeout) and the silence deadline have run out. Returns the reviews
+    dispatched again."""
     candidates = list(
         ContentReview.objects.filter(status=ReviewStatus.PROCESSING, worker_id__in=worker_ids)
         .order_by("processing_started_at").values_list("pk", flat=True)[:limit]
     )
-    redispatched = []
+    taken = []
     for review_id in candidates:
-        if _live_operation_accepted(review_id):
-            continue
         try:
-            action = _reconcile_locked(review_id=review_id, now=now, stuck_after=0, provider_queued=False)
+            if _worker_lost_locked(review_id=review_id, worker_ids=worker_ids, now=timezone.now()):
+                taken.append(review_id)
         except Exception:  # noqa: BLE001 - one review never holds the rest (docs/design.md, "Batches")
             with context.bind(review_id=review_id):
                 logger.exception("taking over a dead worker's review failed: the sweeper tries it again")
-            continue
-        if action:
-            redispatched.append(review_id)
     if candidates:
         logger.info("dead workers %s: %d of %d claimed reviews dispatched again", ", ".join(worker_ids),
-                    len(redispatched), len(candidates))
-    return redispatched
+                    len(taken), len(candidates))
+    return taken
 
 
-def _live_operation_accepted(review_id) -> bool:
-    last = (ModerationRequest.objects.filter(review_id=review_id, review__active_idempotency_key=F("idempotency_key"))
-            .values_list("attempts__outcome", flat=True).order_by("-attempts__attempt_no").first())
-    return last == AttemptOutcome.ACCEPTED
+@records_illegal_transitions
+def _worker_lost_locked(*, review_id, worker_ids: list[str], now: datetime) -> bool:
+    """The dead workers' attempts in flight end as abandoned (as dispatch ends one whose lease ran
+    out), and an operation they never handed to the provider is dispatched again with the same
+    key (invariant 3). One the provider accepted waits for its callback as before: who sent it
+    does not matter."""
+    with context.bind(review_id=review_id), transaction.atomic():
+        review = ContentReview.objects.select_for_update().filter(pk=review_id).first()
+        if review is None or review.status != ReviewStatus.PROCESSING or review.worker_id not in worker_ids:
+            return False  # it moved on meanwhile
+        request = ModerationRequest.objects.get(idempotency_key=review.active_idempotency_key)
+        ProviderAttempt.objects.filter(
+            request=request, outcome=AttemptOutcome.IN_FLIGHT, worker_id__in=worker_ids
+        ).update(outcome=AttemptOutcome.ABANDONED, finished_at=now)
+        last = request.attempts.order_by("-attempt_no").first()
+        if request.status not in OPEN_REQUEST_STATUSES or request.next_attempt_at or (
+            last is not None and last.outcome in (AttemptOutcome.ACCEPTED, AttemptOutcome.IN_FLIGHT)
+        ):
+            return False  # finished, a retry is scheduled, accepted, or a live worker has it
+        ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
+        enqueue_on_commit("moderation.tasks.dispatch_request", for_review=review.pk, request_id=request.pk)
+        return True
 
 
 def _lease() -> timedelta:
