@@ -606,6 +606,20 @@ def test_the_tombstone_keeps_why_without_a_quote_of_what_was_erased(api_client, 
 
 
 @pytest.mark.django_db
+def test_an_escalations_reason_goes_from_the_decision_the_log_and_the_operation_it_closed(api_client, django_user_model):
+    review, _ = services.review_submit(client=api_client, external_id="p", kind="text", text=TEXT)
+    services.review_claim(review_id=review.pk, worker_id="w1")
+    moderator = django_user_model.objects.create_user("mod", is_staff=True)
+    services.review_escalate(review_id=review.pk, reason="Wrzeszczyk again, see his other posts", moderator=moderator)
+    assert {"moderation_moderationrequest.last_error", "moderation_decision.reason",
+            "audit_reviewtransition.reason"} <= where_found(["Wrzeszczyk"])
+
+    content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="GDPR request #83")
+
+    assert where_found(["Wrzeszczyk"]) == set()
+
+
+@pytest.mark.django_db
 def test_an_auditor_sees_erasure_tombstones(api_client, django_user_model):
     from django.contrib.auth.models import Group
     from django.test import Client

@@ -45,20 +45,19 @@ def pg_dump_binary() -> str:
         version = subprocess.run([path, "--version"], capture_output=True, text=True, check=False).stdout
         if match := re.search(r"(\d+)(?:\.\d+)?", version):
             found.setdefault(int(match.group(1)), path)
-    usable = sorted(major for major in found if major >= server)
+    usable = sorted(major for major in found if major >= server)  # the server's own first
     assert usable, f"no pg_dump for PostgreSQL {server} (found {found})"
-    return found[server] if server in found else found[usable[0]]
+    return found[usable[0]]
 
 
 def pg_dump() -> str:
-    """The whole test database as pg_dump writes it, through the connection's own settings (the
-    embedded server's socket directory as its host)."""
-    settings = connection.settings_dict
-    command = [pg_dump_binary(), "--no-owner", "--no-privileges", "-d", settings["NAME"]]
-    for flag, key in (("-h", "HOST"), ("-p", "PORT"), ("-U", "USER")):
-        if settings.get(key):
-            command += [flag, str(settings[key])]
-    env = {**os.environ, **({"PGPASSWORD": settings["PASSWORD"]} if settings.get("PASSWORD") else {})}
+    """The whole test database as pg_dump writes it, reached as the tests' own connection reaches
+    it (host or socket directory, port, user: the embedded server's socket is an option of its URL)."""
+    connection.ensure_connection()
+    info = connection.connection.info
+    command = [pg_dump_binary(), "--no-owner", "--no-privileges", "-d", info.dbname, "-h", info.host,
+               "-p", str(info.port), "-U", info.user]
+    env = {**os.environ, **({"PGPASSWORD": info.password} if info.password else {})}
     dumped = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     assert dumped.returncode == 0, dumped.stderr
     assert "CREATE TABLE public.moderation_decision" in dumped.stdout
