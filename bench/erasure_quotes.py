@@ -2,7 +2,7 @@
 
     python -m bench.erasure_quotes [--chars 100000] [--payload 12000]
 
-No database: `moderation.erasure.content_quotes` (every QUOTE_MIN-character run of the text, as written
+No database: `moderation.quotes.content_quotes` (every QUOTE_MIN-character run of the text, as written
 and JSON-escaped) and `scrub` over one payload that quotes 2,000 characters from the middle of
 the content. Prints, for an ASCII and a non-ASCII text (whose escaped form is six times longer),
 the number of runs, the seconds and peak memory to build them, and the milliseconds to scrub.
@@ -29,14 +29,14 @@ def main() -> None:
     import django
 
     django.setup()
-    from moderation import erasure
+    from moderation import quotes as erasure_quotes
 
     rng = random.Random(1)
     for label, alphabet in ALPHABETS.items():
         text = "".join(rng.choice(alphabet) for _ in range(args.chars))
         tracemalloc.start()
         started = time.perf_counter()
-        quotes = erasure.content_quotes(SimpleNamespace(text=text, media_url="", metadata={}))
+        quotes = erasure_quotes.content_quotes(SimpleNamespace(text=text, media_url="", metadata={}))
         built = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
@@ -44,7 +44,7 @@ def main() -> None:
         pad = "x" * ((args.payload - 2000) // 2)
         payload = pad + text[middle:middle + 2000] + pad
         started = time.perf_counter()
-        scrubbed = erasure.scrub(payload, quotes)
+        scrubbed = erasure_quotes.scrub(payload, quotes)
         took = time.perf_counter() - started
         assert text[middle:middle + 2000] not in scrubbed
         print(f"{label:10} runs {len(quotes.runs):>8}  build {built:5.2f} s  peak {peak / 1e6:5.0f} MB  "

@@ -8,27 +8,42 @@ transitions, decisions, operations, inbox keys and every id stay, and a tombston
 first, under its row lock, so no provider is called with erased content after the erasure
 commits (dispatch also refuses erased content, whatever the review's state).
 
+Every erasure goes through `content_erase` (one review, in one transaction, `_erase_locked`);
+`author_content_erase` erases each of an author's reviews by it, then the author's own record
+(`_author_words_erase`). A check that must keep something from erasure belongs there.
+
 `REDACTED` is the one list of the columns that hold content. A new column that can hold a
 user's words (a report's detail, an appeal's statement, a notification's payload...) is one
 line here; the test that erases a content then searches every text column of the database for
-what it erased, so a column missing here fails it. Copies kept by django-simple-history of a
+what it erased, so a column missing here fails it, and the test that greps `pg_dump` after
+erasure finds a moderator's words left anywhere. Copies kept by django-simple-history of a
 listed model are redacted with it.
 
-Nothing the platform writes quotes what a rule matched (explanations, transition reasons and
-notifications name the rule, the policy's term and the span: moderation.verdicts), so the quotes
-left to find are those of providers (errors, callback bodies): a run of QUOTE_MIN characters of
-the content anywhere in them. People's own words about the content (a report's detail, an
-appeal's statement, a moderator's note) can quote it at any length: they are replaced whole.
-An appeal still open on the content is closed in the same transaction (`_close_appeal_locked`).
+People's words go whole, whoever wrote them: a report's detail, an appeal's statement, and every
+reason, note and explanation a moderator, an operator or the platform wrote about the review (a
+decision's reason and explanation, the transition log's reasons, the operation's last error, the
+notes), and their copies in the outbox (the `reason`s and `explanation`s of a payload, its shape
+kept: moderation.quotes.words_erased). Structure stays: categories, canned reason codes, rules,
+terms and spans, the policy version, the moderator, so a decision is still explained by who and
+under which policy, and its explanation now says "[erased]". Statements of reasons never carry a
+moderator's free text (DSA Art. 24(5)); only a quote of the content would go from them. What
+providers wrote (errors, callback bodies) loses the quotes of the content it holds: a run of
+QUOTE_MIN characters of it anywhere (moderation.quotes). The tombstone's own reason keeps no
+such run of what was erased. An appeal still open on the content is closed in the same
+transaction (`_close_appeal_locked`), after the redaction: the system decisions erasure writes
+say, in the platform's words, that the content was erased.
 
 An image's bytes go at once, with what was read of them (sha256, type, size); its PDQ hash and
-quality stay, as a bank match's evidence. The job never stores bytes it fetched for a content
+quality stay, as a bank match's evidence. The job never stores bytes it fetched for content
 erased meanwhile (moderation/services/media.py checks under the review's lock).
 
-An author's strikes and account actions outlive the erasure of the author's content as facts
-(a strike's category and points, an action, its reason and the strikes it rested on): only a quote
-of the erased content in them goes. `author_content_erase` erases every content of one author,
-each review by `content_erase`, so each keeps every guarantee above.
+An author's strikes and account actions outlive the erasure of one of the author's contents as
+facts (a strike's category and points, an action, its reason and the strikes it rested on): only
+a quote of the erased content in them goes. Erasing the author (`author_content_erase`) erases
+every content of the author, each review by `content_erase`, so each keeps every guarantee above,
+and then the author's record's words: account actions' and standing changes' reasons, account
+appeals' statements and resolutions, and their notifications' `reason`s and `explanation`s, each
+replaced whole under the author's row lock; the actions, their strikes and standing stay.
 """
 
 from __future__ import annotations
@@ -50,6 +65,7 @@ from audit import context
 from callbacks.payload import redacted as redacted_callback
 from moderation.models import (
     ERASED,
+    Author,
     Cause,
     ContentErasure,
     ContentReview,
@@ -60,7 +76,7 @@ from moderation.models import (
     ReviewMedia,
     ReviewStatus,
 )
-from moderation.providers.base import text_values
+from moderation.quotes import Quotes, content_quotes, scrub, words_erased, words_of
 from moderation.reasons import reasons
 from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
@@ -68,12 +84,6 @@ from moderation.services.pipeline import request_close_live_locked
 from moderation.services.report_outcomes import reports_resolve_erased_locked
 from moderation.services.transitions import review_queue_leave
 
-# A run of this many characters of the content, anywhere in other text, is a quote of it (an
-# error body echoing the input, cut at either end). Shorter texts are looked for whole.
-QUOTE_MIN = 16
-# Metadata values shorter than this are not looked for inside other text (a "en" or a "1" would
-# match everywhere); the metadata itself is cleared whatever its size.
-METADATA_MIN_QUOTE = 4
 REASON_MAX_CHARS = 2000
 # What the client reads of the system decisions erasure makes (moderation.reasons shows a system
 # decision's explanation as written: it is the platform's own text, never a provider's error).
@@ -84,33 +94,40 @@ ERASED_UNDER_APPEAL = ("The content was erased while its appeal was open: nothin
 
 class How(enum.StrEnum):
     CLEAR = "clear"  # the column is the content, or read from it: emptied ("", {}, NULL or its default)
-    QUOTES = "quotes"  # free text that may quote it (errors, reasons, payloads): each quote replaced
-    WHOLE = "whole"  # people's words about it (reports, appeals, notes): replaced whole, a quote can be any length
+    QUOTES = "quotes"  # free text that may quote it (a provider's errors and names): each quote replaced
+    WHOLE = "whole"  # people's words about it (reasons, notes, explanations, reports, appeals): replaced whole
+    WORDS = "words"  # a stored body (JSON, or JSON text): its reasons and explanations whole, quotes elsewhere
     CALLBACK = "callback"  # a provider's raw callback body: cut to the protocol's ids and scores
     MATCHES = "matches"  # a decision's rule matches: rule, term and span stay; words as written (old rows) go
 
 
 @dataclass(frozen=True)
 class Redact:
-    """One column to redact: `model` ("app.Model") and `field`, and how its rows are found,
-    either `review` (the ORM path from the model to the review) or `key` (a column holding the
-    idempotency key of one of the review's operations)."""
+    """One column to redact: `model` ("app.Model") and `field`, and how its rows are found: when
+    a review is erased, by `review` (the ORM path from the model to the review) or `key` (a column
+    holding the idempotency key of one of the review's operations); when an author is erased, by
+    `author` (the path from the model to the author)."""
 
     model: str
     field: str
     how: How = How.QUOTES
     review: str = ""
     key: str = ""
+    author: str = ""
 
 
 REDACTED: tuple[Redact, ...] = (
     Redact("moderation.Content", "text", How.CLEAR, review="review"),
     Redact("moderation.Content", "media_url", How.CLEAR, review="review"),
     Redact("moderation.Content", "metadata", How.CLEAR, review="review"),
-    Redact("moderation.ModerationRequest", "last_error", review="review"),
+    # A provider's error, or why the operation was closed: a moderator's escalation reason.
+    Redact("moderation.ModerationRequest", "last_error", How.WHOLE, review="review"),
     Redact("moderation.ProviderAttempt", "error", review="request__review"),
-    Redact("moderation.Decision", "reason", review="review"),
-    Redact("moderation.Decision", "explanation", review="review"),
+    # A moderator's or an operator's words (an override, an escalation, canned codes' free text,
+    # a bulk job's reason as copied), or the platform's about the content; codes stay.
+    Redact("moderation.Decision", "reason", How.WHOLE, review="review"),
+    # What the API and the webhooks said of the decision (moderation.reasons), now "[erased]".
+    Redact("moderation.Decision", "explanation", How.WHOLE, review="review"),
     # A system decision closing an appeal copies the appealed one's category, a provider's key.
     Redact("moderation.Decision", "category", review="review"),
     Redact("moderation.Decision", "rule_matches", How.MATCHES, review="review"),
@@ -121,14 +138,16 @@ REDACTED: tuple[Redact, ...] = (
     # Where a long text's offending parts lay (offsets and scores, never words), and the whole
     # text's scores: they describe the content, so they go with it.
     Redact("moderation.Decision", "parts", How.CLEAR, review="review"),
-    Redact("moderation.DecisionNotification", "payload", review="review"),
+    Redact("moderation.DecisionNotification", "payload", How.WORDS, review="review"),
     Redact("moderation.DecisionNotification", "last_error", review="review"),
     Redact("moderation.NotificationAttempt", "error", review="notification__review"),
     Redact("moderation.Report", "detail", How.WHOLE, review="review"),
     Redact("moderation.Appeal", "statement", How.WHOLE, review="review"),
     # Append-only like the transition log, with the same sanctioned path (migration 0009).
     Redact("moderation.ModeratorNote", "text", How.WHOLE, review="review"),
-    Redact("audit.ReviewTransition", "reason", review="review"),
+    # The transition log's one sanctioned change (audit migration 0004): its reasons copy the
+    # decisions' (a moderator's codes and words, an escalation's reason).
+    Redact("audit.ReviewTransition", "reason", How.WHOLE, review="review"),
     # The author's record (docs/design.md, "Authors"): facts that stay, where a provider's category
     # or a moderator's words may quote the content. Found through the review's author.
     Redact("moderation.Strike", "category", review="review"),
@@ -139,9 +158,22 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.AccountAppeal", "resolution_reason", review="author__reviews"),
     Redact("moderation.DecisionNotification", "payload", review="standing_change__author__reviews"),
     Redact("moderation.DecisionNotification", "payload", review="account_appeal__author__reviews"),
-    Redact("audit.PipelineEvent", "detail", review="review"),
+    # ... and when the author is erased, the words of that record go whole (author_content_erase).
+    Redact("moderation.AccountAction", "reason", How.WHOLE, author="author"),
+    Redact("moderation.StandingTransition", "reason", How.WHOLE, author="author"),
+    Redact("moderation.AccountAppeal", "statement", How.WHOLE, author="author"),
+    Redact("moderation.AccountAppeal", "resolution_reason", How.WHOLE, author="author"),
+    Redact("moderation.DecisionNotification", "payload", How.WORDS, author="standing_change__author"),
+    Redact("moderation.DecisionNotification", "payload", How.WORDS, author="account_appeal__author"),
+    Redact("audit.PipelineEvent", "detail", How.WORDS, review="review"),
+    # A bulk job's reason and search are shared by every review it acted on, and a live job still
+    # reads its reason for the reviews to come: it keeps them, but for quotes of the content
+    # (the copy of its reason in the erased review's decision and transition goes whole).
+    Redact("moderation.BulkJob", "reason", review="items__review"),
+    Redact("moderation.BulkJob", "query_words", review="items__review"),
     # Statements of reasons (docs/transparency.md) carry the policy's wording and enumerations,
-    # never the content: only a quote of it (a category key a provider echoed) would go.
+    # never the content or a moderator's free text (DSA Art. 24(5)): only a quote of the content
+    # (a category key a provider echoed) would go.
     Redact("moderation.TransparencyStatement", "facts", review="review"),
     Redact("moderation.TransparencyStatement", "body", review="review"),
     Redact("moderation.TransparencyStatement", "facts", review="account_action__author__reviews"),
@@ -237,6 +269,7 @@ class AuthorErasureReport:
     already_erased: int = 0
     remaining: int = 0
     for_real: bool = True
+    redacted: dict[str, int] = field(default_factory=dict)  # the author's own record's words: rows per column
 
 
 def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: str, for_real: bool = True,
@@ -250,7 +283,8 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
     Re-running it after a crash, a `stop` (a SIGTERM, a time budget: asked after each review) or
     a `limit` erases what is left: contents erased already are skipped. `each` is told of every review erased (or, in a dry run, that
     would be). Content the author submits while it runs is erased if its review comes after the
-    last one read (reviews in id order, which is time order)."""
+    last one read (reviews in id order, which is time order). Then, at every call, the words of
+    the author's own record go (`_author_words_erase`), in a transaction of their own."""
     reason = reason.strip()
     if not reason or len(reason) > REASON_MAX_CHARS:
         raise ValueError(f"a reason is required (at most {REASON_MAX_CHARS} characters)")
@@ -278,10 +312,11 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
                 break
         stopped = stopped or not ids
     report.remaining = left.filter(pk__gt=after).count() if not for_real and after else left.count()
+    report.redacted = _author_words_erase(author_pk, for_real=for_real)
     return report
 
 
-def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> ErasureReport:
+def _review_locked(review_id) -> ContentReview:
     review = (
         ContentReview.objects.select_for_update(of=("self",))
         .select_related("content", "client")
@@ -290,6 +325,11 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
     )
     if review is None:
         raise NotFound(f"no review with id {review_id}")
+    return review
+
+
+def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> ErasureReport:
+    review = _review_locked(review_id)
     content = review.content
     if content.erased_at is not None:
         tombstone = content.erasure
@@ -298,9 +338,15 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
                              appeal_closed=_close_appeal_locked(review, actor=actor, actor_id=actor_id),
                              reports_resolved=reports_resolve_erased_locked(review, now=timezone.now()))
     quotes = content_quotes(content, also=_quoted_matches(review))
+    counts, said = _redact(review, quotes)
+    # The erasure's own decisions come after the redaction, so that their words (the platform's:
+    # the content was erased) stay, and from the review read again, so that nothing they copy of
+    # it (a history row) brings back what was redacted.
+    review = _review_locked(review_id)
     _close_appeal_locked(review, actor=actor, actor_id=actor_id)
     stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)
-    counts = _redact(review, quotes)
+    # The tombstone keeps why, not a copy of what was erased (runs only: a short "spam" stays).
+    reason = scrub(reason, Quotes(quotes.with_runs_of(said).runs, ()))
     now = timezone.now()
     type(content).objects.filter(pk=content.pk).update(erased_at=now)
     # (Bytes prune removed already keep the date and reason they went.)
@@ -362,41 +408,75 @@ def _close_appeal_locked(review: ContentReview, *, actor: str, actor_id: str) ->
     return True
 
 
-def _redact(review: ContentReview, quotes: Quotes) -> dict[str, int]:
+def _redact(review: ContentReview, quotes: Quotes) -> tuple[dict[str, int], list[str]]:
+    """Redact the review's rows of every REDACTED column found from a review: (rows changed per
+    column, the words replaced whole)."""
     keys = list(ModerationRequest.objects.filter(review=review).values_list("idempotency_key", flat=True))
+    entries = [entry for entry in REDACTED if entry.review or entry.key]
+    return _redact_entries(entries, lambda entry: {f"{entry.key}__in": keys} if entry.key else {entry.review: review.pk},
+                           quotes)
+
+
+def _author_words_erase(author_pk: int, *, for_real: bool) -> dict[str, int]:
+    """Replace the words of the author's own record (REDACTED's `author` entries) in one
+    transaction holding the author's row lock, the lock every writer of that record holds
+    (moderation/services/authors.py). Not called holding a review's lock: reviews come first.
+    Its contents are erased already, so there is nothing left to quote: only the words go."""
+    entries = [entry for entry in REDACTED if entry.author]
+    try:
+        with transaction.atomic():
+            Author.objects.select_for_update().filter(pk=author_pk).first()
+            counts, _ = _redact_entries(entries, lambda entry: {entry.author: author_pk}, Quotes(frozenset(), ()))
+            if not for_real:
+                raise _DryRun(counts)
+    except _DryRun as dry:
+        counts = dry.args[0]
+    return counts
+
+
+def _redact_entries(entries: list[Redact], lookup: Callable[[Redact], dict], quotes: Quotes
+                    ) -> tuple[dict[str, int], list[str]]:
     counts: dict[str, int] = {}
+    said: list[str] = []
     with connection.cursor() as cursor:
-        # The transition log's one sanctioned change (audit migration 0004): a quote in `reason`.
+        # The append-only logs' one sanctioned change (audit migration 0004, moderation 0009): a
+        # row's `reason` (a note's `text`), only inside a transaction that declared itself so.
         cursor.execute("SET LOCAL moderation.erasure = 'on'")
         try:
-            for entry in REDACTED:
+            for entry in entries:
                 model = apps.get_model(entry.model)
-                lookup = {f"{entry.key}__in": keys} if entry.key else {entry.review: review.pk}
-                rows = model.objects.filter(**lookup)
-                changed = _redact_rows(rows, entry, quotes)
+                rows = model.objects.filter(**lookup(entry))
+                changed = _redact_rows(rows, entry, quotes, said)
                 try:
                     history = get_history_model_for_model(model)
                 except NotHistoricalModelError:
                     history = None
                 if history is not None:
                     pks = rows.values_list("pk", flat=True)
-                    changed += _redact_rows(history.objects.filter(**{f"{model._meta.pk.attname}__in": pks}), entry, quotes)
+                    changed += _redact_rows(history.objects.filter(**{f"{model._meta.pk.attname}__in": pks}), entry,
+                                            quotes, said)
                 if changed:  # (a column found by two paths counts both)
                     name = f"{entry.model}.{entry.field}"
                     counts[name] = counts.get(name, 0) + changed
         finally:
             cursor.execute("SET LOCAL moderation.erasure = 'off'")
-    return counts
+    return counts, said
 
 
-def _redact_rows(rows, entry: Redact, quotes: Quotes) -> int:
+def _redact_rows(rows, entry: Redact, quotes: Quotes, said: list[str]) -> int:
+    """Redact `entry`'s column in `rows`; the texts replaced whole are added to `said`."""
     model_field = rows.model._meta.get_field(entry.field)
     changed = 0
-    for pk, value in rows.values_list("pk", entry.field):
+    for pk, value in rows.values_list("pk", entry.field).order_by().distinct():
         new = _redacted_value(value, entry.how, model_field, quotes)
         if new != value:
             rows.model.objects.filter(pk=pk).update(**{entry.field: new})
             changed += 1
+            if entry.how is How.WHOLE:
+                said.append(value)
+            elif entry.how is How.WORDS:
+                body = _body(value)
+                said.extend(words_of(body) if body is not None else [value])
     return changed
 
 
@@ -409,9 +489,26 @@ def _redacted_value(value, how: How, model_field, quotes: Quotes):
         return redacted_callback(value, lambda text: scrub(text, quotes))
     if how is How.WHOLE:
         return ERASED
+    if how is How.WORDS:
+        body = _body(value)
+        if body is None:  # text that is no body: nothing in it can be told apart from words
+            return ERASED
+        body = scrub(words_erased(body), quotes)
+        return json.dumps(body, sort_keys=True) if isinstance(value, str) else body  # as the outbox writes it
     if how is How.MATCHES:  # rows written before matches stopped keeping the words as written
         return [{k: v for k, v in match.items() if k != "matched"} for match in value]
     return scrub(value, quotes)
+
+
+def _body(value):
+    """A stored body as data: JSON text (a notification's payload) parsed, data as it is; None
+    for a text that is not JSON."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return None
 
 
 def _empty(model_field):
@@ -424,15 +521,6 @@ def _empty(model_field):
     return model_field.get_default()
 
 
-@dataclass(frozen=True)
-class Quotes:
-    """What to look for in other columns: every QUOTE_MIN-character run of the longer texts
-    (`runs`), and the shorter ones whole, longest first (`whole`)."""
-
-    runs: frozenset[str]
-    whole: tuple[str, ...]
-
-
 def _quoted_matches(review: ContentReview) -> set[str]:
     """The words rules matched, as explanations written before issue 22 quoted them (`matched
     "<words>"`, in the decision's explanation, the transition's reason and the payload): those
@@ -441,49 +529,3 @@ def _quoted_matches(review: ContentReview) -> set[str]:
     stored = Decision.objects.filter(review=review).values_list("rule_matches", flat=True)
     return {f'"{match["matched"]}"' for matches in stored for match in matches or ()
             if isinstance(match, dict) and isinstance(match.get("matched"), str) and match["matched"].strip()}
-
-
-def content_quotes(content, also=()) -> Quotes:
-    """The quotes of the text, the media URL and the metadata's values (and `also`), each as
-    written and as it appears inside JSON (escaped, with and without \\u escapes)."""
-    found = {content.text, content.media_url, *also}
-    found.update(s for s in text_values(content.metadata) if len(s) >= METADATA_MIN_QUOTE)
-    forms = set()
-    for s in found:
-        if s and s.strip():
-            forms.update({s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1]})
-    runs = frozenset(form[i:i + QUOTE_MIN] for form in forms for i in range(len(form) - QUOTE_MIN + 1))
-    return Quotes(runs, tuple(sorted((f for f in forms if len(f) < QUOTE_MIN), key=len, reverse=True)))
-
-
-def scrub(value, quotes: Quotes):
-    """`value` (text, or JSON-like data) with every quote of `quotes` replaced by ERASED."""
-    if isinstance(value, str):
-        value = _replace_runs(value, quotes.runs)
-        for quote in quotes.whole:
-            value = value.replace(quote, ERASED)
-        return value
-    if isinstance(value, list):
-        return [scrub(item, quotes) for item in value]
-    if isinstance(value, dict):
-        return {scrub(k, quotes): scrub(v, quotes) for k, v in value.items()}
-    return value
-
-
-def _replace_runs(text: str, runs: frozenset[str]) -> str:
-    """`text` with each stretch covered by runs of the content replaced by one ERASED: a quote
-    of any length (at least QUOTE_MIN), from anywhere in the content, cut anywhere."""
-    stretches: list[list[int]] = []  # [start, end) of each stretch to replace
-    for i in range(len(text) - QUOTE_MIN + 1) if runs else ():
-        if text[i:i + QUOTE_MIN] in runs:
-            if stretches and i <= stretches[-1][1]:
-                stretches[-1][1] = i + QUOTE_MIN
-            else:
-                stretches.append([i, i + QUOTE_MIN])
-    if not stretches:
-        return text
-    parts, pos = [], 0
-    for start, end in stretches:
-        parts += [text[pos:start], ERASED]
-        pos = end
-    return "".join([*parts, text[pos:]])

@@ -254,8 +254,10 @@ class AuthorContentView(generics.GenericAPIView):
             f"review at a time, at most {AUTHOR_ERASE_PER_CALL} (or {AUTHOR_ERASE_SECONDS:g} s of work) a call: "
             "repeat while `remaining` is above 0 "
             "(a repeat never erases anything twice). The author's strikes and account actions stay, as "
-            "facts (category, points, the action and its statement), with any quote of the content in them "
-            "erased. Content submitted after the call is not erased."
+            "facts (category, points, the action and its statement); the words written about them (the "
+            "actions' reasons, account appeals' statements and resolutions, and their notifications' reasons "
+            "and explanations) are replaced by `[erased]` at every call. Content submitted after the call is "
+            "not erased."
         ),
         request=None,
         parameters=[AUTHOR_PATH, ErasureQuerySerializer, *RESPONSE_HEADERS],

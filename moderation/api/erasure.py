@@ -21,7 +21,7 @@ class ErasureQuerySerializer(serializers.Serializer):
     # A query parameter, not a body: many HTTP clients cannot send a body with DELETE.
     reason = StrictCharField(
         required=False, max_length=REASON_MAX_CHARS,
-        help_text="Why (kept on the tombstone; do not quote the content). Default: the client asked.",
+        help_text="Why (kept on the tombstone, without any quote of what is erased). Default: the client asked.",
     )
 
 
@@ -44,7 +44,9 @@ class ReviewContentView(generics.GenericAPIView):
         summary="Erase the content of one of your reviews",
         description=(
             "Redacts the text, media URL and metadata everywhere the platform stored them (raw provider "
-            "callbacks and history included), and keeps the review, its decisions, transitions and ids with "
+            "callbacks and history included), replaces every reason, note and explanation written about the "
+            "review (the decisions' explanations this API shows included) by `[erased]`, and keeps the review, "
+            "its decisions (categories, canned reason codes, policy version), transitions and ids with "
             "a tombstone: who erased it, when and why. A review still being moderated is stopped (it ends in "
             "`manual_review`, and the content is never sent to a provider again). Erasing again answers the "
             "first erasure."

@@ -25,13 +25,14 @@ from rest_framework.test import APIClient
 from audit.models import Actor, PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
 from callbacks.payload import parse
-from moderation import erasure, netguard, services, tasks
+from moderation import erasure, netguard, quotes, services, tasks
 from moderation.services import media as media_services
 from moderation.erasure import Redact, content_erase
 from moderation.errors import ContentErased, NotAppealable
 from moderation.invariants import violations
 from moderation.media import image_decode
 from moderation.models import (
+    ERASED,
     Appeal,
     Content,
     Cause,
@@ -318,7 +319,9 @@ def test_the_history_copies_of_a_registered_column_are_redacted_with_it(api_clie
     report = content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="withdrawn")
 
     assert not columns & where_found([TEXT[:40]])
-    assert report.redacted["moderation.ContentReview.worker_id"] == 1 + 2  # the row, and its two history rows
+    # The row and the claim's history row; the history row of the erasure's own decision (the
+    # review was processing) is written after the redaction, from the review as redacted.
+    assert report.redacted["moderation.ContentReview.worker_id"] == 1 + 1
 
 
 # --- issue 22: nothing quotes the matched words; every column is searched for a marker --------
@@ -512,8 +515,10 @@ def test_erasure_takes_the_matched_words_that_explanations_quoted_before_issue_2
     content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="GDPR request #82")
 
     assert where_found([words]) == set()
+    # The explanation goes whole (it is free text); what the rule matched stays, without the words.
     decision = Decision.objects.get(pk=review.decision_id)
-    assert decision.explanation.startswith("policy v1: rule insult:reject matched ") and "term \"idiot\"" in decision.explanation
+    assert decision.explanation == ERASED
+    assert decision.rule_matches == [{k: v for k, v in match.items() if k != "matched"}]
 
 
 @pytest.mark.django_db
@@ -558,7 +563,8 @@ def test_erasing_content_under_appeal_closes_the_appeal_with_a_reason_and_tells_
     closing = review.decision
     assert (appeal.status, appeal.resolution_id, review.status) == ("upheld", closing.pk, ReviewStatus.REJECTED)
     assert closing.source == DecisionSource.SYSTEM and closing.pk != appealed_decision.pk
-    assert "erased" in closing.reason and "appeal" in closing.reason
+    # In the platform's words, written after the redaction that replaces every other reason whole.
+    assert closing.reason.startswith(f"content erased while appeal {appeal.pk} was open")
     last = ReviewTransition.objects.filter(review=review).last()
     assert (last.from_status, last.to_status, last.cause, last.actor_id) == (
         ReviewStatus.MANUAL_REVIEW, ReviewStatus.REJECTED, Cause.CONTENT_ERASED, "ops-anna")
@@ -566,7 +572,7 @@ def test_erasing_content_under_appeal_closes_the_appeal_with_a_reason_and_tells_
     body = json.loads(told.payload)
     assert told.kind == NotificationKind.APPEAL_RESOLVED
     assert body["data"]["appeal_id"] == str(appeal.pk) and body["data"]["outcome"] == "upheld"
-    assert "erased" in body["data"]["decision"]["explanation"]
+    assert body["data"]["decision"]["explanation"] == erasure.ERASED_UNDER_APPEAL
     assert review.queue == "" and Appeal.objects.filter(review=review, status="open").count() == 0
     assert (review.leased_to, review.lease_expires_at) == (None, None)
     assert violations([review.pk]) == []
@@ -581,6 +587,36 @@ def test_the_checker_flags_an_open_appeal_that_no_queue_offers(api_client, scrip
 
     assert any(f"appeal {appeal.pk}" in problem and "no queue" in problem for problem in violations([review.pk])), \
         violations([review.pk])
+
+
+@pytest.mark.django_db
+def test_the_tombstone_keeps_why_without_a_quote_of_what_was_erased(api_client, django_user_model):
+    review = decided(api_client, ReviewStatus.REJECTED)
+    moderator = django_user_model.objects.create_user("mod", is_staff=True)
+    said = "doxxing: the phone number +48 601 234 567"
+    services.review_override(review_id=review.pk, label="rejected", category="harassment", reason=said,
+                             moderator=moderator)
+
+    report = content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna",
+                           reason=f"ticket 7: {said} must go")
+
+    assert report.reason == f"ticket 7: {ERASED} must go"
+    assert ContentErasure.objects.get(review=review).reason == report.reason
+    assert where_found([said]) == set()
+
+
+@pytest.mark.django_db
+def test_an_escalations_reason_goes_from_the_decision_the_log_and_the_operation_it_closed(api_client, django_user_model):
+    review, _ = services.review_submit(client=api_client, external_id="p", kind="text", text=TEXT)
+    services.review_claim(review_id=review.pk, worker_id="w1")
+    moderator = django_user_model.objects.create_user("mod", is_staff=True)
+    services.review_escalate(review_id=review.pk, reason="Wrzeszczyk again, see his other posts", moderator=moderator)
+    assert {"moderation_moderationrequest.last_error", "moderation_decision.reason",
+            "audit_reviewtransition.reason"} <= where_found(["Wrzeszczyk"])
+
+    content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="GDPR request #83")
+
+    assert where_found(["Wrzeszczyk"]) == set()
 
 
 @pytest.mark.django_db
@@ -604,7 +640,7 @@ def test_an_auditor_sees_erasure_tombstones(api_client, django_user_model):
     assert browser.post(f"/admin/moderation/contenterasure/{tombstone.pk}/delete/").status_code == 403
 
 
-QUOTED = 16  # the promise: a quote this long, from anywhere in the content, is found (erasure.QUOTE_MIN)
+QUOTED = 16  # the promise: a quote this long, from anywhere in the content, is found (quotes.QUOTE_MIN)
 
 
 @given(content=st.text(min_size=QUOTED), cut=st.tuples(st.integers(0), st.integers(0)),
@@ -619,12 +655,12 @@ def test_a_quote_of_the_content_from_anywhere_in_it_is_scrubbed_from_any_text(co
     if escaped:
         quote = json.dumps(quote)[1:-1]
     assume(quote not in f"{before}{after}")  # what was not quoted (Hypothesis may write it anyway)
-    quotes = erasure.content_quotes(SimpleNamespace(text=content, media_url="", metadata={}))
+    found = quotes.content_quotes(SimpleNamespace(text=content, media_url="", metadata={}))
 
-    scrubbed = erasure.scrub(f"{before}{quote}{after}", quotes)
+    scrubbed = quotes.scrub(f"{before}{quote}{after}", found)
 
     assert quote not in scrubbed
-    assert erasure.QUOTE_MIN <= QUOTED
+    assert quotes.QUOTE_MIN <= QUOTED
 
 
 @pytest.mark.django_db

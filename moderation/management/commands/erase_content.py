@@ -16,8 +16,9 @@ from moderation.models import ApiClient, Author
 class Command(BaseCommand):
     help = (
         "Erase the content of reviews, given review or content ids, or every content of an author (--author "
-        "with --client): text, media URL, metadata and every copy or quote of them, keeping the review, its "
-        "transitions, decisions and ids with a tombstone (who, when, why), and the author's strikes and actions. "
+        "with --client): text, media URL, metadata and every copy or quote of them, and every reason, note and "
+        "explanation written about them, keeping the review, its transitions, decisions and ids with a tombstone "
+        "(who, when, why); an author's strikes and actions stay, their reasons and appeals' words go. "
         "A review still being moderated is stopped. Dry run unless --for-real."
     )
 
@@ -77,9 +78,11 @@ class Command(BaseCommand):
             stop=lambda: bool(stop), each=lambda erased: self.stdout.write(self._line(erased)),
         )
         verb = "erased" if for_real else "would erase"
+        record = ", ".join(f"{name} x{n}" for name, n in report.redacted.items()) or "nothing left to erase"
         self.stdout.write(
             f"author {author.author_id!r} of {author.client.name}: {verb} {report.erased} contents "
-            f"({report.stopped_moderation} stopped), {report.already_erased} erased before, {report.remaining} left"
+            f"({report.stopped_moderation} stopped), {report.already_erased} erased before, {report.remaining} left; "
+            f"the words of its record: {record}"
         )
         if stop:
             self.stdout.write("stopped by SIGTERM: run the same command again to erase the rest")
