@@ -242,3 +242,12 @@ def test_a_decode_slot_is_given_back_when_the_decode_fails():
             image_read(whole[:len(whole) // 2], bounds=bounds)
     assert image_read(encoded(picture(1)), bounds=bounds).pdq
 
+
+
+def test_a_lone_surrogate_in_image_base64_is_a_400_not_a_500(http):
+    """The field skips DRF's per-character surrogate check: base64 decoding refuses it instead."""
+    body = '{"external_id": "s", "content_type": "image", "image_base64": "iVBO\\ud800RK5CYII="}'
+
+    response = http.post(URL, body, content_type="application/json")
+
+    assert "Not valid base64" in refusal(response)
