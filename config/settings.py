@@ -226,6 +226,13 @@ API_MAX_BODY_BYTES = int(_env_number("API_MAX_BODY_BYTES", 1024 * 1024, int))
 # guard, moderation/netguard.py).
 MEDIA_MAX_BYTES = int(_env_number("MEDIA_MAX_BYTES", 10 * 1024 * 1024, int))
 MEDIA_MAX_PIXELS = int(_env_number("MEDIA_MAX_PIXELS", 40_000_000, int))
+# What decoding an image may cost (docs/images.md, "What decoding costs"): the memory one decode
+# may take; pixels a byte of the file, for images over MEDIA_RATIO_FROM_PIXELS (a bomb declares
+# hundreds); decodes at once in a process (the others wait).
+MEDIA_DECODE_MAX_BYTES = int(_env_number("MEDIA_DECODE_MAX_BYTES", 256 * 1024 * 1024, int))
+MEDIA_MAX_PIXELS_PER_BYTE = int(_env_number("MEDIA_MAX_PIXELS_PER_BYTE", 64, int))
+MEDIA_RATIO_FROM_PIXELS = int(_env_number("MEDIA_RATIO_FROM_PIXELS", 10_000_000, int))
+MEDIA_DECODE_CONCURRENCY = int(_env_number("MEDIA_DECODE_CONCURRENCY", 1, int))
 MEDIA_FETCH_TIMEOUT_S = _env_number("MEDIA_FETCH_TIMEOUT_S", 10.0)
 MEDIA_FETCH_MAX_REDIRECTS = int(_env_number("MEDIA_FETCH_MAX_REDIRECTS", 3, int))
 # A submission may carry an image as base64 (4 bytes for every 3) beside its other fields.

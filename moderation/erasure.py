@@ -183,6 +183,7 @@ REDACTED: tuple[Redact, ...] = (
     # a bank's matches must still be explained. The bytes' sha256 would tell who holds the same
     # file: it goes with them. An error may quote the media URL, as may the operation's `media`.
     Redact("moderation.ReviewMedia", "data", How.CLEAR, review="content__review"),
+    Redact("moderation.ReviewMedia", "thumbnail", How.CLEAR, review="content__review"),
     Redact("moderation.ReviewMedia", "sha256", How.CLEAR, review="content__review"),
     Redact("moderation.ReviewMedia", "mime", How.CLEAR, review="content__review"),
     Redact("moderation.ReviewMedia", "byte_size", How.CLEAR, review="content__review"),

@@ -2,11 +2,14 @@
 banks (docs/design.md, "Images and hash banks"). Pure functions and an in-memory index; no
 database access. (Fetching a `media_url` is moderation/media_fetch.py.)
 
-- **Decoding** is bounded twice: by bytes (`MEDIA_MAX_BYTES`, before Pillow sees them) and by
-  pixels (`MEDIA_MAX_PIXELS`, read from the header before any pixel is decoded), so a
-  decompression bomb (a small file declaring a huge canvas) is refused unread. The format is
-  then checked by decoding every pixel, not by the header or the file name: a truncated or
-  forged file is refused too.
+- **Decoding** is priced before it is done (`image_inspect`, the request's only check): by bytes
+  (`MEDIA_MAX_BYTES`, before Pillow sees them), then from the header, before any pixel is
+  decoded, by pixels (`MEDIA_MAX_PIXELS`), by the memory the decode would take
+  (`MEDIA_DECODE_MAX_BYTES`) and by pixels a byte of the file (`MEDIA_MAX_PIXELS_PER_BYTE`, over
+  `MEDIA_RATIO_FROM_PIXELS`): a decompression bomb (a small file declaring a huge canvas) is
+  refused unread. The job decodes it once (`image_read`, at most `MEDIA_DECODE_CONCURRENCY` at a
+  time in a process), checking every pixel (a truncated or forged file is refused then), and
+  keeps what the decode gave: the hash and a thumbnail, so nothing decodes it again.
 - **Hashing** is PDQ, by `pdqhash` (Python bindings of the reference implementation), with its
   quality (0-100). The hex form is ThreatExchange's (`threatexchange.signal_type.pdq`): the 256
   bits in pdqhash's order, most significant first, so `hex(int(bits, 2))` of its vector, zero
@@ -21,13 +24,18 @@ database access. (Fetching a `media_url` is moderation/media_fetch.py.)
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import functools
 import io
 import re
+import struct
+import threading
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from PIL import Image, UnidentifiedImageError
 
 from moderation.models.media import ENTRY_LABEL_MAX
@@ -54,56 +62,187 @@ class MediaRefused(ValueError):
     """These bytes are not an image this platform takes; the message says why, for the client."""
 
 
+# Bytes a pixel takes in memory once Pillow has decoded it, by mode: one for the 1-bit, grey and
+# palette modes, two for 16-bit grey, four for every other (RGB included: Pillow keeps it in 32 bits).
+_FRAME_BYTES = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}
+_RGB_BYTES = 4
+
+
 @dataclass(frozen=True)
-class DecodedImage:
+class ImageHeader:
+    """What an image's header declares: read without decoding a pixel."""
+
     format: str
     width: int
     height: int
-    image: Image.Image  # fully decoded, RGB
+    mode: str
 
     @property
     def mime(self) -> str:
         return MIME_TYPES[self.format]
 
+    @property
+    def pixels(self) -> int:
+        return self.width * self.height
 
-def image_decode(data: bytes, *, max_bytes: int, max_pixels: int) -> DecodedImage:
-    """Decode `data` as an image, within the bounds; MediaRefused (saying why) otherwise."""
+    @property
+    def decode_bytes(self) -> int:
+        """The most memory decoding it takes: its frame as Pillow holds it and, for any mode but
+        RGB, the full-size RGB copy reduced from (`image_fit`)."""
+        per_pixel = _FRAME_BYTES.get(self.mode, _RGB_BYTES) + (0 if self.mode == "RGB" else _RGB_BYTES)
+        return self.pixels * per_pixel
+
+
+@dataclass(frozen=True)
+class DecodeBounds:
+    """What an image may cost to decode (docs/images.md, "What decoding costs"): the pixels a file
+    may declare depend on its size (a bomb declares many pixels in few bytes) and on the memory
+    one decode may take; `concurrency` decodes at most run at once in a process."""
+
+    max_bytes: int
+    max_pixels: int
+    max_decode_bytes: int
+    max_pixels_per_byte: int
+    ratio_from_pixels: int  # pixels any file may declare, whatever its size
+    concurrency: int = 1
+
+    @classmethod
+    def from_settings(cls) -> DecodeBounds:
+        return cls(max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS,
+                   max_decode_bytes=settings.MEDIA_DECODE_MAX_BYTES,
+                   max_pixels_per_byte=settings.MEDIA_MAX_PIXELS_PER_BYTE,
+                   ratio_from_pixels=settings.MEDIA_RATIO_FROM_PIXELS,
+                   concurrency=settings.MEDIA_DECODE_CONCURRENCY)
+
+    def refusal(self, header: ImageHeader, size: int) -> str:
+        """Why decoding `header`'s image, `size` bytes long, would cost too much ("" if it would not)."""
+        w, h, pixels = header.width, header.height, header.pixels
+        if pixels > self.max_pixels:
+            return f"the image declares {w}x{h} pixels; at most {self.max_pixels} are decoded"
+        if header.decode_bytes > self.max_decode_bytes:
+            return (f"the image declares {w}x{h} pixels ({header.mode}), {header.decode_bytes} bytes to decode; "
+                    f"at most {self.max_decode_bytes} are spent on one image")
+        if pixels > max(self.ratio_from_pixels, size * self.max_pixels_per_byte):
+            return (f"the image declares {w}x{h} pixels in {size} bytes ({pixels // size} a byte); over "
+                    f"{self.ratio_from_pixels} pixels, at most {self.max_pixels_per_byte} a byte are decoded")
+        return ""
+
+
+def image_inspect(data: bytes, *, bounds: DecodeBounds) -> ImageHeader:
+    """The header of `data` (its format, declared size and mode), checked against `bounds` without
+    decoding a pixel: MediaRefused, saying why, for bytes that are not an image this platform takes
+    or whose decoding would cost more than the bounds allow (a decompression bomb is refused
+    unread). A PNG's chunks are checked too, up to its end (their CRCs, nothing inflated), so a
+    truncated PNG is refused here; other damage is found by decoding (`image_read`)."""
     if not data:
         raise MediaRefused("the image is empty")
-    if len(data) > max_bytes:
-        raise MediaRefused(f"the image is {len(data)} bytes; at most {max_bytes} are accepted")
+    if len(data) > bounds.max_bytes:
+        raise MediaRefused(f"the image is {len(data)} bytes; at most {bounds.max_bytes} are accepted")
+    with _refusals():
+        with Image.open(io.BytesIO(data), formats=FORMATS) as image:
+            header = ImageHeader(format=image.format or "", width=image.width, height=image.height, mode=image.mode)
+            if header.width < 1 or header.height < 1:
+                raise MediaRefused("the image has no pixels")
+            why = bounds.refusal(header, len(data))
+            if why:
+                raise MediaRefused(f"{why} (a decompression bomb is refused unread)")
+            image.verify()
+    return header
+
+
+@dataclass(frozen=True)
+class ImageRead:
+    """What the one decode of an image gives (`image_read`): its hash, its quality, its thumbnail."""
+
+    header: ImageHeader
+    pdq: str
+    quality: int
+    thumbnail: bytes  # a JPEG, at most THUMBNAIL_SIDE pixels either way
+
+
+def image_read(data: bytes, *, bounds: DecodeBounds) -> ImageRead:
+    """Check `data` (`image_inspect`), then decode it, once, into its PDQ hash and quality and the
+    thumbnail the viewer shows: MediaRefused, saying why, otherwise. At most `bounds.concurrency`
+    decodes run at once in this process; the others wait their turn."""
+    header = image_inspect(data, bounds=bounds)
+    with _decode_slots(bounds.concurrency), _refusals():
+        small = _decoded_small(data)
+    pdq, quality = pdq_hash(small)
+    return ImageRead(header=header, pdq=pdq, quality=quality, thumbnail=thumbnail_jpeg(small))
+
+
+def _decoded_small(data: bytes) -> Image.Image:
+    """Every pixel of the first frame decoded (a truncated or forged file fails here), reduced at
+    once to at most HASH_SIDE pixels either way, in RGB: the full-size frame is let go on return."""
+    with Image.open(io.BytesIO(data), formats=FORMATS) as image:
+        image.seek(0)  # the first frame of an animation
+        if image.format == "JPEG":
+            image.draft("RGB", (HASH_SIDE, HASH_SIDE))  # JPEG decodes at 1/2 to 1/8 the size, when larger
+        image.load()
+        small = image_fit(image)
+        return small.copy() if small is image else small  # closing the file closes an image it opened
+
+
+@functools.cache
+def _decode_slots(concurrency: int) -> threading.BoundedSemaphore:
+    """The process's decode slots: one semaphore per configured size, shared by every thread."""
+    return threading.BoundedSemaphore(concurrency)
+
+
+@contextlib.contextmanager
+def _refusals():
+    """Pillow's errors, and its own bomb check, as MediaRefused saying why."""
     try:
         with warnings.catch_warnings():
             # Pillow's own bomb check warns between its limit and twice it; ours is stricter.
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data), formats=FORMATS)
-            width, height = image.size
-            if width < 1 or height < 1:
-                raise MediaRefused("the image has no pixels")
-            if width * height > max_pixels:
-                raise MediaRefused(f"the image declares {width}x{height} pixels; at most {max_pixels} are decoded "
-                                   "(a decompression bomb is refused unread)")
-            image.seek(0)  # the first frame of an animation
-            image.load()  # every pixel: a truncated or forged file fails here, not later
-            rgb = image.convert("RGB")
+            yield
     except MediaRefused:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise MediaRefused(f"the image is a decompression bomb: {exc}") from exc
     except UnidentifiedImageError as exc:
         raise MediaRefused(f"the bytes are not an image in a supported format ({', '.join(FORMATS)})") from exc
-    except (OSError, SyntaxError, ValueError, EOFError, MemoryError) as exc:
+    except (OSError, SyntaxError, ValueError, EOFError, MemoryError, struct.error) as exc:
         raise MediaRefused(f"the image cannot be decoded: {exc}") from exc
-    return DecodedImage(format=image.format or "", width=width, height=height, image=rgb)
+
+
+# The reference implementation reduces a large image to 512x512 before its Jarosz filters, which
+# are slow on large buffers (pdqhash's binding does not, and takes ~28 bytes a pixel to hash):
+# the 64x64 the hash is read from is the same picture either way.
+HASH_SIDE = 512
+
+
+def image_fit(image: Image.Image, side: int = HASH_SIDE) -> Image.Image:
+    """`image` in RGB, reduced (area averaging) to at most `side` pixels either way; an image as
+    small is only converted."""
+    rgb = image if image.mode == "RGB" else image.convert("RGB")
+    if max(rgb.size) <= side:
+        return rgb
+    scale = side / max(rgb.size)
+    size = (max(1, round(rgb.width * scale)), max(1, round(rgb.height * scale)))
+    return rgb.resize(size, Image.Resampling.BOX, reducing_gap=2.0)
 
 
 def pdq_hash(image: Image.Image) -> tuple[str, int]:
-    """(hex, quality) of an RGB image: ThreatExchange's PDQ hex form (module docstring)."""
+    """(hex, quality) of an image, reduced first (`image_fit`): ThreatExchange's PDQ hex form
+    (module docstring)."""
     import numpy as np
     import pdqhash
 
-    vector, quality = pdqhash.compute(np.asarray(image.convert("RGB"), dtype=np.uint8))
+    vector, quality = pdqhash.compute(np.asarray(image_fit(image), dtype=np.uint8))
     return np.packbits(vector.astype(np.uint8)).tobytes().hex(), int(quality)
+
+
+THUMBNAIL_SIDE = 96  # px: what a list row shows (blurred and grey) to say "an image", not what it is
+
+
+def thumbnail_jpeg(image: Image.Image, *, side: int = THUMBNAIL_SIDE) -> bytes:
+    """A small JPEG of a decoded image, at most `side` pixels either way."""
+    small = image_fit(image, side)
+    buffer = io.BytesIO()
+    small.save(buffer, "JPEG", quality=70)
+    return buffer.getvalue()
 
 
 def hash_normalize(text: str) -> str:
@@ -203,18 +342,6 @@ def nearest_per_bank(matches: list[BankMatch]) -> list[BankMatch]:
     for match in matches:
         nearest.setdefault(match.bank, match)
     return sorted(nearest.values(), key=lambda m: (m.distance, m.bank))
-
-
-THUMBNAIL_SIDE = 96  # px: what a list row shows (blurred and grey) to say "an image", not what it is
-
-
-def thumbnail_jpeg(image: Image.Image, *, side: int = THUMBNAIL_SIDE) -> bytes:
-    """A small JPEG of a decoded image (`image_decode`), at most `side` pixels either way."""
-    small = image.convert("RGB")
-    small.thumbnail((side, side))
-    buffer = io.BytesIO()
-    small.save(buffer, "JPEG", quality=70)
-    return buffer.getvalue()
 
 
 # --- bank files -------------------------------------------------------------------------------------

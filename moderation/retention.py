@@ -1,7 +1,7 @@
 """Retention: what `manage.py prune` and the daily scheduled prune delete, each kind of row by its
 own setting (docs/operations.md, "Retention").
 
-An image's bytes are not rows: prune empties them (`ReviewMedia.data`) once the review has been
+An image's bytes are not rows: prune empties them (`ReviewMedia.data`, and the thumbnail made from them) once the review has been
 final for MEDIA_RETENTION_DAYS, and keeps the row, its PDQ hash and quality.
 
 Never pruned: reviews, contents, transitions and decisions (the audit chain; partition or
@@ -112,9 +112,10 @@ def _media_lock(pks: list) -> list:
 
 
 def _media_remove(chosen: QuerySet, now: datetime) -> int:
-    """The bytes go; the hash, its quality, the type and size stay (docs/design.md, "Images and
-    hash banks"). Erasure removes the rest of what was read of the bytes (moderation/erasure.py)."""
-    return chosen.update(data=None, removed_at=now, removed_why=MediaRemoval.RETENTION)
+    """The bytes and their thumbnail go; the hash, its quality, the type and size stay
+    (docs/design.md, "Images and hash banks"). Erasure removes the rest of what was read of the
+    bytes (moderation/erasure.py)."""
+    return chosen.update(data=None, thumbnail=None, removed_at=now, removed_why=MediaRemoval.RETENTION)
 
 
 TARGETS = (

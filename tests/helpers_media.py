@@ -47,11 +47,11 @@ def b64(data: bytes) -> str:
 
 
 @functools.cache
-def bomb_png(side: int = 10_000) -> bytes:
-    """A small PNG declaring side x side pixels (100 megapixels, over MEDIA_MAX_PIXELS' 40): a
-    decompression bomb."""
-    # Saved at 1 bit a pixel, zlib squeezes the empty canvas to a few hundred kilobytes.
-    return encoded(Image.new("1", (side, side)), "PNG", optimize=True)
+def bomb_png(side: int = 10_000, mode: str = "1") -> bytes:
+    """A small PNG declaring side x side pixels of one colour (by default 100 megapixels, over
+    MEDIA_MAX_PIXELS' 40): a decompression bomb. zlib squeezes the empty canvas about a
+    thousandfold: 6300 x 6300 in RGBA (39.7 megapixels, under MEDIA_MAX_PIXELS) is 154 KB."""
+    return encoded(Image.new(mode, (side, side)), "PNG", optimize=True)
 
 
 def bank_publish(name: str, hashes: list[str], *, category: str = "sexual", action: str = "reject",
@@ -70,15 +70,24 @@ def bank_publish(name: str, hashes: list[str], *, category: str = "sexual", acti
     )
 
 
-def decoded(data: bytes):
-    """`data` decoded as the API's serializer decodes it (a review_submit `image=(data, decoded(data))`)."""
-    from moderation.media import image_decode
+def generous_bounds():
+    """Bounds no test image reaches (tests of the bounds set their own)."""
+    from moderation.media import DecodeBounds
 
-    return image_decode(data, max_bytes=10**8, max_pixels=10**8)
+    return DecodeBounds(max_bytes=10**8, max_pixels=10**8, max_decode_bytes=10**10, max_pixels_per_byte=10**6,
+                        ratio_from_pixels=10**8)
+
+
+def image_header(data: bytes):
+    """`data`'s header as the API's serializer reads it (a review_submit `image=(data, image_header(data))`)."""
+    from moderation.media import image_inspect
+
+    return image_inspect(data, bounds=generous_bounds())
 
 
 def image_hash(data: bytes) -> tuple[str, int]:
     """(PDQ hex, quality) of encoded image bytes, as the job computes them."""
-    from moderation.media import pdq_hash
+    from moderation.media import image_read
 
-    return pdq_hash(decoded(data).image)
+    read = image_read(data, bounds=generous_bounds())
+    return read.pdq, read.quality

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, Value
@@ -20,7 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from moderation import services
-from moderation.media import MIME_TYPES, MediaRefused, image_decode, thumbnail_jpeg
+from moderation.media import MIME_TYPES
 from moderation.models import ContentKind, ContentReview, Decision, MediaPreference, ReviewMedia
 from moderation.verdicts import match_bank
 
@@ -50,7 +49,7 @@ def with_thumbnail_flag(queryset, user):
     request of its own, `media_view`)."""
     if not user.has_perm(VIEW_MEDIA):
         return queryset.annotate(shows_thumbnail=Value(False, output_field=BooleanField()))
-    images = ReviewMedia.objects.filter(_shown(mime__in=IMAGE_TYPES), content=OuterRef("content_id"))
+    images = ReviewMedia.objects.filter(_shown(thumbnail__isnull=False), content=OuterRef("content_id"))
     return queryset.annotate(shows_thumbnail=Exists(images))
 
 
@@ -69,27 +68,27 @@ def thumbnail_html(review: ContentReview) -> str:
 
 
 def media_view(model_admin, request, object_id) -> HttpResponse:
-    """The review's stored bytes (`?size=thumb`: a small JPEG of its image). 403 without the
-    permission; 404 with no bytes (never fetched, removed) or for a never_display image."""
+    """The review's stored bytes (`?size=thumb`: the small JPEG the job made when it decoded the
+    image; nothing is decoded here). 403 without the permission; 404 with no bytes (never
+    fetched, removed), no thumbnail (not read yet, or not an image) or for a never_display image."""
     if not (model_admin.has_view_permission(request) and request.user.has_perm(VIEW_MEDIA)):
         raise PermissionDenied
     size = request.GET.get("size", "")
     if request.method not in ("GET", "HEAD") or size not in ("", THUMB):
         return HttpResponseBadRequest("GET this page, with no size or ?size=thumb.")
-    row = ReviewMedia.objects.filter(_shown(), content__review__pk=object_id).first()
-    if row is None:
-        raise Http404("No media to show for this review.")
-    data, mime = bytes(row.data), row.mime
+    shown = ReviewMedia.objects.filter(_shown(), content__review__pk=object_id)
     if size == THUMB:
-        if mime not in IMAGE_TYPES:
-            raise Http404("Only an image has a thumbnail.")
-        try:
-            decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
-        except MediaRefused as exc:  # bounds lowered since it was taken: no thumbnail, not a 500
-            raise Http404(f"No thumbnail: {exc}") from exc
-        data, mime = thumbnail_jpeg(decoded.image), "image/jpeg"
-    elif mime not in IMAGE_TYPES and not mime.startswith("audio/"):
-        mime = "application/octet-stream"  # never a type a browser would run
+        thumbnail = shown.values_list("thumbnail", flat=True).first()
+        if thumbnail is None:
+            raise Http404("No thumbnail for this review (not read yet, or not an image).")
+        data, mime = bytes(thumbnail), "image/jpeg"
+    else:
+        row = shown.defer("thumbnail").first()
+        if row is None:
+            raise Http404("No media to show for this review.")
+        data, mime = bytes(row.data), row.mime
+        if mime not in IMAGE_TYPES and not mime.startswith("audio/"):
+            mime = "application/octet-stream"  # never a type a browser would run
     response = HttpResponse(data, content_type=mime)
     for header, value in MEDIA_HEADERS.items():
         response[header] = value
@@ -126,7 +125,7 @@ def media_panel(request, review: ContentReview) -> MediaPanel | None:
     if content.kind not in (ContentKind.IMAGE, ContentKind.AUDIO):
         return None
     # The page needs whether there are bytes, not the bytes (up to MEDIA_MAX_BYTES).
-    row = (ReviewMedia.objects.filter(pk=content.pk).defer("data")
+    row = (ReviewMedia.objects.filter(pk=content.pk).defer("data", "thumbnail")
            .annotate(has_data=ExpressionWrapper(Q(data__isnull=False), output_field=BooleanField())).first())
     banks = [{**m, "bank": match_bank(m)} for m in _stored_matches(review) if match_bank(m)]
     if row is not None and row.never_display:

@@ -1,8 +1,8 @@
 """Images and hash banks (docs/design.md, "Images and hash banks").
 
-- `ReviewMedia`: one content's image (or audio): its bytes, kept in the database until the
-  review is final plus MEDIA_RETENTION_DAYS (then `prune` removes them; erasure at once), and
-  its PDQ hash and quality, which stay.
+- `ReviewMedia`: one content's image (or audio): its bytes and its thumbnail, kept in the
+  database until the review is final plus MEDIA_RETENTION_DAYS (then `prune` removes them;
+  erasure at once), and its PDQ hash and quality, which stay.
 - `HashBank` and `HashBankEntry`: lists of PDQ hashes of known harmful images. Entries are
   append-only: a policy version takes a bank's entries up to the id it was published with
   (`ModerationPolicy.hash_banks[].through`), so publishing never copies a bank and a version
@@ -50,6 +50,9 @@ class ReviewMedia(models.Model):
     pdq = models.CharField(max_length=64, blank=True)
     pdq_quality = models.PositiveSmallIntegerField(null=True, blank=True)
     hashed_at = models.DateTimeField(null=True, blank=True)
+    # What the viewer's lists show (a JPEG of at most 96 pixels either way), made by the one
+    # decode that hashed the image, so nothing decodes it again; it goes with the bytes.
+    thumbnail = models.BinaryField(null=True, blank=True, editable=False)
     # Why there are no bytes to judge (a media_url that could not be fetched, bytes that are not
     # an image): the decision's reason says it too.
     error = models.TextField(blank=True)

@@ -1,5 +1,5 @@
-"""Images in the moderation job: read the bytes (fetched from `media_url` the first time), hash
-them, match the hash banks of the policy version in force, and pin that version on the operation
+"""Images in the moderation job: read the bytes (fetched from `media_url` the first time), decode
+them once into their hash and thumbnail, match the hash banks of the policy version in force, and pin that version on the operation
 (docs/design.md, "Images and hash banks").
 
 Everything here runs in the job, with no transaction open (a fetch takes seconds, decoding and
@@ -18,13 +18,20 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit import context
 
-from moderation.media import MIN_QUALITY, BankIndex, MediaRefused, image_decode, nearest_per_bank, pdq_hash
+from moderation.media import (
+    MIN_QUALITY,
+    BankIndex,
+    DecodeBounds,
+    ImageRead,
+    MediaRefused,
+    image_read,
+    nearest_per_bank,
+)
 from moderation.media_fetch import FETCH_FAILED, MediaFetchFailed, media_fetch
 from moderation.models import (
     Content,
@@ -102,10 +109,9 @@ def _media_row(content: Content) -> ReviewMedia:
     row = ReviewMedia(content=content, source=MediaSource.URL, data=data, byte_size=len(data),
                       sha256=hashlib.sha256(data).hexdigest(), fetched_at=timezone.now())
     if content.kind == ContentKind.IMAGE:
-        decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
-        row.mime, row.width, row.height = decoded.mime, decoded.width, decoded.height
-        row.pdq, row.pdq_quality = pdq_hash(decoded.image)
-        row.hashed_at = timezone.now()
+        read = image_read(data, bounds=DecodeBounds.from_settings())
+        row.mime, row.width, row.height = read.header.mime, read.header.width, read.header.height
+        _read_keep(row, read)
     else:
         row.mime = _audio_type(declared_type)
     try:
@@ -134,13 +140,18 @@ def _audio_type(declared: str) -> str:
 
 
 def _hash(row: ReviewMedia) -> None:
-    """Hash an uploaded image (validated when it was sent): PDQ and its quality, stored once."""
-    decoded = image_decode(bytes(row.data), max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
-    row.pdq, row.pdq_quality = pdq_hash(decoded.image)
-    row.hashed_at = timezone.now()
+    """Decode an uploaded image (its header was checked when it was sent), once: its PDQ hash,
+    quality and thumbnail, stored together, so no later attempt, reprocess or page decodes it
+    again."""
+    _read_keep(row, image_read(bytes(row.data), bounds=DecodeBounds.from_settings()))
     ReviewMedia.objects.filter(pk=row.pk, pdq_quality__isnull=True).update(
-        pdq=row.pdq, pdq_quality=row.pdq_quality, hashed_at=row.hashed_at
+        pdq=row.pdq, pdq_quality=row.pdq_quality, hashed_at=row.hashed_at, thumbnail=row.thumbnail
     )
+
+
+def _read_keep(row: ReviewMedia, read: ImageRead) -> None:
+    row.pdq, row.pdq_quality, row.thumbnail = read.pdq, read.quality, read.thumbnail
+    row.hashed_at = timezone.now()
 
 
 def _bank(policy: ModerationPolicy, rule: str) -> dict:

@@ -8,7 +8,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit import context
-from moderation.media import DecodedImage
+from moderation.media import ImageHeader
 from moderation.models import ApiClient, Content, ContentReview, MediaSource, ReviewMedia
 from moderation.jobs import enqueue_on_commit
 from moderation.services.authors import author_ensure
@@ -25,7 +25,7 @@ def review_submit(
     media_url: str = "",
     metadata: dict | None = None,
     author_id: str | None = None,
-    image: tuple[bytes, DecodedImage] | None = None,
+    image: tuple[bytes, ImageHeader] | None = None,
 ) -> tuple[ContentReview, bool]:
     """Create the content and its pending review, or return the existing one. (review, created)
 
@@ -54,9 +54,9 @@ def review_submit(
     writes = OneStatement()
     writes.insert(content)
     if image is not None:
-        data, decoded = image
+        data, header = image
         writes.insert(ReviewMedia(content=content, source=MediaSource.UPLOAD, data=data, byte_size=len(data),
-                                  mime=decoded.mime, width=decoded.width, height=decoded.height,
+                                  mime=header.mime, width=header.width, height=header.height,
                                   sha256=hashlib.sha256(data).hexdigest()))
     writes.insert(review)
     history = review_history_row(review, created=True)

@@ -4,13 +4,14 @@ rows are what the pipeline itself writes, and the duplicate deliveries are real 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from django.db import transaction
 from django_fsm import ConcurrentTransition
 from django_q.models import OrmQ
 
-from bench import common
+from bench import checkout, common
 from bench.ingest import _requests
 from bench.naive import unguard
 from moderation.invariants import violations
@@ -116,3 +117,31 @@ def test_the_authors_benchmark_runs_each_path_on_probe_authors_that_stay_consist
     assert all(a.strike_points == active_points(a) for a in probes)  # the seeded points are the strikes'
     assert set(probes.values_list("standing", flat=True)) == {"warned"}  # the rung's authors were warned
     assert AccountAction.objects.filter(author__in=probes, cause="strikes").count() == 2 * (3 + 2 + 1)
+
+
+def test_the_image_bombs_benchmark_sends_the_issues_bomb_and_the_heaviest_image_the_bounds_take():
+    from bench import image_bombs
+    from moderation.media import DecodeBounds, MediaRefused, image_inspect
+
+    bomb, heaviest = image_bombs.bomb_png(), image_bombs.heaviest_accepted_png()
+
+    with pytest.raises(MediaRefused, match="decompression bomb"):
+        image_inspect(bomb, bounds=DecodeBounds.from_settings())
+    unbounded = replace(DecodeBounds.from_settings(), max_pixels_per_byte=10**6, max_decode_bytes=10**10)
+    assert len(bomb) < 160_000 and image_inspect(bomb, bounds=unbounded).pixels == 6300 * 6300
+    assert image_inspect(heaviest, bounds=DecodeBounds.from_settings()).pixels > 9_000_000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_image_bombs_benchmark_times_texts_while_images_arrive(live_server):
+    from bench import image_bombs
+    from moderation.services import api_client_create
+
+    tokens = (api_client_create(name="texts")[1], api_client_create(name="images")[1])
+
+    phase = image_bombs.measure(live_server.url, tokens, image_bombs.Phase("bombs"), count=5,
+                                image=image_bombs.bomb_png(), at_once=2, tag="smoke")
+
+    assert len(phase.latencies_ms) == 5 and not phase.text_errors
+    assert list(phase.images) == ["400"] and phase.images["400"] >= 2
+    assert "p95 / baseline p95 1.00" in image_bombs.describe(checkout.this(), phase, phase)

@@ -10,17 +10,15 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from callbacks.models import ProviderCallback
 from lab.simulator import IMAGE_CATEGORY, IMAGE_MODEL, Faults, ProviderSimulator, WebhookReceiver, image_score
 from moderation import providers, services, tasks
-from moderation.media import image_decode
 from moderation.models import AttemptOutcome, Decision, ModerationRequest, ReviewStatus
 from tests.callbacks.conftest import SECRET
 from tests.helpers import submit
-from tests.helpers_media import encoded, picture
+from tests.helpers_media import encoded, image_header, picture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -157,8 +155,8 @@ def test_the_breaker_opens_under_a_burst_of_5xx_stops_calls_and_closes_again(api
 
 
 def submitted_image(api_client, data: bytes, external_id: str = "img"):
-    decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
-    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image", image=(data, decoded))
+    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image",
+                                       image=(data, image_header(data)))
     return review
 
 

@@ -11,10 +11,10 @@ import re
 import pytest
 from django.utils import timezone
 from hypothesis import HealthCheck, example, given, settings as hypothesis_settings, strategies as st
-from PIL import Image
+from PIL import Image, ImageFile
 
 from moderation import services, tasks
-from moderation.media import MIME_TYPES, image_decode
+from moderation.media import MIME_TYPES
 from moderation.models import (
     ContentReview,
     HashBank,
@@ -26,7 +26,7 @@ from moderation.models import (
 )
 from moderation.templatetags.moderation_rules import highlight_terms
 from tests.helpers import staff_browser
-from tests.helpers_media import encoded, picture
+from tests.helpers_media import encoded, image_header, picture
 
 LIST = "/admin/moderation/contentreview/"
 QUEUES = f"{LIST}queues/"
@@ -47,7 +47,7 @@ def image_review(api_client, seed: int = 1, *, external_id: str | None = None, f
     data = encoded(picture(seed), fmt)
     review, _ = services.review_submit(
         client=api_client, external_id=external_id or f"img-{seed}", kind="image", text=caption,
-        image=(data, image_decode(data, max_bytes=10**7, max_pixels=10**7)),
+        image=(data, image_header(data)),
     )
     tasks.moderate_review(review.pk)
     return ContentReview.objects.select_related("content", "decision").get(pk=review.pk)
@@ -143,11 +143,28 @@ class TestTheMediaView:
     def test_an_unknown_size_is_a_bad_request(self, viewer, api_client):
         assert viewer.get(media_of(image_review(api_client), "huge")).status_code == 400
 
-    def test_a_thumbnail_is_refused_unread_when_the_bounds_are_lower_than_the_image(self, viewer, api_client, settings):
+    def test_the_thumbnail_is_the_one_the_job_kept_and_no_page_decodes_an_image(self, viewer, api_client, monkeypatch):
         review = image_review(api_client)
-        settings.MEDIA_MAX_PIXELS = 1000  # 320x240 is over it: decoded for nobody, not a 500
-        assert viewer.get(media_of(review, "thumb")).status_code == 404
+        kept = bytes(ReviewMedia.objects.get(pk=review.content_id).thumbnail)
+
+        def decoded(*args, **kwargs):
+            raise AssertionError("a page decoded an image")
+
+        monkeypatch.setattr(ImageFile.ImageFile, "load", decoded)
+        monkeypatch.setattr(Image, "open", decoded)
+        thumb = viewer.get(media_of(review, "thumb"))
+        assert thumb.status_code == 200 and thumb.content == kept
         assert viewer.get(media_of(review)).status_code == 200  # the stored bytes are served as they are
+        assert 'class="media-thumb"' in viewer.get(LIST).content.decode()
+        assert viewer.get(page_of(review)).status_code == 200
+
+    def test_an_image_the_job_has_not_read_yet_has_no_thumbnail(self, viewer, api_client):
+        data = encoded(picture(5))
+        review, _ = services.review_submit(client=api_client, external_id="unread", kind="image",
+                                           image=(data, image_header(data)))
+        assert viewer.get(media_of(review, "thumb")).status_code == 404
+        assert viewer.get(media_of(review)).status_code == 200
+        assert f'src="{media_of(review, "thumb")}"' not in viewer.get(LIST).content.decode()
 
 
 @pytest.mark.django_db

@@ -26,7 +26,7 @@ from moderation.providers import Accepted
 from moderation.providers.base import ProviderClientError, ProviderServerError, ProviderTimeout
 from moderation.services.dispatch import _attempt_begin
 from tests.helpers import claimed, result, submit
-from tests.helpers_media import decoded, encoded, picture
+from tests.helpers_media import encoded, image_header, picture
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -184,7 +184,7 @@ def test_an_image_the_local_model_cannot_judge_is_not_sent_and_waits_in_the_imag
     settings.MODERATION_PROVIDER = "local"
     data = encoded(picture(1))
     review, _ = services.review_submit(
-        client=api_client, external_id="img-1", kind="image", image=(data, decoded(data)),
+        client=api_client, external_id="img-1", kind="image", image=(data, image_header(data)),
     )
 
     assert tasks.moderate_review(review.pk).startswith("finalized")

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.db import DatabaseError, connection, transaction
@@ -30,7 +29,6 @@ from moderation.services import media as media_services
 from moderation.erasure import Redact, content_erase
 from moderation.errors import ContentErased, NotAppealable
 from moderation.invariants import violations
-from moderation.media import image_decode
 from moderation.models import (
     ERASED,
     Appeal,
@@ -54,7 +52,7 @@ from moderation.signing import sign
 from lab.race_lab import where_found
 from tests.callbacks.conftest import SECRET, completed
 from tests.helpers import collide, decided, result
-from tests.helpers_media import encoded, picture
+from tests.helpers_media import encoded, image_header, picture
 
 TEXT = 'Zorblax the unforgivable \U0001f419 \u00absaid\u00bb "things" about Qwertyuiop-Flange, twice over'
 AUTHOR = "Vexillum-Stradivarius"
@@ -695,8 +693,8 @@ def marked_image() -> bytes:
 
 
 def image_review(api_client, data: bytes) -> ContentReview:
-    decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
-    review, _ = services.review_submit(client=api_client, external_id="img", kind="image", image=(data, decoded))
+    review, _ = services.review_submit(client=api_client, external_id="img", kind="image",
+                                       image=(data, image_header(data)))
     tasks.moderate_review(review.pk)  # no provider here judges images: image_fallback decides
     review.refresh_from_db()
     assert review.status == ReviewStatus.MANUAL_REVIEW, review.decision.explanation
@@ -708,13 +706,14 @@ def test_erasing_an_image_removes_its_bytes_and_what_was_read_of_them_and_keeps_
     review = image_review(api_client, marked_image())
     before = ReviewMedia.objects.get(pk=review.content_id)
     assert columns_holding(MARKER) == {"moderation_reviewmedia.data"}  # the test can fail
-    assert before.pdq_quality >= 50 and before.sha256 and before.width == 320
+    assert before.pdq_quality >= 50 and before.sha256 and before.width == 320 and before.thumbnail
 
     report = content_erase(review_id=review.pk, actor=Actor.API, actor_id="acme", reason="GDPR request #80")
 
     assert columns_holding(MARKER) == set()
     media = ReviewMedia.objects.get(pk=review.content_id)
     assert (media.data, media.sha256, media.mime, media.byte_size, media.width, media.height) == (None, "", "", 0, None, None)
+    assert media.thumbnail is None  # a small copy of the image is a copy of the image
     assert (media.pdq, media.pdq_quality) == (before.pdq, before.pdq_quality)  # hashes stay
     assert media.removed_why == MediaRemoval.ERASURE and media.removed_at == report.erased_at
     assert report.redacted["moderation.ReviewMedia.data"] == 1
@@ -766,5 +765,5 @@ def test_every_column_of_an_images_row_is_redacted_or_kept_on_purpose():
             "removed_at", "removed_why"}
     redacted = {entry.field for entry in erasure.REDACTED if entry.model == "moderation.ReviewMedia"}
     columns = {field.name for field in ReviewMedia._meta.concrete_fields}
-    assert redacted == {"data", "sha256", "mime", "byte_size", "width", "height", "error"}
+    assert redacted == {"data", "thumbnail", "sha256", "mime", "byte_size", "width", "height", "error"}
     assert columns == kept | redacted and not kept & redacted

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from moderation import services, tasks
-from moderation.media import hash_words, image_decode, pdq_hash
+from moderation.media import hash_words, pdq_hash
 from moderation.models import (
     BankChangeKind,
     ContentReview,
@@ -28,7 +28,7 @@ from moderation.reasons import statement_of_reasons
 from moderation.services.hash_banks import DryRunScope, bank_dry_run, bank_entry_remove
 from moderation.services.media import bank_index
 from tests.helpers import staff_browser
-from tests.helpers_media import b64, encoded, flat, picture, resized_recompressed
+from tests.helpers_media import b64, encoded, flat, image_hash, image_header, picture, resized_recompressed
 
 # ThreatExchange's own example PDQ hashes (python-threatexchange, PdqSignal.get_examples()).
 BRIDGE = "f8f8f0cee0f4a84f06370a22038f63f0b36e2ed596621e1d33e6b39c4e9c9b22"
@@ -50,13 +50,13 @@ def bank_file(tmp_path, text: str, name: str = "bank.txt"):
 
 
 def hash_of(data: bytes) -> str:
-    return pdq_hash(image_decode(data, max_bytes=10**7, max_pixels=10**7).image)[0]
+    return image_hash(data)[0]
 
 
 def moderated(client, data: bytes) -> ContentReview:
     """An image submitted through the service and decided by the job the queue would run."""
     review, _ = services.review_submit(client=client, external_id=uuid.uuid4().hex, kind="image",
-                                       image=(data, image_decode(data, max_bytes=10**7, max_pixels=10**7)))
+                                       image=(data, image_header(data)))
     tasks.moderate_review(review.pk)
     return ContentReview.objects.select_related("decision", "content__media").get(pk=review.pk)
 

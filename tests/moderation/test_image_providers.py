@@ -9,13 +9,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from django.conf import settings
 
 from moderation import providers, services, tasks
-from moderation.media import image_decode, pdq_hash
 from moderation.models import HashBank, HashBankEntry, ReviewStatus
 from tests.helpers import result
-from tests.helpers_media import b64, encoded, picture
+from tests.helpers_media import b64, encoded, image_hash, image_header, picture
 from tests.moderation.test_http_providers import RESULT, Stub
 
 IMAGE = encoded(picture(7))
@@ -23,14 +21,14 @@ JUDGES_IMAGES = frozenset({"text", "metadata", "image"})
 
 
 def submitted(api_client, data: bytes = IMAGE, external_id: str = "img-1"):
-    decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
-    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image", image=(data, decoded))
+    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image",
+                                       image=(data, image_header(data)))
     return review
 
 
 def bank_of(data: bytes, *, action: str, name: str = "known", category: str = "csam") -> None:
     """A bank holding `data`'s hash, published in a new policy version."""
-    pdq, _ = pdq_hash(image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS).image)
+    pdq, _ = image_hash(data)
     entry = HashBankEntry.objects.create(bank=HashBank.objects.create(name=name), pdq=pdq)
     services.policy_publish(reject_threshold=0.9, review_threshold=0.5, hash_banks=[
         {"name": name, "category": category, "action": action, "never_display": False, "through": entry.pk}])

@@ -6,12 +6,13 @@ low quality never matches."""
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from moderation import tasks
-from moderation.media import MIN_QUALITY, BankIndex, MediaRefused, hamming, image_decode
+from moderation.media import MIN_QUALITY, BankIndex, MediaRefused, hamming, image_inspect, image_read
 from moderation.models import Content, ContentReview, ModerationRequest, ReviewMedia, ReviewQueue, ReviewStatus
 from moderation.media_invariants import media_violations
 from moderation.reasons import statement_of_reasons
@@ -21,6 +22,7 @@ from tests.helpers_media import (
     bomb_png,
     encoded,
     flat,
+    generous_bounds,
     image_hash,
     picture,
     resized_recompressed,
@@ -66,15 +68,15 @@ def test_the_hex_form_is_threatexchanges_bits_most_significant_first():
 
 @pytest.mark.parametrize("fmt", ["PNG", "JPEG", "GIF", "WEBP", "BMP"])
 def test_each_supported_format_decodes_to_its_type(fmt):
-    decoded = image_decode(encoded(picture(1), fmt), max_bytes=10**7, max_pixels=10**7)
-    assert (decoded.width, decoded.height) == (320, 240)
-    assert decoded.mime == {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp",
+    read = image_read(encoded(picture(1), fmt), bounds=generous_bounds())
+    assert (read.header.width, read.header.height) == (320, 240) and read.quality >= MIN_QUALITY
+    assert read.header.mime == {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp",
                             "BMP": "image/bmp"}[fmt]
 
 
 def test_a_decompression_bomb_is_refused_before_its_pixels_are_decoded():
     with pytest.raises(MediaRefused, match="decompression bomb"):
-        image_decode(bomb_png(), max_bytes=10**7, max_pixels=40_000_000)
+        image_inspect(bomb_png(), bounds=replace(generous_bounds(), max_pixels=40_000_000))
 
 
 @pytest.mark.parametrize("data, why", [
@@ -82,17 +84,18 @@ def test_a_decompression_bomb_is_refused_before_its_pixels_are_decoded():
     (b"GIF89a not really", "not an image"),
     (b"%PDF-1.7\n" + b"x" * 100, "not an image"),
     (encoded(picture(1), "PNG")[:400], "cannot be decoded"),  # a truncated file: its header is fine
+    (encoded(picture(1), "JPEG")[:400], "cannot be decoded"),  # (a JPEG's damage shows only when decoded)
 ])
 def test_bytes_that_are_not_a_whole_image_are_refused_by_decoding_not_by_the_header(data, why):
     with pytest.raises(MediaRefused, match=why):
-        image_decode(data, max_bytes=10**7, max_pixels=10**7)
+        image_read(data, bounds=generous_bounds())
 
 
 @hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2000))
 def test_any_bytes_are_an_image_or_a_refusal_never_a_crash(data):
     try:
-        image_decode(data, max_bytes=10**6, max_pixels=10**6)
+        image_read(data, bounds=replace(generous_bounds(), max_pixels=10**6))
     except MediaRefused:
         pass
 

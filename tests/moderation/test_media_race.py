@@ -21,7 +21,7 @@ from moderation.media_invariants import media_violations
 from moderation.models import ContentReview, ModerationRequest, ReviewStatus
 from moderation.reasons import statement_of_reasons
 from moderation.services import dispatch
-from tests.helpers_media import bank_publish, decoded, encoded, image_hash, picture
+from tests.helpers_media import bank_publish, encoded, image_hash, image_header, picture
 
 IMAGES = 8
 
@@ -40,7 +40,7 @@ def test_a_bank_published_mid_batch_never_decides_images_read_under_the_version_
     images = [encoded(picture(100 + n)) for n in range(IMAGES)]
     before = services.policy_active()
     reviews = [services.review_submit(client=api_client, external_id=f"img-{n}", kind="image",
-                                      image=(data, decoded(data)))[0] for n, data in enumerate(images)]
+                                      image=(data, image_header(data)))[0] for n, data in enumerate(images)]
 
     # Each worker's first image is read (hashed, matched, pinned) under the version before; its
     # finalize then waits until the other worker has read too and the new version is published.

@@ -18,7 +18,6 @@ from callbacks.models import ProviderCallback
 from lab.simulator import WebhookReceiver
 from moderation import retention, services, tasks
 from moderation.invariants import violations
-from moderation.media import image_decode, pdq_hash
 from moderation.models import (
     ContentReview,
     Decision,
@@ -34,7 +33,7 @@ from moderation.models import (
 from moderation.services.transitions import record_event
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, collide, review_locked
-from tests.helpers_media import encoded, picture
+from tests.helpers_media import encoded, image_hash, image_header, picture
 
 OLD = timezone.now() - timedelta(days=400)
 # A result never applied: its payload is all there is of it, so prune keeps it whole.
@@ -158,16 +157,15 @@ def an_image_review(api_client, external_id: str, *, label: str, days_ago: float
     """An image decided by the job alone (its banks and the policy's image_fallback: no provider
     judges images here) to `label`, that long ago."""
     data = encoded(picture(hash(external_id) % 1000))
-    decoded = image_decode(data, max_bytes=settings.MEDIA_MAX_BYTES, max_pixels=settings.MEDIA_MAX_PIXELS)
     if label == ReviewStatus.REJECTED:
-        pdq, _ = pdq_hash(decoded.image)
+        pdq, _ = image_hash(data)
         bank = HashBank.objects.get_or_create(name="known")[0]
         entry = HashBankEntry.objects.create(bank=bank, pdq=pdq)
         services.policy_publish(reject_threshold=0.9, review_threshold=0.5, hash_banks=[
             {"name": "known", "category": "csam", "action": "reject", "never_display": False, "through": entry.pk}])
     else:
         services.policy_publish(reject_threshold=0.9, review_threshold=0.5, image_fallback=label)
-    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image", image=(data, decoded))
+    review, _ = services.review_submit(client=api_client, external_id=external_id, kind="image", image=(data, image_header(data)))
     tasks.moderate_review(review.pk)
     review.refresh_from_db()
     assert review.status == label, review.decision.explanation
@@ -196,6 +194,7 @@ def test_prune_removes_the_bytes_of_images_final_long_enough_and_keeps_their_has
     services.review_reprocess(review_id=kept["reprocessed"].pk, actor="command", actor_id="ops", reason="re-check")
     services.appeal_file(review_id=kept["under appeal"].pk, appellant_id="author-1", statement="not what it seems")
     hashes = {review.pk: (media_of(review).pdq, media_of(review).pdq_quality) for review in [approved, rejected]}
+    assert all(media_of(review).thumbnail for review in [approved, rejected])  # the job kept one
 
     call_command("prune")
     assert "would delete         2  images' bytes (final for more than MEDIA_RETENTION_DAYS=30)" in capsys.readouterr().out
@@ -206,9 +205,11 @@ def test_prune_removes_the_bytes_of_images_final_long_enough_and_keeps_their_has
     for review in (approved, rejected):
         media = media_of(review)
         assert (media.data, media.removed_why) == (None, MediaRemoval.RETENTION) and media.removed_at is not None
+        assert media.thumbnail is None  # made from the bytes, it goes with them
         assert (media.pdq, media.pdq_quality) == hashes[review.pk] and media.mime == "image/png"
     for why, review in kept.items():
         assert media_of(review).data is not None and media_of(review).removed_at is None, why
+        assert media_of(review).thumbnail is not None, why
     assert retention.prune(for_real=True)["images' bytes"] == 0  # nothing is removed twice
 
 
