@@ -23,6 +23,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from unittest import mock
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -94,6 +95,10 @@ class LabConfig:
     late_rate: float = 0.05
     error_rate: float = 0.05
     kill_workers: int = 1
+    # Kill any process of any cluster (the master, the sentinel, the pusher, the monitor, a worker;
+    # the notification cluster's too), not only the sentinel's children. A cluster whose master
+    # died is started again, as run_platform's supervisor and systemd's Restart=always do.
+    kill_any: bool = False
     report_rate: float = 0.1  # share of decided reviews reported by more users than the threshold
     appeal_rate: float = 0.2  # share of rejected reviews appealed (several requests at once)
     seed: int = 1
@@ -256,6 +261,32 @@ def start_web(env: dict, port: int, *, web_workers: int, prefix: tuple = (), gun
                  "--workers", str(web_workers), *gunicorn_args, cwd=cwd)
 
 
+def cluster_tree(cluster: subprocess.Popen) -> list:
+    """Every process of a cluster (psutil): its master, the sentinel, the pusher, the monitor and
+    the workers."""
+    import psutil
+
+    try:
+        master = psutil.Process(cluster.pid)
+        return [master, *master.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def role_of(process, cluster: subprocess.Popen) -> str:
+    """A cluster process's role, by its title (setproctitle) and place in the tree."""
+    if process.pid == cluster.pid:
+        return "master"
+    try:
+        title = " ".join(process.cmdline()).strip()
+    except Exception:  # noqa: BLE001 - gone already: only the figures lose its name
+        return "gone"
+    for role in ("sentinel", "pusher", "monitor"):
+        if role in title:
+            return role
+    return "busy worker" if " processing " in title else "worker"
+
+
 def cluster_workers(cluster: subprocess.Popen) -> list:
     """A cluster's working processes (psutil): the sentinel's children, i.e. the pusher, the
     monitor and the workers, which django-q2 reincarnates. Empty once the cluster is gone."""
@@ -312,7 +343,9 @@ class RaceLab:
         self.config = config
         self.rng = random.Random(config.seed)
         self.processes: dict[str, subprocess.Popen] = {}
-        self.kills = self.stopped = 0
+        self.kills = self.stopped = self.restarts = 0
+        self.killed_roles: Counter = Counter()
+        self.env: dict = {}
         self.pruned: dict[str, int] = {}
         self.began = timezone.now()  # reset by run(); callbacks received since are this run's
 
@@ -343,6 +376,7 @@ class RaceLab:
             "THROTTLE_CLIENT_RATE": "100000/min", "THROTTLE_CALLBACK_RATE": "100000/min",
             "MODERATION_BATCH_SIZE": str(c.batch_size or settings.MODERATION_BATCH_SIZE),
         }
+        self.env = env
         authors, acting, notices, noticing = None, [], None, []
         statements = TransparencyTraffic(seed=c.seed, faults=c.tdb_faults) if c.statements else None
         if statements:
@@ -486,13 +520,30 @@ class RaceLab:
         return self.rng.choice(INSULTS if self.rng.random() < self.config.author_reject_rate else POLITE)
 
     def _kill_workers(self) -> None:
+        clusters = [n for n in self.processes if "cluster" in n] if self.config.kill_any else [
+            n for n in self.processes if n.startswith("cluster")]
         for _ in range(self.config.kill_workers):
             time.sleep(self.rng.uniform(0.5, 5.0))
-            name = self.rng.choice([n for n in self.processes if n.startswith("cluster")])
-            victims = cluster_workers(self.processes[name])
+            name = self.rng.choice(clusters)
+            victims = cluster_tree(self.processes[name]) if self.config.kill_any else cluster_workers(self.processes[name])
             if victims:
-                os.kill(self.rng.choice(victims).pid, signal.SIGKILL)
+                victim = self.rng.choice(victims)
+                os.kill(victim.pid, signal.SIGKILL)
                 self.kills += 1
+                self.killed_roles[role_of(victim, self.processes[name])] += 1
+            if self.config.kill_any:
+                self._restart_dead_clusters()
+
+    def _restart_dead_clusters(self) -> None:
+        """A cluster whose master exited (it was killed, or its sentinel was: the master then
+        returns) is stopped as a group (its orphans too) and started again."""
+        time.sleep(2)  # a killed sentinel's master notices and exits
+        for name, process in list(self.processes.items()):
+            if "cluster" in name and process.poll() is not None:
+                stop_groups({name: process}, grace_s=5)
+                env = notification_cluster_env(self.env) if name == "notification-cluster" else self.env
+                self.processes[name] = spawn(env, "manage.py", "qcluster")
+                self.restarts += 1
 
     def _quiesce(self, review_ids: list, bouncer=None) -> list:
         # This run's callbacks only: a callback an earlier run left unprocessed (parked after its
@@ -537,6 +588,8 @@ class RaceLab:
             "batch size / reviews claimed in batches of 2+": f"{self.config.batch_size or settings.MODERATION_BATCH_SIZE} / "
                                                            f"{self._batched(review_ids)}",
             "worker kills": self.kills,
+            "killed, by role": dict(self.killed_roles) or "-",
+            "clusters restarted": self.restarts,
             "simulator 5xx / held": f"{simulator.stats['errors_5xx']} / {simulator.stats['held']}",
             **({"erased (of which mid-moderation)": f"{self.config.erase} ({self.stopped})",
                 "columns still holding an erased text": len(report.erased_found)} if self.config.erase else {}),

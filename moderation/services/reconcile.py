@@ -17,6 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit import context
+from audit.models import ReviewTransition
 from moderation.errors import IllegalTransition
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
@@ -32,7 +33,7 @@ from moderation.models import (
 from moderation.jobs import enqueue_batch, enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions
 from moderation.services.breaker import breaker_may_claim, circuit_get
-from moderation.services.notifications import notifications_to_sweep
+from moderation.services.notifications import notifications_due, notifications_to_sweep, oldest_of_each_client
 from moderation.providers import OperationStatus, get_provider
 from moderation.selectors import stuck_cutoff, stuck_requests, stuck_review_ids
 from moderation.services.pipeline import (
@@ -112,10 +113,27 @@ def reviews_worker_lost(*, worker_ids: list[str], limit: int = 500) -> list:
         except Exception:  # noqa: BLE001 - one review never holds the rest (docs/design.md, "Batches")
             with context.bind(review_id=review_id):
                 logger.exception("taking over a dead worker's review failed: the sweeper tries it again")
-    if candidates:
-        logger.info("dead workers %s: %d of %d claimed reviews dispatched again", ", ".join(worker_ids),
-                    len(taken), len(candidates))
+    notified = _notifications_of_dead_deciders(worker_ids)
+    if candidates or notified:
+        logger.warning("dead workers %s: %d of %d claimed reviews dispatched again, %d notifications enqueued again",
+                    ", ".join(worker_ids), len(taken), len(candidates), len(notified))
     return taken
+
+
+def _notifications_of_dead_deciders(worker_ids: list[str]) -> list:
+    """A decision's notification is pushed to the job queue after the decision commits: a worker
+    killed in between leaves it waiting for the sweeper's lease (minutes). The notifications of
+    the decisions these workers made within a task's time, not yet attempted, are enqueued now
+    (a second job for one that was enqueued after all finds it delivered: invariant 7)."""
+    now = timezone.now()
+    since = now - timedelta(seconds=2 * settings.Q_TASK_TIMEOUT_S)
+    decided = ReviewTransition.objects.filter(actor_id__in=worker_ids, created_at__gte=since).values("review_id")
+    rows = notifications_due(now).filter(review_id__in=decided, attempts=0, locked_until__isnull=True)
+    return enqueue_batch(
+        oldest_of_each_client(rows, settings.NOTIFY_CLIENT_CONCURRENCY), order_by="next_attempt_at",
+        enqueued_before=now, now=now, limit=500,
+        task="moderation.tasks.deliver_notification", id_kwarg="notification_id", review_field="review_id",
+    )
 
 
 @records_illegal_transitions

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import uuid
 
 import pytest
@@ -26,10 +27,14 @@ def run_platform(**extra_env: str):
         "LOG_LEVEL": "WARNING", **extra_env,
     }
     env.pop("PUBLIC_BASE_URL", None)
+    # The output goes to a file, not a pipe: a pipe nobody reads until the end fills up (64 KiB of
+    # access and log lines), and then every process of the platform blocks on its next log line.
+    output = tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen(
         [sys.executable, "manage.py", "run_platform", "--port", str(port)], cwd=settings.BASE_DIR, env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        stdout=output, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
+    process.output = lambda: (output.seek(0), output.read())[1]  # what it printed so far
     try:
         wait_until_serving(port, timeout_s=90)
         yield process, port
@@ -37,9 +42,11 @@ def run_platform(**extra_env: str):
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
         try:
-            print(process.communicate(timeout=40)[0])
+            process.wait(timeout=40)
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
+        print(process.output())
+        output.close()
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ import pytest
 
 from lab.simulator import WebhookReceiver
 from moderation.invariants import pipeline_violations, review_violations
-from moderation.models import FINAL_STATUSES, ContentReview
+from moderation.models import FINAL_STATUSES, ContentReview, ProviderAttempt
 from moderation.services import api_client_create
 from tests.e2e.conftest import run_platform
 
@@ -87,15 +87,25 @@ def story(ids: list[str]) -> str:
     lines = []
     for review in ContentReview.objects.filter(pk__in=ids).exclude(status__in=FINAL_STATUSES):
         events = PipelineEvent.objects.filter(review_id=review.pk).order_by("created_at").values_list("kind", "detail")
-        lines.append(f"{review.pk} {review.status} worker {review.worker_id}: {list(events)}")
+        attempts = ProviderAttempt.objects.filter(request__review=review).values_list(
+            "request_id", "attempt_no", "worker_id", "outcome", "started_at", "finished_at", "error")
+        lines.append(f"{review.pk} {review.status} worker {review.worker_id}: {list(events)} {list(attempts)}")
     return "\n".join(lines)
 
 
 def notifications_of(ids) -> list:
     from moderation.models import DecisionNotification
 
-    return list(DecisionNotification.objects.filter(review_id__in=ids).values_list(
-        "review_id", "status", "attempts", "locked_until", "next_attempt_at", "last_error")[:5])
+    from django_q.models import OrmQ
+
+    rows = list(DecisionNotification.objects.filter(review_id__in=ids).values_list(
+        "pk", "status", "attempts", "locked_until", "last_enqueued_at", "last_error")[:5])
+    from audit.models import ReviewTransition
+
+    jobs = [(job.key, job.lock, job.task().get("kwargs")) for job in OrmQ.objects.all()]
+    moves = list(ReviewTransition.objects.filter(review__notifications__pk__in=[r[0] for r in rows]).values_list(
+        "review_id", "to_status", "actor_id", "created_at"))
+    return [rows, jobs, moves]
 
 
 def kill(process: psutil.Process) -> None:

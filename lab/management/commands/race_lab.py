@@ -17,7 +17,11 @@ class Command(BaseCommand):
         parser.add_argument("--timeout-rate", type=float, default=0.05)
         parser.add_argument("--late-rate", type=float, default=0.05)
         parser.add_argument("--error-rate", type=float, default=0.05)
-        parser.add_argument("--kill-workers", type=int, default=1)
+        parser.add_argument("--kill-workers", type=int, default=1, help="how many cluster processes to SIGKILL")
+        parser.add_argument("--kill-any", action="store_true",
+                            help="kill any process of any cluster (master, sentinel, pusher, monitor, workers; the "
+                                 "notification cluster's too), not only the moderation clusters' workers; a cluster "
+                                 "whose master died is started again")
         parser.add_argument("--report-rate", type=float, default=0.1,
                             help="share of decided reviews that more users than the threshold report, all at once")
         parser.add_argument("--appeal-rate", type=float, default=0.2,
@@ -93,7 +97,7 @@ class Command(BaseCommand):
         config = LabConfig(
             reviews=o["reviews"], clusters=o["clusters"], duplicate_rate=o["duplicate_rate"],
             timeout_rate=o["timeout_rate"], late_rate=o["late_rate"], error_rate=o["error_rate"],
-            kill_workers=o["kill_workers"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
+            kill_workers=o["kill_workers"], kill_any=o["kill_any"], seed=o["seed"], quiesce_timeout_s=o["quiesce_timeout"],
             web_workers=o["web_workers"], pgbouncer=o["pgbouncer"], erase=o["erase"], prune=o["prune"],
             report_rate=o["report_rate"], appeal_rate=o["appeal_rate"],
             web_outage_s=o["web_outage_s"], batch_size=o["batch_size"], hostile_rate=o["hostile_rate"],
