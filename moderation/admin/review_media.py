@@ -20,6 +20,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from moderation import services
+from moderation.admin.visibility import visible_review_or_404
 from moderation.media import MIME_TYPES, MediaRefused, image_decode, thumbnail_jpeg
 from moderation.models import ContentKind, ContentReview, Decision, MediaPreference, ReviewMedia
 from moderation.verdicts import match_bank
@@ -70,13 +71,15 @@ def thumbnail_html(review: ContentReview) -> str:
 
 def media_view(model_admin, request, object_id) -> HttpResponse:
     """The review's stored bytes (`?size=thumb`: a small JPEG of its image). 403 without the
-    permission; 404 with no bytes (never fetched, removed) or for a never_display image."""
+    permission; 404 for a review the user may not see, with no bytes (never fetched, removed) or
+    for a never_display image."""
     if not (model_admin.has_view_permission(request) and request.user.has_perm(VIEW_MEDIA)):
         raise PermissionDenied
     size = request.GET.get("size", "")
     if request.method not in ("GET", "HEAD") or size not in ("", THUMB):
         return HttpResponseBadRequest("GET this page, with no size or ?size=thumb.")
-    row = ReviewMedia.objects.filter(_shown(), content__review__pk=object_id).first()
+    review = visible_review_or_404(request, object_id, ContentReview.objects.only("pk", "content_id", "last_queue"))
+    row = ReviewMedia.objects.filter(_shown(), content_id=review.content_id).first()
     if row is None:
         raise Http404("No media to show for this review.")
     data, mime = bytes(row.data), row.mime
