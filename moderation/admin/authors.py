@@ -139,7 +139,8 @@ class AuthorAdmin(ClientKeyedListMixin, ReadOnlyPermissionsMixin, admin.ModelAdm
         with_excerpts(reviews.rows)
         hidden = hidden_from(request.user, through="review")
         strikes = (Strike.objects.filter(author=author).select_related("review").order_by("-created_at", "-id")
-                   .annotate(review_hidden=Value(False) if hidden is None else ExpressionWrapper(hidden, BooleanField())))
+                   .annotate(review_hidden=Value(False) if hidden is None
+                             else ExpressionWrapper(hidden, output_field=BooleanField())))
         return review_page.workplace_page(
             self, request, "admin/moderation/author/author_page.html", f"Author {author.author_id}",
             author=author,

@@ -242,7 +242,8 @@ def bank_dry_run(*, name: str, scope: DryRunScope = DryRunScope.DRAFT, images: i
     index = BankIndex.build({name: ([i for i, _ in rows], [h for _, h in rows])})
     # media_hashed_idx: newest first, quality >= MIN_QUALITY implies the index's own condition.
     hashed = visible_to(viewer, ReviewMedia.objects.filter(pdq_quality__gte=MIN_QUALITY), through="content__review")
-    recent = list(hashed.order_by("-hashed_at").values_list("content_id", "pdq", "pdq_quality")[:images]) if rows else []
+    recent = (list(hashed.order_by("-hashed_at").values_list("content_id", "pdq", "pdq_quality")[:images])
+              if rows else [])
     nearest = {}
     for content_id, pdq, quality in recent:
         found = index.match(pdq, max_distance=policy.pdq_distance, quality=quality, limit=1)

@@ -443,5 +443,6 @@ def _queue_back(review: ContentReview, entered, had: str) -> None:
     )
     review.queue = review.last_queue = had or entry.queue
     review.priority, review.queued_at, review.queue_order_at = entry.priority, entry.queued_at, entry.order_at
-    ContentReview.objects.filter(pk=review.pk).update(queue=review.queue, last_queue=review.queue, priority=entry.priority,
-                                                      queued_at=entry.queued_at, queue_order_at=entry.order_at)
+    ContentReview.objects.filter(pk=review.pk).update(queue=review.queue, last_queue=review.queue,
+                                                      priority=entry.priority, queued_at=entry.queued_at,
+                                                      queue_order_at=entry.order_at)

@@ -8,13 +8,13 @@ moderator and a supervisor outside the queue's group: GET with the id of every r
 model (and one that names no row), each list searched for the reviews' ids and words, and POST
 to every URL of a row of theirs, with a form that would add a note, decide or act. No response
 may hold the reviews' ids, words, operation keys or image (nor the queue's name or figures
-outside the pages that configure it), and the reviews stay as they were. A URL that refuses a row of theirs answers as it does for a row
-that does not exist. The same walk as a member of the group does see all of it: the walk is not
-vacuous.
+outside the pages that configure it), and the reviews stay as they were. A URL that refuses a
+row of theirs answers as it does for a row that does not exist. The same walk as a member of
+the group does see all of it: the walk is not vacuous.
 
 The URLs are read from the admin site's URL patterns and the rows from the database: a model, a
 ModelAdmin or a view added later is walked too, and fails here if it forgets the check (a URL
-parameter the walk cannot fill fails it as well, until PARAMETERS learns it).
+parameter the walk cannot fill fails it as well, until `parameter_values` learns it).
 """
 
 from __future__ import annotations
@@ -46,8 +46,10 @@ from callbacks.services import callback_process, callback_store
 from moderation import services, tasks
 from moderation.erasure import content_erase
 from moderation.media import image_decode, thumbnail_jpeg
+from moderation.observability.dashboard import dashboard_figures
 from moderation.models import (
     AccountAppeal,
+    ApiClient,
     BulkAction,
     BulkJob,
     ContentReview,
@@ -183,7 +185,8 @@ def world(settings, api_client, django_user_model) -> World:
         world.needles |= {str(review.pk): f"the id of {review.content.external_id}",
                           review.short_id: "a short id",
                           str(review.content_id): "a content id", review.content.external_id: "an external id"}
-        world.needles |= {str(key): "an operation key" for key in review.requests.values_list("idempotency_key", flat=True)}
+        keys = review.requests.values_list("idempotency_key", flat=True)
+        world.needles |= {str(key): "an operation key" for key in keys}
     world.needles |= {MARK: "a forbidden text"}
     world.image = bytes(ReviewMedia.objects.get(content_id=image.content_id).data)
     world.thumbnail = thumbnail_jpeg(image_decode(world.image, max_bytes=10**7, max_pixels=10**7).image)
@@ -273,8 +276,9 @@ def visits(world: World) -> list[Visit]:
     for model, pattern in admin_patterns():
         forbidden_rows = rows_of_forbidden(model, world)
         if pattern.name is None:  # Django's own unnamed routes: a redirect to the change page, the catch-all
-            assert getattr(pattern.callback, "view_class", None) is RedirectView or \
-                pattern.callback.__name__ == "catch_all_view", f"an unnamed admin URL the walk cannot reverse: {pattern}"
+            known = getattr(pattern.callback, "view_class", None) is RedirectView or \
+                pattern.callback.__name__ == "catch_all_view"
+            assert known, f"an unnamed admin URL the walk cannot reverse: {pattern}"
             continue
         if pattern.name in SKIPPED:
             continue
@@ -291,7 +295,8 @@ def visits(world: World) -> list[Visit]:
             urls = []
             for values in product(*[parameter_values(name, model, world) for name in names]):
                 kwargs = dict(zip(names, values, strict=True))
-                missing = {name: missing_id(model) for name in names if name == "object_id" and kwargs[name] in forbidden_rows}
+                missing = {name: missing_id(model) for name in names
+                           if name == "object_id" and kwargs[name] in forbidden_rows}
                 urls.append((reverse(f"admin:{pattern.name}", kwargs=kwargs),
                              reverse(f"admin:{pattern.name}", kwargs=kwargs | missing) if missing else None))
         of_row = any(name in ROW_PARAMETERS for name in names)
@@ -350,7 +355,8 @@ def shown(response, visit: Visit, world: World) -> list[str]:
         found += [f"the vault queue's figures ({figure.group(0)[-80:]!r})"
                   for pattern in VAULT_FIGURES if (figure := pattern.search(text))]
     else:  # anywhere else its name is one of its figures' (the index's, the queues page's)
-        found += [f"the vault queue's name ({name})" for name in (VAULT, VAULT_NAME) if name in text and name not in visit.typed]
+        found += [f"the vault queue's name ({name})" for name in (VAULT, VAULT_NAME)
+                  if name in text and name not in visit.typed]
     return found
 
 
@@ -444,3 +450,19 @@ def test_the_index_counts_only_the_reviews_a_moderator_may_see(world, django_use
         shown_counts = {status: int(n) for status, n in re.findall(r'id="count-(\w+)">(\d+)<', page)}
         assert shown_counts == {**{status: counts.get(status, 0) for status in ReviewStatus.values}, "stuck": 0}, user
 
+
+
+def test_the_index_figures_of_the_moderators_work_leave_out_what_a_moderator_may_not_see(world, django_user_model):
+    """Decisions per moderator, overturns and time in queue: the vault's count for its members only."""
+    vault = ApiClient.objects.get(name="vault-client")
+    rejected, _ = services.review_submit(client=vault, external_id=f"{MARK}-overturned", kind="text",
+                                         text=f"{MARK} rejected by the model, approved on appeal")
+    request = services.review_claim(review_id=rejected.pk, worker_id="w")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.95), cause="provider_result")
+    services.appeal_file(review_id=rejected.pk, appellant_id="appellant-2", statement="it was fine")
+    services.review_override(review_id=rejected.pk, label="approved", reason="fine after all",
+                             moderator=django_user_model.objects.get(username="member-two"))
+    outsider = dashboard_figures(viewer=staff(django_user_model, "outsider", "moderator"))
+    member = dashboard_figures(viewer=django_user_model.objects.get(username="member-two"))
+    assert member["decisions_per_moderator"] and member["overturns"] and member["time_in_review_queue"]
+    assert [outsider[figure] for figure in ("decisions_per_moderator", "overturns", "time_in_review_queue")] == [[]] * 3
