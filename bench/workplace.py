@@ -58,8 +58,9 @@ WITH picked AS (
         category_scores = jsonb_build_object('harassment', w.score, 'hate', w.score / 4)
     FROM weighted w WHERE d.id = w.decision_id
 )
-UPDATE moderation_contentreview r SET status = 'manual_review', queue = w.queue, priority = w.points,
-    queued_at = w.created_at, queue_order_at = w.created_at - make_interval(secs => w.points / 10 * 3600)
+UPDATE moderation_contentreview r SET status = 'manual_review', queue = w.queue, last_queue = w.queue,
+    priority = w.points, queued_at = w.created_at,
+    queue_order_at = w.created_at - make_interval(secs => w.points / 10 * 3600)
 FROM weighted w WHERE r.id = w.id
 """
 

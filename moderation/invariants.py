@@ -108,6 +108,9 @@ def review_violations(review_ids: Iterable) -> list[str]:
         waits = review.status == S.MANUAL_REVIEW and review.content.erased_at is None
         if waits != bool(review.queue and review.queue_order_at):
             problems.append(f"{review.pk}: {review.status} with queue {review.queue or 'none'}")
+        # Who may see a review reads the queue it waits in or last waited in: one and the same while it waits.
+        if review.queue and review.last_queue != review.queue:
+            problems.append(f"{review.pk}: waits in {review.queue} but its last queue is {review.last_queue or 'none'}")
         if review.status == S.PROCESSING:
             live = ModerationRequest.objects.filter(idempotency_key=review.active_idempotency_key).first()
             if live is None or live.review_id != review.pk or live.status not in OPEN_REQUEST_STATUSES:

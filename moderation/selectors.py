@@ -1,9 +1,15 @@
-"""Read queries the services share with the read side. One definition per idea: "stuck" is here.
+"""Read queries the services share with the read side. One definition per idea: "stuck" and
+"visible to" are here.
 
 A review is stuck when its live operation (the request holding the review's active key) is open,
 not waiting for a scheduled retry, and has not moved for MODERATION_STUCK_AFTER_S seconds. The
 sweeper's reconcile, `reconcile_stuck`, the stuck gauge, the admin dashboard and the review list's
 "stuck" filter all use this definition, so they always agree.
+
+A review is visible to a user unless the queue it waits in, or last waited in once it left
+(`ContentReview.last_queue`), names groups the user is in none of (docs/workplace.md, "Routing
+rules and queue access"). Every admin page, list, count and search, and the services that lease,
+decide or annotate a review, ask `queues_forbidden` or the helpers built on it below.
 """
 
 from __future__ import annotations
@@ -13,10 +19,10 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import F, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 
-from moderation.models import OPEN_REQUEST_STATUSES, ContentReview, ModerationRequest, ReviewStatus
+from moderation.models import OPEN_REQUEST_STATUSES, ContentReview, ModerationQueue, ModerationRequest, ReviewStatus
 
 
 def stuck_cutoff(*, now: datetime | None = None, stuck_after: float | None = None) -> datetime:
@@ -59,3 +65,50 @@ def estimated_rows(queryset) -> int | None:
         plan = cursor.fetchone()[0]
     plan = plan if isinstance(plan, list) else json.loads(plan)
     return int(plan[0]["Plan"]["Plan Rows"])
+
+
+# --- who may see a review (docs/workplace.md, "Routing rules and queue access") ----------------
+
+def queues_forbidden(user, *, rows: dict | None = None) -> set[str]:
+    """The slugs of the queues `user` may not see or take: those with groups, none of which they
+    are in. Empty for a superuser (and for no user: the system's own reads). One query (none when
+    `rows`, {slug: ModerationQueue} prefetched with their groups)."""
+    if user is None or getattr(user, "is_superuser", False):
+        return set()
+    if rows is None:
+        return set(ModerationQueue.objects.filter(groups__isnull=False)
+                   .exclude(groups__in=user.groups.all()).values_list("slug", flat=True).distinct())
+    mine = set(user.groups.values_list("pk", flat=True))
+    return {slug for slug, row in rows.items() if (ids := {g.pk for g in row.groups.all()}) and not ids & mine}
+
+
+def of_queues(queues, *, through: str = "") -> Q | None:
+    """The condition that a row is of a review that waits, or last waited, in one of `queues`: on
+    reviews (`through` "") or on rows that reach their review by the lookup `through` ("review",
+    "request__review"). None for no queues. The rule itself: every check below comes to this."""
+    if not queues:
+        return None
+    return Q(**{f"{through}__last_queue__in" if through else "last_queue__in": sorted(queues)})
+
+
+def hidden_from(user, *, through: str = "") -> Q | None:
+    """The condition that a row is of a review `user` may not see (`of_queues` of their
+    `queues_forbidden`); None when they may see every review."""
+    return of_queues(queues_forbidden(user), through=through)
+
+
+def visible_to(user, rows: QuerySet, *, through: str = "") -> QuerySet:
+    """`rows` without those of reviews `user` may not see (`hidden_from`); a row whose review
+    is NULL (a pipeline event of no review) stays."""
+    hidden = hidden_from(user, through=through)
+    return rows if hidden is None else rows.exclude(hidden)
+
+
+def reviews_visible_to(user, reviews: QuerySet[ContentReview] | None = None) -> QuerySet[ContentReview]:
+    """The reviews (of `reviews`; all when None) `user` may see."""
+    return visible_to(user, ContentReview.objects.all() if reviews is None else reviews)
+
+
+def review_visible_to(user, review: ContentReview) -> bool:
+    """Whether `user` may see `review` (read with its `last_queue`): `of_queues` in Python."""
+    return review.last_queue not in queues_forbidden(user)

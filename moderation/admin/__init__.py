@@ -2,7 +2,8 @@
 (moderation/admin/reporters.py), statements of reasons (moderation/admin/statements.py), read-only pipeline records, policy
 publishing, API clients, and the dashboard on the index page.
 
-Statuses and decisions are never form fields: only services change them.
+Statuses and decisions are never form fields: only services change them. Rows of a review are
+shown only to those who may see the review (moderation/admin/visibility.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
+from moderation.admin import pipeline_records  # noqa: F401  (registers the transitions', events' and callbacks' admin)
 from moderation.admin import queues  # noqa: F401  (registers the review queues' admin)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
@@ -24,6 +26,7 @@ from moderation.admin.reporters import ReporterAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
 from moderation.admin.transparency_report import transparency_report_view
+from moderation.admin.visibility import ReviewScoped
 from moderation.admin.term_lists import term_lists_view
 from moderation.admin.routing import routing_view
 from moderation import services
@@ -58,7 +61,7 @@ admin.site.site_url = None  # no public site to view: Django's "View site" link 
 
 
 @admin.register(ModerationRequest)
-class ModerationRequestAdmin(ReadOnlyAdmin):
+class ModerationRequestAdmin(ReviewScoped, ReadOnlyAdmin):
     list_display = ["idempotency_key", "review", "provider", "status", "cause", "attempt_no", "generation", "created_at"]
     list_filter = ["status", "provider", "cause"]
     search_fields = ["=idempotency_key", "=review__id", "provider_request_id"]
@@ -66,7 +69,8 @@ class ModerationRequestAdmin(ReadOnlyAdmin):
 
 
 @admin.register(ProviderAttempt)
-class ProviderAttemptAdmin(ReadOnlyAdmin):
+class ProviderAttemptAdmin(ReviewScoped, ReadOnlyAdmin):
+    review_path = "request__review"
     list_display = ["request", "attempt_no", "outcome", "worker_id", "latency_ms", "started_at"]
     list_filter = ["outcome"]
     search_fields = ["=request__idempotency_key", "worker_id", "job_id"]
@@ -74,7 +78,7 @@ class ProviderAttemptAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Decision)
-class DecisionAdmin(ReadOnlyAdmin):
+class DecisionAdmin(ReviewScoped, ReadOnlyAdmin):
     list_display = ["review", "label", "source", "score", "policy", "moderator", "created_at"]
     list_select_related = ["review", "policy", "moderator"]  # nullable: Django would not join them itself
     list_filter = ["label", "source"]

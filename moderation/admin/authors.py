@@ -14,7 +14,7 @@ import re
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q
+from django.db.models import BooleanField, ExpressionWrapper, Q, Value
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -37,6 +37,7 @@ from moderation.models import (
     StandingTransition,
     Strike,
 )
+from moderation.selectors import hidden_from, reviews_visible_to
 from moderation.services.authors import SUSPEND_DAYS_MAX
 
 # An author's number as a URL carries it: digits that fit the column.
@@ -130,11 +131,16 @@ class AuthorAdmin(ClientKeyedListMixin, ReadOnlyPermissionsMixin, admin.ModelAdm
         def page(param, queryset):
             return rows_page(query, param, PAGE_ROWS, lambda offset, limit: list(queryset[offset:offset + limit]))
 
-        reviews = page("reviews_page", ContentReview.objects.filter(author=author)
+        # Its reviews a queue's groups keep to themselves are not listed; a strike of one stays (it
+        # counts in the author's points) without naming its review (moderation/admin/visibility.py).
+        reviews = page("reviews_page", reviews_visible_to(request.user, ContentReview.objects.filter(author=author))
                        .select_related("content", "decision").defer("content__text", "content__metadata")
                        .order_by("-created_at", "-id"))
         with_excerpts(reviews.rows)
-        strikes = Strike.objects.filter(author=author).select_related("review").order_by("-created_at", "-id")
+        hidden = hidden_from(request.user, through="review")
+        strikes = (Strike.objects.filter(author=author).select_related("review").order_by("-created_at", "-id")
+                   .annotate(review_hidden=Value(False) if hidden is None
+                             else ExpressionWrapper(hidden, output_field=BooleanField())))
         return review_page.workplace_page(
             self, request, "admin/moderation/author/author_page.html", f"Author {author.author_id}",
             author=author,

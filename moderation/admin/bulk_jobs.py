@@ -14,7 +14,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Exists, OuterRef
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
@@ -26,16 +26,19 @@ from moderation.admin import review_page
 from moderation.admin.paginator import rows_page
 from moderation.admin.review_forms import BulkOverrideForm, BulkReasonForm
 from moderation.admin.reviews import excerpted, refuse_nul
+from moderation.admin.visibility import ReviewScoped
 from moderation.errors import BulkTooLarge, ModerationError
 from moderation.models import (
     BULK_LIVE_STATUSES,
     BulkAction,
     BulkItemOutcome,
     BulkJob,
+    BulkJobItem,
     BulkJobStatus,
     ContentReview,
     ReviewStatus,
 )
+from moderation.selectors import hidden_from
 from moderation.services.bulk import APPLIES_TO, PERMISSION
 
 SAMPLE_ROWS = 10
@@ -60,7 +63,7 @@ def _query_words(changelist, query) -> list[tuple[str, str]]:
     return words
 
 
-class BulkJobAdmin(ReadOnlyAdmin):
+class BulkJobAdmin(ReviewScoped, ReadOnlyAdmin):
     list_display = ["job", "action_text", "status", "progress", "created_by", "created_at"]
     list_display_links = None
     list_filter = ["status", "action"]
@@ -69,6 +72,12 @@ class BulkJobAdmin(ReadOnlyAdmin):
 
     def has_view_permission(self, request, obj=None) -> bool:
         return request.user.has_perm("moderation.view_contentreview")
+
+    def visible_rows(self, user, rows):
+        # A job acting on a review the user may not see is not shown to them at all: its counts,
+        # sample and skipped reviews would tell of it (moderation/admin/visibility.py).
+        hidden = hidden_from(user, through="review")
+        return rows if hidden is None else rows.exclude(Exists(BulkJobItem.objects.filter(hidden, job=OuterRef("pk"))))
 
     def has_module_permission(self, request) -> bool:
         return self.has_view_permission(request)
@@ -143,7 +152,7 @@ class BulkJobAdmin(ReadOnlyAdmin):
         """A draft: what the job will act on, to confirm. Started: its progress and skipped reviews."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        job = get_object_or_404(BulkJob.objects.select_related("created_by"), pk=job_id)
+        job = get_object_or_404(self.get_queryset(request).select_related("created_by"), pk=job_id)
         context = {"job": job, "action": action_text(job), "progress": services.bulk_job_progress(job),
                    "live": job.status in BULK_LIVE_STATUSES, "refresh_s": REFRESH_S,
                    "query_words": job.query_words,
@@ -166,7 +175,7 @@ class BulkJobAdmin(ReadOnlyAdmin):
                           "Cancelling: the job stops after the review it is on; what it did stays done.")
 
     def _post(self, request, job_id, service, said: str):
-        job = get_object_or_404(BulkJob, pk=job_id)
+        job = get_object_or_404(self.get_queryset(request), pk=job_id)
         if request.method != "POST" or not request.user.has_perm(PERMISSION[job.action]):
             raise PermissionDenied
         try:

@@ -96,7 +96,7 @@ class QueueFilter(admin.SimpleListFilter):
     parameter_name = "queue__exact"  # the parameter Django's field filter took
 
     def lookups(self, request, model_admin):
-        return [(q.slug, q.label) for q in services.review_queues()]
+        return [(q.slug, q.label) for q in services.review_queues(request.user)]  # those the user may see
 
     def queryset(self, request, queryset):
         if self.value():

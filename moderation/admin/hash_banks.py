@@ -130,7 +130,7 @@ class HashBankAdmin(ReadOnlyPermissionsMixin, admin.ModelAdmin):
         scope = DryRunScope.BANK if request.GET.get("scope") == DryRunScope.BANK else DryRunScope.DRAFT
         return review_page.workplace_page(
             self, request, "admin/moderation/hashbank/dry_run.html", f"Dry run of hash bank {bank.name}",
-            bank=bank, run=bank_dry_run(name=bank.name, scope=scope), scopes=list(DryRunScope),
+            bank=bank, run=bank_dry_run(name=bank.name, scope=scope, viewer=request.user), scopes=list(DryRunScope),
         )
 
 

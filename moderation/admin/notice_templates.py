@@ -25,6 +25,7 @@ from moderation.models import SHORT_ID_LENGTH, ContentReview, ReviewStatus
 from moderation.notices import BUILT_IN_TEMPLATES, NOTICE_LANGUAGE_DEFAULT, PLACEHOLDERS, TEMPLATE_MAX_CHARS
 from moderation.observability.search import by_short_id
 from moderation.reasons import decision_notice, reasons
+from moderation.selectors import reviews_visible_to
 from moderation.validation import validate_policy
 
 
@@ -46,8 +47,9 @@ class NoticeTemplatesForm(forms.Form):
     )
     notes = forms.CharField(required=False, max_length=500)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, viewer=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.viewer = viewer  # a review to preview is one they may see
         for code in notice_languages():
             built_in = BUILT_IN_TEMPLATES.get(code)
             self.fields[template_field(code)] = forms.CharField(
@@ -63,7 +65,7 @@ class NoticeTemplatesForm(forms.Form):
                 if self.cleaned_data.get(template_field(code), "").strip()}
 
     def clean_review(self) -> ContentReview:
-        return review_for_preview(self.cleaned_data["review"])
+        return review_for_preview(self.cleaned_data["review"], viewer=self.viewer)
 
     def clean(self):
         data = super().clean()
@@ -78,9 +80,10 @@ class NoticeTemplatesForm(forms.Form):
         return data
 
 
-def review_for_preview(term: str) -> ContentReview:
-    """The review a moderator names by its id or short id, else the newest rejected one."""
-    reviews = ContentReview.objects.select_related("content", "decision__policy")
+def review_for_preview(term: str, *, viewer) -> ContentReview:
+    """The review a moderator names by its id or short id, else the newest rejected one, of those
+    `viewer` may see (another is not found, as one that does not exist)."""
+    reviews = reviews_visible_to(viewer, ContentReview.objects.select_related("content", "decision__policy"))
     term = term.strip()
     if not term:
         # The status index, newest first: one row read however many reviews there are.
@@ -138,7 +141,7 @@ def notice_templates_view(model_admin, request):
     active = services.policy_active()
     initial = {"base_version": active.version,
                **{template_field(code): text for code, text in (active.notice_templates or {}).items()}}
-    form = NoticeTemplatesForm(request.POST or None, initial=initial)
+    form = NoticeTemplatesForm(request.POST or None, initial=initial, viewer=request.user)
     context = {**model_admin.admin_site.each_context(request), "opts": model_admin.model._meta,
                "title": "Edit notice templates", "active": active, "form": form, "placeholders": PLACEHOLDERS}
     if request.method == "POST" and form.is_valid():

@@ -4,6 +4,8 @@ queues included (a row with a built-in slug); docs/workplace.md, "Routing rules 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import Case, Count, IntegerField, OuterRef, Subquery, Value, When
+from django.db.models.functions import Coalesce
 
 from moderation import services
 from moderation.models import ContentReview, ModerationQueue, ReviewQueue, ReviewStatus
@@ -26,10 +28,17 @@ class ModerationQueueAdmin(admin.ModelAdmin):
 
     @admin.display(description="waiting")
     def waiting(self, queue):
-        return ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=queue.slug).count()
+        return "—" if queue.waiting_count is None else queue.waiting_count
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("groups")
+        # Its configuration is everyone's to read; how many wait in a queue only its groups'
+        # members may see is theirs (docs/workplace.md, "Routing rules and queue access").
+        depth = (ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=OuterRef("slug")).order_by()
+                 .values("queue").annotate(n=Count("pk")).values("n"))
+        forbidden = services.queues_forbidden(request.user)
+        return super().get_queryset(request).prefetch_related("groups").annotate(waiting_count=Case(
+            When(slug__in=sorted(forbidden), then=Value(None)), default=Coalesce(Subquery(depth), 0),
+            output_field=IntegerField()))
 
     def get_readonly_fields(self, request, obj=None):
         # Reviews and the policy's rules store the slug: it never changes once created.

@@ -24,6 +24,7 @@ from moderation.admin.paginator import ClientKeyedListMixin, rows_page
 from moderation.admin.reviews import refuse_nul
 from moderation.errors import ModerationError
 from moderation.models import ACCOUNT_REASON_MAX, Report, Reporter, ReporterMute
+from moderation.selectors import visible_to
 from moderation.services.reporters import MUTED_BY_ACCURACY, RATED_AFTER, mute_token, reporter_mute, reporter_standing
 
 REPORTER_PK = re.compile(r"[0-9]{1,18}")
@@ -136,8 +137,9 @@ class ReporterAdmin(ClientKeyedListMixin, ReadOnlyPermissionsMixin, admin.ModelA
             standing=reporter_standing(reporter),
             muted=self.muted(reporter),
             accuracy=self.accuracy(reporter),
-            reports=page("reports_page", Report.objects.filter(reporter_id=reporter.reporter_id,
-                                                                review__client_id=reporter.client_id)
+            # Its reports of reviews the user may not see are not listed (moderation/admin/visibility.py).
+            reports=page("reports_page", visible_to(request.user, Report.objects.filter(
+                reporter_id=reporter.reporter_id, review__client_id=reporter.client_id), through="review")
                          .select_related("review").order_by("-created_at", "-id")),
             # Its history is its mutes: a report creates a reporter without a history row, and
             # the counters are not in it.

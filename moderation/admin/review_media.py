@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from moderation import services
+from moderation.admin.visibility import visible_review_or_404
 from moderation.media import MIME_TYPES
 from moderation.models import ContentKind, ContentReview, Decision, MediaPreference, ReviewMedia
 from moderation.verdicts import match_bank
@@ -69,14 +70,16 @@ def thumbnail_html(review: ContentReview) -> str:
 
 def media_view(model_admin, request, object_id) -> HttpResponse:
     """The review's stored bytes (`?size=thumb`: the small JPEG the job made when it decoded the
-    image; nothing is decoded here). 403 without the permission; 404 with no bytes (never
-    fetched, removed), no thumbnail (not read yet, or not an image) or for a never_display image."""
+    image; nothing is decoded here). 403 without the permission; 404 for a review the user may not
+    see, with no bytes (never fetched, removed), no thumbnail (not read yet, or not an image) or
+    for a never_display image."""
     if not (model_admin.has_view_permission(request) and request.user.has_perm(VIEW_MEDIA)):
         raise PermissionDenied
     size = request.GET.get("size", "")
     if request.method not in ("GET", "HEAD") or size not in ("", THUMB):
         return HttpResponseBadRequest("GET this page, with no size or ?size=thumb.")
-    shown = ReviewMedia.objects.filter(_shown(), content__review__pk=object_id)
+    review = visible_review_or_404(request, object_id, ContentReview.objects.only("pk", "content_id", "last_queue"))
+    shown = ReviewMedia.objects.filter(_shown(), content_id=review.content_id)
     if size == THUMB:
         thumbnail = shown.values_list("thumbnail", flat=True).first()
         if thumbnail is None:

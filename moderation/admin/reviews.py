@@ -18,7 +18,6 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, Subquery
 from django.db.models.functions import Substr
 from django.http import HttpResponseBadRequest, HttpResponseRedirect
-from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -42,6 +41,7 @@ from moderation.admin.filters import (
     filtered_reviews,
 )
 from moderation.admin.paginator import EstimatedCountPaginator, rows_page
+from moderation.admin.visibility import ReviewScoped, visible_review_or_404
 from moderation.admin.review_forms import (
     BulkOverrideForm,
     BulkReasonForm,
@@ -58,6 +58,7 @@ from moderation.models import Content, ContentReview, ModerationRequest, Moderat
 from moderation.observability.search import reviews_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
+from moderation.selectors import reviews_visible_to
 from moderation.visible_text import visible_html
 from moderation.words import refusal_words
 
@@ -159,9 +160,10 @@ def with_excerpts(reviews) -> list[ContentReview]:
 
 def excerpted(review_ids, user) -> list[ContentReview]:
     """These reviews, each with `excerpt_shown`: its excerpt as the list shows it (`excerpt_html`),
-    for the bulk actions' confirmation pages. A review deleted since is not among them."""
+    for the bulk actions' confirmation pages. A review deleted since, or one `user` may not see, is
+    not among them."""
     reviews = with_excerpts(review_media.with_thumbnail_flag(
-        ContentReview.objects.filter(pk__in=review_ids).select_related("content")
+        reviews_visible_to(user, ContentReview.objects.filter(pk__in=review_ids)).select_related("content")
         .defer("content__text", "content__metadata").order_by("created_at"), user))
     for review in reviews:
         review.excerpt_shown = excerpt_html(review)
@@ -196,7 +198,8 @@ class ReviewChangeList(ChangeList):
             review.queue_label = labels.get(review.queue, review.queue)
 
 
-class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
+class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
+    review_path = ""  # the rows are the reviews: those of a queue the user may not see are left out
     list_display = ["short_id", "status", "content_excerpt", "kind", "top_category", "badges", "client", "provider",
                     "age", "decision_summary", "moderator_lease"]
     list_display_links = None  # the review id links to the review page, not to a change form
@@ -222,11 +225,6 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         # A page of 100,000-character texts is not loaded: the list reads excerpts (ReviewChangeList).
         reviews = (super().get_queryset(request).defer("content__text", "content__metadata")
                    .annotate(provider_name=Subquery(latest_provider)))
-        # Reviews of a queue only its groups may see are not listed to others (docs/workplace.md,
-        # "Routing rules and queue access").
-        forbidden = services.queues_forbidden(request.user)
-        if forbidden:
-            reviews = reviews.exclude(queue__in=forbidden)
         return review_media.with_thumbnail_flag(review_page.with_model_score(reviews), request.user)
 
     def get_changelist(self, request, **kwargs):
@@ -350,12 +348,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         shown back as typed (act_view)."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        review = get_object_or_404(
-            ContentReview.objects.select_related("content", "client", "decision__policy", "decision__moderator",
-                                                 "leased_to", "author"), pk=object_id
-        )
-        if review.queue in services.queues_forbidden(request.user):
-            raise PermissionDenied("This review waits in a queue only its groups' members may open.")
+        review = visible_review_or_404(request, object_id, ContentReview.objects.select_related(
+            "content", "client", "decision__policy", "decision__moderator", "leased_to", "author"))
         can = {action: request.user.has_perm(perm) for action, perm in PERMISSIONS.items()}
         is_final, version = review.is_final, {"version": review.version}
         policy = services.policy_active()
@@ -425,8 +419,8 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             return refused
         filters = [{"param": f.param, "title": f.title, "choices": f.choices(), "value": request.GET.get(f.param, "")}
                    for f in REVIEW_FILTERS]
-        queued = filtered_reviews(ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen),
-                                  request.GET)
+        queued = filtered_reviews(reviews_visible_to(
+            request.user, ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, queue=chosen)), request.GET)
         search, search_rule = request.GET.get("q", ""), None
         try:
             queued, search_rule = reviews_matching(queued, search)
@@ -464,7 +458,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
     def act_view(self, request, object_id, action):
         if request.method != "POST" or action not in PERMISSIONS:
             raise PermissionDenied
-        review = get_object_or_404(ContentReview, pk=object_id)
+        review = visible_review_or_404(request, object_id)
         form = FORMS.get(action, ReasonForm)(request.POST)
         if action == "reprocess" and not request.POST.get("reason", "").strip():
             form = ReasonForm({**request.POST.dict(), "reason": "reprocessed from the admin"})
@@ -507,6 +501,7 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
         if request.method != "POST" or not (self.has_override_permission(request)
                                             or self.has_escalate_permission(request)):
             raise PermissionDenied
+        visible_review_or_404(request, object_id)
         form = NoteForm(request.POST)
         if not form.is_valid():
             errors = "; ".join(" ".join(e) for e in form.errors.values())
@@ -515,8 +510,6 @@ class ReviewAdmin(ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryA
             try:
                 services.review_note_add(review_id=object_id, author=request.user, text=form.cleaned_data["text"])
                 self.message_user(request, "Note added.", messages.SUCCESS)
-            except ContentReview.DoesNotExist:
-                raise PermissionDenied from None
             except ModerationError as exc:
                 self.message_user(request, f"Note not added: {refusal_words(exc)}", messages.ERROR)
         return HttpResponseRedirect(self._timeline_url(object_id))

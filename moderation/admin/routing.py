@@ -81,6 +81,7 @@ def routing_view(model_admin, request):
             if published is not None:
                 return HttpResponseRedirect(reverse("admin:moderation_moderationpolicy_changelist"))
         if draft is not None and not form.errors:
-            context |= {"draft": draft, "run": routing_dry_run(draft=draft, last=form.cleaned_data["dry_last"])}
+            context |= {"draft": draft, "run": routing_dry_run(draft=draft, last=form.cleaned_data["dry_last"],
+                                                                viewer=request.user)}
     return workplace_page(model_admin, request, "admin/moderation/moderationpolicy/routing.html",
                           "Edit routing rules", **context)

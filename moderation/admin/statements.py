@@ -25,6 +25,7 @@ from audit.admin_base import ReadOnlyAdmin
 from moderation.admin.filters import happened_filter
 from moderation.admin.paginator import EstimatedCountPaginator
 from moderation.admin.reviews import refuse_nul
+from moderation.admin.visibility import ReviewScoped
 from moderation.errors import NotRequeueable
 from moderation.models import StatementStatus, TransparencyStatement
 from moderation.services.policy import policy_active
@@ -63,7 +64,7 @@ def error_lines(errors) -> list[tuple[str, list[str]]]:
 
 
 @admin.register(TransparencyStatement)
-class TransparencyStatementAdmin(ReadOnlyAdmin):
+class TransparencyStatementAdmin(ReviewScoped, ReadOnlyAdmin):
     list_display = ["puid", "states", "dsa_category", "automated_decision", "source_type", "status", "attempts",
                     "next_attempt_at", "created_at", "submitted_at"]
     list_filter = ["status", OverturnedFilter]
@@ -146,7 +147,7 @@ class TransparencyStatementAdmin(ReadOnlyAdmin):
     def requeue_view(self, request, object_id):
         if request.method != "POST" or not self.has_requeue_permission(request):
             raise PermissionDenied
-        statement = get_object_or_404(TransparencyStatement, pk=object_id)
+        statement = get_object_or_404(self.get_queryset(request), pk=object_id)
         self._requeue(request, [(statement.pk, statement.puid, statement.status)])
         return HttpResponseRedirect(reverse("admin:moderation_transparencystatement_change", args=[statement.pk]))
 

@@ -126,13 +126,13 @@ def _publish(model_admin, request, form: TermListForm, draft, active):
     )
 
 
-def _preview(form: TermListForm, draft, active) -> dict:
+def _preview(form: TermListForm, draft, active, viewer) -> dict:
     """The context of a preview of `draft`: its diff, dry run and summary, and the form again
     with what was typed (an uploaded file's terms in the text box), this preview's token, and
     the reasons a publish was refused, if it was."""
     data = form.cleaned_data
     texts = [line for line in data["dry_texts"].splitlines() if line.strip()]
-    rows = policy_dry_run(draft=draft, active=active, texts=texts, last=data["dry_last"] or 0)
+    rows = policy_dry_run(draft=draft, active=active, texts=texts, last=data["dry_last"] or 0, viewer=viewer)
     typed = {**data, "upload": None, "terms": "\n".join(data["term_list"]), "preview_token": preview_token(draft, active)}
     return {
         "draft": draft, "form": TermListForm(initial=typed), "refusals": form.non_field_errors(),
@@ -163,5 +163,5 @@ def term_lists_view(model_admin, request):
             draft = _draft_or_error(form, active)
             context["active"] = active
         if draft is not None:
-            context |= _preview(form, draft, active)
+            context |= _preview(form, draft, active, request.user)
     return TemplateResponse(request, "admin/moderation/moderationpolicy/term_lists.html", context)

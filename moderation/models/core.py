@@ -37,7 +37,7 @@ def history_user(request=None, **kwargs):
 # on save together with the transition row, in one statement (moderation/services/transitions.py).
 REVIEW_HISTORY = HistoricalRecords(
     excluded_fields=["last_enqueued_at", "leased_to", "lease_expires_at", "provider_wait_since",
-                     "queue", "priority", "queued_at", "queue_order_at"],
+                     "queue", "last_queue", "priority", "queued_at", "queue_order_at"],
     get_user=history_user,
 )
 
@@ -282,6 +282,10 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     # A slug: a built-in ReviewQueue or a custom queue's (moderation.models.queues), which the
     # policy's routing rules may name; no choices, so a custom queue needs no migration.
     queue = models.CharField(max_length=24, blank=True, default="", db_default="")
+    # The queue it waits in, or last waited in once it left (decided, erased): set with `queue`
+    # and never cleared. Who may see the review and everything of it reads this one column
+    # (moderation.selectors.queues_forbidden; docs/workplace.md, "Routing rules and queue access").
+    last_queue = models.CharField(max_length=24, blank=True, default="", db_default="")
     priority = models.FloatField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)
     queue_order_at = models.DateTimeField(null=True, blank=True)

@@ -20,6 +20,7 @@ from django.db.models import Exists, OuterRef
 
 from moderation.language import Detection, detect_many
 from moderation.models import Decision, DecisionSource, ModerationPolicy, ReviewStatus
+from moderation.selectors import visible_to
 from moderation.verdicts import Verdict, decide, rule_text
 from moderation.providers import ModerationInput, ModerationResult, ProviderError, get_provider
 
@@ -83,9 +84,11 @@ def dry_run_summary(rows: list[DryRunRow]) -> DryRunSummary:
     )
 
 
-def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(), last: int = 0) -> list[DryRunRow]:
+def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(), last: int = 0,
+                   viewer=None) -> list[DryRunRow]:
     """Rows for each pasted text, then for each of the last `last` reviews a provider decided
-    (each review once, by its newest provider decision: a reprocessed review is one review).
+    (each review once, by its newest provider decision: a reprocessed review is one review), of
+    those `viewer` may see (every one when None: moderation.selectors.visible_to).
 
     Reviews reuse the language their worker detected; the texts that have none are detected in
     one batch (`detect_many`: a web worker does not hold the detector, moderation/language.py).
@@ -93,7 +96,7 @@ def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(
     texts = list(texts)[:MAX_TEXTS]
     newer = Decision.objects.filter(review=OuterRef("review"), source=DecisionSource.PROVIDER, id__gt=OuterRef("id"))
     decisions = list(
-        Decision.objects.filter(source=DecisionSource.PROVIDER)
+        visible_to(viewer, Decision.objects.filter(source=DecisionSource.PROVIDER), through="review")
         .filter(~Exists(newer))
         .select_related("review__content", "review__decision")
         .order_by("-id")[: min(last, MAX_REVIEWS)]

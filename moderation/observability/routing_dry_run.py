@@ -16,6 +16,7 @@ from django.utils import timezone
 from audit.models import ReviewTransition
 from moderation.models import ContentReview, ModerationPolicy, Report, ReportKind, ReviewStatus
 from moderation.review_queues import queue_entry
+from moderation.selectors import reviews_visible_to
 from moderation.services.routing import review_queues, route_facts
 from moderation.verdicts import MEDIA_KINDS
 
@@ -40,13 +41,15 @@ class RoutingDryRun:
     moves: list[tuple[str, str, int]]  # (from label, to label, reviews), most first
 
 
-def routing_dry_run(*, draft: ModerationPolicy, last: int) -> RoutingDryRun:
-    """Where the `last` most recently queued reviews waiting for a human would wait under
-    `draft`'s routing rules, against where they wait now. Three queries, whatever the rules."""
+def routing_dry_run(*, draft: ModerationPolicy, last: int, viewer=None) -> RoutingDryRun:
+    """Where the `last` most recently queued reviews waiting for a human (of those `viewer` may
+    see; every one when None) would wait under `draft`'s routing rules, against where they wait
+    now. Three queries, whatever the rules."""
     entered = (ReviewTransition.objects.filter(review=OuterRef("pk"), to_status=ReviewStatus.MANUAL_REVIEW)
                .order_by("-id").values("cause")[:1])
     reviews = list(
-        ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW, content__erased_at__isnull=True)
+        reviews_visible_to(viewer, ContentReview.objects.filter(status=ReviewStatus.MANUAL_REVIEW,
+                                                                content__erased_at__isnull=True))
         .select_related("content", "client", "decision", "author").defer("content__text", "content__metadata")
         .annotate(entry_cause=Subquery(entered),
                   user_reported=Exists(Report.objects.filter(review=OuterRef("pk"), kind=ReportKind.USER)))

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from moderation.models import Cause, ContentReview, Decision, DecisionSource, Report, ReviewQueue, ReviewStatus
 from moderation.review_queues import PROVIDER_CAUSES, QUEUE_FOR_CAUSE
+from moderation.selectors import of_queues
 from moderation.services.routing import QueueInfo, review_queues
 from moderation.verdicts import MEDIA_KINDS
 
@@ -56,11 +57,14 @@ def review_queue_counts(now: datetime):
             .annotate(depth=Count("pk"), leased=Count("pk", filter=Q(lease_expires_at__gt=now)), oldest=Min("queued_at")))
 
 
-def decisions_per_moderator(*, days: int = 7, now: datetime | None = None) -> list[dict]:
-    """Approvals and rejections by each moderator on each of the last `days` days (UTC)."""
+def decisions_per_moderator(*, days: int = 7, now: datetime | None = None, hidden_queues=()) -> list[dict]:
+    """Approvals and rejections by each moderator on each of the last `days` days (UTC), leaving
+    out those of reviews of `hidden_queues` (moderation.selectors.of_queues)."""
     since = (now or timezone.now()) - timedelta(days=days)
+    decisions = Decision.objects.filter(source=DecisionSource.MODERATOR, created_at__gte=since, label__in=DEFINITIVE)
+    hidden = of_queues(hidden_queues, through="review")
     return list(
-        Decision.objects.filter(source=DecisionSource.MODERATOR, created_at__gte=since, label__in=DEFINITIVE)
+        (decisions if hidden is None else decisions.exclude(hidden))
         .annotate(day=TruncDate("created_at")).values("day", "moderator__username").order_by("-day", "moderator__username")
         .annotate(decisions=Count("pk"))
     )
@@ -88,9 +92,12 @@ JOIN LATERAL (
     FROM moderation_decision d WHERE d.review_id = h.review_id AND d.id < h.id ORDER BY d.id DESC LIMIT 1
 ) m ON m.source = 'provider' AND m.label IN ('approved', 'rejected')
 LEFT JOIN moderation_moderationpolicy p ON p.id = m.policy_id
-WHERE h.source = 'moderator' AND h.label IN ('approved', 'rejected')
+WHERE h.source = 'moderator' AND h.label IN ('approved', 'rejected'){hidden}
 GROUP BY 1, 2 ORDER BY 1, 2
 """
+# Of reviews a viewer may see: not of a queue they may not (moderation.selectors.of_queues, in SQL).
+_OVERTURNS_HIDDEN = """
+  AND h.review_id NOT IN (SELECT id FROM moderation_contentreview WHERE last_queue = ANY(%s))"""
 
 
 @dataclass(frozen=True)
@@ -105,11 +112,14 @@ class Overturns:
         return self.overturned / self.reviewed if self.reviewed else 0.0
 
 
-def overturn_rates() -> list[Overturns]:
+def overturn_rates(*, hidden_queues=()) -> list[Overturns]:
     """How often moderators reverse the model's approve/reject, by category and policy version:
-    the figure supervisors tune thresholds with."""
+    the figure supervisors tune thresholds with. Reviews of `hidden_queues` are left out."""
     with connection.cursor() as cursor:
-        cursor.execute(_OVERTURNS)
+        if hidden_queues:
+            cursor.execute(_OVERTURNS.format(hidden=_OVERTURNS_HIDDEN), [sorted(hidden_queues)])
+        else:
+            cursor.execute(_OVERTURNS.format(hidden=""))
         return [Overturns(*row) for row in cursor.fetchall()]
 
 
@@ -139,9 +149,11 @@ JOIN LATERAL (
     WHERE p.review_id = l.review_id AND p.id < l.id AND p.to_status = 'manual_review'
     ORDER BY p.id DESC LIMIT 1
 ) e ON true
-WHERE l.from_status = 'manual_review' AND l.created_at >= %s
+WHERE l.from_status = 'manual_review' AND l.created_at >= %s{{hidden}}
 GROUP BY 1
 """  # noqa: S608 - the CASE holds the enums' constants only
+# Of reviews a viewer may see: not of a queue they may not (moderation.selectors.of_queues, in SQL).
+_TIME_IN_QUEUE_HIDDEN = " AND r.last_queue <> ALL(%s)"
 
 
 @dataclass(frozen=True)
@@ -152,11 +164,15 @@ class TimeInReviewQueue:
     p95_s: float
 
 
-def time_in_review_queue(*, days: int = 7, now: datetime | None = None) -> list[TimeInReviewQueue]:
-    """p50 and p95 of how long the reviews that left a review queue in the last `days` days waited in it."""
+def time_in_review_queue(*, days: int = 7, now: datetime | None = None, hidden_queues=()) -> list[TimeInReviewQueue]:
+    """p50 and p95 of how long the reviews that left a review queue in the last `days` days waited
+    in it, leaving out the reviews of `hidden_queues`."""
     since = (now or timezone.now()) - timedelta(days=days)
     with connection.cursor() as cursor:
-        cursor.execute(_TIME_IN_QUEUE, [since])
+        if hidden_queues:
+            cursor.execute(_TIME_IN_QUEUE.format(hidden=_TIME_IN_QUEUE_HIDDEN), [since, sorted(hidden_queues)])
+        else:
+            cursor.execute(_TIME_IN_QUEUE.format(hidden=""), [since])
         found = {queue: (n, float(p50), float(p95)) for queue, n, p50, p95 in cursor.fetchall()}
     return [TimeInReviewQueue(queue, *found[queue]) for queue in ReviewQueue.values if queue in found]
 

@@ -26,6 +26,7 @@ from django.utils import timezone
 from moderation.errors import ReasonRequired
 from moderation.media import MIN_QUALITY, BankIndex
 from moderation.models import BankChangeKind, ContentReview, HashBank, HashBankChange, HashBankEntry, ReviewMedia
+from moderation.selectors import visible_to
 from moderation.services.policy import policy_active, policy_publish_change
 
 DRY_RUN_IMAGES = 1000  # the most recent hashed images a dry run matches
@@ -225,10 +226,12 @@ class DryRun:
     matches: list[DryRunMatch]  # nearest first
 
 
-def bank_dry_run(*, name: str, scope: DryRunScope = DryRunScope.DRAFT, images: int = DRY_RUN_IMAGES) -> DryRun:
+def bank_dry_run(*, name: str, scope: DryRunScope = DryRunScope.DRAFT, images: int = DRY_RUN_IMAGES,
+                 viewer=None) -> DryRun:
     """Which of the most recent hashed images bank `name` would match, at the active version's
     pdq_distance: its draft entries (no version takes them yet) or the whole bank, removed entries
-    left out. Writes nothing. Names reviews by id, never their content."""
+    left out. Writes nothing. Names reviews by id, never their content. With `viewer`, only the
+    images of reviews they may see are read (moderation.selectors.visible_to)."""
     policy = policy_active()
     bank = HashBank.objects.get(name=name)
     entries = bank.entries.filter(removed_at__isnull=True)
@@ -238,8 +241,9 @@ def bank_dry_run(*, name: str, scope: DryRunScope = DryRunScope.DRAFT, images: i
     rows = list(entries.order_by("id").values_list("id", "pdq"))
     index = BankIndex.build({name: ([i for i, _ in rows], [h for _, h in rows])})
     # media_hashed_idx: newest first, quality >= MIN_QUALITY implies the index's own condition.
-    recent = list(ReviewMedia.objects.filter(pdq_quality__gte=MIN_QUALITY).order_by("-hashed_at")
-                  .values_list("content_id", "pdq", "pdq_quality")[:images]) if rows else []
+    hashed = visible_to(viewer, ReviewMedia.objects.filter(pdq_quality__gte=MIN_QUALITY), through="content__review")
+    recent = (list(hashed.order_by("-hashed_at").values_list("content_id", "pdq", "pdq_quality")[:images])
+              if rows else [])
     nearest = {}
     for content_id, pdq, quality in recent:
         found = index.match(pdq, max_distance=policy.pdq_distance, quality=quality, limit=1)

@@ -140,8 +140,10 @@ def review_take_next(
 def reviews_waiting_for_another(*, moderator, queue: str | None = None) -> int:
     """How many reviews of review queue `queue` (every one when None) "Review next" will never
     give `moderator`: appeals of their own decisions, which another moderator must decide (four
-    eyes). Read when it found nothing, so that the moderator is told why rather than "empty"."""
-    return _waiting(queue).filter(_appeal_of_own_decision(moderator)).count()
+    eyes). Read when it found nothing, so that the moderator is told why rather than "empty".
+    Reviews of queues they may not see are not counted (nor named)."""
+    return (_waiting(queue).filter(_appeal_of_own_decision(moderator))
+            .exclude(queue__in=queues_forbidden(moderator)).count())
 
 
 def _waiting(queue: str | None):
@@ -229,11 +231,13 @@ def review_override(
 
 
 def review_note_add(*, review_id, author, text: str) -> ModeratorNote:
-    """Add an internal note to a review (any status; notes never change the review)."""
+    """Add an internal note to a review (any status; notes never change the review). Refused
+    (QueueForbidden) to a moderator who may not see the review: a note is work on it."""
     text = _note_text(text)
     if not text:
         raise ReasonRequired("a note needs some text")
-    review = ContentReview.objects.only("pk").get(pk=review_id)
+    review = ContentReview.objects.only("pk", "last_queue").get(pk=review_id)
+    queue_check_access(review, author)
     return ModeratorNote.objects.create(review=review, author=author, text=text)
 
 
@@ -388,6 +392,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
         if decision.source != DecisionSource.MODERATOR or decision.moderator_id != getattr(moderator, "pk", None):
             raise NotUndoable("only the moderator who made a decision may undo it")
         before, entered = _state_before(review, decision)
+        had = review.last_queue  # where it waited when decided: the transition below routes it anew
         if Appeal.objects.filter(resolution=decision).exists():
             raise NotUndoable("it resolved an appeal, whose owner is told: decide again instead")
         resolved = Report.objects.filter(resolved_by=decision).count()
@@ -404,7 +409,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
             reason=f"undid the decision {decision.label}{f' ({decision.category})' if decision.category else ''}",
             history_user=moderator, update_fields=["decision", "completed_at", "pile_on"],
         )
-        _queue_back(review, entered)
+        _queue_back(review, entered, had)
         _lease(review, moderator)
     return review
 
@@ -423,9 +428,11 @@ def _state_before(review: ContentReview, decision: Decision):
     return before, entered
 
 
-def _queue_back(review: ContentReview, entered) -> None:
-    """Put the undone review back in the review queue it had, in its place: the entry the cause
-    that sent it there gives, as of when it did (an undo is no reason to wait more or less)."""
+def _queue_back(review: ContentReview, entered, had: str) -> None:
+    """Put the undone review back in the review queue it had (`had`; the cause's when it kept no
+    record, decided before `last_queue` was), in its place: the entry the cause that sent it there
+    gives, as of when it did (an undo is no reason to wait more or less). A review of a group-only
+    queue goes back to that queue, not to its cause's, where everyone would see it."""
     decision = review.decision
     cause = Cause(entered.cause) if entered is not None else Cause.MANUAL_ESCALATION
     entry = queue_entry(
@@ -434,7 +441,8 @@ def _queue_back(review: ContentReview, entered) -> None:
         author_restricted=review.author_restricted, notice_kind=review.notice_kind,
         media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
     )
-    review.queue, review.priority = entry.queue, entry.priority
-    review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at
-    ContentReview.objects.filter(pk=review.pk).update(queue=entry.queue, priority=entry.priority,
-                                                      queued_at=entry.queued_at, queue_order_at=entry.order_at)
+    review.queue = review.last_queue = had or entry.queue
+    review.priority, review.queued_at, review.queue_order_at = entry.priority, entry.queued_at, entry.order_at
+    ContentReview.objects.filter(pk=review.pk).update(queue=review.queue, last_queue=review.queue,
+                                                      priority=entry.priority, queued_at=entry.queued_at,
+                                                      queue_order_at=entry.order_at)

@@ -3,9 +3,10 @@ review (docs/workplace.md, "Routing rules and queue access"). The rules themselv
 (moderation.review_queues.route) and versioned with the policy.
 
 A queue whose row names groups may be seen and taken only by their members (and superusers);
-every other queue, built-in or custom, by every moderator. Who may take a queue is checked where
-a review is leased or decided (review_take_next, and the moderator's row lock), not only where a
-page offers it.
+every other queue, built-in or custom, by every moderator (who may: moderation.selectors, one
+definition for every page and service). Who may take a queue is checked where a review is leased,
+decided or annotated (review_take_next, the moderator's row lock, review_note_add), not only where
+a page offers it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from moderation.errors import QueueForbidden
 from moderation.models import Author, Cause, ContentReview, ModerationPolicy, ModerationQueue, ReviewQueue
 from moderation.review_queues import RouteFacts, routing_conditions_used
+from moderation.selectors import queues_forbidden, review_visible_to
 
 
 @dataclass(frozen=True)
@@ -54,23 +56,12 @@ def review_queue_label(slug: str) -> str:
     return ModerationQueue.objects.filter(slug=slug).values_list("name", flat=True).first() or slug
 
 
-def queues_forbidden(user, *, rows: dict | None = None) -> set[str]:
-    """The slugs of the queues `user` may not see or take: those with groups, none of which they
-    are in. Empty for a superuser. One query (none when `rows`, prefetched with their groups)."""
-    if user is None or getattr(user, "is_superuser", False):
-        return set()
-    if rows is None:
-        return set(ModerationQueue.objects.filter(groups__isnull=False)
-                   .exclude(groups__in=user.groups.all()).values_list("slug", flat=True).distinct())
-    mine = set(user.groups.values_list("pk", flat=True))
-    return {slug for slug, row in rows.items() if (ids := {g.pk for g in row.groups.all()}) and not ids & mine}
-
-
 def queue_check_access(review: ContentReview, user) -> None:
-    """Refuse (QueueForbidden) a moderator who may not take the queue `review` waits in. Call it
-    with the review's row locked: its queue cannot change meanwhile."""
-    if review.queue and user is not None and review.queue in queues_forbidden(user):
-        raise QueueForbidden(f"this review waits in the {review_queue_label(review.queue)} queue, "
+    """Refuse (QueueForbidden) a moderator who may not see `review`: it waits, or last waited, in a
+    queue only its groups' members may take (moderation.selectors.review_visible_to). Call it with
+    the review's row locked: its queue cannot change meanwhile."""
+    if user is not None and not review_visible_to(user, review):
+        raise QueueForbidden(f"this review is of the {review_queue_label(review.last_queue)} queue, "
                              "which only its groups' members may take")
 
 

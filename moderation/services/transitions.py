@@ -235,9 +235,9 @@ def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_cou
             media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
             facts=route_facts(review, policy, cause=cause, report_count=report_count),
         )
-        review.queue, review.priority = entry.queue, entry.priority
-        review.queued_at, review.queue_order_at = entry.queued_at, entry.order_at
-        return ("queue", "priority", "queued_at", "queue_order_at")
+        review.queue = review.last_queue = entry.queue  # last_queue stays when it leaves: who may see it
+        review.priority, review.queued_at, review.queue_order_at = entry.priority, entry.queued_at, entry.order_at
+        return ("queue", "last_queue", "priority", "queued_at", "queue_order_at")
     if from_status == ReviewStatus.MANUAL_REVIEW or review.queue:
         return tuple(review_queue_leave(review))
     return ()

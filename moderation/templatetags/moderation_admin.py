@@ -5,9 +5,10 @@ from moderation.observability.dashboard import dashboard_figures
 register = template.Library()
 
 
-@register.simple_tag
-def moderation_dashboard():
-    return dashboard_figures()
+@register.simple_tag(takes_context=True)
+def moderation_dashboard(context):
+    """The index's figures, of the reviews the logged-in user may see."""
+    return dashboard_figures(viewer=context["request"].user)
 
 
 @register.filter

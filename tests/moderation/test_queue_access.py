@@ -134,7 +134,7 @@ class TestAccess:
 
     def test_the_review_page_and_the_list_refuse_it_to_another_moderator(self, setup):
         ina, sam, indonesian, english = setup
-        assert browser(sam).get(f"{LIST}{indonesian.pk}/timeline/").status_code == 403
+        assert browser(sam).get(f"{LIST}{indonesian.pk}/timeline/").status_code == 404  # as for no such review
         assert browser(ina).get(f"{LIST}{indonesian.pk}/timeline/").status_code == 200
         listed = browser(sam).get(LIST).content.decode()
         assert english.short_id in listed and indonesian.short_id not in listed
@@ -150,7 +150,7 @@ class TestAccess:
         decided = browser(sam).post(f"{LIST}{indonesian.pk}/act/override/",
                                     {"label": "approved", "reason": "fine", "version": indonesian.version}, follow=True)
         assert ContentReview.objects.get(pk=indonesian.pk).status == ReviewStatus.MANUAL_REVIEW
-        assert decided.status_code in (200, 403)
+        assert decided.status_code == 404  # as for no such review: its existence is not told
 
     def test_decide_and_next_stays_in_the_group_queue_and_a_queue_posted_that_does_not_exist_is_ignored(
         self, setup, api_client
@@ -167,6 +167,40 @@ class TestAccess:
             "label": "approved", "reason": "fine", "version": ContentReview.objects.get(pk=second.pk).version,
             "queue": "no-such-queue", "decide_and_next": "1"})
         assert bogus.status_code == 302 and bogus.url.startswith(f"{LIST}{english.pk}/timeline/")
+
+    def test_a_review_that_left_the_group_queue_stays_the_groups(self, setup):
+        """Decided, it waits nowhere: who may see it is still read from the queue it last waited in."""
+        ina, sam, indonesian, english = setup
+        services.review_override(review_id=indonesian.pk, label="approved", reason="fine", moderator=ina)
+        left = ContentReview.objects.get(pk=indonesian.pk)
+        assert (left.queue, left.last_queue) == ("", "reports-id")
+        with pytest.raises(QueueForbidden, match="Indonesian reports"):
+            services.review_override(review_id=left.pk, label="rejected", category="harassment", reason="no",
+                                     moderator=sam)
+        with pytest.raises(QueueForbidden):
+            services.review_note_add(review_id=left.pk, author=sam, text="a note on a review I may not see")
+        assert left.notes.count() == 0
+        assert browser(sam).get(f"{LIST}{left.pk}/timeline/").status_code == 404
+        assert browser(sam).get(f"{LIST}{left.pk}/history/").status_code == 404
+        assert browser(ina).get(f"{LIST}{left.pk}/history/").status_code == 200
+
+    def test_an_undone_decision_goes_back_to_the_group_queue_not_to_its_causes(self, setup, api_client):
+        ina = setup[0]
+        services.policy_publish_change(lambda active: {"routing_rules": [{**RULE, "when": {"language": ["id"]}}]})
+        review, _ = services.review_submit(client=api_client, external_id="unsure-id", kind="text", text=INDONESIAN)
+        request = services.review_claim(review_id=review.pk, worker_id="w")
+        services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.6), cause="provider_result")
+        assert ContentReview.objects.get(pk=review.pk).queue == "reports-id"  # not low_confidence: the rule
+        decision = services.review_override(review_id=review.pk, label="approved", reason="fine", moderator=ina)
+        services.review_undo(review_id=review.pk, decision_id=decision.pk, moderator=ina)
+        back = ContentReview.objects.get(pk=review.pk)
+        assert (back.status, back.queue, back.last_queue) == (ReviewStatus.MANUAL_REVIEW, "reports-id", "reports-id")
+
+    def test_metrics_count_every_queue_so_only_staff_who_see_every_queue_read_them(self, setup, settings):
+        settings.METRICS_CACHE_S = 0
+        ina, sam, _, _ = setup
+        assert browser(sam).get("/metrics").status_code == 401
+        assert 'moderation_queue_depth{queue="reports-id"} 1.0' in browser(ina).get("/metrics").content.decode()
 
     def test_queue_counts_stay_index_only_with_custom_queues(self, setup):
         with connection.cursor() as cursor:
@@ -190,8 +224,9 @@ class TestAccess:
 class TestTheRoutingEditor:
     @pytest.fixture
     def supervisor(self, django_user_model):
+        """A supervisor of the group: the dry run reads the reviews they may see."""
         user = django_user_model.objects.create_user("sue", password="pw-long-enough-1", is_staff=True)
-        user.groups.add(Group.objects.get(name="supervisor"))
+        user.groups.add(*Group.objects.filter(name__in=["supervisor", "indonesian"]))
         return browser(user)
 
     def test_the_dry_run_shows_the_moves_then_publish_makes_the_next_version(self, setup, supervisor):
@@ -206,6 +241,13 @@ class TestTheRoutingEditor:
                                               "publish": "1"})
         assert published.status_code == 302
         assert services.policy_active().version == active.version + 1 and services.policy_active().routing_rules == []
+
+    def test_the_dry_run_of_a_supervisor_outside_the_group_reads_none_of_its_reviews(self, setup, django_user_model):
+        user = django_user_model.objects.create_user("sal", password="pw-long-enough-1", is_staff=True)
+        user.groups.add(Group.objects.get(name="supervisor"))
+        page = browser(user).post(ROUTING, {"base_version": services.policy_active().version, "rules": "[]",
+                                            "dry_last": 100, "preview": "1"}).content.decode()
+        assert "<strong>0 of 1</strong> would wait in another queue" in page and "from Indonesian reports" not in page
 
     @pytest.mark.parametrize(("rules", "error"), [
         ("[{", "not JSON"),
