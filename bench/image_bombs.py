@@ -8,9 +8,12 @@ otherwise, the moderation cluster with the local model, the notification cluster
 settings (the per-client rate limit as shipped, THROTTLE_CLIENT_RATE 1200/min, per web worker
 without Redis), a database of its own. One client submits texts one after another, each timed from
 the request sent to the answer read, ten a second at most; another submits images, `--at-once` at a time without
-pause, for as long as the text client runs. Three phases:
+pause, for as long as the text client runs. Four phases:
 
 - **baseline**: the texts alone;
+- **refused flood (control)**: the same senders, each sending 16 bytes that are no image (a 400
+  at once, like a bomb's, with no image work): what a flood of refused requests at that rate
+  costs the other client by itself, whatever it carries;
 - **bombs**: the issue's bomb, a 154 KB PNG declaring 6300 x 6300 RGBA (39.7 megapixels, under
   MEDIA_MAX_PIXELS; about 260 pixels a byte);
 - **heaviest accepted**: a flat 3100 x 3100 RGB PNG (9.6 megapixels in ~30 KB, under
@@ -19,8 +22,8 @@ pause, for as long as the text client runs. Three phases:
 
 After each phase the images stop and the run waits (at most `--drain-s`) until every review is
 final, so the next phase starts on an idle platform; how long that took is printed. For each
-phase: the texts' p50 and p95, p95 against the baseline's (goal: at most 2), what the images
-were answered, and the peak RSS of one web worker and one q2 worker. Figures are printed;
+phase: the texts' p50 and p95, p95 against the baseline's (goal: at most 2) and against the
+control's (what the images themselves add to the flood), what the images were answered, and the peak RSS of one web worker and one q2 worker. Figures are printed;
 nothing here asserts a time.
 """
 
@@ -168,7 +171,8 @@ def run(code: checkout.Checkout, *, count: int, at_once: int, web_workers: int, 
     # The per-client rate limit as shipped (the other benchmarks lift it): it is part of what
     # keeps one client's flood from another's answers.
     env = {"DATABASE_URL": url, "MODERATION_PROVIDER": "local", "THROTTLE_CLIENT_RATE": THROTTLE_CLIENT_RATE}
-    plan = [("baseline", None), ("bombs", bomb_png()), ("heaviest accepted", heaviest_accepted_png())]
+    plan = [("baseline", None), ("refused flood", b"no image here!!!"), ("bombs", bomb_png()),
+            ("heaviest accepted", heaviest_accepted_png())]
     phases = []
     with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path,
                          server=server) as platform:
@@ -183,15 +187,17 @@ def run(code: checkout.Checkout, *, count: int, at_once: int, web_workers: int, 
             drain(url, phase, drain_s)
             phase.rss = dict(platform.peak_rss)
             phases.append(phase)
-            print(describe(code, phase, phases[0]), flush=True)
+            print(describe(code, phase, phases[0], control=phases[1] if len(phases) > 2 else None), flush=True)
     return phases
 
 
-def describe(code: checkout.Checkout, phase: Phase, baseline: Phase) -> str:
+def describe(code: checkout.Checkout, phase: Phase, baseline: Phase, *, control: Phase | None = None) -> str:
     answered = ", ".join(f"{outcome} x{n}" for outcome, n in sorted(phase.images.items())) or "-"
     errors = ", ".join(f"{outcome} x{n}" for outcome, n in sorted(phase.text_errors.items())) or "none"
     return (f"{code.label} ({code.commit}) {phase.name:<18} texts p50 {phase.p(50):7.1f} ms, p95 {phase.p(95):7.1f} ms "
-            f"(p95 / baseline p95 {common.ratio(phase.p(95), baseline.p(95))}; goal <= 2), {len(phase.latencies_ms)} "
+            f"(p95 / baseline p95 {common.ratio(phase.p(95), baseline.p(95))}; goal <= 2"
+            + (f"; / control p95 {common.ratio(phase.p(95), control.p(95))}" if control else "")
+            + f"), {len(phase.latencies_ms)} "
             f"texts, errors {errors}; images answered: {answered}; drained in {phase.drain_s:.1f} s "
             f"({phase.unfinished} not final); peak RSS {common.rss_line(phase.rss)}")
 

@@ -45,7 +45,6 @@ from callbacks.payload import parse
 from callbacks.services import callback_process, callback_store
 from moderation import services, tasks
 from moderation.erasure import content_erase
-from moderation.media import image_decode, thumbnail_jpeg
 from moderation.observability.dashboard import dashboard_figures
 from moderation.models import (
     AccountAppeal,
@@ -63,7 +62,7 @@ from moderation.models import (
     TransparencyStatement,
 )
 from tests.helpers import result
-from tests.helpers_media import encoded, image_hash, picture
+from tests.helpers_media import encoded, image_hash, image_header, picture
 
 pytestmark = pytest.mark.django_db
 
@@ -136,7 +135,7 @@ def world(settings, api_client, django_user_model) -> World:
     data = encoded(picture(71))
     image, _ = services.review_submit(client=vault, external_id=f"{MARK}-image", kind="image",
                                       text=f"{MARK} caption of the image", author_id="vault-author",
-                                      image=(data, image_decode(data, max_bytes=10**7, max_pixels=10**7)))
+                                      image=(data, image_header(data)))
     tasks.moderate_review(image.pk)
     settings.MODERATION_PROVIDER = "webhook"
     bank = HashBank.objects.create(name="walk-bank")  # a draft entry matching it: the dry run names it
@@ -189,7 +188,7 @@ def world(settings, api_client, django_user_model) -> World:
         world.needles |= {str(key): "an operation key" for key in keys}
     world.needles |= {MARK: "a forbidden text"}
     world.image = bytes(ReviewMedia.objects.get(content_id=image.content_id).data)
-    world.thumbnail = thumbnail_jpeg(image_decode(world.image, max_bytes=10**7, max_pixels=10**7).image)
+    world.thumbnail = bytes(ReviewMedia.objects.get(content_id=image.content_id).thumbnail)  # the job made it
     world.searches = [SEARCHED, str(waiting.pk), waiting.short_id, waiting.content.external_id,
                       str(waiting.requests.values_list("idempotency_key", flat=True).first()), left.short_id]
     return world
