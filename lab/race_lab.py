@@ -528,9 +528,10 @@ class RaceLab:
             victims = cluster_tree(self.processes[name]) if self.config.kill_any else cluster_workers(self.processes[name])
             if victims:
                 victim = self.rng.choice(victims)
+                role = role_of(victim, self.processes[name])  # (read while it is alive)
                 os.kill(victim.pid, signal.SIGKILL)
                 self.kills += 1
-                self.killed_roles[role_of(victim, self.processes[name])] += 1
+                self.killed_roles[role] += 1
             if self.config.kill_any:
                 self._restart_dead_clusters()
 
