@@ -23,14 +23,20 @@ def test_make_run_serves_with_its_web_server_and_a_styled_admin_without_debug(pl
     children = [" ".join(p.cmdline()) for p in psutil.Process(process.pid).children()]
     # Beside the web server: the moderation cluster and the notification cluster (notifications
     # never run on the moderation workers).
-    clusters = [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
-    names = sorted(p.environ().get("Q_CLUSTER_NAME", "") for p in clusters)
-    assert len(names) == 2 and names[0] == "" and names[1].endswith("-notify"), names
+    clusters = _cluster_masters(process)
+    for master in clusters:
+        _wait_until_running(master)
+    # (setproctitle, which names the processes by role, overwrites what /proc shows of their
+    # environment: the sentinel's title names the queue it serves.)
+    titles = [" ".join(s.cmdline()).strip() for m in clusters for s in m.children()]
+    queues = sorted(t.removeprefix("qcluster sentinel [").removesuffix("]") for t in titles)
+    assert len(queues) == 2 and queues[1] == f"{queues[0]}-notify", titles  # <Q_NAME> and <Q_NAME>-notify
 
     login = httpx.get(f"{base}/admin/login/", timeout=10)
     css = httpx.get(f"{base}/static/admin/css/base.css", timeout=10)
 
-    assert any("-m granian --interface asgi config.asgi:application" in c for c in children), children
+    # (granian names its processes "granian asgi <address> <application>" when setproctitle is installed)
+    assert any(c.startswith("granian asgi") and "config.asgi:application" in c for c in children), children
     # run_platform became the supervisor, which never set Django up (moderation/management/supervise.py):
     # none of the stack's compiled libraries is mapped in it, as they are in every child.
     supervisor = psutil.Process(process.pid)
