@@ -182,8 +182,11 @@ def run(code: checkout.Checkout, *, count: int, at_once: int, web_workers: int, 
         platform.sample_rss()
         for name, image in plan:
             platform.peak_rss = {}
-            phase = measure(base, tokens, Phase(name), count=count, image=image, at_once=at_once,
-                            tag=name.replace(" ", "-"))
+            # A fresh image client each phase: one phase's flood must not spend the next one's rate
+            # limit (its images would then all be answered 429, never reaching the image checks).
+            images_token = code.create_client(url, f"bench-images-{name.replace(' ', '-')}")[1]
+            phase = measure(base, (tokens[0], images_token), Phase(name), count=count, image=image,
+                            at_once=at_once, tag=name.replace(" ", "-"))
             drain(url, phase, drain_s)
             phase.rss = dict(platform.peak_rss)
             phases.append(phase)
