@@ -50,8 +50,10 @@ from django_q.conf import Conf, setproctitle
 from django_q.monitor import monitor
 from django_q.pusher import pusher
 from django_q.queues import Queue
+from django_q.scheduler import scheduler
 from django_q.signals import post_execute
 from django_q.signing import BadSignature, SignedPackage
+from django_q.status import Stat
 
 from moderation.jobs import enqueue_on_commit, worker_id_of
 
@@ -100,9 +102,9 @@ class Ledger:
                 if not chunk:
                     break
                 self.buffers[fd] += chunk
-            self.buffers[fd] = self._parse(fd, self.buffers[fd])
+            self.buffers[fd] = self._parse(self.buffers[fd])
 
-    def _parse(self, fd: int, buffer: bytes) -> bytes:
+    def _parse(self, buffer: bytes) -> bytes:
         while len(buffer) >= _HEADER.size:
             kind, key_len, value_len = _HEADER.unpack_from(buffer)
             end = _HEADER.size + key_len + value_len
@@ -191,7 +193,7 @@ class ResilientSentinel(Sentinel):
         if setproctitle:  # `ps` (and the chaos tests) tell the clusters apart by their queue
             setproctitle.setproctitle(f"qcluster sentinel [{self.queue_name()}]")
         self.start_event.set()
-        self._save_stat()
+        Stat(self).save()
         counter, cycle = 0, Conf.GUARD_CYCLE
         while True:
             self.ledger.read()
@@ -204,21 +206,34 @@ class ResilientSentinel(Sentinel):
                     if not process.is_alive():  # stopped on its own, exit code 0 (died_unasked)
                         self.reincarnate(process)
             counter += cycle
-            if counter >= 30 and Conf.SCHEDULER:
+            if counter >= 30 and Conf.SCHEDULER:  # (django-q2's guard: the schedules, about once a minute)
                 counter = 0
-                from django_q.scheduler import scheduler
-
                 scheduler(broker=self.broker)
-            self._save_stat()
+            Stat(self).save()
             if self.stop_event.wait(cycle):
                 break
         self.stop()
 
+    def processes(self) -> list:
+        """The processes under this sentinel: its workers, monitor and pusher."""
+        return [p for p in [*self.pool, self.monitor, self.pusher] if p is not None]
+
+    def _kill_all(self) -> list:
+        """SIGKILL every process of the cluster still alive; returns them all."""
+        processes = self.processes()
+        for process in processes:
+            if process.is_alive():
+                try:
+                    os.kill(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        return processes
+
     def died_unasked(self) -> list:
         """The cluster's processes that died without django-q2 asking or expecting it."""
         dead = []
-        for process in [*self.pool, self.monitor, self.pusher]:
-            if process is None or process.is_alive():
+        for process in self.processes():
+            if process.is_alive():
                 continue
             expected = process.exitcode == 0 and (process not in self.pool or _timer(process) == _RECYCLED)
             if not expected and not (process in self.pool and _timer(process) == _TIMED_OUT):
@@ -242,17 +257,11 @@ class ResilientSentinel(Sentinel):
     def rebuild(self, dead: list) -> None:
         """Replace every process and every shared object of the cluster (the module's docstring)."""
         self.rebuilds += 1
-        victims = [p for p in [*self.pool, self.monitor, self.pusher] if p is not None]
         logger.critical(
             "cluster process(es) %s died (%s): rebuilding the cluster, rebuild %d",
             ", ".join(str(p.pid) for p in dead), ", ".join(_exit(p) for p in dead), self.rebuilds,
         )
-        for process in victims:
-            if process.is_alive():
-                try:
-                    os.kill(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        victims = self._kill_all()
         for process in victims:
             process.join(timeout=10)
         self.ledger.read()  # every writer is dead: what is left in the pipes is all there is
@@ -303,16 +312,9 @@ class ResilientSentinel(Sentinel):
             # A dead process may hold a queue's lock, on which django-q2's orderly stop would
             # wait forever: whatever runs is killed, and the broker's leases bring its jobs back.
             logger.critical("stopping a cluster with a dead process: its processes are killed")
-            for process in [*self.pool, self.monitor, self.pusher]:
-                if process is not None and process.is_alive():
-                    os.kill(process.pid, signal.SIGKILL)
+            self._kill_all()
             return
         super().stop()
-
-    def _save_stat(self) -> None:
-        from django_q.status import Stat
-
-        Stat(self).save()
 
 
 class ResilientCluster(Cluster):

@@ -49,30 +49,36 @@ def supervise(spec: dict) -> int:
         signal.signal(signum, stop)
     children: dict = {}
     exited: list[str] = []
-    envs = {child["name"]: (child["argv"], {**os.environ, **child["env"]}) for child in spec["children"]}
-    restarts: dict[str, list[float]] = {name: [] for name in envs}
+    commands = {child["name"]: (child["argv"], {**os.environ, **child["env"]}) for child in spec["children"]}
+    restarts: dict[str, list[float]] = {name: [] for name in commands}
     try:
-        for name, (argv, env) in envs.items():
+        for name, (argv, env) in commands.items():
             children[name] = start(argv, env)
         print(spec["banner"], flush=True)
         while not stopping and not exited:
             time.sleep(0.2)
             for name, process in list(children.items()):
-                if stopping or process.poll() is None:
-                    continue
-                now = time.monotonic()
-                restarts[name] = [t for t in restarts[name] if now - t < RESTART_WINDOW_S] + [now]
-                if len(restarts[name]) > RESTART_LIMIT:
+                if not stopping and process.poll() is not None and not _restart(name, children, commands, restarts):
                     exited.append(name)
-                    _say(f"{name} exited {len(restarts[name])} times within {RESTART_WINDOW_S} s; stopping the rest")
                     break
-                _say(f"{name} exited ({process.returncode}); starting it again")
-                stop_groups({name: process}, grace_s=RESTART_GRACE_S, log=_say)  # its orphans
-                children[name] = start(*envs[name])
     finally:  # whatever went wrong here (a child that could not start, a closed pipe), none is left behind
         stop_groups(children, log=_say)
     print(f"Stopped ({', '.join(f'{n} exit {p.returncode}' for n, p in children.items())}).", flush=True)
     return 1 if exited and not stopping else 0
+
+
+def _restart(name: str, children: dict, commands: dict, restarts: dict) -> bool:
+    """Start child `name`, which exited on its own, again, once what is left of its process group
+    is stopped; False (and nothing started) past RESTART_LIMIT exits within RESTART_WINDOW_S."""
+    now = time.monotonic()
+    restarts[name] = [t for t in restarts[name] if now - t < RESTART_WINDOW_S] + [now]
+    if len(restarts[name]) > RESTART_LIMIT:
+        _say(f"{name} exited {len(restarts[name])} times within {RESTART_WINDOW_S} s; stopping the rest")
+        return False
+    _say(f"{name} exited ({children[name].returncode}); starting it again")
+    stop_groups({name: children[name]}, grace_s=RESTART_GRACE_S, log=_say)  # its orphans
+    children[name] = start(*commands[name])
+    return True
 
 
 def _say(message: str) -> None:

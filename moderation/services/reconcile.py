@@ -116,7 +116,7 @@ def reviews_worker_lost(*, worker_ids: list[str], limit: int = 500) -> list:
     notified = _notifications_of_dead_deciders(worker_ids)
     if candidates or notified:
         logger.warning("dead workers %s: %d of %d claimed reviews dispatched again, %d notifications enqueued again",
-                    ", ".join(worker_ids), len(taken), len(candidates), len(notified))
+                       ", ".join(worker_ids), len(taken), len(candidates), len(notified))
     return taken
 
 
@@ -128,7 +128,7 @@ def _notifications_of_dead_deciders(worker_ids: list[str]) -> list:
     now = timezone.now()
     since = now - timedelta(seconds=2 * settings.Q_TASK_TIMEOUT_S)
     decided = ReviewTransition.objects.filter(actor_id__in=worker_ids, created_at__gte=since).values("review_id")
-    rows = notifications_due(now).filter(review_id__in=decided, attempts=0, locked_until__isnull=True)
+    rows = notifications_due(now).filter(review_id__in=decided, attempts=0)  # (due: none in flight)
     return enqueue_batch(
         oldest_of_each_client(rows, settings.NOTIFY_CLIENT_CONCURRENCY), order_by="next_attempt_at",
         enqueued_before=now, now=now, limit=500,
@@ -155,9 +155,15 @@ def _worker_lost_locked(*, review_id, worker_ids: list[str], now: datetime) -> b
             last is not None and last.outcome in (AttemptOutcome.ACCEPTED, AttemptOutcome.IN_FLIGHT)
         ):
             return False  # finished, a retry is scheduled, accepted, or a live worker has it
-        ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
-        enqueue_on_commit("moderation.tasks.dispatch_request", for_review=review.pk, request_id=request.pk)
+        _redispatch_locked(review, request, now)
         return True
+
+
+def _redispatch_locked(review: ContentReview, request: ModerationRequest, now: datetime) -> None:
+    """The same operation again, with its key, by a dispatch job after commit; call holding the
+    review's row lock."""
+    ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
+    enqueue_on_commit("moderation.tasks.dispatch_request", for_review=review.pk, request_id=request.pk)
 
 
 def _lease() -> timedelta:
@@ -288,8 +294,7 @@ def _reconcile_locked(*, review_id, now: datetime, stuck_after: float | None, pr
             return None  # it made progress since we looked
         last = request.attempts.order_by("-attempt_no").first()
         if last is None or last.outcome != AttemptOutcome.ACCEPTED:
-            ModerationRequest.objects.filter(pk=request.pk).update(last_enqueued_at=now, updated_at=now)
-            enqueue_on_commit("moderation.tasks.dispatch_request", for_review=review.pk, request_id=request.pk)
+            _redispatch_locked(review, request, now)
             return "redispatched"
         patience = timedelta(seconds=QUEUED_PATIENCE * (now - cutoff).total_seconds())
         if provider_queued and last.started_at > now - patience:
