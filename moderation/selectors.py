@@ -110,5 +110,7 @@ def reviews_visible_to(user, reviews: QuerySet[ContentReview] | None = None) -> 
 
 
 def review_visible_to(user, review: ContentReview) -> bool:
-    """Whether `user` may see `review` (read with its `last_queue`): `of_queues` in Python."""
-    return review.last_queue not in queues_forbidden(user)
+    """Whether `user` may see `review` (read with its `last_queue`): `of_queues` in Python. A
+    review that never waited for a human is everyone's, and costs no query (most reviews: the
+    services ask it holding the review's row lock)."""
+    return not review.last_queue or review.last_queue not in queues_forbidden(user)

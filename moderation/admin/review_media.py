@@ -19,9 +19,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from moderation import services
-from moderation.admin.visibility import visible_review_or_404
 from moderation.media import MIME_TYPES
 from moderation.models import ContentKind, ContentReview, Decision, MediaPreference, ReviewMedia
+from moderation.selectors import visible_to
 from moderation.verdicts import match_bank
 
 VIEW_MEDIA = "moderation.view_media_bytes"
@@ -78,8 +78,9 @@ def media_view(model_admin, request, object_id) -> HttpResponse:
     size = request.GET.get("size", "")
     if request.method not in ("GET", "HEAD") or size not in ("", THUMB):
         return HttpResponseBadRequest("GET this page, with no size or ?size=thumb.")
-    review = visible_review_or_404(request, object_id, ContentReview.objects.only("pk", "content_id", "last_queue"))
-    shown = ReviewMedia.objects.filter(_shown(), content_id=review.content_id)
+    # One query for the bytes, the review's visibility in it (each row of a list asks for its thumbnail).
+    shown = visible_to(request.user, ReviewMedia.objects.filter(_shown(), content__review__pk=object_id),
+                       through="content__review")
     if size == THUMB:
         thumbnail = shown.values_list("thumbnail", flat=True).first()
         if thumbnail is None:

@@ -59,6 +59,7 @@ from moderation.services.notifications import notification_cancel_locked
 from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked
 from moderation.services.policy import policy_active
 from moderation.services.statements import statement_withdraw_locked
+from moderation.selectors import visible_to
 from moderation.services.routing import queue_check_access, queues_forbidden, review_queue_slugs
 
 
@@ -142,8 +143,7 @@ def reviews_waiting_for_another(*, moderator, queue: str | None = None) -> int:
     give `moderator`: appeals of their own decisions, which another moderator must decide (four
     eyes). Read when it found nothing, so that the moderator is told why rather than "empty".
     Reviews of queues they may not see are not counted (nor named)."""
-    return (_waiting(queue).filter(_appeal_of_own_decision(moderator))
-            .exclude(queue__in=queues_forbidden(moderator)).count())
+    return visible_to(moderator, _waiting(queue).filter(_appeal_of_own_decision(moderator))).count()
 
 
 def _waiting(queue: str | None):
@@ -441,7 +441,8 @@ def _queue_back(review: ContentReview, entered, had: str) -> None:
         author_restricted=review.author_restricted, notice_kind=review.notice_kind,
         media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
     )
-    review.queue = review.last_queue = had or entry.queue
+    # (No record: the queue the undo's transition routed it to, by the rules, not a fact-free entry's.)
+    review.queue = review.last_queue = had or review.queue
     review.priority, review.queued_at, review.queue_order_at = entry.priority, entry.queued_at, entry.order_at
     ContentReview.objects.filter(pk=review.pk).update(queue=review.queue, last_queue=review.queue,
                                                       priority=entry.priority, queued_at=entry.queued_at,

@@ -192,6 +192,8 @@ class TestAccess:
         services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.6), cause="provider_result")
         assert ContentReview.objects.get(pk=review.pk).queue == "reports-id"  # not low_confidence: the rule
         decision = services.review_override(review_id=review.pk, label="approved", reason="fine", moderator=ina)
+        # The rule is gone by the time of the undo: routed anew, it would land in its cause's queue.
+        services.policy_publish_change(lambda active: {"routing_rules": []})
         services.review_undo(review_id=review.pk, decision_id=decision.pk, moderator=ina)
         back = ContentReview.objects.get(pk=review.pk)
         assert (back.status, back.queue, back.last_queue) == (ReviewStatus.MANUAL_REVIEW, "reports-id", "reports-id")
