@@ -114,7 +114,7 @@ def _end_worker(running_s: float) -> None:
 
 # Probes, metrics, the admin's login, static files and any path no view serves: a few form fields.
 OTHER_MAX_BODY_BYTES = 64 * 1024
-ADMIN_PREFIX, LOGIN_PATH, CALLBACKS_PREFIX = "/admin/", "/admin/login/", "/api/v1/callbacks/"
+ADMIN_PREFIX, LOGIN_PATH = "/admin/", "/admin/login/"
 
 
 def body_limit(scope) -> int:
@@ -122,8 +122,6 @@ def body_limit(scope) -> int:
     own bounds (a submission's image in base64), a callback's, an admin form's for a browser that
     has a session (who has none can only be sent to the login), and a few fields elsewhere."""
     path = scope["path"]
-    if path.startswith(CALLBACKS_PREFIX):
-        return settings.CALLBACK_MAX_BYTES
     if path.startswith(API_PREFIX):
         return api_body_limit(scope["method"], path)
     if path.startswith(ADMIN_PREFIX) and path != LOGIN_PATH and settings.SESSION_COOKIE_NAME in _cookies(scope):

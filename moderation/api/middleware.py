@@ -29,6 +29,7 @@ def _error(status: int, detail: str = "") -> JsonResponse:
 
 SUBMISSIONS_PATH = "/api/v1/reviews/"
 API_PREFIX = "/api/"
+CALLBACKS_PREFIX = "/api/v1/callbacks/"
 
 
 class SiteMessageMiddleware(MessageMiddleware):
@@ -63,10 +64,13 @@ SITE_ONLY = {
 
 def api_body_limit(method: str, path: str) -> int:
     """The largest body an API request may send: a submission may carry an image as base64
-    (SUBMISSION_MAX_BODY_BYTES), every other API request API_MAX_BODY_BYTES. (The web server
-    applies it before Django, with the rest of the site's bounds: config/asgi.py.)"""
+    (SUBMISSION_MAX_BODY_BYTES), a provider's callback CALLBACK_MAX_BYTES, every other API
+    request API_MAX_BODY_BYTES. (The web server applies it before Django, with the rest of the
+    site's bounds: config/asgi.py.)"""
     if method == "POST" and path == SUBMISSIONS_PATH:
         return settings.SUBMISSION_MAX_BODY_BYTES
+    if path.startswith(CALLBACKS_PREFIX):
+        return settings.CALLBACK_MAX_BYTES
     return settings.API_MAX_BODY_BYTES
 
 

@@ -72,6 +72,18 @@ def test_a_forwarded_for_header_does_not_make_each_guess_another_address(admin_u
     assert sign_in("admin", PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.1")[0].status_code == 429
 
 
+def test_behind_a_proxy_each_client_is_counted_by_the_address_the_proxy_saw(admin_user, settings):
+    # One proxy in front (NUM_PROXIES, as the API's rate limits read it): REMOTE_ADDR is the proxy's
+    # for everyone, and counting by it would lock every client out for one client's guesses.
+    settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    for n in range(settings.LOGIN_FAILURE_LIMIT):
+        sign_in(f"user-{n}", "guess", address="10.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.9")
+
+    assert sign_in("nobody", "guess", address="10.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.9")[0].status_code == 429
+    response, signed_in = sign_in("admin", PASSWORD, address="10.0.0.1", HTTP_X_FORWARDED_FOR="192.0.2.1")
+    assert response.status_code == 302 and signed_in
+
+
 def test_the_lock_lifts_once_the_cool_off_has_passed_since_the_last_failure(admin_user):
     for _ in range(settings.LOGIN_FAILURE_LIMIT):
         sign_in("admin", "guess")

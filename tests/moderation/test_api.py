@@ -129,6 +129,15 @@ class TestSubmit:
         assert response.status_code == 413 and response.json()["error"] == "too_large"
         assert not Content.objects.exists()
 
+    def test_a_callback_takes_its_own_bound_not_the_apis(self, client, settings):
+        # One rule for the web server and Django (moderation/api/middleware.py api_body_limit).
+        settings.API_MAX_BODY_BYTES, settings.CALLBACK_MAX_BYTES = 1_000, 100_000
+        body_of = lambda size: {"type": "moderation.completed", "pad": "x" * size}  # noqa: E731
+        under = client.post("/api/v1/callbacks/webhook/", body_of(50_000), content_type="application/json")
+        over = client.post("/api/v1/callbacks/webhook/", body_of(150_000), content_type="application/json")
+        assert under.status_code == 401  # past the bound check: refused for its missing signature
+        assert over.status_code == 413 and over.json()["error"] == "too_large"
+
     def test_unicode_is_kept_as_sent(self, http):
         text = "Grüße 👋 — ﷺ  \u202e"
         response = http.post(URL, body(text=text), format="json")
