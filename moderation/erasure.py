@@ -76,10 +76,11 @@ from moderation.models import (
     ReviewMedia,
     ReviewStatus,
 )
-from moderation.quotes import Quotes, content_quotes, scrub, words_erased, words_of
+from moderation.quotes import Quotes, content_quotes, quote_runs, scrub, words_erased
 from moderation.reasons import reasons
 from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
+from moderation.services.outbox import outbox_payload
 from moderation.services.pipeline import request_close_live_locked
 from moderation.services.report_outcomes import reports_resolve_erased_locked
 from moderation.services.transitions import review_queue_leave
@@ -347,7 +348,7 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
     _close_appeal_locked(review, actor=actor, actor_id=actor_id)
     stopped = _stop_moderation_locked(review, actor=actor, actor_id=actor_id)
     # The tombstone keeps why, not a copy of what was erased (runs only: a short "spam" stays).
-    reason = scrub(reason, Quotes(quotes.with_runs_of(said).runs, ()))
+    reason = scrub(scrub(reason, Quotes(quotes.runs, ())), Quotes(quote_runs(said), ()))
     now = timezone.now()
     type(content).objects.filter(pk=content.pk).update(erased_at=now)
     # (Bytes prune removed already keep the date and reason they went.)
@@ -468,16 +469,14 @@ def _redact_rows(rows, entry: Redact, quotes: Quotes, said: list[str]) -> int:
     """Redact `entry`'s column in `rows`; the texts replaced whole are added to `said`."""
     model_field = rows.model._meta.get_field(entry.field)
     changed = 0
-    for pk, value in rows.values_list("pk", entry.field).order_by().distinct():
+    # (Each path reaches a row once: a review's own rows, its author's, a job's one item per review.)
+    for pk, value in rows.values_list("pk", entry.field):
         new = _redacted_value(value, entry.how, model_field, quotes)
         if new != value:
             rows.model.objects.filter(pk=pk).update(**{entry.field: new})
             changed += 1
-            if entry.how is How.WHOLE:
+            if entry.how is How.WHOLE:  # (a body's words, WORDS, are copies of these columns)
                 said.append(value)
-            elif entry.how is How.WORDS:
-                body = _body(value)
-                said.extend(words_of(body) if body is not None else [value])
     return changed
 
 
@@ -495,7 +494,7 @@ def _redacted_value(value, how: How, model_field, quotes: Quotes):
         if body is None:  # text that is no body: nothing in it can be told apart from words
             return ERASED
         body = scrub(words_erased(body), quotes)
-        return json.dumps(body, sort_keys=True) if isinstance(value, str) else body  # as the outbox writes it
+        return outbox_payload(body) if isinstance(value, str) else body
     if how is How.MATCHES:  # rows written before matches stopped keeping the words as written
         return [{k: v for k, v in match.items() if k != "matched"} for match in value]
     return scrub(value, quotes)

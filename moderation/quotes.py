@@ -34,11 +34,13 @@ class Quotes:
     runs: frozenset[str]
     whole: tuple[str, ...]
 
-    def with_runs_of(self, texts: Iterable[str]) -> Quotes:
-        """These quotes and the runs of `texts` (people's words, replaced whole where they were
-        written): a copy of them elsewhere is found from QUOTE_MIN characters. A shorter text is
-        not looked for whole: a moderator's "spam" is also a category's name."""
-        return Quotes(self.runs | _runs(_forms(texts)), self.whole)
+
+
+def quote_runs(texts: Iterable[str]) -> frozenset[str]:
+    """The runs of `texts` (people's words, replaced whole where they were written): a copy of
+    them elsewhere is found from QUOTE_MIN characters. A shorter text is not looked for whole: a
+    moderator's "spam" is also a category's name."""
+    return _runs(_forms(texts))
 
 
 def _forms(texts: Iterable[str]) -> set[str]:
@@ -85,16 +87,6 @@ def words_erased(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: ERASED if k in WORDS_KEYS and isinstance(v, str) and v else words_erased(v) for k, v in value.items()}
     return value
-
-
-def words_of(value: Any) -> list[str]:
-    """The texts `words_erased` replaces in `value`."""
-    if isinstance(value, list):
-        return [text for item in value for text in words_of(item)]
-    if isinstance(value, dict):
-        return [text for k, v in value.items()
-                for text in ([v] if k in WORDS_KEYS and isinstance(v, str) else words_of(v))]
-    return []
 
 
 def _replace_runs(text: str, runs: frozenset[str]) -> str:

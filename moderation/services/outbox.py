@@ -63,6 +63,11 @@ def outbox_author_row(author: Author, *, body: dict) -> DecisionNotification:
     return _notification(author.client, kind=body["type"], body=body)
 
 
+def outbox_payload(body: dict) -> str:
+    """A notification's body as stored and sent: every attempt (and an erasure's rewrite) the same bytes."""
+    return json.dumps(body, sort_keys=True)
+
+
 def _notification(client, *, kind: NotificationKind, body: dict, **announces) -> DecisionNotification:
     now = timezone.now()
     return DecisionNotification(
@@ -70,7 +75,7 @@ def _notification(client, *, kind: NotificationKind, body: dict, **announces) ->
         client=client,
         event_id=DecisionNotification.new_event_id(),
         url=client.webhook_url,
-        payload=json.dumps(body, sort_keys=True),
+        payload=outbox_payload(body),
         status=NotificationStatus.PENDING if client.webhook_url else NotificationStatus.NO_ENDPOINT,
         next_attempt_at=now if client.webhook_url else None,
         last_enqueued_at=now if client.webhook_url else None,  # its job is enqueued on commit

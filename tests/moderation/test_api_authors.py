@@ -288,6 +288,9 @@ def test_erasing_an_author_erases_each_content_and_keeps_strikes_and_actions(htt
     assert StandingTransition.objects.get(action=action).reason == action.reason
     payloads = DecisionNotification.objects.filter(client=api_client, review=None).values_list("payload", flat=True)
     assert len(payloads) == 2 and not any("cheap pills" in payload for payload in payloads)
+    # The ban's notification: the moderator's reason whole, not only its quotes of the content.
+    banned = [json.loads(p)["data"] for p in payloads if json.loads(p)["data"].get("action") == "ban"]
+    assert [data["reason"] for data in banned] == [ERASED]
     assert AccountAction.objects.filter(author=author).count() == 2  # the ladder's warning, the ban
     assert http.get(url("ann")).json()["standing"] == "banned"
     # Again: nothing erased twice.
