@@ -85,7 +85,7 @@ def moderator_decision_totals() -> list[tuple[str, str, int]]:
 _OVERTURNS = """
 SELECT coalesce(nullif(h.category, ''), m.top_category, '') AS category, p.version,
        count(*) AS reviewed, count(*) FILTER (WHERE h.label <> m.label) AS overturned
-FROM moderation_decision h
+FROM moderation_decision h{join}
 JOIN LATERAL (
     SELECT d.label, d.source, d.policy_id,
            (SELECT key FROM jsonb_each(d.category_scores) ORDER BY value::float8 DESC, key LIMIT 1) AS top_category
@@ -95,9 +95,9 @@ LEFT JOIN moderation_moderationpolicy p ON p.id = m.policy_id
 WHERE h.source = 'moderator' AND h.label IN ('approved', 'rejected'){hidden}
 GROUP BY 1, 2 ORDER BY 1, 2
 """
-# Of reviews a viewer may see: not of a queue they may not (moderation.selectors.of_queues, in SQL).
-_OVERTURNS_HIDDEN = """
-  AND h.review_id NOT IN (SELECT id FROM moderation_contentreview WHERE last_queue = ANY(%s))"""
+# Of reviews a viewer may see, for the figures that leave some out: each row's review `r` not of
+# a queue they may not see (moderation.selectors.of_queues, in SQL).
+_HIDDEN_REVIEWS = " AND r.last_queue <> ALL(%s)"
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,10 @@ def overturn_rates(*, hidden_queues=()) -> list[Overturns]:
     the figure supervisors tune thresholds with. Reviews of `hidden_queues` are left out."""
     with connection.cursor() as cursor:
         if hidden_queues:
-            cursor.execute(_OVERTURNS.format(hidden=_OVERTURNS_HIDDEN), [sorted(hidden_queues)])
+            cursor.execute(_OVERTURNS.format(join="\nJOIN moderation_contentreview r ON r.id = h.review_id",
+                                             hidden=_HIDDEN_REVIEWS), [sorted(hidden_queues)])
         else:
-            cursor.execute(_OVERTURNS.format(hidden=""))
+            cursor.execute(_OVERTURNS.format(join="", hidden=""))
         return [Overturns(*row) for row in cursor.fetchall()]
 
 
@@ -152,8 +153,6 @@ JOIN LATERAL (
 WHERE l.from_status = 'manual_review' AND l.created_at >= %s{{hidden}}
 GROUP BY 1
 """  # noqa: S608 - the CASE holds the enums' constants only
-# Of reviews a viewer may see: not of a queue they may not (moderation.selectors.of_queues, in SQL).
-_TIME_IN_QUEUE_HIDDEN = " AND r.last_queue <> ALL(%s)"
 
 
 @dataclass(frozen=True)
@@ -170,7 +169,7 @@ def time_in_review_queue(*, days: int = 7, now: datetime | None = None, hidden_q
     since = (now or timezone.now()) - timedelta(days=days)
     with connection.cursor() as cursor:
         if hidden_queues:
-            cursor.execute(_TIME_IN_QUEUE.format(hidden=_TIME_IN_QUEUE_HIDDEN), [since, sorted(hidden_queues)])
+            cursor.execute(_TIME_IN_QUEUE.format(hidden=_HIDDEN_REVIEWS), [since, sorted(hidden_queues)])
         else:
             cursor.execute(_TIME_IN_QUEUE.format(hidden=""), [since])
         found = {queue: (n, float(p50), float(p95)) for queue, n, p50, p95 in cursor.fetchall()}
