@@ -51,7 +51,7 @@ WARMUP = 20
 
 # The background: `n` authors of one client, then `per_author * n` strikes in batches (the
 # strikes' indexes dropped meanwhile and built after, as a restore does). A review id is a
-# version 7 UUID of the strike's time (moderation/ids.py), a decision id a negative number no
+# version 7 UUID of the strike's time (moderation/db/ids.py), a decision id a negative number no
 # real decision has.
 _UUID7_AT = """
 CREATE OR REPLACE FUNCTION bench_uuid7_at(at timestamptz) RETURNS uuid LANGUAGE sql VOLATILE AS $$

@@ -2,7 +2,7 @@
 
     python -m bench.erasure_quotes [--chars 100000] [--payload 12000]
 
-No database: `moderation.quotes.content_quotes` (every QUOTE_MIN-character run of the text, as written
+No database: `moderation.text.quotes.content_quotes` (every QUOTE_MIN-character run of the text, as written
 and JSON-escaped) and `scrub` over one payload that quotes 2,000 characters from the middle of
 the content. Prints, for an ASCII and a non-ASCII text (whose escaped form is six times longer),
 the number of runs, the seconds and peak memory to build them, and the milliseconds to scrub.
@@ -29,7 +29,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from moderation import quotes as erasure_quotes
+    from moderation.text import quotes as erasure_quotes
 
     rng = random.Random(1)
     for label, alphabet in ALPHABETS.items():

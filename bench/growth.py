@@ -13,7 +13,7 @@ transitions and three history rows (bench/common.py `seed_decided`, in SQL). At 
 - callback: the callback endpoint in-process (Django's test client: verify, store, process).
 
 `--keys v4,v7` runs the same with random (version 4) and with time-ordered (version 7,
-moderation/ids.py) keys for contents, reviews and idempotency keys, both in the seeded rows and in
+moderation/db/ids.py) keys for contents, reviews and idempotency keys, both in the seeded rows and in
 the rows the paths insert, and prints each kind's growth ratio and the ratio of the two.
 
 Each size and kind of key has a database of its own (<database>_<keys>_<size>). The measurements

@@ -2,7 +2,7 @@
 
     python -m bench.media_match [--sizes 10000,1000000] [--queries 1000] [--distance 31]
 
-No database: `moderation.media.BankIndex` is built from random 256-bit hashes (numpy), as
+No database: `moderation.media.images.BankIndex` is built from random 256-bit hashes (numpy), as
 `moderation.services.media.bank_index` builds it from a version's entries. Then 1,000 queries are
 matched, half near an entry (a few bits flipped: they match) and half random (they match
 nothing: a random hash is ~128 bits from every entry). Prints, per size, the build time, the
@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from moderation.media import BankIndex, hash_words, nearest_per_bank
+from moderation.media.images import BankIndex, hash_words, nearest_per_bank
 
 BUDGET_MS = 20.0
 SEED = 27

@@ -14,7 +14,7 @@ prints the median. The steps:
 - profanity_check: alt-profanity-check's own `predict_prob` (joblib pickles of the fitted
   TfidfVectorizer and CalibratedClassifierCV), called once;
 - local: the provider's `predictor()` (moderation/providers/local.py), called once;
-- detector: the product's language detector (moderation/language.py: the configured languages,
+- detector: the product's language detector (moderation/text/language.py: the configured languages,
   loaded whole and the heap trimmed), after one detection;
 - lingua-high-<langs>, lingua-low-<langs>: a detector for those languages (`en+id+ms`), with one
   short text of each language detected, so every language's models are loaded.
@@ -145,7 +145,7 @@ def _local(_step: str) -> None:
 
 
 def _detector(_step: str) -> None:
-    from moderation.language import detect
+    from moderation.text.language import detect
 
     detect(TEXTS["en"])
 

@@ -2,7 +2,7 @@
 
     python -m bench.rules [--chars 100000] [--runs 20] [--no-old]
 
-No database: `moderation.rules.rule_matches` is pure. The policy has a reject rule "kill", an
+No database: `moderation.text.rules.rule_matches` is pure. The policy has a reject rule "kill", an
 allow rule "kill the process" and a pattern (`re:https?://\\S+`, manual review). Prints, per text,
 the median and max milliseconds of:
 
@@ -44,9 +44,9 @@ def main() -> None:
     import django
 
     django.setup()
-    from moderation.language import Detection
+    from moderation.text.language import Detection
     from moderation.models import ModerationPolicy
-    from moderation.rules import MATCH_BUDGET, rule_matches
+    from moderation.text.rules import MATCH_BUDGET, rule_matches
 
     def policy(pk, term_lists):
         return ModerationPolicy(pk=pk, version=1, reject_threshold=0.9, review_threshold=0.5, term_lists=term_lists)
@@ -81,7 +81,7 @@ def main() -> None:
 
 def _all_matches(policy, text, detection):
     """Every match of the text, no budget: what the old allow step was given."""
-    from moderation.rules import RuleMatch, compiled, rule_name
+    from moderation.text.rules import RuleMatch, compiled, rule_name
 
     rules = compiled(policy)
     out = []
@@ -95,7 +95,7 @@ def _all_matches(policy, text, detection):
 
 
 def _old_allow_step(matches):
-    """moderation.rules.rule_matches's allow step before issue 22, verbatim: quadratic."""
+    """moderation.text.rules.rule_matches's allow step before issue 22, verbatim: quadratic."""
     from moderation.models import RuleAction
 
     allowed = [m for m in matches if m.action == RuleAction.ALLOW]

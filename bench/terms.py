@@ -6,7 +6,7 @@ No database: the rules path is pure (moderation.verdicts.decide). Prints, per ki
 median, p95 and max milliseconds of:
 
 - match: the rules of a policy version over one text (both matching passes, language scope,
-  allowlist), i.e. `moderation.rules.rule_matches`;
+  allowlist), i.e. `moderation.text.rules.rule_matches`;
 - decide: the whole decision function (rules + thresholds), given the detection;
 - detect: the language detection the pipeline runs once per content (it reads the first
   2,000 characters).
@@ -41,11 +41,11 @@ def main() -> None:
     import django
 
     django.setup()
-    from moderation.language import detect
+    from moderation.text.language import detect
     from moderation.models import ModerationPolicy
     from moderation.verdicts import decide
     from moderation.providers import ModerationResult
-    from moderation.rules import compiled, rule_matches
+    from moderation.text.rules import compiled, rule_matches
 
     rnd = random.Random(16)
     terms = _terms(rnd, args.terms)

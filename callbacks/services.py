@@ -16,7 +16,7 @@ from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
 from moderation.models import Cause, ModerationRequest
-from moderation.services.compiled import CompiledSelect, CompiledUpdate
+from moderation.db.compiled import CompiledSelect, CompiledUpdate
 from moderation.validation import policy_categories
 from moderation.services.policy import policy_active
 from moderation.services.pipeline import request_fail_reported, review_id_for_key
@@ -101,7 +101,7 @@ def callback_store(
     return Stored(id=row_id, created=inserted, outcome=outcome, review_id=review_id)
 
 
-# Compiled once (moderation/services/compiled.py): every callback takes it.
+# Compiled once (moderation/db/compiled.py): every callback takes it.
 _INBOX_LOCK = CompiledSelect(
     lambda callback_id: ProviderCallback.objects.select_for_update().filter(pk=callback_id, processed_at__isnull=True)
 )

@@ -23,9 +23,9 @@ from callbacks import services
 from callbacks.payload import InvalidCallback, named_key, parse, storable_body
 from moderation.models import ResultOutcome
 from moderation.signing import InvalidSignature, verify
-from moderation.error_body import ErrorSerializer as ERROR_BODY
-from moderation.error_body import error_body
-from moderation.throttles import CallbackRateThrottle
+from moderation.web.error_body import ErrorSerializer as ERROR_BODY
+from moderation.web.error_body import error_body
+from moderation.web.throttles import CallbackRateThrottle
 
 # The answer's outcome for a delivery stored earlier and not processed yet (the sweeper will).
 ACCEPTED = "accepted"

@@ -65,7 +65,7 @@ from django.http import parse_cookie  # noqa: E402
 
 from config.wsgi import application as wsgi_application  # noqa: E402
 from moderation.api.middleware import API_PREFIX, api_body_limit  # noqa: E402
-from moderation.error_body import error_body  # noqa: E402
+from moderation.web.error_body import error_body  # noqa: E402
 
 
 logger = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import environ
 from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
-from config import sizing
+from moderation import sizing
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -197,7 +197,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "moderation.api.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": ["moderation.throttles.ClientRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["moderation.web.throttles.ClientRateThrottle"],
     # Proxies in front that append to X-Forwarded-For: without this, a caller could pick its own
     # address for the per-address limits. 0: use the socket's address.
     "NUM_PROXIES": env.int("NUM_PROXIES", default=0),
@@ -299,9 +299,9 @@ if not PROVIDER_KINDS or set(PROVIDER_KINDS) - set(PROVIDER_KINDS_CARRIED):
     raise ImproperlyConfigured(
         f"PROVIDER_KINDS may list only {', '.join(PROVIDER_KINDS_CARRIED)} (at least one), got {', '.join(PROVIDER_KINDS)!r}"
     )
-# Languages the detector tells apart (ISO 639-1; moderation.language): the model's and those the
+# Languages the detector tells apart (ISO 639-1; moderation.text.language): the model's and those the
 # rules name; a policy may name only these. About 25 MiB each in the worker (3 MiB in
-# low-accuracy mode, which misreads short texts: see moderation/language.py).
+# low-accuracy mode, which misreads short texts: see moderation/text/language.py).
 MODERATION_LANGUAGES = env.list("MODERATION_LANGUAGES", default=["en", "id", "ms"])
 MODERATION_LANGUAGE_LOW_ACCURACY = env.bool("MODERATION_LANGUAGE_LOW_ACCURACY", default=False)
 # Where providers send callbacks. By default the address `make run` serves (its PORT).
@@ -444,7 +444,7 @@ if NOTIFY_SLOW_SHARE > 1:
     raise ImproperlyConfigured("NOTIFY_SLOW_SHARE is a share of NOTIFY_WORKERS: at most 1")
 if NOTIFY_SLOW_AFTER_S >= NOTIFY_DEADLINE_S:
     raise ImproperlyConfigured("NOTIFY_SLOW_AFTER_S must be below NOTIFY_DEADLINE_S, or no client is ever slow")
-# Worker counts: derived from this machine's cores and memory (config/sizing.py, docs/operations.md
+# Worker counts: derived from this machine's cores and memory (moderation/sizing.py, docs/operations.md
 # "Sizing"), each overridden by its variable. Notifications run on their own django-q2 cluster
 # (NOTIFY_WORKERS workers), never on the moderation workers: a client's slow receiver cannot delay
 # any review's decision.

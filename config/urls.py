@@ -3,7 +3,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from moderation.observability import health, metrics
-from moderation.throttles import AddressRateThrottle
+from moderation.web.throttles import AddressRateThrottle
 
 public = {"authentication_classes": [], "permission_classes": [], "throttle_classes": [AddressRateThrottle]}
 

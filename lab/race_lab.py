@@ -40,7 +40,7 @@ from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from moderation.invariants import violations
 from moderation.models import FINAL_STATUSES, Cause, ContentErasure, ContentReview, ProviderAttempt
-from moderation.retention import prune
+from moderation.privacy.retention import prune
 from lab.author_traffic import AuthorTraffic
 from lab.notice_traffic import NoticeTraffic
 from lab.transparency_traffic import TransparencyTraffic

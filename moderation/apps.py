@@ -13,7 +13,7 @@ class ModerationConfig(AppConfig):
         from moderation import checks  # noqa: F401  (registers the system checks)
         from moderation.api import schema  # noqa: F401  (registers the OpenAPI auth scheme)
         from moderation.defaults import ensure_defaults
-        from moderation.statement_cache import widen
+        from moderation.db.statement_cache import widen
 
         widen()  # psycopg caches the one-statement writes' conversion too
 
@@ -38,7 +38,7 @@ def preload_for_workers() -> None:
     worker's peak memory (docs/operations.md, "Processes and scaling")."""
     from django.conf import settings
 
-    from moderation.language import detector
+    from moderation.text.language import detector
     from moderation.providers.local import LocalProvider
 
     if settings.MODERATION_PROVIDER == "local":

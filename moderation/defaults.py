@@ -50,7 +50,7 @@ def ensure_defaults(**kwargs) -> None:
     # The notification cluster's heartbeat: a schedule only that cluster runs (the sweeper's
     # proves the moderation cluster is up).
     notifier_schedule_ensure()
-    # Retention (moderation/retention.py): daily, first run an hour after the first migrate.
+    # Retention (moderation/privacy/retention.py): daily, first run an hour after the first migrate.
     Schedule.objects.get_or_create(
         name=PRUNE,
         defaults={"func": "moderation.tasks.prune", "schedule_type": Schedule.DAILY, "repeats": -1,

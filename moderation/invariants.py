@@ -12,8 +12,8 @@ from django.db.models import Count, F
 
 from audit.models import ReviewTransition
 from callbacks.models import ProviderCallback
-from moderation.media_invariants import media_violations
-from moderation.transparency import fixed_wording
+from moderation.media.invariants import media_violations
+from moderation.transparency.statements import fixed_wording
 from moderation.models import (
     FINAL_STATUSES,
     RESTRICTIVE_ACTIONS,
@@ -553,7 +553,7 @@ def _body_strings(statement: str) -> str:
             f"SELECT {_strings_of(statement + '.body')} AS text, "
             f"COALESCE((SELECT {_strings_of('p.dsa_mapping')} FROM moderation_moderationpolicy p "
             f"WHERE p.id = {statement}.policy_id), '') || chr(31) "
-            # the canned reasons of the decision's policy version: its own sentences (moderation.canned_reasons)
+            # the canned reasons of the decision's policy version: its own sentences (moderation.transparency.canned_reasons)
             f"|| COALESCE((SELECT {_strings_of('dp.canned_reasons')} FROM moderation_decision dd "
             f"JOIN moderation_moderationpolicy dp ON dp.id = dd.policy_id WHERE dd.id = {statement}.decision_id), '') "
             f"|| chr(31) || %(wording)s AS wording) t) q ON true")

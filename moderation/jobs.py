@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from moderation.insert_sql import insert_row
+from moderation.db.insert_sql import insert_row
 
 
 @cache
@@ -82,7 +82,7 @@ def _broker(cluster: str):
 
         def enqueue(self, task) -> int:
             # The broker's own create() (no signal is connected to OrmQ), through the INSERT
-            # compiled once (moderation/insert_sql.py).
+            # compiled once (moderation/db/insert_sql.py).
             package = self.package(task)
             insert_row(package, Conf.ORM)
             return package.pk

@@ -104,7 +104,7 @@ class RouteFacts:
     """What routing rules may ask of a review beyond its cause and scores, read by the caller
     (moderation.services.routing.route_facts). "" where unknown: it matches no listed value."""
 
-    language: str = ""  # the detected language (moderation.language), "" when unsure
+    language: str = ""  # the detected language (moderation.text.language), "" when unsure
     client: str = ""  # the API client's name
     report_kind: str = ""  # the strongest report filed on it: a notice kind, "user", or ""
     author_standing: str = ""  # its author's standing (Standing), "" without an author

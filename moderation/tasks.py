@@ -25,7 +25,8 @@ from django.conf import settings
 
 from audit import context, tracing
 from callbacks.services import callbacks_sweep
-from moderation import retention, services
+from moderation import services
+from moderation.privacy import retention
 from moderation.jobs import new_job_id, worker_id
 
 
@@ -150,7 +151,7 @@ def statements_submit(job_id: str = "", web_request_id: str = "", trace_parent: 
 
 
 def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
-    """The daily retention run (moderation/retention.py): safe to overlap, each batch SKIP LOCKED."""
+    """The daily retention run (moderation/privacy/retention.py): safe to overlap, each batch SKIP LOCKED."""
     with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
         counts = retention.prune(for_real=True)
         return ", ".join(f"{n} {name}" for name, n in counts.items()) + " deleted"

@@ -8,12 +8,12 @@ import re
 
 from django.conf import settings
 
-from moderation.canned_reasons import validate_canned_reasons
+from moderation.transparency.canned_reasons import validate_canned_reasons
 from moderation.models import DECISION_LABELS, DEFAULT_CATEGORIES, ModerationPolicy, PartRule, ReviewStatus
-from moderation.notices import validate_appeal_window, validate_notice_templates
-from moderation.transparency import validate_dsa_mapping
+from moderation.transparency.notices import validate_appeal_window, validate_notice_templates
+from moderation.transparency.statements import validate_dsa_mapping
 from moderation.review_queues import validate_routing_rules
-from moderation.rules import validate_term_lists
+from moderation.text.rules import validate_term_lists
 
 REPORT_THRESHOLD_DEFAULT = 3
 REPORT_THRESHOLD_MAX = 10_000
@@ -117,16 +117,16 @@ PRIORITY_WEIGHTS = ("priority_score_weight", "priority_report_weight", "priority
                     "priority_age_points_per_hour", "priority_strike_weight")
 # A version's rules for authors (docs/design.md, "Authors, strikes and account actions").
 AUTHOR_FIELDS = ("strike_points", "strike_window_days", "enforcement_ladder", "while_restricted")
-# What the affected user is told, and for how long they may appeal (moderation.notices).
+# What the affected user is told, and for how long they may appeal (moderation.transparency.notices).
 NOTICE_FIELDS = ("appeal_window_days", "notice_templates")
 # How long a user report waits for a decision, and what marks a pile-on (docs/design.md, "Reporters").
 REPORT_FIELDS = ("report_expiry_days", "pile_on_reports", "pile_on_minutes")
-# The statements of reasons for the DSA Transparency Database (moderation.transparency).
+# The statements of reasons for the DSA Transparency Database (moderation.transparency.statements).
 DSA_FIELDS = ("dsa_mapping",)
 # Images (docs/design.md, "Images and hash banks"): the banks a version matches, how near a hash
 # must be, and what an image nothing judged becomes.
 MEDIA_FIELDS = ("hash_banks", "pdq_distance", "image_fallback")
-# The moderators' canned reasons and whether an approval needs a reason (moderation.canned_reasons).
+# The moderators' canned reasons and whether an approval needs a reason (moderation.transparency.canned_reasons).
 REASON_FIELDS = ("canned_reasons", "approval_needs_reason")
 # Long texts (docs/workplace.md, "Long texts"): how the scores of a text's parts count.
 PART_FIELDS = ("part_rule",)

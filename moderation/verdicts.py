@@ -2,18 +2,18 @@
 database access.
 
 `decide` is the one decision function of the pipeline: the policy's watched-term rules
-(moderation.rules) beside its thresholds over the model's scores (`evaluate`).
+(moderation.text.rules) beside its thresholds over the model's scores (`evaluate`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from moderation.language import Detection
+from moderation.text.language import Detection
 from moderation.models import Content, ContentKind, ModerationPolicy, PartRule, ReviewStatus, RuleAction
 from moderation.providers import ModerationResult
-from moderation.providers.base import text_values
-from moderation.rules import RuleMatch, rule_matches
+from moderation.text.values import text_values
+from moderation.text.rules import RuleMatch, rule_matches
 
 # Worst first: the strictest verdict over all categories wins.
 _SEVERITY = {ReviewStatus.REJECTED: 2, ReviewStatus.MANUAL_REVIEW: 1, ReviewStatus.APPROVED: 0}

@@ -15,9 +15,9 @@ from tests.helpers import ScriptedProvider
 def compiled_statements_forgotten():
     """A test that replaces what a compiled statement is built from (a lock taken out, to show
     that the guard matters) gets it compiled from the replacement, and no later test keeps it:
-    every compiled statement is forgotten before and after each test (moderation/services/compiled.py),
+    every compiled statement is forgotten before and after each test (moderation/db/compiled.py),
     so a test that pins what a warm path compiles warms it itself."""
-    from moderation.services.compiled import compiled_forget
+    from moderation.db.compiled import compiled_forget
 
     compiled_forget()
     yield

@@ -72,7 +72,7 @@ def bank_publish(name: str, hashes: list[str], *, category: str = "sexual", acti
 
 def generous_bounds():
     """Bounds no test image reaches (tests of the bounds set their own)."""
-    from moderation.media import DecodeBounds
+    from moderation.media.images import DecodeBounds
 
     return DecodeBounds(max_bytes=10**8, max_pixels=10**8, max_decode_bytes=10**10, max_pixels_per_byte=10**6,
                         ratio_from_pixels=10**8)
@@ -80,14 +80,14 @@ def generous_bounds():
 
 def image_header(data: bytes):
     """`data`'s header as the API's serializer reads it (a review_submit `image=(data, image_header(data))`)."""
-    from moderation.media import image_inspect
+    from moderation.media.images import image_inspect
 
     return image_inspect(data, bounds=generous_bounds())
 
 
 def image_hash(data: bytes) -> tuple[str, int]:
     """(PDQ hex, quality) of encoded image bytes, as the job computes them."""
-    from moderation.media import image_read
+    from moderation.media.images import image_read
 
     read = image_read(data, bounds=generous_bounds())
     return read.pdq, read.quality

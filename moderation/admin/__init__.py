@@ -31,7 +31,7 @@ from moderation.admin.term_lists import term_lists_view
 from moderation.admin.routing import routing_view
 from moderation import services
 from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, validate_policy
-from moderation.rules import rule_name
+from moderation.text.rules import rule_name
 from moderation.models import (
     ApiClient,
     BulkJob,

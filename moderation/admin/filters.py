@@ -13,7 +13,7 @@ from django.db.models import Exists, OuterRef, Q
 from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
 from moderation import services
-from moderation.language import configured_languages
+from moderation.text.language import configured_languages
 from moderation.models import ModerationRequest, Report, ReportKind, Standing
 from moderation.selectors import stuck_requests
 

@@ -24,7 +24,7 @@ from moderation.admin import review_page
 from moderation.admin.filters import happened_filter
 from moderation.admin.paginator import rows_page
 from moderation.errors import ReasonRequired
-from moderation.media import hash_normalize
+from moderation.media.images import hash_normalize
 from moderation.models import HashBank, HashBankChange, HashBankEntry
 from moderation.services.hash_banks import (
     DryRunScope,

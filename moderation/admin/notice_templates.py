@@ -2,7 +2,7 @@
 language, preview it for a real review, then publish it as the next version.
 
 A preview renders with the draft through the same code the statement of reasons uses
-(`moderation.reasons.decision_notice`) and writes nothing: no policy version, no row. A template
+(`moderation.transparency.reasons.decision_notice`) and writes nothing: no policy version, no row. A template
 with an error (an unknown placeholder, a brace without its pair) is a form error, never a page
 error, and cannot be published: the one policy validator refuses it here as on every other path.
 """
@@ -22,9 +22,9 @@ from django.urls import reverse
 from moderation import services
 from moderation.admin.policy_publishing import publish_from_form
 from moderation.models import SHORT_ID_LENGTH, ContentReview, ReviewStatus
-from moderation.notices import BUILT_IN_TEMPLATES, NOTICE_LANGUAGE_DEFAULT, PLACEHOLDERS, TEMPLATE_MAX_CHARS
+from moderation.transparency.notices import BUILT_IN_TEMPLATES, NOTICE_LANGUAGE_DEFAULT, PLACEHOLDERS, TEMPLATE_MAX_CHARS
 from moderation.observability.search import by_short_id
-from moderation.reasons import decision_notice, reasons
+from moderation.transparency.reasons import decision_notice, reasons
 from moderation.selectors import reviews_visible_to
 from moderation.validation import validate_policy
 

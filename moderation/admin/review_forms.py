@@ -3,7 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from moderation import services
-from moderation.canned_reasons import canned_choices, canned_text, reasons_key
+from moderation.transparency.canned_reasons import canned_choices, canned_text, reasons_key
 from moderation.models import APPROVAL_KEY, NOTE_MAX_CHARS, QUEUE_SLUG_MAX, ReviewStatus
 from moderation.validation import policy_categories
 

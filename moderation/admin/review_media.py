@@ -19,7 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from moderation import services
-from moderation.media import MIME_TYPES
+from moderation.media.images import MIME_TYPES
 from moderation.models import ContentKind, ContentReview, Decision, MediaPreference, ReviewMedia
 from moderation.selectors import visible_to
 from moderation.verdicts import match_bank

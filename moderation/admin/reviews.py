@@ -59,7 +59,7 @@ from moderation.observability.search import reviews_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
 from moderation.selectors import reviews_visible_to
-from moderation.visible_text import visible_html
+from moderation.text.visible import visible_html
 from moderation.words import refusal_words
 
 EXCERPT_CHARS = 200

@@ -23,7 +23,7 @@ from moderation.admin.policy_publishing import publish_from_form
 from moderation.models import RuleAction
 from moderation.observability.dry_run import MAX_REVIEWS, MAX_TEXTS, dry_run_summary, policy_dry_run
 from moderation.validation import policy_categories, validate_policy
-from moderation.rules import merge_terms, parse_terms, term_lists_diff, term_lists_digest, term_lists_with
+from moderation.text.rules import merge_terms, parse_terms, term_lists_diff, term_lists_digest, term_lists_with
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 PREVIEW_SALT = "moderation.admin.term_lists.preview"

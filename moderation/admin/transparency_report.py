@@ -1,5 +1,5 @@
 """The transparency report page: the figures of `manage.py transparency_report` for a period
-chosen in a form (moderation/observability/transparency_report.py; docs/transparency.md, "The
+chosen in a form (moderation/transparency/report.py; docs/transparency.md, "The
 transparency report").
 
 A read: a GET form, no writes. It opens for staff with the permission to view statements of
@@ -19,7 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from moderation.admin import review_page
-from moderation.observability.transparency_report import LAST_DAY, report_rows, transparency_report
+from moderation.transparency.report import LAST_DAY, report_rows, transparency_report
 
 VIEW_PERMISSION = "moderation.view_transparencystatement"
 TEMPLATE = "admin/moderation/transparency_report.html"

@@ -30,7 +30,7 @@ from moderation import services
 from moderation.api.erasure import DEFAULT_REASON, ErasureQuerySerializer
 from moderation.api.schema import INVALID, RESPONSE_HEADERS, THROTTLED, TOO_LARGE, UNAUTHORIZED, error
 from moderation.api.serializers import NoticeSerializer, StrictCharField
-from moderation.erasure import AUTHOR_ERASE_PER_CALL, AUTHOR_ERASE_SECONDS, author_content_erase
+from moderation.privacy.erasure import AUTHOR_ERASE_PER_CALL, AUTHOR_ERASE_SECONDS, author_content_erase
 from moderation.models import (
     APPEAL_STATEMENT_MAX,
     RESTRICTIVE_ACTIONS,
@@ -44,7 +44,7 @@ from moderation.models import (
     Standing,
     Strike,
 )
-from moderation.reasons import account_statement
+from moderation.transparency.reasons import account_statement
 
 # The page lists the newest this many active strikes and actions: an author rejected a hundred
 # thousand times still answers in one small page. `strike_points` and the counts cover them all.
@@ -91,7 +91,7 @@ class StrikeFactSerializer(serializers.Serializer):
 
 
 class AccountStatementSerializer(serializers.Serializer):
-    """An action's statement of reasons (moderation.reasons.account_statement): it names no
+    """An action's statement of reasons (moderation.transparency.reasons.account_statement): it names no
     moderator."""
 
     action = serializers.ChoiceField(choices=ActionKind.choices)

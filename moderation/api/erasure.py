@@ -1,5 +1,5 @@
 """`DELETE /api/v1/reviews/{id}/content`: a client erases the content of one of its reviews
-(moderation/erasure.py; docs/design.md, invariant 16)."""
+(moderation/privacy/erasure.py; docs/design.md, invariant 16)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rest_framework.response import Response
 from audit.models import Actor
 from moderation.api.schema import INVALID, NOT_FOUND, RESPONSE_HEADERS, THROTTLED, TOO_LARGE, UNAUTHORIZED
 from moderation.api.serializers import StrictCharField
-from moderation.erasure import REASON_MAX_CHARS, content_erase
+from moderation.privacy.erasure import REASON_MAX_CHARS, content_erase
 from moderation.models import ContentReview, ReviewStatus
 
 DEFAULT_REASON = "erasure requested by the client through the API"

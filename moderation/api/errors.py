@@ -1,4 +1,4 @@
-"""Domain errors to HTTP, in one place, answered with the one JSON error body (moderation/error_body.py)."""
+"""Domain errors to HTTP, in one place, answered with the one JSON error body (moderation/web/error_body.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from moderation.error_body import error_body
+from moderation.web.error_body import error_body
 from moderation.errors import (
     AppealExists,
     AppealOpen,

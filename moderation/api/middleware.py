@@ -15,7 +15,7 @@ from django.contrib.messages.middleware import MessageMiddleware
 from django.http import JsonResponse
 from simple_history.middleware import HistoryRequestMiddleware
 
-from moderation.error_body import error_body
+from moderation.web.error_body import error_body
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 
 from moderation.api.serializers import TEXT_MAX_CHARS
-from moderation.error_body import ErrorSerializer
+from moderation.web.error_body import ErrorSerializer
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

@@ -13,7 +13,7 @@ from rest_framework.validators import ProhibitSurrogateCharactersValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
-from moderation.media import DecodeBounds, MediaRefused, image_inspect
+from moderation.media.images import DecodeBounds, MediaRefused, image_inspect
 from moderation.models import (
     APPEAL_STATEMENT_MAX,
     AUTHOR_ID_MAX,
@@ -32,7 +32,7 @@ from moderation.models import (
 )
 from moderation.observability import timeline
 from moderation.validation import policy_categories
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.reasons import statement_of_reasons
 
 TEXT_MAX_CHARS = 100_000
 EXTERNAL_ID_MAX = 255
@@ -110,7 +110,7 @@ class ReviewSubmitSerializer(serializers.Serializer):
     content_type = serializers.ChoiceField(choices=ContentKind.choices)
     text = StrictCharField(required=False, allow_blank=True, max_length=TEXT_MAX_CHARS, trim_whitespace=False)
     media_url = serializers.URLField(required=False, max_length=2048)
-    # The image's bytes, base64: its header checked here (moderation.media), decoded and hashed in the job.
+    # The image's bytes, base64: its header checked here (moderation.media.images), decoded and hashed in the job.
     image_base64 = Base64Field(required=False, trim_whitespace=False, max_length=None)
 
     def validate_media_url(self, value):
@@ -121,7 +121,7 @@ class ReviewSubmitSerializer(serializers.Serializer):
 
     def validate_image_base64(self, value):
         """The bytes, decoded (base64), and the image's header, checked against what decoding it
-        may cost (moderation.media.image_inspect: no pixel is decoded here, the job decodes it
+        may cost (moderation.media.images.image_inspect: no pixel is decoded here, the job decodes it
         once): `(bytes, ImageHeader)`. A 400 says why."""
         if len(value) > (settings.MEDIA_MAX_BYTES + 2) // 3 * 4 + 4:
             raise serializers.ValidationError(f"The image is larger than {settings.MEDIA_MAX_BYTES} bytes.")
@@ -184,7 +184,7 @@ class ReasonSerializer(serializers.Serializer):
 
 
 class RuleMatchSerializer(serializers.Serializer):
-    """A watched-term rule of the policy that matched the content (moderation.rules.RuleMatch)."""
+    """A watched-term rule of the policy that matched the content (moderation.text.rules.RuleMatch)."""
 
     rule = serializers.CharField(help_text='"category:action" or "category:action:language".')
     category = serializers.CharField()
@@ -193,7 +193,7 @@ class RuleMatchSerializer(serializers.Serializer):
 
 
 class NoticeSerializer(serializers.Serializer):
-    """The notice for the affected user (moderation.notices): the policy's template, rendered."""
+    """The notice for the affected user (moderation.transparency.notices): the policy's template, rendered."""
 
     language = serializers.CharField(help_text="The content's language if the policy has a template for it, else en.")
     text = serializers.CharField()
@@ -203,7 +203,7 @@ class DecisionSerializer(serializers.Serializer):
     """A decision as a statement of reasons: why, under which policy version, decided by which
     role. It names no person and no internal error."""
 
-    # Rendered by moderation.reasons, the one builder the timeline API and the notifications use
+    # Rendered by moderation.transparency.reasons, the one builder the timeline API and the notifications use
     # too (docs/design.md, invariant 14); the fields below document it for the schema.
 
     label = serializers.ChoiceField(choices=[(s.value, s.label) for s in DECISION_LABELS])

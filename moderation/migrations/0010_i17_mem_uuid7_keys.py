@@ -2,7 +2,7 @@
 
 import django.db.models.functions.comparison
 import django.db.models.functions.text
-import moderation.ids
+import moderation.db.ids
 from django.conf import settings
 from django.db import migrations, models
 
@@ -18,22 +18,22 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='content',
             name='id',
-            field=models.UUIDField(default=moderation.ids.uuid7, editable=False, primary_key=True, serialize=False),
+            field=models.UUIDField(default=moderation.db.ids.uuid7, editable=False, primary_key=True, serialize=False),
         ),
         migrations.AlterField(
             model_name='contentreview',
             name='id',
-            field=models.UUIDField(default=moderation.ids.uuid7, editable=False, primary_key=True, serialize=False),
+            field=models.UUIDField(default=moderation.db.ids.uuid7, editable=False, primary_key=True, serialize=False),
         ),
         migrations.AlterField(
             model_name='historicalcontentreview',
             name='id',
-            field=models.UUIDField(db_index=True, default=moderation.ids.uuid7, editable=False),
+            field=models.UUIDField(db_index=True, default=moderation.db.ids.uuid7, editable=False),
         ),
         migrations.AlterField(
             model_name='moderationrequest',
             name='idempotency_key',
-            field=models.UUIDField(default=moderation.ids.uuid7, editable=False, unique=True),
+            field=models.UUIDField(default=moderation.db.ids.uuid7, editable=False, unique=True),
         ),
         migrations.AddIndex(
             model_name='contentreview',

@@ -2,7 +2,7 @@
 
 import django.db.models.deletion
 import django_fsm
-import moderation.ids
+import moderation.db.ids
 import moderation.models.core
 from django.conf import settings
 from django.db import migrations, models
@@ -30,7 +30,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='AccountAction',
             fields=[
-                ('id', models.UUIDField(default=moderation.ids.uuid7, editable=False, primary_key=True, serialize=False)),
+                ('id', models.UUIDField(default=moderation.db.ids.uuid7, editable=False, primary_key=True, serialize=False)),
                 ('action', models.CharField(choices=[('warn', 'Warn'), ('suspend', 'Suspend'), ('ban', 'Ban')], max_length=16)),
                 ('cause', models.CharField(choices=[('strikes', 'The enforcement ladder (strikes)'), ('moderator', 'A moderator')], max_length=16)),
                 ('until', models.DateTimeField(blank=True, help_text='When a suspension ends.', null=True)),
@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name='AccountAppeal',
             fields=[
-                ('id', models.UUIDField(default=moderation.ids.uuid7, editable=False, primary_key=True, serialize=False)),
+                ('id', models.UUIDField(default=moderation.db.ids.uuid7, editable=False, primary_key=True, serialize=False)),
                 ('statement', models.TextField()),
                 ('status', models.CharField(choices=[('open', 'Open'), ('upheld', 'Upheld'), ('overturned', 'Overturned (restriction lifted)')], default='open', max_length=16)),
                 ('resolution_reason', models.TextField(blank=True)),

@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models import Q
 from django_fsm import RETURN_VALUE, FSMField, transition
 
-from moderation.ids import uuid7
+from moderation.db.ids import uuid7
 
 AUTHOR_ID_MAX = 255
 ACCOUNT_REASON_MAX = 2000

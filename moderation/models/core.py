@@ -18,7 +18,7 @@ from django.db.models.functions import Cast, Right
 from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
 from simple_history.models import HistoricalRecords
 
-from moderation.ids import uuid7
+from moderation.db.ids import uuid7
 from moderation.models.canned import default_canned_reasons
 from moderation.models.transparency import default_dsa_mapping
 
@@ -73,7 +73,7 @@ class ContentKind(models.TextChoices):
 
 
 # The PostgreSQL text search configuration of each language code the detector may store
-# (moderation/language.py): its stemmer and stop words. Every configuration here is one that
+# (moderation/text/language.py): its stemmer and stop words. Every configuration here is one that
 # PostgreSQL 14, the oldest Django 5.2 supports, ships; a language without one, and an unsure
 # detection (""), is read with `simple` (words lower-cased, no stemming, no stop words).
 # Malay uses the Indonesian stemmer: the two share the affixes it strips (me-, ber-, -kan, -nya).
@@ -108,7 +108,7 @@ def text_search_config_expression():
 
 
 class Content(models.Model):
-    # Time-ordered keys: inserts and recent lookups share a few index pages (moderation/ids.py).
+    # Time-ordered keys: inserts and recent lookups share a few index pages (moderation/db/ids.py).
     id = models.UUIDField(primary_key=True, default=uuid7, editable=False)
     client = models.ForeignKey(  # indexed by the unique (client, external_id)
         ApiClient, on_delete=models.PROTECT, related_name="contents", db_index=False
@@ -118,13 +118,13 @@ class Content(models.Model):
     text = models.TextField(blank=True)
     media_url = models.URLField(max_length=2048, blank=True)
     metadata = models.JSONField(default=dict, blank=True)
-    # What the language detector read (moderation.language), set when the content is first
+    # What the language detector read (moderation.text.language), set when the content is first
     # decided: the code when it was sure ("" when unsure), and its leading candidates
     # [[code, confidence], ...]. NULL candidates: not detected yet.
     language = models.CharField(max_length=8, blank=True, default="", db_default="")
     language_candidates = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # Set by erasure (moderation/erasure.py; its tombstone says who and why): read with the
+    # Set by erasure (moderation/privacy/erasure.py; its tombstone says who and why): read with the
     # content, so dispatch refuses erased content without one more query.
     erased_at = models.DateTimeField(null=True, blank=True)
     # Its words for full-text search (docs/workplace.md, "Search"), kept by PostgreSQL itself:
@@ -234,7 +234,7 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     stale instance can never overwrite a newer state (it raises ConcurrentTransition instead).
     """
 
-    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)  # time-ordered: moderation/ids.py
+    id = models.UUIDField(primary_key=True, default=uuid7, editable=False)  # time-ordered: moderation/db/ids.py
     content = models.OneToOneField(Content, on_delete=models.PROTECT, related_name="review")
     # Denormalised from content so a client's listing is one indexed scan.
     client = models.ForeignKey(  # indexed by the (client, ...) indexes in Meta
@@ -341,7 +341,7 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     @property
     def short_id(self) -> str:
         """The id moderators see and type: its last 8 hex digits. Not the first ones: an id is
-        time-ordered (moderation/ids.py), so every review of the same weeks starts alike."""
+        time-ordered (moderation/db/ids.py), so every review of the same weeks starts alike."""
         return self.pk.hex[-SHORT_ID_LENGTH:]
 
     @property
@@ -446,7 +446,7 @@ class ModerationRequest(models.Model):
     review = models.ForeignKey(  # indexed by request_review_idx (review, id)
         ContentReview, on_delete=models.PROTECT, related_name="requests", db_index=False
     )
-    idempotency_key = models.UUIDField(unique=True, default=uuid7, editable=False)  # time-ordered: moderation/ids.py
+    idempotency_key = models.UUIDField(unique=True, default=uuid7, editable=False)  # time-ordered: moderation/db/ids.py
     provider = models.CharField(max_length=32)
     provider_request_id = models.CharField(max_length=255, blank=True)
     status = models.CharField(max_length=16, choices=RequestStatus.choices, default=RequestStatus.CREATED)
@@ -726,7 +726,7 @@ class ModerationPolicy(models.Model):
         default=3, db_default=3,
         help_text="Distinct users reporting an approved decision that send the review to a human.",
     )
-    # Watched-term rules, one per (category, action, language): see moderation.rules.
+    # Watched-term rules, one per (category, action, language): see moderation.text.rules.
     term_lists = models.JSONField(
         default=list,
         blank=True,
@@ -796,7 +796,7 @@ class ModerationPolicy(models.Model):
         default=4, db_default=4, help_text="This many reports of one review within pile_on_minutes mark a pile-on."
     )
     pile_on_minutes = models.PositiveSmallIntegerField(default=10, db_default=10)
-    # Statements of reasons for the DSA Transparency Database (moderation.transparency): each
+    # Statements of reasons for the DSA Transparency Database (moderation.transparency.statements): each
     # category onto a DSA category, keywords, ground and visibility; the territorial scope; account
     # actions onto decision_account. Validated when published.
     dsa_mapping = models.JSONField(

@@ -46,7 +46,7 @@ class ReviewMedia(models.Model):
     width = models.PositiveIntegerField(null=True, blank=True)
     height = models.PositiveIntegerField(null=True, blank=True)
     sha256 = models.CharField(max_length=64, blank=True)
-    # PDQ (moderation.media): ThreatExchange's hex form, and its quality 0-100 (under 50 never matches).
+    # PDQ (moderation.media.images): ThreatExchange's hex form, and its quality 0-100 (under 50 never matches).
     pdq = models.CharField(max_length=64, blank=True)
     pdq_quality = models.PositiveSmallIntegerField(null=True, blank=True)
     hashed_at = models.DateTimeField(null=True, blank=True)

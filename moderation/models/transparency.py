@@ -84,12 +84,12 @@ class TransparencyStatement(models.Model):
     # restriction finds its statement by it.
     review = models.ForeignKey("moderation.ContentReview", on_delete=models.PROTECT, null=True, blank=True,
                                related_name="+", db_index=False)
-    # What it was built from (moderation.transparency): the audit trail's facts, fixed with the
+    # What it was built from (moderation.transparency.statements): the audit trail's facts, fixed with the
     # decision, and the policy version whose mapping built `body`.
     facts = models.JSONField()
     policy = models.ForeignKey("moderation.ModerationPolicy", on_delete=models.PROTECT, related_name="+")
     body = models.JSONField(help_text="The statement as sent (its puid included).")
-    # Facts the transparency report counts, as columns (moderation/observability/transparency_report.py).
+    # Facts the transparency report counts, as columns (moderation/transparency/report.py).
     dsa_category = models.CharField(max_length=64)
     automated_decision = models.CharField(max_length=40)
     source_type = models.CharField(max_length=40)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Exists, OuterRef
 
-from moderation.language import Detection, detect_many
+from moderation.text.language import Detection, detect_many
 from moderation.models import Decision, DecisionSource, ModerationPolicy, ReviewStatus
 from moderation.selectors import visible_to
 from moderation.verdicts import Verdict, decide, rule_text
@@ -91,7 +91,7 @@ def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(
     those `viewer` may see (every one when None: moderation.selectors.visible_to).
 
     Reviews reuse the language their worker detected; the texts that have none are detected in
-    one batch (`detect_many`: a web worker does not hold the detector, moderation/language.py).
+    one batch (`detect_many`: a web worker does not hold the detector, moderation/text/language.py).
     """
     texts = list(texts)[:MAX_TEXTS]
     newer = Decision.objects.filter(review=OuterRef("review"), source=DecisionSource.PROVIDER, id__gt=OuterRef("id"))

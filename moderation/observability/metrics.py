@@ -86,7 +86,7 @@ def _seconds(later: str, earlier) -> Func:
 
 
 def _pruned() -> dict[str, int]:
-    """What prune deleted behind the counters below (moderation/retention.py): added back, so a
+    """What prune deleted behind the counters below (moderation/privacy/retention.py): added back, so a
     counter never falls (Prometheus would read a fall as a restart, and `increase()` as a burst)."""
     return dict(PrunedTally.objects.values_list("key", "count"))
 

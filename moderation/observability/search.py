@@ -13,7 +13,7 @@ from django.contrib.postgres.search import SearchQuery
 from django.db.models import Q
 
 from callbacks.models import ProviderCallback
-from moderation.language import configured_languages
+from moderation.text.language import configured_languages
 from moderation.selectors import estimated_rows
 from moderation.models import (
     FALLBACK_TEXT_SEARCH_CONFIG,

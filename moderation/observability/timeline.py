@@ -19,7 +19,7 @@ from django.db.models import QuerySet
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
 from moderation.models import Appeal, ContentErasure, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.reasons import statement_of_reasons
 
 # Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
 _RANK = {

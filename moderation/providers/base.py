@@ -34,20 +34,9 @@ def image_of(request: ModerationInput) -> tuple[str, str]:
     return request.image_base64, request.media_mime
 
 
-def text_values(value: Any) -> list[str]:
-    """Every string in a JSON value (the text of metadata), depth first."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in text_values(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in text_values(v)]
-    return []
-
-
 @dataclass(frozen=True)
 class PartScore:
-    """A provider's scores of one part of a text (moderation.text_parts): text[start:end], where
+    """A provider's scores of one part of a text (moderation.text.parts): text[start:end], where
     the text is the one the rules read (moderation.verdicts.rule_text)."""
 
     start: int

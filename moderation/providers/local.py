@@ -3,7 +3,7 @@
 It judges text (and the text values of metadata); it cannot see images or audio, so it refuses
 them as UnsupportedContent and the pipeline hands them to a human.
 
-A text of more than one sentence is also judged by parts (moderation.text_parts): the model
+A text of more than one sentence is also judged by parts (moderation.text.parts): the model
 scores the whole text and each of its sentences (or windows of words) in the same call, and the
 result carries both, so the policy's `part_rule` can judge a long text by its worst sentence
 instead of the diluted whole (docs/workplace.md, "Long texts").
@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from importlib.metadata import version
 
-from moderation import text_parts
+from moderation.text import parts as text_parts
 from moderation.providers.base import (
     ItemError,
     ModerationInput,
@@ -24,8 +24,8 @@ from moderation.providers.base import (
     PartScore,
     ProviderError,
     UnsupportedContent,
-    text_values,
 )
+from moderation.text.values import text_values
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Services: the code that writes reviews, requests and decisions (docs/design.md, "Layers",
 item 3, and the paragraph after that list on how a service is written). Above them only
-erasure (`moderation/erasure.py`) and retention (`moderation/retention.py`) also write.
+erasure (`moderation/privacy/erasure.py`) and retention (`moderation/privacy/retention.py`) also write.
 
 Views, serializers, admin actions, tasks and management commands all call these.
 """

@@ -16,7 +16,7 @@ from audit import context
 from audit.models import Actor
 from moderation.errors import AppealExists, AppealWindowClosed, FourEyesRequired, NotAppealable
 from moderation.models import Appeal, AppealStatus, Cause, ContentReview, Decision, ReviewStatus, appeal_outcome
-from moderation.notices import appealable_until
+from moderation.transparency.notices import appealable_until
 from moderation.services.transitions import records_illegal_transitions, transition_review
 
 

@@ -63,11 +63,11 @@ from moderation.models import (
     Strike,
     StrikeEnd,
 )
-from moderation.notices import appealable_until
-from moderation.reasons import account_statement, reasons, timestamp
-from moderation.services.compiled import CompiledSelect, CompiledUpdate
+from moderation.transparency.notices import appealable_until
+from moderation.transparency.reasons import account_statement, reasons, timestamp
+from moderation.db.compiled import CompiledSelect, CompiledUpdate
 from moderation.services.statements import statement_account_overturned, statement_for_account_action
-from moderation.services.one_statement import OneStatement, Read
+from moderation.db.one_statement import OneStatement, Read
 from moderation.services.outbox import outbox_author_row, outbox_enqueue
 from moderation.services.policy import policy_active, policy_published
 from moderation.services.transitions import record_event
@@ -136,7 +136,7 @@ def authors_lock(author_ids: Iterable[int]) -> dict[int, Author]:
 
 # FOR NO KEY UPDATE: a new review naming the author (its foreign key check takes FOR KEY SHARE)
 # does not wait for the holder; writers of the author still queue one behind another. Compiled
-# once (moderation/services/compiled.py): every callback of an author's review takes it.
+# once (moderation/db/compiled.py): every callback of an author's review takes it.
 _AUTHORS_LOCK = CompiledSelect(
     lambda ids: Author.objects.select_for_update(no_key=True, of=("self",)).select_related("client")
     .filter(pk__in=ids).order_by("pk")

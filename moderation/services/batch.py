@@ -32,7 +32,7 @@ from moderation.providers import ModerationResult, ProviderError, get_provider
 from moderation.jobs import enqueue_on_commit
 from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
 from moderation.services.breaker import breaker_record
-from moderation.services.compiled import CompiledSelect
+from moderation.db.compiled import CompiledSelect
 from moderation.services.dispatch import (
     DispatchReport,
     attempt_prepare,
@@ -143,7 +143,7 @@ def _results_settle(answered: list, latency_ms: int) -> list[DispatchReport]:
     return [DispatchReport("finalized", outcome) for outcome in outcomes]
 
 
-# Compiled once per batch size (moderation/services/compiled.py).
+# Compiled once per batch size (moderation/db/compiled.py).
 _REVIEWS_LOCK = CompiledSelect(
     lambda ids: ContentReview.objects.select_for_update(of=("self",)).select_related("content", "client")
     .filter(pk__in=ids).order_by("pk")

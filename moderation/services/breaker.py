@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from audit.models import EventKind
 from moderation.models import PROVIDER_FAILURES, AttemptOutcome, CircuitState, ProviderAttempt, ProviderCircuit
-from moderation.services.compiled import CompiledSelect
+from moderation.db.compiled import CompiledSelect
 from moderation.services.transitions import record_event
 
 logger = logging.getLogger(__name__)
@@ -33,7 +33,7 @@ _COUNTED = (*PROVIDER_FAILURES, AttemptOutcome.RESULT, AttemptOutcome.ACCEPTED, 
 CLOSED, TRIAL = "closed", "trial"
 
 
-# Read by every dispatch, three times a batch: compiled once (moderation/services/compiled.py).
+# Read by every dispatch, three times a batch: compiled once (moderation/db/compiled.py).
 _CIRCUIT = CompiledSelect(lambda provider: ProviderCircuit.objects.filter(provider=provider))
 
 

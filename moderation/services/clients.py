@@ -12,7 +12,7 @@ from django.db import transaction
 
 from moderation.errors import UnsafeWebhookUrl
 from moderation.models import ApiClient
-from moderation.services.compiled import CompiledSelect
+from moderation.db.compiled import CompiledSelect
 from moderation.netguard import LOCAL_TRIALS, webhook_url_check
 
 TOKEN_PREFIX = "mod_"
@@ -58,7 +58,7 @@ def api_client_check_webhook_url(url: str) -> None:
         raise ValidationError(f"webhook URL refused: {exc}; {LOCAL_TRIALS}") from exc
 
 
-# Every API request's lookup, compiled once (moderation/services/compiled.py).
+# Every API request's lookup, compiled once (moderation/db/compiled.py).
 _ACTIVE_CLIENT = CompiledSelect(lambda token_hash: ApiClient.objects.filter(token_hash=token_hash, is_active=True))
 
 

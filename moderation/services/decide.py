@@ -20,7 +20,7 @@ from moderation.models import (
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
 from moderation.services.authors import strike_open_read, strikes_after_decision_locked
-from moderation.services.one_statement import OneStatement
+from moderation.db.one_statement import OneStatement
 from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
 from moderation.services.statements import statement_after_decision_locked

@@ -42,7 +42,7 @@ from moderation.providers import (
     provider_judges,
 )
 from moderation.services.transitions import record_event
-from moderation.services.compiled import CompiledSelect
+from moderation.db.compiled import CompiledSelect
 from moderation.services.breaker import breaker_allows, breaker_record, breaker_retry_at, circuit_get
 from moderation.services.pipeline import request_give_up_locked
 from moderation.services.results import review_finalize
@@ -105,7 +105,7 @@ def _attempt_begin_locked(review, request, *, worker_id: str, job_id: str, now: 
     return request, attempt, _payload(review, request), review.content
 
 
-# Compiled once per batch size (moderation/services/compiled.py).
+# Compiled once per batch size (moderation/db/compiled.py).
 _IN_FLIGHT = CompiledSelect(
     lambda ids: ProviderAttempt.objects.filter(request_id__in=ids, outcome=AttemptOutcome.IN_FLIGHT)
 )

@@ -24,7 +24,7 @@ from django.db.models import Count, Max, Q
 from django.utils import timezone
 
 from moderation.errors import ReasonRequired
-from moderation.media import MIN_QUALITY, BankIndex
+from moderation.media.images import MIN_QUALITY, BankIndex
 from moderation.models import BankChangeKind, ContentReview, HashBank, HashBankChange, HashBankEntry, ReviewMedia
 from moderation.selectors import visible_to
 from moderation.services.policy import policy_active, policy_publish_change
@@ -49,7 +49,7 @@ class BankImport:
 
 def bank_import(*, name: str, entries: Sequence[tuple[str, str]], source: str = "", actor=None,
                 actor_name: str = "") -> BankImport:
-    """Add `entries` ((normalized hash, label), each hash once: moderation.media.bank_file_parse)
+    """Add `entries` ((normalized hash, label), each hash once: moderation.media.images.bank_file_parse)
     to bank `name`, created if new. No version takes them until the bank is published."""
     with transaction.atomic():
         bank, created = _bank_locked(name)

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from audit import context
 
-from moderation.media import (
+from moderation.media.images import (
     MIN_QUALITY,
     BankIndex,
     DecodeBounds,
@@ -32,7 +32,7 @@ from moderation.media import (
     image_read,
     nearest_per_bank,
 )
-from moderation.media_fetch import FETCH_FAILED, MediaFetchFailed, media_fetch
+from moderation.media.fetch import FETCH_FAILED, MediaFetchFailed, media_fetch
 from moderation.models import (
     Content,
     ContentKind,
@@ -69,7 +69,7 @@ def media_read(*, request: ModerationRequest, content: Content) -> MediaRead:
     Call with no transaction open. Bytes that cannot be had (a URL refused, unreachable or not
     an image) are no error here: `media["error"]` says why, and finalize sends the review to a
     human with that reason. A failed fetch gives the client only FETCH_FAILED: its detail goes to
-    the log and to `media["error_detail"]`, which only staff read (moderation/media_fetch.py)."""
+    the log and to `media["error_detail"]`, which only staff read (moderation/media/fetch.py)."""
     policy = policy_active()
     error, detail, row = "", "", None
     try:
@@ -126,7 +126,7 @@ def _media_row(content: Content) -> ReviewMedia:
 def _unerased_locked(content: Content) -> None:
     """Take the review's row lock, and refuse (MediaRefused) if the content was erased meanwhile:
     the fetch took seconds, and bytes stored after the erasure committed would never be erased
-    (it redacts, under this same lock, what exists when it runs: moderation/erasure.py)."""
+    (it redacts, under this same lock, what exists when it runs: moderation/privacy/erasure.py)."""
     list(ContentReview.objects.select_for_update(of=("self",)).filter(content_id=content.pk).values_list("pk"))
     if Content.objects.filter(pk=content.pk, erased_at__isnull=False).exists():
         raise MediaRefused("the content was erased")

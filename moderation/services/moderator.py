@@ -46,7 +46,7 @@ from moderation.models import (
     ReviewQueue,
     ReviewStatus,
 )
-from moderation.canned_reasons import reasons_key, unknown_codes
+from moderation.transparency.canned_reasons import reasons_key, unknown_codes
 from moderation.review_queues import queue_entry
 from moderation.validation import policy_categories
 from moderation.verdicts import MEDIA_KINDS

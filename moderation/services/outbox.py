@@ -3,7 +3,7 @@
 A notification row is written in the transaction of what it announces (a decision, or a
 report-threshold crossing), so nothing goes unannounced and nothing rolled back is announced;
 `notifications.py` delivers it after commit, at least once, with a stable webhook-id. Every body
-that carries a decision carries its statement of reasons (moderation.reasons), never more.
+that carries a decision carries its statement of reasons (moderation.transparency.reasons), never more.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from moderation.models import (
     appeal_outcome,
 )
 from moderation.jobs import enqueue_on_commit
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.reasons import statement_of_reasons
 
 
 def outbox_write(

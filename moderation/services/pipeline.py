@@ -32,7 +32,7 @@ from moderation.models import (
     ResultOutcome,
     ReviewStatus,
 )
-from moderation.services.compiled import CompiledSelect
+from moderation.db.compiled import CompiledSelect
 from moderation.services.decide import decide_locked
 from moderation.services.policy import policy_published
 from moderation.services.results import actor_id_bound, outcome_record, result_classify, reviews_lock_by_keys
@@ -147,7 +147,7 @@ def reviews_claim_locked(
     return requests
 
 
-# A claim's locks, compiled once (moderation/services/compiled.py): every job takes them.
+# A claim's locks, compiled once (moderation/db/compiled.py): every job takes them.
 _REVIEW_LOCK = CompiledSelect(lambda pk: ContentReview.objects.select_for_update().filter(pk=pk))
 
 

@@ -10,10 +10,10 @@ from django.db import connection, transaction
 from django.db.models import Max, Subquery
 
 from moderation.errors import DraftChanged, DraftNotPreviewed, PolicyChanged
-from moderation.language import Detection, detect
+from moderation.text.language import Detection, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
 from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, validate_policy
-from moderation.rules import term_lists_digest
+from moderation.text.rules import term_lists_digest
 from moderation.services.routing import review_queue_slugs
 from moderation.verdicts import rule_text
 
@@ -71,7 +71,7 @@ _PUBLISHED_LOCK = Lock()
 def policy_published(policy_id: int | None) -> ModerationPolicy:
     """The published version `policy_id` (None: the newest), read once per process: versions are
     never edited in place (ModerationPolicy), so a version once read stays true. Callers only
-    read it (its compiled rules are cached the same way: moderation.rules.compiled)."""
+    read it (its compiled rules are cached the same way: moderation.text.rules.compiled)."""
     if policy_id is None:
         return policy_active()
     with _PUBLISHED_LOCK:

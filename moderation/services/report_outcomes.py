@@ -49,7 +49,7 @@ from moderation.models import (
     ReportOutcome,
     ReviewStatus,
 )
-from moderation.services.one_statement import OneStatement, Read
+from moderation.db.one_statement import OneStatement, Read
 from moderation.services.outbox import outbox_enqueue, outbox_row, report_resolved_body
 from moderation.services.policy import policy_active
 

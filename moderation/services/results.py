@@ -30,8 +30,8 @@ from moderation.models import (
 from moderation.verdicts import MEDIA_KINDS, decide, media_decide, notice_verdict, restricted_verdict, rule_text
 from moderation.providers import NO_MODEL, ModerationResult
 from moderation.services.authors import authors_lock
-from moderation.services.compiled import CompiledSelect, CompiledUpdate
-from moderation.services.one_statement import OneStatement
+from moderation.db.compiled import CompiledSelect, CompiledUpdate
+from moderation.db.one_statement import OneStatement
 from moderation.services.decide import decide_locked
 from moderation.services.policy import content_language, policy_active_id_subquery, policy_published
 from moderation.services.transitions import record_event, records_illegal_transitions
@@ -138,7 +138,7 @@ def _finalize_locked(results: list[OperationResult], cause: Cause, provider: str
         return outcomes
 
 
-# Compiled once (moderation/services/compiled.py): every callback and every batch runs them.
+# Compiled once (moderation/db/compiled.py): every callback and every batch runs them.
 _REVIEWS_LOCK = CompiledSelect(
     lambda keys: ContentReview.objects.select_for_update(of=("self",))
     .select_related("client", "content")  # for the decision's notification, in the same query

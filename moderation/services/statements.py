@@ -40,13 +40,13 @@ from moderation.models import (
     StatementStatus,
     TransparencyStatement,
 )
-from moderation.canned_reasons import FALLBACK_LANGUAGE, canned_texts, reasons_key
-from moderation.reasons import reasons
-from moderation.services.one_statement import OneStatement
+from moderation.transparency.canned_reasons import FALLBACK_LANGUAGE, canned_texts, reasons_key
+from moderation.transparency.reasons import reasons
+from moderation.db.one_statement import OneStatement
 from moderation.services.policy import policy_active, policy_published
 from moderation.services.report_outcomes import OPEN_KIND_RANK
 from moderation.services.transitions import record_event
-from moderation.transparency import (
+from moderation.transparency.statements import (
     AUTOMATION_FULLY,
     AUTOMATION_NOT,
     AUTOMATION_PARTIALLY,

@@ -8,12 +8,12 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit import context
-from moderation.media import ImageHeader
+from moderation.media.images import ImageHeader
 from moderation.models import ApiClient, Content, ContentReview, MediaSource, ReviewMedia
 from moderation.jobs import enqueue_on_commit
 from moderation.services.authors import author_ensure
 from moderation.services.transitions import review_history_row
-from moderation.services.one_statement import OneStatement
+from moderation.db.one_statement import OneStatement
 
 
 def review_submit(

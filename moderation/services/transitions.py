@@ -24,8 +24,8 @@ from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Author, Caus
 from moderation.review_queues import queue_entry
 from moderation.services.routing import route_facts
 from moderation.verdicts import MEDIA_KINDS
-from moderation.services.compiled import CompiledUpdate
-from moderation.services.one_statement import OneStatement
+from moderation.db.compiled import CompiledUpdate
+from moderation.db.one_statement import OneStatement
 from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ def _update_unless_moved(reviews: Sequence[ContentReview], from_statuses: list[s
     """One UPDATE of `fields` (their in-memory values; a value that differs between reviews as a
     CASE on the id, as `bulk_update` writes it) and of the version, on the rows that still have
     the status each review was read with. Raises ConcurrentTransition unless every row matched.
-    Its SQL is compiled once per set of fields and shape (moderation/services/compiled.py) where
+    Its SQL is compiled once per set of fields and shape (moderation/db/compiled.py) where
     every review gets the same values: a callback's one review, a batch's claim."""
     meta = ContentReview._meta
     values: dict[str, Any] = {}

@@ -36,7 +36,7 @@ from django.db import connection
 from django.db.models import Q
 
 from audit.models import EventKind
-from config import sizing
+from moderation import sizing
 from moderation.models import CircuitState, DecisionNotification, NotificationStatus, WebhookCircuit
 from moderation.services.transitions import record_event
 

@@ -11,7 +11,7 @@ A long text's sentences that crossed a threshold (Decision.parts, moderation.ver
 are highlighted in the same text, and the page scrolls its text to the first of them
 (moderation/static/moderation/flagged_parts.js: a file, so the page's script policy needs no nonce).
 
-Content text is shown with its hidden characters made visible (moderation.visible_text): a bidi
+Content text is shown with its hidden characters made visible (moderation.text.visible): a bidi
 control or a zero-width character is replaced by a marker, so it never takes effect on the page.
 
 A decision stores where each match lies, never the words (moderation.verdicts.match_record): they
@@ -25,12 +25,12 @@ from django import template
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
-from moderation.language import Detection
+from moderation.text.language import Detection
 from moderation.models import ContentKind, ContentReview, Decision, DecisionSource
 from moderation.verdicts import match_record, rule_text
-from moderation.rules import rule_matches as policy_rule_matches
+from moderation.text.rules import rule_matches as policy_rule_matches
 from moderation.services import policy_active
-from moderation.visible_text import Found, find, marked_html, visible_html
+from moderation.text.visible import Found, find, marked_html, visible_html
 
 register = template.Library()
 
@@ -43,7 +43,7 @@ def highlight_terms(text: str, matches) -> SafeString:
 
 @register.filter
 def visible(value) -> SafeString:
-    """A content string escaped, its hidden characters shown as markers (moderation.visible_text)."""
+    """A content string escaped, its hidden characters shown as markers (moderation.text.visible)."""
     return visible_html(str(value) if value is not None else "")
 
 

@@ -391,22 +391,22 @@ NOT_SETTINGS = {
     "BENCH_REDIS_URL": ROOT / "Makefile",
     "WEB_WORKERS": ROOT / "deploy" / "systemd" / "moderation-web.service",  # the unit's variable
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
-    "MATCH_BUDGET": ROOT / "moderation" / "rules.py",  # constants of the code
-    "MAX_PARTS": ROOT / "moderation" / "text_parts.py",
+    "MATCH_BUDGET": ROOT / "moderation" / "text" / "rules.py",  # constants of the code
+    "MAX_PARTS": ROOT / "moderation" / "text" / "parts.py",
     "REVIEW_FILTERS": ROOT / "moderation" / "admin" / "filters.py",
     "TEXT_SEARCH_CONFIGS": ROOT / "moderation" / "models" / "core.py",
     "MATCHED_IDS_UP_TO": ROOT / "moderation" / "observability" / "search.py",
-    "QUOTE_MIN": ROOT / "moderation" / "erasure.py",
-    "AUTHOR_ERASE_PER_CALL": ROOT / "moderation" / "erasure.py",
-    "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "erasure.py",
+    "QUOTE_MIN": ROOT / "moderation" / "privacy" / "erasure.py",
+    "AUTHOR_ERASE_PER_CALL": ROOT / "moderation" / "privacy" / "erasure.py",
+    "AUTHOR_ERASE_SECONDS": ROOT / "moderation" / "privacy" / "erasure.py",
     "LIST_MAX": ROOT / "moderation" / "api" / "authors.py",
     "HOSTILE_TEXTS": ROOT / "lab" / "race_lab.py",
-    "HASH_PDQ": ROOT / "moderation" / "media.py",  # ThreatExchange's name of PDQ, in a bank file
+    "HASH_PDQ": ROOT / "moderation" / "media" / "images.py",  # ThreatExchange's name of PDQ, in a bank file
     # The Transparency Database's values, as the transparency report counts them.
-    "AUTOMATED_DECISION_FULLY": ROOT / "moderation" / "transparency.py",
-    "SOURCE_VOLUNTARY": ROOT / "moderation" / "transparency.py",
-    "SOURCE_ARTICLE_16": ROOT / "moderation" / "transparency.py",
-    "SOURCE_TRUSTED_FLAGGER": ROOT / "moderation" / "transparency.py",
+    "AUTOMATED_DECISION_FULLY": ROOT / "moderation" / "transparency" / "statements.py",
+    "SOURCE_VOLUNTARY": ROOT / "moderation" / "transparency" / "statements.py",
+    "SOURCE_ARTICLE_16": ROOT / "moderation" / "transparency" / "statements.py",
+    "SOURCE_TRUSTED_FLAGGER": ROOT / "moderation" / "transparency" / "statements.py",
 }
 
 

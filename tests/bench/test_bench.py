@@ -121,7 +121,7 @@ def test_the_authors_benchmark_runs_each_path_on_probe_authors_that_stay_consist
 
 def test_the_image_bombs_benchmark_sends_the_issues_bomb_and_the_heaviest_image_the_bounds_take():
     from bench import image_bombs
-    from moderation.media import DecodeBounds, MediaRefused, image_inspect
+    from moderation.media.images import DecodeBounds, MediaRefused, image_inspect
 
     bomb, heaviest = image_bombs.bomb_png(), image_bombs.heaviest_accepted_png()
 

@@ -1,4 +1,4 @@
-"""Worker counts from the machine (config/sizing.py, docs/operations.md "Sizing")."""
+"""Worker counts from the machine (moderation/sizing.py, docs/operations.md "Sizing")."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import settings as settings_for_examples
 from hypothesis import strategies as st
 
-from config import sizing
-from config.sizing import Machine, Workers
+from moderation import sizing
+from moderation.sizing import Machine, Workers
 from moderation.services import webhook_gate
 
 GIB = 1024

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from lab.race_lab import LabConfig, RaceLab
-from moderation.observability.transparency_report import transparency_report
+from moderation.transparency.report import transparency_report
 from tests.helpers_transparency import assert_same_figures, transparency_counts_from_tables
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos, pytest.mark.django_db(transaction=True)]

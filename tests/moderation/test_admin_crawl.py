@@ -26,7 +26,7 @@ from django.contrib.auth.models import Group
 from django.test import Client
 
 from moderation import roles, services
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.models import (
     Author,
     ContentReview,

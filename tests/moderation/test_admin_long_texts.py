@@ -15,7 +15,7 @@ from moderation import services
 from moderation.models import ContentReview
 from moderation.providers import ModerationInput, get_provider
 from moderation.templatetags.moderation_rules import highlighted_html
-from moderation.visible_text import find
+from moderation.text.visible import find
 from tests.moderation import test_workplace_pages
 from tests.moderation.test_admin_hidden_characters import ZWSP_MARKER, content_panel
 from tests.moderation.test_long_texts import GARDEN

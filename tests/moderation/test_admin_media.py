@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings as hypothesis_setti
 from PIL import Image, ImageFile
 
 from moderation import services, tasks
-from moderation.media import MIME_TYPES
+from moderation.media.images import MIME_TYPES
 from moderation.models import (
     ContentReview,
     HashBank,
@@ -56,7 +56,7 @@ def image_review(api_client, seed: int = 1, *, external_id: str | None = None, f
 def bank_of(seed: int, *, name: str = "known-bad", never_display: bool = False, action: str = "manual_review") -> None:
     """A hash bank holding the PDQ hash of `picture(seed)`, published in a new policy version.
     (The records are written here as `hash_banks import --publish` writes them.)"""
-    from moderation.media import pdq_hash
+    from moderation.media.images import pdq_hash
 
     bank = HashBank.objects.create(name=name)
     entry = HashBankEntry.objects.create(bank=bank, pdq=pdq_hash(picture(seed))[0], label="test entry")
@@ -126,7 +126,7 @@ class TestTheMediaView:
 
     def test_removed_bytes_are_not_found_and_an_unknown_review_neither(self, viewer, api_client):
         review = image_review(api_client)
-        # What retention does MEDIA_RETENTION_DAYS after the review is final (moderation/retention.py).
+        # What retention does MEDIA_RETENTION_DAYS after the review is final (moderation/privacy/retention.py).
         ReviewMedia.objects.filter(pk=review.content_id).update(data=None, removed_at=timezone.now(),
                                                                   removed_why=MediaRemoval.RETENTION)
         assert viewer.get(media_of(review)).status_code == 404

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from moderation import services
 from moderation.models import Content, ModerationPolicy
-from moderation.notices import BUILT_IN_TEMPLATES
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.notices import BUILT_IN_TEMPLATES
+from moderation.transparency.reasons import statement_of_reasons
 from tests.helpers import decided, staff_browser
 
 pytestmark = pytest.mark.django_db

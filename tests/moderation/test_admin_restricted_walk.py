@@ -44,7 +44,7 @@ from django.views.generic import RedirectView
 from callbacks.payload import parse
 from callbacks.services import callback_process, callback_store
 from moderation import services, tasks
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.observability.dashboard import dashboard_figures
 from moderation.models import (
     AccountAppeal,

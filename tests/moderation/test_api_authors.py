@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from moderation import services
 from moderation.api import authors as authors_api
-from moderation.erasure import author_content_erase
+from moderation.privacy.erasure import author_content_erase
 from moderation.models import (
     ERASED,
     AccountAction,

@@ -236,7 +236,7 @@ def test_a_ladder_that_makes_no_sense_is_refused(ladder, error):
 
 
 def test_an_account_statement_gives_reasons_by_category_and_names_no_moderator(api_client, moderators):
-    from moderation.reasons import account_statement
+    from moderation.transparency.reasons import account_statement
 
     for _ in range(3):
         authored(api_client, "u1", "rejected")

@@ -1,4 +1,4 @@
-"""BankIndex.match (moderation/media.py) finds exactly the entries a bit-by-bit count finds: the
+"""BankIndex.match (moderation/media/images.py) finds exactly the entries a bit-by-bit count finds: the
 two-stage scan (the first 128 bits, then the rest of the few left) drops no entry and keeps none
 too far, nearest first."""
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from moderation.media import MIN_QUALITY, BankFileInvalid, BankIndex, bank_file_parse, hamming, hash_normalize
+from moderation.media.images import MIN_QUALITY, BankFileInvalid, BankIndex, bank_file_parse, hamming, hash_normalize
 from moderation.models import ENTRY_LABEL_MAX
 
 HEX = st.integers(min_value=0, max_value=2**256 - 1).map(lambda n: f"{n:064x}")

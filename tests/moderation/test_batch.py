@@ -242,7 +242,7 @@ def test_a_batch_out_of_time_hands_the_rest_to_dispatch_jobs_of_their_own(api_cl
 
 def test_a_review_erased_during_the_batchs_model_call_is_already_final_and_the_others_apply(api_client, local,
                                                                                              monkeypatch):
-    from moderation.erasure import content_erase
+    from moderation.privacy.erasure import content_erase
     from moderation.providers import local as local_model
 
     reviews = [submit(api_client, text=TEXTS[i % 3]) for i in range(4)]

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 
 from lab.transparency_rules import default_rules, validate_statement
 from moderation import services
-from moderation.canned_reasons import canned_texts, validate_canned_reasons
+from moderation.transparency.canned_reasons import canned_texts, validate_canned_reasons
 from moderation.errors import ReasonRequired, UnknownReason
 from moderation.invariants import statement_violations
 from moderation.observability.timeline import review_timeline
@@ -25,7 +25,7 @@ from moderation.models import (
     TransparencyStatement,
     default_canned_reasons,
 )
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.reasons import statement_of_reasons
 from moderation.validation import validate_policy
 from tests.helpers import decided
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from moderation import apps, language
+from moderation import apps
+from moderation.text import language
 from moderation.providers import local
 
 

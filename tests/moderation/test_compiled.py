@@ -1,4 +1,4 @@
-"""CompiledSelect and CompiledUpdate (moderation/services/compiled.py): the ORM's answer and the
+"""CompiledSelect and CompiledUpdate (moderation/db/compiled.py): the ORM's answer and the
 ORM's statement, without compiling them again."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from moderation import services
 from moderation.models import ApiClient, Author, Content, ContentReview, ModerationRequest
 from moderation.services.clients import hash_token
-from moderation.services.compiled import CompiledSelect, CompiledUpdate
+from moderation.db.compiled import CompiledSelect, CompiledUpdate
 from moderation.services.policy import policy_active_id_subquery
 from tests.helpers import statements_compiled, submit
 

@@ -12,7 +12,7 @@ from django.db.models import Q
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.models import TEXT_SEARCH_CONFIGS, Content, ContentReview
 from moderation.observability import search
 from moderation.observability.search import (

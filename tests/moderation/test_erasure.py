@@ -24,9 +24,11 @@ from rest_framework.test import APIClient
 from audit.models import Actor, PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
 from callbacks.payload import parse
-from moderation import erasure, netguard, quotes, services, tasks
+from moderation import netguard, services, tasks
+from moderation.privacy import erasure
+from moderation.text import quotes
 from moderation.services import media as media_services
-from moderation.erasure import Redact, content_erase
+from moderation.privacy.erasure import Redact, content_erase
 from moderation.errors import ContentErased, NotAppealable
 from moderation.invariants import violations
 from moderation.models import (
@@ -267,8 +269,8 @@ def test_only_the_owning_client_may_erase_and_a_second_erasure_answers_the_first
     "statement",
     [
         "UPDATE audit_reviewtransition SET reason = 'edited'",  # the flag is needed
-        "SET LOCAL moderation.erasure = 'on'; UPDATE audit_reviewtransition SET cause = 'edited'",  # reason only
-        "SET LOCAL moderation.erasure = 'on'; DELETE FROM audit_reviewtransition",  # never a delete
+        "SET LOCAL moderation.privacy.erasure = 'on'; UPDATE audit_reviewtransition SET cause = 'edited'",  # reason only
+        "SET LOCAL moderation.privacy.erasure = 'on'; DELETE FROM audit_reviewtransition",  # never a delete
     ],
 )
 def test_the_transition_log_accepts_only_the_sanctioned_redaction(api_client, statement):
@@ -524,7 +526,7 @@ def test_erasing_again_closes_an_appeal_an_older_erasure_left_open(api_client, s
     review, appeal = appealed(api_client, scripted)
     # Erasure before issue 22 left the appeal open, in a queue no moderator is offered.
     with monkeypatch.context() as m:
-        m.setattr("moderation.erasure._close_appeal_locked", lambda review, **kw: False)
+        m.setattr("moderation.privacy.erasure._close_appeal_locked", lambda review, **kw: False)
         content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops-anna", reason="GDPR request #81")
     assert any("no queue offers it (its content was erased: erase_content again closes it)" in v
                for v in violations([review.pk]))

@@ -17,7 +17,7 @@ from callbacks.payload import parse
 from moderation import services
 from moderation.invariants import violations
 from moderation.models import ContentReview
-from moderation.services.compiled import compiled_forget
+from moderation.db.compiled import compiled_forget
 from tests.callbacks.conftest import completed
 from tests.helpers import claimed, collide, submit, transition_unconditional
 

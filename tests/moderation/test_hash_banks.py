@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from moderation import services, tasks
-from moderation.media import hash_words, pdq_hash
+from moderation.media.images import hash_words, pdq_hash
 from moderation.models import (
     BankChangeKind,
     ContentReview,
@@ -24,7 +24,7 @@ from moderation.models import (
     ModerationPolicy,
     ReviewStatus,
 )
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.reasons import statement_of_reasons
 from moderation.services.hash_banks import DryRunScope, bank_dry_run, bank_entry_remove
 from moderation.services.media import bank_index
 from tests.helpers import staff_browser

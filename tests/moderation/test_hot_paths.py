@@ -1,4 +1,4 @@
-"""The transition log and the decisions are never pruned (moderation/retention.py), so the hot
+"""The transition log and the decisions are never pruned (moderation/privacy/retention.py), so the hot
 paths must never read them by scanning: each statement a review's life issues against them is
 planned, on a database holding thousands of other reviews' rows, as an index lookup."""
 

@@ -1,4 +1,4 @@
-"""Time-ordered keys (moderation/ids.py): RFC 9562 version 7, in order within a millisecond."""
+"""Time-ordered keys (moderation/db/ids.py): RFC 9562 version 7, in order within a millisecond."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from unittest import mock
 
 import pytest
 
-from moderation import ids
+from moderation.db import ids
 from moderation.models import Content, ContentReview, ModerationRequest
 
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from PIL import Image, ImageFile
 
 from moderation import services, tasks
-from moderation.media import MediaRefused, image_inspect, image_read
+from moderation.media.images import MediaRefused, image_inspect, image_read
 from moderation.models import Content, ContentReview, ModerationRequest, ReviewMedia, ReviewStatus
 from moderation.services import media as media_services
 from tests.helpers_media import b64, bomb_png, encoded, generous_bounds, picture
@@ -161,7 +161,7 @@ def test_a_large_image_is_hashed_from_a_reduction_as_the_reference_does():
     import numpy as np
     import pdqhash
 
-    from moderation.media import hamming
+    from moderation.media.images import hamming
 
     large = picture(6, (2400, 1800))
     full_vector, _ = pdqhash.compute(np.asarray(large))

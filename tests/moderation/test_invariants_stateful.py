@@ -50,7 +50,7 @@ from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError, ProviderTimeout
 from moderation.providers.webhook import WebhookProvider
 from tests.helpers import LoopbackJsonServer, decided, result, submit
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.invariants import violations
 
 ANSWERS = st.sampled_from(["approve", "reject", "unsure", "timeout", "5xx", "accepted"])

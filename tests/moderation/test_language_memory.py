@@ -1,4 +1,4 @@
-"""The language detector's memory (moderation/language.py): loaded whole and trimmed where it
+"""The language detector's memory (moderation/text/language.py): loaded whole and trimmed where it
 stays (a worker), never loaded by a web process's dry run, with the same answers either way."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from moderation import language
+from moderation.text import language
 
 TEXTS = ["you are a complete idiot and everyone knows it", "kamu benar-benar bodoh dan semua orang tahu itu",
          "awak memang bodoh dan semua orang tahu tentang itu", "lol ok", "x" * 300, "",
@@ -20,7 +20,7 @@ TEXTS = ["you are a complete idiot and everyone knows it", "kamu benar-benar bod
 PROBE = """
 import json, sys, django, psutil
 django.setup()
-from moderation import language
+from moderation.text import language
 rss = lambda: psutil.Process().memory_info().rss / 2**20
 texts = json.loads(sys.argv[1])
 out = {"start": rss()}

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 
 from audit.models import Actor
 from moderation import services, tasks
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.models import ContentReview, ModerationPolicy, PartRule, ReviewStatus
 from moderation.providers import ModerationInput, ModerationResult, PartScore, get_provider
 from moderation.services.policy import DEFAULT_POLICY

@@ -1,10 +1,10 @@
-"""Watched terms survive evasion and respect word boundaries (moderation.matching)."""
+"""Watched terms survive evasion and respect word boundaries (moderation.text.matching)."""
 
 from __future__ import annotations
 
 import pytest
 
-from moderation.matching import TermMatcher, canonical
+from moderation.text.matching import TermMatcher, canonical
 
 TERMS = ["bodoh", "ass", "shit", "kill", "dasar bodoh", "cock", "1488", "hell", "tit", "cum", "cunt", "sex"]
 

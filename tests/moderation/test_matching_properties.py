@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from moderation import rules
-from moderation.language import Detection
-from moderation.matching import TermMatcher
+from moderation.text import rules
+from moderation.text.language import Detection
+from moderation.text.matching import TermMatcher
 from moderation.models import ModerationPolicy, RuleAction
-from moderation.rules import CompiledRules, rule_matches
+from moderation.text.rules import CompiledRules, rule_matches
 
 # Characters that have broken or could break matching, beside arbitrary ones (lone surrogates are
 # refused at the API door: test_a_lone_surrogate_is_refused_at_the_api_door; NUL likewise).

@@ -1,4 +1,4 @@
-"""`media_url` is fetched by the moderation job through the outbound guard (moderation/media_fetch.py):
+"""`media_url` is fetched by the moderation job through the outbound guard (moderation/media/fetch.py):
 a loopback test server stands in for the client's host. Refusals end in `manual_review` with the
 reason, never a crash; nothing but loopback is ever connected to (the resolver is patched and
 every connect is checked: tests/moderation/test_netguard.py's `guarded`)."""
@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from moderation import services, tasks
-from moderation.media_fetch import FETCH_FAILED, media_fetch
-from moderation.media import MediaRefused
+from moderation.media.fetch import FETCH_FAILED, media_fetch
+from moderation.media.images import MediaRefused
 from moderation.models import ContentReview, ModerationRequest, ReviewMedia, ReviewQueue, ReviewStatus
 from tests.helpers import staff_browser
 from tests.helpers_media import bank_publish, encoded, image_hash, picture

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
 
 from moderation import tasks
-from moderation.media import MIN_QUALITY, BankIndex, MediaRefused, hamming, image_inspect, image_read
+from moderation.media.images import MIN_QUALITY, BankIndex, MediaRefused, hamming, image_inspect, image_read
 from moderation.models import Content, ContentReview, ModerationRequest, ReviewMedia, ReviewQueue, ReviewStatus
-from moderation.media_invariants import media_violations
-from moderation.reasons import statement_of_reasons
+from moderation.media.invariants import media_violations
+from moderation.transparency.reasons import statement_of_reasons
 from tests.helpers_media import (
     b64,
     bank_publish,

@@ -17,9 +17,9 @@ import pytest
 from django.db import connection
 
 from moderation import services, tasks
-from moderation.media_invariants import media_violations
+from moderation.media.invariants import media_violations
 from moderation.models import ContentReview, ModerationRequest, ReviewStatus
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.reasons import statement_of_reasons
 from moderation.services import dispatch
 from tests.helpers_media import bank_publish, encoded, image_hash, image_header, picture
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from moderation import services
 from moderation.models import AccountAction, Appeal, Author, Content, Decision, DecisionNotification, ModerationPolicy
-from moderation.notices import BUILT_IN_TEMPLATES, PLACEHOLDERS, notice, render
-from moderation.reasons import statement_of_reasons
+from moderation.transparency.notices import BUILT_IN_TEMPLATES, PLACEHOLDERS, notice, render
+from moderation.transparency.reasons import statement_of_reasons
 from moderation.validation import validate_policy
 from tests.helpers import decided
 from tests.moderation.test_authors import authored

@@ -1,4 +1,4 @@
-"""Several writes in one statement (moderation/services/one_statement.py): Django's own INSERTs
+"""Several writes in one statement (moderation/db/one_statement.py): Django's own INSERTs
 and UPDATEs chained, committed or refused together, each row as `save()` would write it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from audit.models import EventKind, PipelineEvent
 from tests.helpers_media import b64, encoded, picture
 from moderation import services, tasks
 from moderation.models import Content, ContentReview, ModerationRequest, RequestStatus
-from moderation.services.one_statement import OneStatement
+from moderation.db.one_statement import OneStatement
 from tests.helpers import claimed
 
 pytestmark = pytest.mark.django_db(transaction=True)  # (the provider is called outside any transaction)
@@ -119,7 +119,7 @@ WRITTEN_BY_THE_RUN = {
 }
 
 # The save() signal receivers of those models, which OneStatement does not send: each is made up
-# for by the callers (the docstring of moderation/services/one_statement.py says how).
+# for by the callers (the docstring of moderation/db/one_statement.py says how).
 RECEIVERS_MADE_UP_FOR = {
     ("ContentReview", "post_save", "HistoricalRecords.post_save"),  # transitions.review_history_row
 }
@@ -285,9 +285,9 @@ def _receivers(signal, model) -> list:
 
 
 def test_an_insert_compiled_once_is_the_insert_the_compiler_builds_each_time(http, monkeypatch, settings):
-    """The INSERT SQL is compiled once per shape (moderation/insert_sql.py): every row of the
+    """The INSERT SQL is compiled once per shape (moderation/db/insert_sql.py): every row of the
     run, cached or not, gets the statement and the values Django's compiler gives it afresh."""
-    from moderation import insert_sql
+    from moderation.db import insert_sql
 
     settings.MODERATION_PROVIDER = "local"
     calls: list[tuple[str, bool, bool]] = []

@@ -11,7 +11,7 @@ import pytest
 
 from audit.models import Actor
 from moderation import services
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.models import ModerationPolicy, TransparencyStatement
 from tests.helpers import claimed, decided
 

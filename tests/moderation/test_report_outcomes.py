@@ -13,7 +13,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 
 from moderation import services, tasks
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.invariants import violations
 from moderation.models import (
     DecisionNotification,

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from moderation import services
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.invariants import report_resolution_violations, violations
 from moderation.models import DecisionNotification, NotificationKind, Report, Reporter
 from tests.helpers import decided

@@ -102,7 +102,7 @@ def test_a_report_arriving_as_its_content_is_erased_is_resolved_whichever_commit
     locking query: a lock that waited for the erasure's commit returns the review's new row but
     the joined content's old one, and the report would stay open with its detail kept, the
     erasure's resolution of the open reports having run before it existed."""
-    from moderation.erasure import content_erase
+    from moderation.privacy.erasure import content_erase
 
     for round_no in range(ROUNDS):
         review = reported(api_client, "approved", 1)

@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 
 from audit.models import ReviewTransition
-from moderation import reasons, services
+from moderation import services
+from moderation.transparency import reasons
 from moderation.errors import FourEyesRequired
 from moderation.models import Appeal, DecisionNotification, NotificationKind, Report
 from tests.helpers import decided, result, submit

@@ -1,4 +1,4 @@
-"""Retention (moderation/retention.py): `prune` deletes what outlived its setting, never the
+"""Retention (moderation/privacy/retention.py): `prune` deletes what outlived its setting, never the
 audit chain, never a callback still to process, and keeps every /metrics counter from falling."""
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from audit.models import EventKind, PipelineEvent, PrunedTally, ReviewTransition
 from callbacks.models import ProviderCallback
 from lab.simulator import WebhookReceiver
-from moderation import retention, services, tasks
+from moderation import services, tasks
+from moderation.privacy import retention
 from moderation.invariants import violations
 from moderation.models import (
     ContentReview,

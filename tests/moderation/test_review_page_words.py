@@ -23,7 +23,7 @@ from audit.models import Actor
 from moderation import services
 from moderation.api.errors import exception_handler
 from moderation.errors import IllegalTransition, ReviewChange, StaleVersion
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.models import BulkItemOutcome, Cause, Content, ContentReview, DecisionNotification, ReviewStatus
 from moderation.words import change_words, refusal_words
 from tests.helpers import claimed, result, staff_browser

@@ -1,17 +1,18 @@
 """Rule matching costs work linear in the matches, and a bounded amount per text: allow rules do
 not make it quadratic, and a hostile text past the match budget is judged at least as strictly as
-in full (moderation.rules.rule_matches, docs/policy-rules.md "Work per text")."""
+in full (moderation.text.rules.rule_matches, docs/policy-rules.md "Work per text")."""
 
 from __future__ import annotations
 
 import pytest
 
-from moderation import rules, tasks
-from moderation.language import Detection
+from moderation import tasks
+from moderation.text import rules
+from moderation.text.language import Detection
 from moderation.models import ModerationPolicy
 from moderation.verdicts import decide
 from moderation.providers import ModerationResult
-from moderation.rules import RuleMatch, rule_matches
+from moderation.text.rules import RuleMatch, rule_matches
 
 KILL = {"category": "violence", "action": "reject", "language": "", "terms": ["kill"]}
 ALLOW = {"category": "violence", "action": "allow", "language": "", "terms": ["kill the process"]}
@@ -31,7 +32,7 @@ def dense(unit: str, chars: int) -> str:
 @pytest.fixture
 def span_reads(monkeypatch):
     """Counts every read of a rule match's span: the work of deciding which matches an allow
-    match contains (RuleMatch is built by name in moderation.rules, so the counting kind is used)."""
+    match contains (RuleMatch is built by name in moderation.text.rules, so the counting kind is used)."""
     reads = [0]
 
     class CountingMatch(RuleMatch):
@@ -146,5 +147,5 @@ def test_the_policy_rules_doc_states_the_budget_the_code_has():
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "policy-rules.md").read_text(encoding="utf-8")
-    assert f"`moderation.rules.MATCH_BUDGET` ({rules.MATCH_BUDGET:,})" in doc
+    assert f"`moderation.text.rules.MATCH_BUDGET` ({rules.MATCH_BUDGET:,})" in doc
     assert f"examines its first {rules.MATCH_BUDGET:,} matches in full" in doc

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from moderation.language import Detection, detect
+from moderation.text.language import Detection, detect
 from moderation.models import ModerationPolicy
 from moderation.validation import policy_categories, validate_policy
 from moderation.verdicts import decide
 from moderation.providers import ModerationResult
-from moderation.rules import parse_terms, term_lists_diff, term_lists_with
+from moderation.text.rules import parse_terms, term_lists_diff, term_lists_with
 
 INSULT_ID = {"category": "insult", "action": "reject", "language": "id", "terms": ["bodoh", "dasar bodoh"]}
 SURE_ID = Detection("id", (("id", 0.91),))
@@ -268,7 +268,7 @@ def test_a_text_with_no_word_is_decided_by_a_policy_with_every_kind_of_rule(text
 
 @pytest.mark.parametrize("term", ["🤬🤬", "!!!", "(╯°□°)╯ ┻━┻", "🖕🏻", "*** ???"])
 def test_the_pattern_suggested_for_a_term_without_letters_is_valid_and_matches_it(term):
-    from moderation.rules import CompiledRules, validate_term_lists
+    from moderation.text.rules import CompiledRules, validate_term_lists
 
     [error] = validate_term_lists([{"category": "abuse", "action": "reject", "language": "", "terms": [term]}],
                                   languages=("en",))
@@ -294,7 +294,7 @@ def test_the_pattern_suggested_for_a_term_without_letters_is_valid_and_matches_i
     ],
 )
 def test_emoji_and_symbol_patterns_match_as_the_policy_rules_doc_says(pattern, text, matched):
-    from moderation.rules import CompiledRules
+    from moderation.text.rules import CompiledRules
 
     assert parse_terms(f"{pattern}   # a comment") == [pattern]
     rule = {"category": "abuse", "action": "reject", "language": "", "terms": [pattern]}

@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from moderation import services
 from moderation.admin.filters import filtered_reviews
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.models import Content, ContentReview, ModerationQueue, ReportKind, ReviewQueue
 from moderation.observability import search
 from moderation.observability.search import SearchRule, content_matches, matching_content_ids, words_query

@@ -17,7 +17,7 @@ from moderation import services
 from moderation.errors import DraftChanged, DraftNotPreviewed, PolicyChanged
 from moderation.models import ContentReview, ModerationPolicy
 from moderation.observability.dry_run import dry_run_summary, policy_dry_run
-from moderation.rules import term_lists_digest, term_lists_with
+from moderation.text.rules import term_lists_digest, term_lists_with
 from tests.helpers import collide, result
 from tests.moderation.test_admin_hidden_characters import FEW, WEIRD
 from tests.moderation.test_policy_terms import TERMS_URL, form, previewed
@@ -39,8 +39,8 @@ def moderator(django_user_model):
 @pytest.fixture
 def detector_loaded():
     """The language detector in this process, so a dry run detects here (the same answers,
-    moderation.language.detect_many) rather than start a subprocess for each example."""
-    from moderation.language import detector
+    moderation.text.language.detect_many) rather than start a subprocess for each example."""
+    from moderation.text.language import detector
 
     detector()
 

@@ -1,4 +1,4 @@
-"""A long text cut into sentences or windows of words (moderation.text_parts): pure, never raises."""
+"""A long text cut into sentences or windows of words (moderation.text.parts): pure, never raises."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moderation.text_parts import MAX_PARTS, MAX_WORD_CHARS, WINDOW_WORDS, parts, sentences
+from moderation.text.parts import MAX_PARTS, MAX_WORD_CHARS, WINDOW_WORDS, parts, sentences
 
 
 def cut(text: str, **options) -> list[str]:

@@ -1,4 +1,4 @@
-"""The DSA transparency report (moderation/observability/transparency_report.py): the report for a
+"""The DSA transparency report (moderation/transparency/report.py): the report for a
 period matches counts taken straight from the tables (tests/helpers_transparency.py), in a fixed
 number of aggregate queries; the command prints it as JSON or CSV; the admin page shows it to
 those who may view statements of reasons."""
@@ -30,7 +30,7 @@ from moderation.models import (
     TransparencyStatement,
     default_dsa_mapping,
 )
-from moderation.observability.transparency_report import (
+from moderation.transparency.report import (
     period_bounds,
     report_csv,
     report_rows,

@@ -24,7 +24,7 @@ from moderation.models import (
     vocabulary,
 )
 from moderation.services.statements import statement_requeue
-from moderation.transparency import statement_body, validate_dsa_mapping
+from moderation.transparency.statements import statement_body, validate_dsa_mapping
 from tests.helpers import SCORE_FOR, claimed, decided, result
 from tests.moderation.test_authors import author, authored
 from tests.moderation.test_reports_and_appeals import report

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from moderation import services
 from moderation.errors import ContentErased, NotUndoable, StaleVersion
-from moderation.erasure import content_erase
+from moderation.privacy.erasure import content_erase
 from moderation.invariants import pipeline_violations, review_violations
 from moderation.models import (
     Cause,

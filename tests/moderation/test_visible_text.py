@@ -14,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from moderation.templatetags.moderation_rules import highlight_terms
-from moderation.visible_text import Hidden, find, marked_html, visible_html
+from moderation.text.visible import Hidden, find, marked_html, visible_html
 
 BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f",
         "\u061c"]
@@ -22,7 +22,7 @@ INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\u2061", "\u2062", "\u2063
              "\u034f", "\u3164"]
 RAW_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # always replaced, whatever surrounds them
 RAW_HIDDEN = re.compile("[\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\u00ad\U000e0000-\U000e007f]")
-# Format characters that belong to their script or render: left alone (moderation/visible_text.py).
+# Format characters that belong to their script or render: left alone (moderation/text/visible.py).
 PREPENDED = {*range(0x0600, 0x0606), 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD, 0x110CD, *range(0x13430, 0x13439)}
 
 

@@ -1,4 +1,4 @@
-"""Erase contents, keeping their audit chain (moderation/erasure.py). Dry run unless --for-real."""
+"""Erase contents, keeping their audit chain (moderation/privacy/erasure.py). Dry run unless --for-real."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 
 from audit.models import Actor
-from moderation.erasure import REASON_MAX_CHARS, NotFound, author_content_erase, content_erase, review_for
+from moderation.privacy.erasure import REASON_MAX_CHARS, NotFound, author_content_erase, content_erase, review_for
 from moderation.models import ApiClient, Author
 
 
@@ -71,7 +71,7 @@ class Command(BaseCommand):
         return found
 
     def _erase_author(self, author, actor_id, reason, for_real, stop):
-        """Every content of the author, one review at a time (moderation.erasure.author_content_erase):
+        """Every content of the author, one review at a time (moderation.privacy.erasure.author_content_erase):
         stopped by SIGTERM or a crash, running the same command again erases the rest."""
         report = author_content_erase(
             author_pk=author.pk, actor=Actor.COMMAND, actor_id=actor_id, reason=reason, for_real=for_real,

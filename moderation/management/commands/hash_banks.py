@@ -24,7 +24,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from moderation import services
 from moderation.errors import ModerationError
-from moderation.media import BankFileInvalid, bank_file_parse, hash_normalize
+from moderation.media.images import BankFileInvalid, bank_file_parse, hash_normalize
 from moderation.models import HashBank, HashBankEntry
 from moderation.services.hash_banks import (
     DryRunScope,

@@ -17,7 +17,7 @@ from moderation import services
 from moderation.errors import PolicyChanged
 from moderation.models import RuleAction
 from moderation.validation import validate_policy
-from moderation.rules import parse_terms, rule_name, term_lists_diff, term_lists_with
+from moderation.text.rules import parse_terms, rule_name, term_lists_diff, term_lists_with
 
 
 class Command(BaseCommand):

@@ -1,4 +1,4 @@
-"""Delete what has outlived its retention setting (moderation/retention.py). Dry run unless --for-real."""
+"""Delete what has outlived its retention setting (moderation/privacy/retention.py). Dry run unless --for-real."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import signal
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from moderation.retention import TARGETS, prune
+from moderation.privacy.retention import TARGETS, prune
 
 
 class Command(BaseCommand):

@@ -8,7 +8,7 @@ from datetime import date
 
 from django.core.management.base import BaseCommand, CommandError
 
-from moderation.observability.transparency_report import LAST_DAY, report_csv, transparency_report
+from moderation.transparency.report import LAST_DAY, report_csv, transparency_report
 
 FORMATS = ("json", "csv")
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")  # date.fromisoformat alone would take 20261101 and 2026-W44-1 too

@@ -6,7 +6,7 @@ in the term. Words are matched whole, so "class" does not contain "ass" and "Scu
 watched word. A second pass reads words spelt across separators ("b.o.d.o.h", "b o d o h",
 "sh!t"). All terms sit in one Aho-Corasick automaton: a text is scanned once per pass, however
 many terms there are (bench/terms.py measures it). A text with no word (emoji, punctuation,
-invisible characters) matches no term; patterns (moderation.rules) are what match it. With a
+invisible characters) matches no term; patterns (moderation.text.rules) are what match it. With a
 budget, a pass examines a bounded number of matches in full (TermMatcher.find).
 """
 

@@ -41,7 +41,7 @@ from moderation.models import (
     TransparencyStatement,
     vocabulary,
 )
-from moderation.transparency import (
+from moderation.transparency.statements import (
     AUTOMATED_DECISION,
     AUTOMATION_FULLY,
     AUTOMATION_PARTIALLY,

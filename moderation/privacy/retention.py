@@ -114,7 +114,7 @@ def _media_lock(pks: list) -> list:
 def _media_remove(chosen: QuerySet, now: datetime) -> int:
     """The bytes and their thumbnail go; the hash, its quality, the type and size stay
     (docs/design.md, "Images and hash banks"). Erasure removes the rest of what was read of the
-    bytes (moderation/erasure.py)."""
+    bytes (moderation/privacy/erasure.py)."""
     return chosen.update(data=None, thumbnail=None, removed_at=now, removed_why=MediaRemoval.RETENTION)
 
 

@@ -4,7 +4,7 @@ and in other languages. Pure functions, no database access.
 
 A client's statement of reasons is built from them, in the content's language when the reason has
 it (else English); a moderator's free text reaches the client only when they ticked "send to the
-user" (moderation.reasons).
+user" (moderation.transparency.reasons).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def detect_many(texts: list[str]) -> list[Detection]:
         return [detect(text) for text in texts]
     request = {"languages": configured_languages(), "low_accuracy": settings.MODERATION_LANGUAGE_LOW_ACCURACY,
                "texts": [text[:SAMPLE_CHARS] for text in texts]}
-    run = subprocess.run([sys.executable, "-m", "moderation.language"], input=json.dumps(request),
+    run = subprocess.run([sys.executable, "-m", "moderation.text.language"], input=json.dumps(request),
                          capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parent.parent)
     if run.returncode:
         raise RuntimeError(f"language detection in a subprocess failed:\n{run.stderr[-2000:]}")

@@ -23,12 +23,12 @@ People's words go whole, whoever wrote them: a report's detail, an appeal's stat
 reason, note and explanation a moderator, an operator or the platform wrote about the review (a
 decision's reason and explanation, the transition log's reasons, the operation's last error, the
 notes), and their copies in the outbox (the `reason`s and `explanation`s of a payload, its shape
-kept: moderation.quotes.words_erased). Structure stays: categories, canned reason codes, rules,
+kept: moderation.text.quotes.words_erased). Structure stays: categories, canned reason codes, rules,
 terms and spans, the policy version, the moderator, so a decision is still explained by who and
 under which policy, and its explanation now says "[erased]". Statements of reasons never carry a
 moderator's free text (DSA Art. 24(5)); only a quote of the content would go from them. What
 providers wrote (errors, callback bodies) loses the quotes of the content it holds: a run of
-QUOTE_MIN characters of it anywhere (moderation.quotes). The tombstone's own reason keeps no
+QUOTE_MIN characters of it anywhere (moderation.text.quotes). The tombstone's own reason keeps no
 such run of what was erased. An appeal still open on the content is closed in the same
 transaction (`_close_appeal_locked`), after the redaction: the system decisions erasure writes
 say, in the platform's words, that the content was erased.
@@ -76,8 +76,8 @@ from moderation.models import (
     ReviewMedia,
     ReviewStatus,
 )
-from moderation.quotes import Quotes, content_quotes, quote_runs, scrub, words_erased
-from moderation.reasons import reasons
+from moderation.text.quotes import Quotes, content_quotes, quote_runs, scrub, words_erased
+from moderation.transparency.reasons import reasons
 from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.outbox import outbox_payload
@@ -86,7 +86,7 @@ from moderation.services.report_outcomes import reports_resolve_erased_locked
 from moderation.services.transitions import review_queue_leave
 
 REASON_MAX_CHARS = 2000
-# What the client reads of the system decisions erasure makes (moderation.reasons shows a system
+# What the client reads of the system decisions erasure makes (moderation.transparency.reasons shows a system
 # decision's explanation as written: it is the platform's own text, never a provider's error).
 ERASED_BEFORE_DECISION = "The content was erased before a decision: nothing is left to moderate."
 ERASED_UNDER_APPEAL = ("The content was erased while its appeal was open: nothing is left to judge, so the "
@@ -127,7 +127,7 @@ REDACTED: tuple[Redact, ...] = (
     # A moderator's or an operator's words (an override, an escalation, canned codes' free text,
     # a bulk job's reason as copied), or the platform's about the content; codes stay.
     Redact("moderation.Decision", "reason", How.WHOLE, review="review"),
-    # What the API and the webhooks said of the decision (moderation.reasons), now "[erased]".
+    # What the API and the webhooks said of the decision (moderation.transparency.reasons), now "[erased]".
     Redact("moderation.Decision", "explanation", How.WHOLE, review="review"),
     # A system decision closing an appeal copies the appealed one's category, a provider's key.
     Redact("moderation.Decision", "category", review="review"),
@@ -443,7 +443,7 @@ def _redact_entries(entries: list[Redact], lookup: Callable[[Redact], dict], quo
     with connection.cursor() as cursor:
         # The append-only logs' one sanctioned change (audit migration 0004, moderation 0009): a
         # row's `reason` (a note's `text`), only inside a transaction that declared itself so.
-        cursor.execute("SET LOCAL moderation.erasure = 'on'")
+        cursor.execute("SET LOCAL moderation.privacy.erasure = 'on'")
         try:
             for entry in entries:
                 model = apps.get_model(entry.model)
@@ -461,7 +461,7 @@ def _redact_entries(entries: list[Redact], lookup: Callable[[Redact], dict], quo
                     name = f"{entry.model}.{entry.field}"
                     counts[name] = counts.get(name, 0) + changed
         finally:
-            cursor.execute("SET LOCAL moderation.erasure = 'off'")
+            cursor.execute("SET LOCAL moderation.privacy.erasure = 'off'")
     return counts, said
 
 

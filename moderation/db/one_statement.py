@@ -70,10 +70,10 @@ from django.db import connections, models
 from django.db.models import sql
 from django.db.models.expressions import RawSQL
 
-from moderation.insert_sql import insert_statement
+from moderation.db.insert_sql import insert_statement
 
 if TYPE_CHECKING:
-    from moderation.services.compiled import CompiledUpdate
+    from moderation.db.compiled import CompiledUpdate
 
 
 @dataclass
@@ -119,7 +119,7 @@ class OneStatement:
 
     def update_compiled(self, update: CompiledUpdate, *args, **values) -> None:
         """Add `update.run(*args, **values)`: the same UPDATE, its SQL compiled once
-        (moderation/services/compiled.py)."""
+        (moderation/db/compiled.py)."""
         update_sql, params = update.statement(*args, **values)
         self._writes.append((f"w{len(self._writes)} AS ({update_sql})", params))
 

@@ -1,6 +1,6 @@
 """Images: bounded decoding, PDQ hashes in ThreatExchange's hex form, and matching against hash
 banks (docs/design.md, "Images and hash banks"). Pure functions and an in-memory index; no
-database access. (Fetching a `media_url` is moderation/media_fetch.py.)
+database access. (Fetching a `media_url` is moderation/media/fetch.py.)
 
 - **Decoding** is priced before it is done (`image_inspect`, the request's only check): by bytes
   (`MEDIA_MAX_BYTES`, before Pillow sees them), then from the header, before any pixel is

@@ -36,7 +36,7 @@ from django.core.exceptions import EmptyResultSet
 from django.db.models.query import ModelIterable, get_related_populators
 from django.db.transaction import TransactionManagementError
 
-from moderation.insert_sql import insert_sql_forget
+from moderation.db.insert_sql import insert_sql_forget
 
 MAX_SHAPES = 64  # list lengths compiled per statement: a batch's sizes, bounded
 MAX_LIST = 1_000  # arguments in a statement's lists
@@ -69,7 +69,7 @@ _EVERY: weakref.WeakSet = weakref.WeakSet()
 
 
 def compiled_forget() -> None:
-    """Forget every compiled statement (these and the INSERTs of moderation/insert_sql.py): each
+    """Forget every compiled statement (these and the INSERTs of moderation/db/insert_sql.py): each
     is compiled again when next run. For tests that replace what a queryset is built from (a
     manager's method, a guard taken out) and put it back: a statement compiled meanwhile must not
     outlive the replacement (tests/conftest.py)."""
@@ -209,7 +209,7 @@ class CompiledUpdate(_Shapes):
             return cursor.rowcount
 
     def statement(self, *args, **values) -> tuple[str, list]:
-        """The UPDATE's SQL and parameters, for OneStatement (moderation/services/one_statement.py).
+        """The UPDATE's SQL and parameters, for OneStatement (moderation/db/one_statement.py).
         Raises EmptyResultSet, as Django's compiler does, where the WHERE is known to be empty."""
         if set(values) != set(self._fields):
             raise TypeError(f"CompiledUpdate writes {sorted(self._fields)}, given {sorted(values)}")

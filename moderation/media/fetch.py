@@ -19,7 +19,7 @@ from urllib.parse import urljoin, urlsplit
 import httpx
 from django.conf import settings
 
-from moderation.media import MediaRefused
+from moderation.media.images import MediaRefused
 from moderation.netguard import guarded_transport
 
 _REDIRECTS = (301, 302, 303, 307, 308)

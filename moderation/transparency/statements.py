@@ -181,7 +181,7 @@ def statement_body(*, puid: str, facts: dict[str, Any], mapping: dict[str, Any])
         body = {"decision_visibility": [entry.get("visibility", "DECISION_VISIBILITY_CONTENT_REMOVED")]}
         # A restricted author's new content is rejected for the restriction, not for a violation.
         decided = RESTRICTED_AUTHOR_SENTENCE if facts.get("restricted_author") else entry["explanation"].strip()
-        # A moderator's canned reasons: the policy's sentences (moderation.canned_reasons), in English.
+        # A moderator's canned reasons: the policy's sentences (moderation.transparency.canned_reasons), in English.
         decided = " ".join([decided, *(text.strip() for text in facts.get("canned_reasons", []))])
     ground = entry.get("ground", INCOMPATIBLE)
     prefix = "illegal_content" if ground == ILLEGAL else "incompatible_content"

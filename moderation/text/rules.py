@@ -2,7 +2,7 @@
 
 A policy's `term_lists` is a list of rules, one per (category, action, language):
 `{"category": "insult", "action": "reject", "language": "id", "terms": ["bodoh", ...]}`. A term
-is a word or phrase, matched whole and through evasions (moderation.matching); a term written
+is a word or phrase, matched whole and through evasions (moderation.text.matching); a term written
 `re:<pattern>` is an RE2 pattern (linear time: no pattern can backtrack catastrophically),
 matched case-insensitively against the text as written.
 """
@@ -20,8 +20,8 @@ from typing import NamedTuple
 
 import re2
 
-from moderation.language import Detection
-from moderation.matching import TermMatcher, canonical
+from moderation.text.language import Detection
+from moderation.text.matching import TermMatcher, canonical
 from moderation.models import RuleAction
 
 PATTERN_PREFIX = "re:"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from moderation.media import MIN_QUALITY, hamming
+from moderation.media.images import MIN_QUALITY, hamming
 from moderation.models import (
     BankChangeKind,
     ContentKind,

@@ -1,7 +1,7 @@
 """What erasure looks for in the text it keeps (docs/design.md, invariant 16): quotes of the
 erased content, and of the words people wrote about it, and how a text loses them.
 
-Pure functions, no database: moderation/erasure.py reads the rows and writes them back.
+Pure functions, no database: moderation/privacy/erasure.py reads the rows and writes them back.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from moderation.models import ERASED
-from moderation.providers.base import text_values
+from moderation.text.values import text_values
 
 # A run of this many characters of the content, anywhere in other text, is a quote of it (an
 # error body echoing the input, cut at either end). Shorter texts are looked for whole.
@@ -22,7 +22,7 @@ QUOTE_MIN = 16
 METADATA_MIN_QUOTE = 4
 # The keys of a stored body (a notification's payload, an event's detail) whose values are what
 # people wrote, or what the platform said with their words: a moderator's or an operator's reason,
-# and the explanation built from it (moderation.reasons). They are replaced whole.
+# and the explanation built from it (moderation.transparency.reasons). They are replaced whole.
 WORDS_KEYS = frozenset({"reason", "explanation"})
 
 

@@ -1,5 +1,5 @@
 """A row's INSERT, its values prepared as `save()` prepares them and its SQL compiled once per
-shape (docs/design.md, "Hot paths"). OneStatement (moderation/services/one_statement.py) chains
+shape (docs/design.md, "Hot paths"). OneStatement (moderation/db/one_statement.py) chains
 these; the job broker (moderation/jobs.py) runs one alone (`insert_row`).
 
 The SQL of a row's INSERT depends on its model, the columns written and the database, not on
@@ -21,7 +21,7 @@ _INSERT_SQL: dict[tuple, str] = {}
 
 
 def insert_sql_forget() -> None:
-    """Forget every compiled INSERT (moderation/services/compiled.py, `compiled_forget`)."""
+    """Forget every compiled INSERT (moderation/db/compiled.py, `compiled_forget`)."""
     _INSERT_SQL.clear()
 
 

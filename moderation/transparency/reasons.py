@@ -11,7 +11,7 @@ why a policy rule decided (its matches) adds its own source there, whose reasons
 keys (the rule, the matched term) beside `category` and `score`.
 
 A restrictive decision (a rejection) and every account action also carry `appealable_until` and
-the `notice` for the affected user (moderation.notices); a decision that restricts nothing (an
+the `notice` for the affected user (moderation.transparency.notices); a decision that restricts nothing (an
 approval, or `manual_review`: the content waits for a human, nothing is taken down) has both
 null, so a client reads one shape.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from moderation.canned_reasons import canned_texts, reasons_key
+from moderation.transparency.canned_reasons import canned_texts, reasons_key
 from moderation.models import (
     STANDING_FOR_ACTION,
     AccountAction,
@@ -31,7 +31,7 @@ from moderation.models import (
     ReviewStatus,
     RuleAction,
 )
-from moderation.notices import appealable_until, notice
+from moderation.transparency.notices import appealable_until, notice
 from moderation.verdicts import thresholds_for
 
 Reason = dict[str, Any]
@@ -41,7 +41,7 @@ SYSTEM_EXPLANATION = "The automated check could not be completed, so a moderator
 
 
 def _rule_reasons(decision: Decision) -> list[Reason]:
-    """The watched-term rules that decided (moderation.rules): each names its rule and the term
+    """The watched-term rules that decided (moderation.text.rules): each names its rule and the term
     of the policy's list that matched. An `allow` match is an exception, not a reason. A hash
     bank's match names the bank and the distance (docs/design.md, "Images and hash banks")."""
     found = []
