@@ -42,7 +42,7 @@ import time
 from contextlib import contextmanager
 
 from bench import common, growth
-from bench.growth import _child, _scans, _short, report, time_calls
+from bench.growth import child, plan_scans, shortened, report, time_calls
 
 PATHS = ("page", "admin", "standing", "ladder", "rung")
 SCRAPES = 5  # the authors' figures of an uncached /metrics scrape, timed this many times a round
@@ -227,12 +227,12 @@ def main() -> None:
 
 def _run(args, sizes: list[int]) -> None:
     for size in [] if args.reuse else sizes:
-        print(_child("--prepare", size, "--strikes-per-author", args.strikes_per_author, "--database", args.database,
+        print(child("--prepare", size, "--strikes-per-author", args.strikes_per_author, "--database", args.database,
                      module=MODULE).strip(), flush=True)
     results: dict[tuple[int, str], list[dict]] = {}
     for round_no in range(args.rounds):
         for size in sizes[round_no % len(sizes):] + sizes[:round_no % len(sizes)]:
-            measured = json.loads(_child("--measure", size, "--ops", args.ops, "--round", round_no,
+            measured = json.loads(child("--measure", size, "--ops", args.ops, "--round", round_no,
                                          "--database", args.database, module=MODULE))
             for path, figures in measured.items():
                 results.setdefault((size, path), []).append(figures)
@@ -324,7 +324,7 @@ def _measure_round(prefix: str, size: int, ops: int, round_no: int) -> None:
         out[path] = {
             "p50": common.percentile(timings, 50), "p95": common.percentile(timings, 95),
             "statements": len(statements),
-            "plans": [(_short(sql), _scans(sql, params)) for sql, params in statements if _explainable(sql)],
+            "plans": [(shortened(sql), plan_scans(sql, params)) for sql, params in statements if _explainable(sql)],
         }
     print(json.dumps(out))
 

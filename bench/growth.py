@@ -64,12 +64,12 @@ def main() -> None:
 
     for kind in [] if args.reuse else kinds:
         for size in sizes:
-            print(_child("--prepare", size, "--keys", kind, *common_args).strip(), flush=True)
+            print(child("--prepare", size, "--keys", kind, *common_args).strip(), flush=True)
     results: dict[tuple[str, int, str], list[dict]] = {}
     cells = [(kind, size) for kind in kinds for size in sizes]
     for round_no in range(args.rounds):
         for kind, size in cells[round_no % len(cells):] + cells[:round_no % len(cells)]:
-            measured = json.loads(_child("--measure", size, "--ops", args.ops, "--round", round_no, "--keys", kind,
+            measured = json.loads(child("--measure", size, "--ops", args.ops, "--round", round_no, "--keys", kind,
                                          *common_args))
             for path, figures in measured.items():
                 results.setdefault((kind, size, path), []).append(figures)
@@ -121,7 +121,7 @@ def report(title: str, sizes: list[int], paths, results: dict[tuple[int, str], l
     return rows
 
 
-def _child(*args, module: str = "bench.growth", timeout: float = 3600) -> str:
+def child(*args, module: str = "bench.growth", timeout: float = 3600) -> str:
     """Run `python -m module args...` (one size's seeding or one round) and return its output."""
     run = subprocess.run([sys.executable, "-m", module, *map(str, args)], cwd=common.ROOT,
                          capture_output=True, text=True, env=os.environ, timeout=timeout)
@@ -184,7 +184,7 @@ def _measure_round(prefix: str, kind: str, size: int, ops: int, round_no: int) -
         out[path] = {
             "p50": common.percentile(timings, 50), "p95": common.percentile(timings, 95),
             "statements": len(statements),
-            "plans": [(_short(sql), _scans(sql, params)) for sql, params in statements if _explainable(sql)],
+            "plans": [(shortened(sql), plan_scans(sql, params)) for sql, params in statements if _explainable(sql)],
         }
     print(json.dumps(out))
 
@@ -257,7 +257,7 @@ def _explainable(query: str) -> bool:
     return head in ("SELECT", "UPDATE", "DELETE") or (head == "INSERT" and " SELECT " in query.upper())
 
 
-def _scans(query: str, params) -> list[tuple[str, str, int, str]]:
+def plan_scans(query: str, params) -> list[tuple[str, str, int, str]]:
     """(node type, table, estimated rows in the table, index) for each scan in the plan."""
     plan = common.sql("EXPLAIN (FORMAT JSON) " + query, params)[0][0]
     plan = plan if isinstance(plan, list) else json.loads(plan)
@@ -284,7 +284,7 @@ def _descendants(node: dict):
         yield from _descendants(child)
 
 
-def _short(query: str, width: int = 110) -> str:
+def shortened(query: str, width: int = 110) -> str:
     text = " ".join(query.split())
     return text if len(text) <= width else text[:width - 3] + "..."
 

@@ -94,13 +94,13 @@ def run(code: checkout.Checkout, *, levels: list[int], requests: int, seconds: f
             wsgi_app="bench.wsgi:application" if ceiling else "config.wsgi") as platform:
         platform.sample_rss()
         file = Path(tmp) / "requests"
-        warm, used = _requests(reviews[:8 * web_workers], 8 * web_workers, 0, rng, tag="warm")
+        warm, used = signed_requests(reviews[:8 * web_workers], 8 * web_workers, 0, rng, tag="warm")
         named += used
         wrk.write_requests(warm, file)
         wrk.requests_file(platform.port, file, connections=max(levels))
         for level_no, concurrency in enumerate(levels):
             mine = reviews[8 * web_workers:][level_no * new_per_level:(level_no + 1) * new_per_level]
-            prepared, used = _requests(mine, requests, duplicates, rng, tag=f"c{concurrency}")
+            prepared, used = signed_requests(mine, requests, duplicates, rng, tag=f"c{concurrency}")
             named += used
             wrk.write_requests(prepared, file)
             load = wrk.requests_file(platform.port, file, connections=concurrency, max_seconds=seconds)
@@ -108,7 +108,7 @@ def run(code: checkout.Checkout, *, levels: list[int], requests: int, seconds: f
                      "requests": load.requests, "errors": load.describe_errors()}
             if ceiling:
                 theirs = top_reviews[level_no * new_per_level:(level_no + 1) * new_per_level]
-                wrk.write_requests(_requests(theirs, requests, duplicates, rng, tag=f"top{concurrency}",
+                wrk.write_requests(signed_requests(theirs, requests, duplicates, rng, tag=f"top{concurrency}",
                                              path="/bench/ceiling/callback/")[0], file)
                 top = wrk.requests_file(platform.port, file, connections=concurrency, max_seconds=seconds)
                 level["ceiling"] = {"rate": top.rate, "p99": top.p99_ms, "errors": top.describe_errors()}
@@ -183,7 +183,7 @@ def main() -> None:
         print("\n".join(describe(result)), flush=True)
 
 
-def _requests(reviews, count: int, duplicate_share: float, rng: random.Random, tag: str,
+def signed_requests(reviews, count: int, duplicate_share: float, rng: random.Random, tag: str,
               path: str = "/api/v1/callbacks/webhook/") -> tuple[list[bytes], list[str]]:
     """`count` signed requests: new events for the reviews, and re-deliveries of earlier ones;
     and the reviews they name."""

@@ -135,14 +135,14 @@ def _prepare(size: int) -> None:
 
 def _contents(client_id: int, index_definitions: list[str]) -> None:
     """The texts, languages, authors, queues and reports of the seeded reviews, then the indexes."""
-    from bench.workplace import _SEED_QUEUED
+    from bench.workplace import SEED_QUEUED
 
     words = ENGLISH + INDONESIAN
     common.sql(_TEXTS, {"words": words, "glued": GLUED, "n": len(words)})
     # "kampret" kept rare: only every 200th content that drew it keeps it.
     common.sql("UPDATE moderation_content SET text = replace(text, 'kampret', 'kamp') "
                "WHERE text LIKE '%kampret%' AND abs(hashtext(id::text || 'k')) % 200 <> 0")
-    common.sql(_SEED_QUEUED)
+    common.sql(SEED_QUEUED)
     common.sql(_AUTHORS, {"client": client_id})
     common.sql(_REVIEW_AUTHORS)
     common.sql(_REPORTS)
@@ -189,7 +189,7 @@ def _measure(size: int, ops: int) -> None:
         out[path] = {
             "p50": common.percentile(timings, 50), "p95": common.percentile(timings, 95),
             "statements": len(statements),
-            "plans": [(growth._short(sql), growth._scans(sql, params)) for sql, params in timed],
+            "plans": [(growth.shortened(sql), growth.plan_scans(sql, params)) for sql, params in timed],
         }
     # The full plan of the list's page query for a word, with what it read: the GIN index at work.
     from moderation.models import ContentReview

@@ -38,7 +38,7 @@ ROUTED = "reports-id"
 DB = f"{os.environ['BENCH_DATABASE']}_workplace" if os.environ.get("BENCH_DATABASE") else "moderation_workplace"
 
 # One review in ten waits for a human, spread over the queues as a busy service would see it.
-_SEED_QUEUED = """
+SEED_QUEUED = """
 WITH picked AS (
     SELECT r.id, r.decision_id, r.created_at, abs(hashtext(r.id::text || 'q')) AS h,
            0.5 + (abs(hashtext(r.id::text || 's')) % 400) / 1000.0 AS score
@@ -92,7 +92,7 @@ def main() -> None:
 
 
 def _child(*args) -> str:
-    return growth._child(*args, module="bench.workplace", timeout=7200)
+    return growth.child(*args, module="bench.workplace", timeout=7200)
 
 
 def _prepare(size: int) -> None:
@@ -100,7 +100,7 @@ def _prepare(size: int) -> None:
     common.setup(name=f"{DB}_{size}")
     client_id, _ = common.bench_client("workplace")
     common.seed_decided(client_id, size, tag="w-")
-    common.sql(_SEED_QUEUED)
+    common.sql(SEED_QUEUED)
     common.sql("VACUUM ANALYZE")
     waiting = common.sql("SELECT count(*) FROM moderation_contentreview WHERE status = 'manual_review'")[0][0]
     print(f"{DB}_{size}: {size:,} reviews seeded ({waiting:,} waiting for a human) in "
@@ -166,7 +166,7 @@ def _measure(size: int, ops: int) -> None:
         out[path] = {
             "p50": common.percentile(timings, 50), "p95": common.percentile(timings, 95),
             "statements": len(statements),
-            "plans": [(growth._short(sql), growth._scans(sql, params)) for sql, params in timed_statements
+            "plans": [(growth.shortened(sql), growth.plan_scans(sql, params)) for sql, params in timed_statements
                       if growth._explainable(sql)],
         }
     print(json.dumps(out))

@@ -58,7 +58,7 @@ def cluster_for(func: str) -> str:
 
 
 @cache
-def _broker(cluster: str):
+def job_broker(cluster: str):
     """One django-q2 broker per job queue and process. Without one, async_task builds a broker per
     job: with Redis, a new connection and handshake for every enqueue (py-spy: over a quarter of
     a web worker's time under the pipeline benchmark). redis-py's pool reconnects after a fork."""
@@ -130,12 +130,12 @@ def enqueue_on_commit(func: str, *, for_review=None, writes=None, **kwargs) -> s
         from django_q.tasks import async_task
 
         async_task(func, job_id=job_id, task_name=f"{func.rsplit('.', 1)[-1]}:{job_id}", cluster=cluster,
-                   broker=broker or _broker(cluster), **kwargs)
+                   broker=broker or job_broker(cluster), **kwargs)
 
     if writes is None:
         transaction.on_commit(push)
     elif _writes_jobs_in(writes, cluster):
-        push(_InStatement(_broker(cluster), writes))
+        push(_InStatement(job_broker(cluster), writes))
     else:
         writes.on_executed(lambda: transaction.on_commit(push))
     return job_id
@@ -146,7 +146,7 @@ def _writes_jobs_in(writes, cluster: str) -> bool:
     statement's database, and django-q2 does not run tasks at once (sync)."""
     from django_q.conf import Conf
 
-    broker = _broker(cluster)
+    broker = job_broker(cluster)
     return getattr(broker, "database", None) == writes.using and not Conf.SYNC
 
 

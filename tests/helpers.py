@@ -20,6 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from moderation import services
+from moderation.errors import ModerationError
 from moderation.models import ContentReview, ModerationRequest
 from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError
 
@@ -420,3 +421,17 @@ def statements_compiled():
     finally:
         for each in patches:
             each.stop()
+
+
+def outcome_of(call):
+    """What a racing call came to: its return value, or the name of the domain refusal it raised
+    (anything else raised is returned as the exception, for `raised`)."""
+    try:
+        return call()
+    except ModerationError as exc:
+        return type(exc).__name__
+
+
+def raised(results) -> list:
+    """What no thread may do: raise (a domain refusal is returned as its name instead)."""
+    return [r for r in results if isinstance(r, BaseException)]

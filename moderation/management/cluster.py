@@ -65,7 +65,7 @@ _TIMED_OUT, _RECYCLED = 0, -2
 # How long the sentinel waits for a worker's timer lock before it looks whether its holder died.
 _TIMER_LOCK_WAIT_S = 1.0
 # A record in a ledger pipe: its kind, then the lengths of its two fields.
-_HEADER = struct.Struct("!cII")
+LEDGER_HEADER = struct.Struct("!cII")
 TAKEN, DONE = b"T", b"D"
 
 
@@ -85,7 +85,7 @@ class Ledger:
     @staticmethod
     def write(fd: int, kind: bytes, key: str, value: bytes = b"") -> None:
         record = key.encode()
-        data = _HEADER.pack(kind, len(record), len(value)) + record + value
+        data = LEDGER_HEADER.pack(kind, len(record), len(value)) + record + value
         while data:  # (a blocking pipe: a write returns short only past its capacity)
             data = data[os.write(fd, data):]
 
@@ -105,13 +105,13 @@ class Ledger:
             self.buffers[fd] = self._parse(self.buffers[fd])
 
     def _parse(self, buffer: bytes) -> bytes:
-        while len(buffer) >= _HEADER.size:
-            kind, key_len, value_len = _HEADER.unpack_from(buffer)
-            end = _HEADER.size + key_len + value_len
+        while len(buffer) >= LEDGER_HEADER.size:
+            kind, key_len, value_len = LEDGER_HEADER.unpack_from(buffer)
+            end = LEDGER_HEADER.size + key_len + value_len
             if len(buffer) < end:
                 break  # the rest comes with the next read (or never, if its writer died)
-            key = buffer[_HEADER.size:_HEADER.size + key_len].decode()
-            value = buffer[_HEADER.size + key_len:end]
+            key = buffer[LEDGER_HEADER.size:LEDGER_HEADER.size + key_len].decode()
+            value = buffer[LEDGER_HEADER.size + key_len:end]
             buffer = buffer[end:]
             if kind == TAKEN:
                 if key in self.done_early:

@@ -474,8 +474,8 @@ def _strike_counts() -> dict[str, int]:
     return counts
 
 
-_registry = CollectorRegistry(auto_describe=False)
-_registry.register(PipelineCollector())
+registry = CollectorRegistry(auto_describe=False)
+registry.register(PipelineCollector())
 
 
 def metrics(request):
@@ -494,7 +494,7 @@ def metrics(request):
             # set_config(..., true) is SET LOCAL with a bound value (SET takes no parameters, and
             # parameters are bound server-side: settings.DB_PREPARE_THRESHOLD).
             cursor.execute("SELECT set_config('statement_timeout', %s, true)", [str(settings.METRICS_STATEMENT_TIMEOUT_MS)])
-            body = generate_latest(_registry)
+            body = generate_latest(registry)
         cache.set(_CACHE_KEY, body, settings.METRICS_CACHE_S)
     return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
 

@@ -70,7 +70,7 @@ def request_dispatch(
     transaction open; (3) in a transaction, apply the result or schedule the retry / escalate.
     """
     with context.bind(worker_id=worker_id, job_id=job_id):
-        started = _attempt_begin(request_id=request_id, worker_id=worker_id, job_id=job_id, now=now, trial=trial)
+        started = attempt_begin(request_id=request_id, worker_id=worker_id, job_id=job_id, now=now, trial=trial)
         if isinstance(started, DispatchReport):
             return started
         request, attempt, payload, content = started
@@ -83,7 +83,7 @@ def request_dispatch(
             return _attempt_call(request, attempt, prepared)
 
 
-def _attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetime | None, trial: bool = False):
+def attempt_begin(*, request_id: int, worker_id: str, job_id: str, now: datetime | None, trial: bool = False):
     now = now or timezone.now()
     with transaction.atomic():
         review = (

@@ -40,7 +40,7 @@ def notification_deliver(*, notification_id: int, now: datetime | None = None) -
     """Make one delivery attempt if one is due. Safe to run twice: a delivered, failed, not-due
     or in-flight notification is left alone. No transaction is open during the POST."""
     now = now or timezone.now()
-    started = _begin(notification_id, now)
+    started = delivery_begin(notification_id, now)
     if isinstance(started, str):
         return started
     notification, attempt = started
@@ -52,7 +52,7 @@ def notification_cancel_locked(decision: Decision) -> None:
     """Cancel the notification of `decision` before it leaves (review_undo; holding the review's
     lock, in its transaction), or refuse (NotUndoable) once it left or is leaving.
 
-    The notification's row lock is the guard against the sender: `_begin` takes the row FOR
+    The notification's row lock is the guard against the sender: `delivery_begin` takes the row FOR
     UPDATE SKIP LOCKED and commits the attempt (attempts + 1, `locked_until`) before it posts. So
     either the sender committed first, and this lock waits for that and then sees the attempt
     (refused), or this holds the row first: the sender skips it ("busy") and, once this commits,
@@ -86,10 +86,10 @@ def _post(notification: DecisionNotification, attempt: NotificationAttempt) -> s
                 status, error = response.status_code, ""
     except httpx.HTTPError as exc:
         status, error = None, f"{type(exc).__name__}: {exc}"[:2000]
-    return _finish(notification, attempt, status, error, int((time.monotonic() - clock) * 1000))
+    return delivery_finish(notification, attempt, status, error, int((time.monotonic() - clock) * 1000))
 
 
-def _begin(notification_id: int, now: datetime):
+def delivery_begin(notification_id: int, now: datetime):
     client_id = DecisionNotification.objects.filter(pk=notification_id).values_list("client_id", flat=True).first()
     if client_id is None:
         return "gone"
@@ -136,7 +136,7 @@ def _begin(notification_id: int, now: datetime):
     return notification, attempt
 
 
-def _finish(notification: DecisionNotification, attempt: NotificationAttempt, status: int | None, error: str, latency_ms: int) -> str:
+def delivery_finish(notification: DecisionNotification, attempt: NotificationAttempt, status: int | None, error: str, latency_ms: int) -> str:
     now = timezone.now()
     delivered = status is not None and 200 <= status < 300
     NotificationAttempt.objects.filter(pk=attempt.pk).update(

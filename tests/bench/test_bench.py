@@ -12,7 +12,7 @@ from django_fsm import ConcurrentTransition
 from django_q.models import OrmQ
 
 from bench import checkout, common
-from bench.ingest import _requests
+from bench.ingest import signed_requests
 from bench.naive import unguard
 from moderation.invariants import violations
 from moderation.models import ContentReview, ModerationRequest, ReviewStatus
@@ -67,7 +67,7 @@ def test_seeded_rows_are_what_the_pipeline_writes(client_id):
 @pytest.mark.django_db
 def test_duplicate_deliveries_repeat_an_earlier_request_byte_for_byte(client_id):
     reviews = common.seed_processing(client_id, 400, "dup-")
-    requests, named = _requests(reviews, 500, 0.3, random.Random(3), tag="t")
+    requests, named = signed_requests(reviews, 500, 0.3, random.Random(3), tag="t")
 
     distinct = set(requests)
     assert len(requests) == 500

@@ -24,7 +24,7 @@ from moderation.models import (
 )
 from moderation.providers import Accepted
 from moderation.providers.base import ProviderClientError, ProviderServerError, ProviderTimeout
-from moderation.services.dispatch import _attempt_begin
+from moderation.services.dispatch import attempt_begin
 from tests.helpers import claimed, result, submit
 from tests.helpers_media import encoded, image_header, picture
 
@@ -136,7 +136,7 @@ def test_a_second_dispatch_while_an_attempt_is_in_flight_sends_nothing(api_clien
 def test_an_attempt_abandoned_by_a_dead_worker_is_retried_with_the_same_key_after_its_lease(api_client, scripted, settings):
     scripted.default = result(0.1)
     review, request = claimed(api_client)
-    _attempt_begin(request_id=request.pk, worker_id="dead-worker", job_id="", now=None)  # then it died
+    attempt_begin(request_id=request.pk, worker_id="dead-worker", job_id="", now=None)  # then it died
 
     too_soon = services.request_dispatch(request_id=request.pk, worker_id="w2")
     after_lease = timezone.now() + timedelta(seconds=settings.Q_TASK_TIMEOUT_S + 1)

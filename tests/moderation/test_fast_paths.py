@@ -246,9 +246,9 @@ def test_the_enqueueing_broker_writes_the_row_django_q2s_own_broker_writes(setti
     from django_q.brokers.orm import ORM
     from django_q.models import OrmQ
 
-    from moderation.jobs import _broker
+    from moderation.jobs import job_broker
 
-    broker = _broker(settings.Q_NAME)
+    broker = job_broker(settings.Q_NAME)
     broker.enqueue("warm")  # (the shape's first INSERT is compiled)
     compiled = []
     as_sql = SQLInsertCompiler.as_sql

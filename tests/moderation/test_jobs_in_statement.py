@@ -68,7 +68,7 @@ class RecordingBroker:
 
 def test_with_another_broker_the_job_is_pushed_once_the_transaction_commits(api_client, monkeypatch):
     broker = RecordingBroker()
-    monkeypatch.setattr(jobs, "_broker", lambda cluster: broker)
+    monkeypatch.setattr(jobs, "job_broker", lambda cluster: broker)
 
     with transaction.atomic():
         review, _ = submitted(api_client)

@@ -11,7 +11,7 @@ from moderation import services
 from moderation.invariants import violations
 from moderation.models import Report
 from tests.helpers import SCORE_FOR, claimed, collide, decided, result
-from tests.moderation.test_report_appeal_races import _outcome, raised
+from tests.helpers import outcome_of, raised
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +28,7 @@ def test_a_dsa_notice_racing_the_providers_approving_result_never_leaves_the_rev
                                              result=result(SCORE_FOR["approved"]), cause="provider_result"),
         ]
 
-        results = collide(2, lambda i: _outcome(calls[i]))
+        results = collide(2, lambda i: outcome_of(calls[i]))
 
         assert raised(results) == [], results
         assert results[1] == "applied"
@@ -54,7 +54,7 @@ def test_a_trusted_flagger_racing_a_moderators_approval_is_either_seen_by_the_mo
                                              moderator=moderator),
         ]
 
-        results = collide(2, lambda i: _outcome(calls[i]))
+        results = collide(2, lambda i: outcome_of(calls[i]))
 
         assert raised(results) == [], results
         review.refresh_from_db()

@@ -155,7 +155,7 @@ def test_a_slot_freed_while_a_notification_is_refused_for_it_is_handed_on(api_cl
     from django_q.models import OrmQ
 
     from moderation.services import notifications, webhook_gate
-    from moderation.services.notifications import _begin, _finish
+    from moderation.services.notifications import delivery_begin, delivery_finish
     from tests.helpers import queued_tasks
     from tests.moderation.test_webhook_gate import proven_fast
 
@@ -166,7 +166,7 @@ def test_a_slot_freed_while_a_notification_is_refused_for_it_is_handed_on(api_cl
     proven_fast(api_client)
     first, second = (DecisionNotification.objects.get(decision__review=decided(api_client, "approved")).pk for _ in range(2))
     OrmQ.objects.all().delete()  # the jobs the decisions enqueued: only the hand-on's count below
-    holding = _begin(first, timezone.now())
+    holding = delivery_begin(first, timezone.now())
     counted, ended = threading.Event(), threading.Event()
     real_in_flight, real_lock = webhook_gate.in_flight, notifications.lock_client
 
@@ -188,7 +188,7 @@ def test_a_slot_freed_while_a_notification_is_refused_for_it_is_handed_on(api_cl
 
     def ending() -> None:
         counted.wait(timeout=10)
-        outcomes["ending"] = _finish(*holding, 200, "", 5)
+        outcomes["ending"] = delivery_finish(*holding, 200, "", 5)
         ended.set()
 
     threads = [threading.Thread(target=closing(f), name=f.__name__) for f in (refused, ending)]

@@ -177,25 +177,25 @@ def test_two_delivery_jobs_at_once_post_once(api_client, receiver, monkeypatch, 
 
 
 def test_a_stale_attempt_cannot_undo_a_later_delivery(api_client, receiver, settings):
-    from moderation.services.notifications import _begin, _finish
+    from moderation.services.notifications import delivery_begin, delivery_finish
 
     decided(api_client, "approved")
     notification = DecisionNotification.objects.get()
     now = timezone.now()
-    stale = _begin(notification.pk, now)  # its worker hangs...
+    stale = delivery_begin(notification.pk, now)  # its worker hangs...
     later = now + timedelta(seconds=settings.Q_TASK_TIMEOUT_S + 31)  # ...past its lease
-    fresh = _begin(notification.pk, later)
+    fresh = delivery_begin(notification.pk, later)
 
     # The stale attempt reports while the fresh one still holds the row: the attempt count says
     # it is not the holder, so the fresh attempt's lease stays and nothing is recorded.
-    assert _finish(*stale, status=None, error="ReadTimeout", latency_ms=90_000) == "superseded by a later attempt"
+    assert delivery_finish(*stale, status=None, error="ReadTimeout", latency_ms=90_000) == "superseded by a later attempt"
     notification.refresh_from_db()
     assert notification.status == NotificationStatus.PENDING and notification.locked_until is not None
     assert notification.last_error == ""
 
-    assert _finish(*fresh, status=200, error="", latency_ms=5) == "delivered"
+    assert delivery_finish(*fresh, status=200, error="", latency_ms=5) == "delivered"
     # Reported again after the delivery: the status says it is settled.
-    assert _finish(*stale, status=None, error="ReadTimeout", latency_ms=90_000) == "superseded by a later attempt"
+    assert delivery_finish(*stale, status=None, error="ReadTimeout", latency_ms=90_000) == "superseded by a later attempt"
     notification.refresh_from_db()
     assert notification.status == NotificationStatus.DELIVERED and notification.last_error == ""
 

@@ -80,10 +80,10 @@ def test_the_next_retry_is_enqueued_as_soon_as_it_is_due(api_client, scripted):
 
 
 def test_an_attempt_whose_worker_died_mid_call_is_retried_with_the_same_key(api_client, settings):
-    from moderation.services.dispatch import _attempt_begin
+    from moderation.services.dispatch import attempt_begin
 
     review, request = claimed(api_client)
-    _attempt_begin(request_id=request.pk, worker_id="killed", job_id="", now=None)  # then SIGKILL
+    attempt_begin(request_id=request.pk, worker_id="killed", job_id="", now=None)  # then SIGKILL
 
     report = services.reviews_sweep(now=stuck_time(settings))
 

@@ -12,17 +12,11 @@ from rest_framework.test import APIClient
 
 from audit.models import ReviewTransition
 from moderation import services
-from moderation.errors import ModerationError
 from moderation.invariants import violations
 from moderation.models import Appeal, DecisionNotification, NotificationKind, Report
-from tests.helpers import collide, decided, result
+from tests.helpers import collide, decided, outcome_of, raised, result
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def raised(results) -> list:
-    """What no thread may do: raise (a domain refusal is returned as its name instead)."""
-    return [r for r in results if isinstance(r, BaseException)]
 
 
 def http_for(client) -> APIClient:
@@ -62,13 +56,6 @@ def test_fifty_concurrent_reports_from_ten_reporters_cross_the_threshold_once(ap
     assert violations([review.pk]) == []
 
 
-def _outcome(call):
-    try:
-        return call()
-    except ModerationError as exc:
-        return type(exc).__name__
-
-
 @pytest.mark.parametrize("other", ["override", "reprocess"])
 def test_a_report_crossing_the_threshold_while_a_moderator_acts_leaves_one_consistent_story(
     api_client, django_user_model, other
@@ -85,7 +72,7 @@ def test_a_report_crossing_the_threshold_while_a_moderator_acts_leaves_one_consi
         }[other]
         third = lambda: services.report_file(review_id=review.pk, reporter_id="u3", reason="harassment")  # noqa: E731
 
-        results = collide(2, lambda i: _outcome([third, act][i]))
+        results = collide(2, lambda i: outcome_of([third, act][i]))
         assert raised(results) == [], results
 
         review.refresh_from_db()
@@ -132,7 +119,7 @@ def test_an_appeal_racing_an_override_of_the_same_decision_is_refused_or_attache
                                              moderator=max_),
         ]
 
-        results = collide(2, lambda i: _outcome(calls[i]))
+        results = collide(2, lambda i: outcome_of(calls[i]))
 
         assert raised(results) == [], results
         review.refresh_from_db()
@@ -154,7 +141,7 @@ def test_an_appeal_racing_a_reprocess_leaves_either_the_appeal_or_the_new_operat
             lambda: services.review_reprocess(review_id=review.pk, actor="command", actor_id="t"),
         ]
 
-        results = collide(2, lambda i: _outcome(calls[i]))
+        results = collide(2, lambda i: outcome_of(calls[i]))
 
         assert raised(results) == [], results
         review.refresh_from_db()

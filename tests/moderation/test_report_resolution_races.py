@@ -14,7 +14,7 @@ from moderation import services
 from moderation.invariants import violations
 from moderation.models import DecisionNotification, NotificationKind, Report
 from tests.helpers import collide, decided
-from tests.moderation.test_report_appeal_races import _outcome, raised
+from tests.helpers import outcome_of, raised
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,7 +58,7 @@ def test_a_report_arriving_as_a_decision_resolves_the_others_is_resolved_by_it_o
                                              moderator=moderator, category="harassment"),
         ]
 
-        results = collide(2, lambda i: _outcome(calls[i]))
+        results = collide(2, lambda i: outcome_of(calls[i]))
 
         assert raised(results) == [], results
         decision = results[1]
@@ -87,7 +87,7 @@ def test_a_decision_racing_the_expiry_job_resolves_each_report_once(api_client, 
             lambda: services.review_override(review_id=review.pk, label="approved", reason="r", moderator=moderator),
         ]
 
-        results = collide(2, lambda i: _outcome(calls[i]))
+        results = collide(2, lambda i: outcome_of(calls[i]))
 
         assert raised(results) == [], results
         outcomes = list(Report.objects.filter(review=review).values_list("outcome", flat=True))
@@ -112,7 +112,7 @@ def test_a_report_arriving_as_its_content_is_erased_is_resolved_whichever_commit
             lambda: content_erase(review_id=review.pk, actor="api", actor_id="owner", reason="owner's request"),
         ]
 
-        results = collide(2, lambda i: _outcome(calls[i]))
+        results = collide(2, lambda i: outcome_of(calls[i]))
 
         assert raised(results) == [], results
         late = Report.objects.get(review=review, reporter_id="late")

@@ -12,7 +12,7 @@ from moderation.models import ModerationRequest
 from moderation.observability.dashboard import dashboard_figures
 from prometheus_client import generate_latest
 
-from moderation.observability.metrics import _registry
+from moderation.observability.metrics import registry
 from moderation.selectors import stuck_review_ids, stuck_reviews
 from tests.helpers import claimed, silent_for
 
@@ -30,7 +30,7 @@ def test_the_dashboard_the_gauge_the_filter_and_reconcile_stuck_agree(api_client
     assert set(stuck_reviews().values_list("pk", flat=True)) == {silent.pk}
     assert stuck_review_ids(limit=10) == [silent.pk]
     assert dashboard_figures()["stuck"] == 1
-    assert "moderation_reviews_stuck 1.0" in generate_latest(_registry).decode()
+    assert "moderation_reviews_stuck 1.0" in generate_latest(registry).decode()
     call_command("reconcile_stuck")
     assert f"would reconcile {silent.pk}" in capsys.readouterr().out
 

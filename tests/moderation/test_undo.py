@@ -116,11 +116,11 @@ def test_an_undo_after_the_notification_left_is_refused_with_the_time(api_client
 
 
 def test_an_undo_while_an_attempt_is_in_flight_is_refused(api_client, receiver, mia):
-    from moderation.services.notifications import _begin
+    from moderation.services.notifications import delivery_begin
 
     review = unsure(api_client)
     decision = reject(review, mia)
-    _begin(DecisionNotification.objects.get(decision=decision).pk, timezone.now())  # the sender is posting
+    delivery_begin(DecisionNotification.objects.get(decision=decision).pk, timezone.now())  # the sender is posting
 
     with pytest.raises(NotUndoable, match="the client was already notified at"):
         undo(review.pk, decision, mia)

@@ -19,10 +19,10 @@ DELIVER = "moderation.tasks.deliver_notification"
 
 def begun(client, worker: str):
     """A review claimed by `worker`, whose attempt is in flight when the worker is killed."""
-    from moderation.services.dispatch import _attempt_begin
+    from moderation.services.dispatch import attempt_begin
 
     review, request = claimed(client, worker=worker)
-    _attempt_begin(request_id=request.pk, worker_id=worker, job_id="", now=None)
+    attempt_begin(request_id=request.pk, worker_id=worker, job_id="", now=None)
     return review, request
 
 
@@ -121,6 +121,6 @@ def test_the_ledger_keeps_what_was_taken_and_not_done_whatever_order_it_reads_th
 def os_write_torn(fd: int) -> None:
     import os
 
-    from moderation.management.cluster import _HEADER, TAKEN
+    from moderation.management.cluster import LEDGER_HEADER, TAKEN
 
-    os.write(fd, _HEADER.pack(TAKEN, 1, 50) + b"e" + b"only part of it")
+    os.write(fd, LEDGER_HEADER.pack(TAKEN, 1, 50) + b"e" + b"only part of it")
