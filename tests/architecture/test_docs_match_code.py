@@ -485,3 +485,109 @@ def test_every_invariant_cited_by_number_is_in_the_design():
             cited += [(path.relative_to(ROOT).as_posix(), int(n)) for n in re.findall(r"\d+", match.group(1))]
     assert len(cited) > 40  # the scan finds the citations
     assert sorted({(path, n) for path, n in cited if n not in numbers}) == [], "cites an invariant design.md does not list"
+
+
+# --- the layers (docs/design.md, "Layers"): the list is the code's, in the linter's order ------
+
+LAYERS_DOC_PRODUCT = ("moderation", "callbacks", "audit", "config")
+# Packages the list may name whole (entry points and the records, each a family of modules that
+# share one layer); every other module is named by its own path.
+LAYERS_DOC_WHOLE = ("moderation/models/", "moderation/admin/", "moderation/api/", "moderation/management/",
+                    "moderation/templatetags/", "moderation/providers/", "callbacks/management/")
+_PATH = re.compile(r"`((?:moderation|callbacks|audit|config|lab|bench|templates)/[\w/.]*|[\w]+\.py)`")
+
+
+def _layers_section() -> str:
+    text = DESIGN.read_text()
+    return text[text.index("## Layers\n"):text.index("### Names\n")]
+
+
+def _named_paths(text: str) -> list[str]:
+    """The paths a text names, a bare `name.py` read in the package named last before it."""
+    named, package = [], ""
+    for path in _PATH.findall(text):
+        if "/" not in path:
+            path = package + path
+        elif path.endswith("/"):
+            package = path
+        named.append(path)
+    return named
+
+
+def _layer_items() -> list[list[str]]:
+    """The numbered list's items, from the bottom up: the paths each names."""
+    items: list[str] = []
+    for line in _layers_section().splitlines():
+        if re.match(r"\d+\. ", line):
+            items.append(line)
+        elif line.startswith("Outside the layers"):
+            break
+        elif items:
+            items[-1] += "\n" + line
+    return [_named_paths(item) for item in items]
+
+
+def _linter_rank(module: str) -> int:
+    """The index of a module's line in .importlinter's layers, 0 at the top."""
+    import configparser
+
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / ".importlinter")
+    lines = [line for line in parser["importlinter:contract:layers"]["layers"].splitlines() if line.strip()]
+    ranks = [(len(name), rank) for rank, line in enumerate(lines) for name in re.split(r"[:|]", line)
+             if module == name.strip() or module.startswith(name.strip() + ".")]
+    assert ranks, f"{module} is in no layer of .importlinter"
+    return max(ranks)[1]
+
+
+def _dotted(path: str) -> str:
+    return path.removesuffix(".py").removesuffix("/").replace("/", ".")
+
+
+def test_every_path_the_layers_name_exists():
+    named = _named_paths(_layers_section())
+    assert len(named) > 100
+    assert sorted(path for path in named if not (ROOT / path).exists()) == []
+
+
+def test_every_product_module_is_named_in_the_layers():
+    named = set(_named_paths(_layers_section()))
+    modules = [str(path.relative_to(ROOT)) for package in LAYERS_DOC_PRODUCT for path in (ROOT / package).rglob("*.py")
+               if "migrations" not in path.parts and path.name != "__init__.py"]
+    assert len(modules) > 150
+    unnamed = [m for m in modules if m not in named and not any(m.startswith(whole) for whole in LAYERS_DOC_WHOLE)]
+    assert sorted(unnamed) == [], "a module docs/design.md's \"Layers\" does not name"
+
+
+def test_the_layers_come_in_the_linters_order():
+    items = [[_dotted(path) for path in item if not path.startswith("templates/")] for item in _layer_items()]
+    assert len(items) == 10
+    for lower, item in enumerate(items):
+        for higher in items[lower + 1:]:
+            pairs = [(low, high) for low in item for high in higher if _linter_rank(high) > _linter_rank(low)]
+            assert pairs == [], f"named in a higher layer of the docs, below in .importlinter: {pairs[:3]}"
+
+
+def test_the_order_check_sees_a_module_named_in_the_wrong_layer():
+    assert _linter_rank("moderation.services.pipeline") < _linter_rank("moderation.selectors")
+    assert _linter_rank("moderation.text.rules") > _linter_rank("moderation.verdicts")
+    assert _named_paths("`moderation/db/`: `compiled.py`, then `moderation/roles.py`") == [
+        "moderation/db/", "moderation/db/compiled.py", "moderation/roles.py"]
+
+
+def test_the_services_entry_points_call_take_keywords_beyond_their_entity():
+    """docs/design.md, "Layers": what `moderation.services` exports takes at most one positional
+    argument, the entity the service is named after; the rest are keyword-only."""
+    import inspect
+
+    from moderation import services
+
+    exported = [getattr(services, name) for name in dir(services) if not name.startswith("_")]
+    functions = [f for f in exported if inspect.isfunction(f)]
+    assert len(functions) > 60
+
+    def positional(function) -> list[str]:
+        kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return [p.name for p in inspect.signature(function).parameters.values() if p.kind in kinds]
+
+    assert {f"{f.__module__}.{f.__name__}": positional(f) for f in functions if len(positional(f)) > 1} == {}
