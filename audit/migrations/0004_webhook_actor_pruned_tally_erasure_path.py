@@ -4,13 +4,13 @@ from django.db import migrations, models
 
 # The transition log stays append-only, with one sanctioned exception: erasure
 # (moderation/privacy/erasure.py) may redact a quote of the erased content from a row's free-text
-# `reason`, inside a transaction that declared itself with `SET LOCAL moderation.privacy.erasure = 'on'`.
+# `reason`, inside a transaction that declared itself with `SET LOCAL moderation.erasure = 'on'`.
 # Every other column must stay exactly as it was, and DELETE stays refused.
 SANCTIONED = """
 CREATE OR REPLACE FUNCTION audit_forbid_change() RETURNS trigger AS $$
 BEGIN
     IF TG_OP = 'UPDATE'
-       AND current_setting('moderation.privacy.erasure', true) = 'on'
+       AND current_setting('moderation.erasure', true) = 'on'
        AND to_jsonb(NEW) - 'reason' = to_jsonb(OLD) - 'reason' THEN
         RETURN NEW;
     END IF;

@@ -443,7 +443,7 @@ def _redact_entries(entries: list[Redact], lookup: Callable[[Redact], dict], quo
     with connection.cursor() as cursor:
         # The append-only logs' one sanctioned change (audit migration 0004, moderation 0009): a
         # row's `reason` (a note's `text`), only inside a transaction that declared itself so.
-        cursor.execute("SET LOCAL moderation.privacy.erasure = 'on'")
+        cursor.execute("SET LOCAL moderation.erasure = 'on'")
         try:
             for entry in entries:
                 model = apps.get_model(entry.model)
@@ -461,7 +461,7 @@ def _redact_entries(entries: list[Redact], lookup: Callable[[Redact], dict], quo
                     name = f"{entry.model}.{entry.field}"
                     counts[name] = counts.get(name, 0) + changed
         finally:
-            cursor.execute("SET LOCAL moderation.privacy.erasure = 'off'")
+            cursor.execute("SET LOCAL moderation.erasure = 'off'")
     return counts, said
 
 

@@ -269,8 +269,8 @@ def test_only_the_owning_client_may_erase_and_a_second_erasure_answers_the_first
     "statement",
     [
         "UPDATE audit_reviewtransition SET reason = 'edited'",  # the flag is needed
-        "SET LOCAL moderation.privacy.erasure = 'on'; UPDATE audit_reviewtransition SET cause = 'edited'",  # reason only
-        "SET LOCAL moderation.privacy.erasure = 'on'; DELETE FROM audit_reviewtransition",  # never a delete
+        "SET LOCAL moderation.erasure = 'on'; UPDATE audit_reviewtransition SET cause = 'edited'",  # reason only
+        "SET LOCAL moderation.erasure = 'on'; DELETE FROM audit_reviewtransition",  # never a delete
     ],
 )
 def test_the_transition_log_accepts_only_the_sanctioned_redaction(api_client, statement):
