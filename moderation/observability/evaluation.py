@@ -105,7 +105,8 @@ def _undecodable(raw: bytes, exc: UnicodeDecodeError, *, csv_file: bool) -> str:
     if csv_file:
         row = sum(1 for values in csv.reader(io.StringIO(before, newline="")) if values)  # the header, then each row
         return f"row {row} (line {line})" if row else f"the header (line {line})"
-    return f"row {sum(1 for text in before.splitlines() if text.strip()) + 1} (line {line})"
+    # Rows split as _jsonl_records splits them: at "\n" only (a JSON string may hold U+2028).
+    return f"row {sum(1 for text in before.split(chr(10)) if text.strip()) + 1} (line {line})"
 
 
 def _csv_records(path: Path, text: str):

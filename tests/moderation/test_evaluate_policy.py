@@ -287,6 +287,8 @@ def test_a_jsonl_label_other_than_1_0_true_false_is_refused(tmp_path, value):
     ("s.jsonl", b'{"text": 5, "label": 1}\n', "row 1 \\(line 1\\): the text is not a string"),
     ("s.jsonl", b'{"text": "a", "label": 1, "language": 3}\n', "row 1 \\(line 1\\): the language is not a string"),
     ("s.jsonl", b'{"text": "a", "label": 1}\n{"text": "\xe9", "label": 0}\n', "row 2 \\(line 2\\) is not UTF-8 \\(byte 0xe9\\)"),
+    ("s.jsonl", '{"text": "a\u2028b\x85c", "label": 1}\n{"text": "'.encode() + b'\xe9", "label": 0}\n',
+     "row 2 \\(line 2\\) is not UTF-8"),  # a line separator inside a text starts no row
     ("s.jsonl", b"\n \n", "no labelled texts in it"),
 ])
 def test_a_bad_file_is_refused_saying_where(tmp_path, name, content, message):
