@@ -38,6 +38,9 @@ ALL = "all"
 NONE = "(none)"  # the slice of the rows that leave a language or category empty
 WORST = 10  # misses shown each way, per slice
 SHOWN_CHARS = 100  # of a miss's text
+# Texts per language detection: each batch is one subprocess of detect_many, which must answer
+# within its timeout (20,000 short texts take some 10 s).
+DETECT_TEXTS = 20_000
 # (outcome, its name in the figures): the confusion's columns, in order.
 OUTCOMES = ((ReviewStatus.APPROVED, "approved"), (ReviewStatus.MANUAL_REVIEW, "to_humans"),
             (ReviewStatus.REJECTED, "rejected"))
@@ -196,7 +199,8 @@ def examples_judge(examples: list[Example], *, policy: ModerationPolicy, provide
         raise EvaluationError(f"the {provider_name} provider answers by callback, not in the call: it cannot "
                               "judge texts outside a review; evaluate with --provider local")
     texts = [example.text for example in examples]
-    detections = detect_many(texts)
+    detections = [detection for start in range(0, len(texts), DETECT_TEXTS)
+                  for detection in detect_many(texts[start:start + DETECT_TEXTS])]
     judged = []
     for example, detection, answer in zip(examples, detections, model_results(texts, provider=provider), strict=True):
         if isinstance(answer, Accepted):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from moderation import services
 from moderation.models import ModerationPolicy
-from moderation.observability import dry_run
+from moderation.observability import dry_run, evaluation
 from moderation.observability.evaluation import EvaluationError, examples_read
 from moderation.providers import Accepted, ModerationResult
 from moderation.providers.base import ProviderTimeout
@@ -234,18 +234,20 @@ def test_a_provider_that_accepts_to_answer_later_is_a_clear_error(scripted, tmp_
 
 
 @pytest.mark.django_db
-def test_the_local_model_judges_the_texts_in_batches(settings, tmp_path, monkeypatch):
+def test_the_local_model_judges_the_texts_in_batches_and_their_languages_too(settings, tmp_path, monkeypatch):
     from moderation.providers.local import LocalProvider
 
     settings.MODERATION_PROVIDER = "webhook"
     monkeypatch.setattr(dry_run, "MODEL_CALL_TEXTS", 40)
-    calls = []
-    real = LocalProvider.moderate_many
+    monkeypatch.setattr(evaluation, "DETECT_TEXTS", 30)
+    calls, detected = [], []
+    real, detect = LocalProvider.moderate_many, evaluation.detect_many
     monkeypatch.setattr(LocalProvider, "moderate_many", lambda self, inputs: calls.append(len(inputs)) or real(self, inputs))
+    monkeypatch.setattr(evaluation, "detect_many", lambda texts: detected.append(len(texts)) or detect(texts))
     rows = [(f"you are a stupid idiot number {i}" if i % 2 else f"what a lovely day number {i}", str(i % 2))
             for i in range(100)]
     out = evaluate("--data", str(write_csv(tmp_path / "s.csv", rows, header=("text", "label"))), "--provider", "local")
-    assert calls == [40, 40, 20]
+    assert calls == [40, 40, 20] and detected == [30, 30, 30, 10]
     assert LAST_LINE.fullmatch(out.splitlines()[-1]).group(1) == "100"
 
 
