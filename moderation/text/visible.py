@@ -7,7 +7,8 @@ judges it. `find(text)` cuts a text into segments, plain or marked, that cover i
 each with its offsets in the text (so a rule match's span, moderation.verdicts.match_record, still
 lies where it did), and counts what it found. `marked_html` renders a slice of them escaped: a
 hidden character is *replaced* by a visible marker (`⟨U+202E⟩`), so a control never takes effect on
-the page, and a letter from another script than its word's is highlighted.
+the page, and a letter from another script than its word's is highlighted. `visible_text` does
+the same for a terminal or a log line, where the controls a terminal acts on are marked too.
 
 What is left alone, because it is how some text is written (docs/workplace.md, "Hidden
 characters"):
