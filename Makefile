@@ -10,7 +10,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: run test test-fast lint setup migrate check clean-db bench screenshots
+.PHONY: run test test-fast lint setup migrate check clean-db bench screenshots evaluate
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -73,6 +73,18 @@ bench: $(VENV)/.dev-installed
 	$(PY) -m bench.report $(BENCH_REPORT_ARGS)
 	$(PY) -m bench.growth --sizes $(BENCH_SIZES) --rounds 3
 	$(PY) -m bench.workplace --sizes $(BENCH_SIZES) --rounds 2
+
+# The active policy measured with the local model on each held-out labelled set (docs/operations.md,
+# "Measuring a policy"): every .csv and .jsonl in training/heldout/, or the files in EVALUATE_DATA.
+# Each one's figures go to var/evaluation/<file>.json.
+EVALUATE_DATA ?= $(sort $(wildcard training/heldout/*.csv training/heldout/*.jsonl))
+evaluate: migrate
+	@test -n "$(strip $(EVALUATE_DATA))" || { echo "make evaluate: no labelled sets (training/heldout/*.csv or *.jsonl; or EVALUATE_DATA=FILE...)"; exit 2; }
+	@mkdir -p var/evaluation
+	@for data in $(EVALUATE_DATA); do \
+		echo "== $$data"; \
+		$(PY) manage.py evaluate_policy --data "$$data" --provider local --json "var/evaluation/$$(basename "$$data").json" || exit 1; \
+	done
 
 # Stops the embedded PostgreSQL started for a run without DATABASE_URL (its data stays in ./var).
 clean-db: setup

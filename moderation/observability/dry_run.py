@@ -1,8 +1,10 @@
 """A dry run of a draft policy: what it would decide, beside the active version, with no write.
 
 Pasted texts are judged by the local model when it is the configured provider (it runs in
-process); a remote provider is never called from a dry run, so those rows show rules only. The
-last N reviews reuse the scores their provider decision stored, so the comparison is exact.
+process), in one call over all of them (`model_results`, which `manage.py evaluate_policy` calls
+too: moderation/observability/evaluation.py); a remote provider is never called from a dry run,
+so those rows show rules only. The last N reviews reuse the scores their provider decision
+stored, so the comparison is exact.
 
 The summary (`dry_run_summary`) says how many of those reviews' verdicts the draft changes, from
 what to what, and how often the draft and the active version agree with what moderators decided
@@ -22,10 +24,13 @@ from moderation.text.language import Detection, detect_many
 from moderation.models import Decision, DecisionSource, ModerationPolicy, ReviewStatus
 from moderation.selectors import visible_to
 from moderation.verdicts import Verdict, decide, rule_text
-from moderation.providers import ModerationInput, ModerationResult, ProviderError, get_provider
+from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
 
 MAX_TEXTS = 200
 MAX_REVIEWS = 500
+# Texts per call of a provider that judges many at once: 10,000 texts in 20 calls of the local
+# model, each a few hundred milliseconds.
+MODEL_CALL_TEXTS = 500
 _NO_SCORES = ModerationResult(model="", flagged=False, categories={}, category_scores={})
 
 
@@ -103,7 +108,8 @@ def policy_dry_run(*, draft: ModerationPolicy, active: ModerationPolicy, texts=(
     )
     undetected = [rule_text(d.review.content) for d in decisions if d.review.content.language_candidates is None]
     detections = iter(detect_many(texts + undetected))
-    rows = [_row(draft, active, text, None, next(detections), *_model_result(text)) for text in texts]
+    rows = [_row(draft, active, text, None, next(detections), *answer)
+            for text, answer in zip(texts, _model_results(texts), strict=True)]
     for decision in decisions:
         content = decision.review.content
         detection = (
@@ -130,13 +136,33 @@ def _row(draft, active, text, review_id, detection, result, note, moderator="") 
     )
 
 
-def _model_result(text: str) -> tuple[ModerationResult, str]:
+def _model_results(texts: list[str]) -> list[tuple[ModerationResult, str]]:
+    """(result, note) for each pasted text: the local model's scores, or none and why."""
     if settings.MODERATION_PROVIDER != "local":
-        return _NO_SCORES, f"the {settings.MODERATION_PROVIDER} provider is not called by a dry run: rules only"
-    try:
-        result = get_provider("local").moderate(
-            ModerationInput(idempotency_key=str(uuid.uuid4()), content_type="text", text=text)
-        )
-    except ProviderError as exc:
-        return _NO_SCORES, f"the local model failed: {exc}"
-    return result, ""
+        note = f"the {settings.MODERATION_PROVIDER} provider is not called by a dry run: rules only"
+        return [(_NO_SCORES, note)] * len(texts)
+    return [(answer, "") if isinstance(answer, ModerationResult) else (_NO_SCORES, f"the local model failed: {answer}")
+            for answer in model_results(texts, provider=get_provider("local"))]
+
+
+def model_results(texts: list[str], *, provider) -> list[ModerationResult | Accepted | ProviderError]:
+    """`provider`'s answer for each text, in order, judged as the text of a submitted content is
+    (content type "text", a fresh idempotency key each). A provider that judges many inputs at
+    once (`moderate_many`, the local model) gets one call per MODEL_CALL_TEXTS texts, as a batch
+    of reviews does (docs/design.md, "Batches"); any other, one call per text. A text's error
+    (content it cannot judge, a timeout) stands in its slot, as a batch keeps it; a model that
+    cannot run at all raises. Reads and writes no database."""
+    inputs = [ModerationInput(idempotency_key=str(uuid.uuid4()), content_type="text", text=text) for text in texts]
+    many = getattr(provider, "moderate_many", None)
+    if many is not None:
+        return [answer for start in range(0, len(inputs), MODEL_CALL_TEXTS)
+                for answer in many(inputs[start:start + MODEL_CALL_TEXTS])]
+    answers: list[ModerationResult | Accepted | ProviderError] = []
+    for request in inputs:
+        try:
+            answers.append(provider.moderate(request))
+        except ProviderError as exc:
+            answers.append(exc)
+        except Exception as exc:  # noqa: BLE001 - a bug in an adapter is this text's error, as dispatch keeps it
+            answers.append(ProviderError.unexpected(exc))
+    return answers

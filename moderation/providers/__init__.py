@@ -17,6 +17,7 @@ from moderation.providers.base import (
     Provider,
     ProviderError,
     UnsupportedContent,
+    provider_answers_inline,
     provider_judges,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "ProviderError",
     "UnsupportedContent",
     "get_provider",
+    "provider_answers_inline",
     "provider_judges",
     "register",
 ]

@@ -96,6 +96,13 @@ def provider_judges(provider, kind: str) -> bool:
     return kind in getattr(provider, "kinds", TEXT_KINDS)
 
 
+def provider_answers_inline(provider) -> bool:
+    """Whether `provider` answers in the call, with no callback to wait for: any but one that
+    declares `calls_back` (the webhook protocol's, which may answer 202 and call back later). What
+    asks about texts outside a review (`manage.py evaluate_policy`) can only use those."""
+    return not getattr(provider, "calls_back", False)
+
+
 @dataclass(frozen=True)
 class Accepted:
     """The provider queued the work and will call back (HTTP 202)."""

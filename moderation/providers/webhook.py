@@ -48,6 +48,7 @@ def request_body(request: ModerationInput) -> dict:
 
 class WebhookProvider:
     name = "webhook"
+    calls_back = True  # it may answer 202 and call back later (base.provider_answers_inline)
 
     def __init__(self) -> None:
         self.url = settings.PROVIDER_URL.rstrip("/") + "/v1/moderations"

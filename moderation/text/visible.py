@@ -7,7 +7,8 @@ judges it. `find(text)` cuts a text into segments, plain or marked, that cover i
 each with its offsets in the text (so a rule match's span, moderation.verdicts.match_record, still
 lies where it did), and counts what it found. `marked_html` renders a slice of them escaped: a
 hidden character is *replaced* by a visible marker (`⟨U+202E⟩`), so a control never takes effect on
-the page, and a letter from another script than its word's is highlighted.
+the page, and a letter from another script than its word's is highlighted. `visible_text` does
+the same for a terminal or a log line, where the controls a terminal acts on are marked too.
 
 What is left alone, because it is how some text is written (docs/workplace.md, "Hidden
 characters"):
@@ -324,3 +325,30 @@ def visible_html(text: str) -> SafeString:
     if text.isascii():  # find's own shortcut, without building its segment (a diff shows 45,000 terms)
         return mark_safe(escape(text))
     return marked_html(find(text))
+
+
+# What a terminal acts on instead of showing: the C0 and C1 controls (a line break, a carriage
+# return, the escape that starts a colour or cursor sequence) and the line and paragraph separators.
+TERMINAL_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+ELLIPSIS = "…"
+
+
+def visible_text(text: str, *, limit: int | None = None) -> str:
+    """`text` as plain text for a terminal or a log line: each hidden character replaced by its
+    marker as the page shows it (`find`: `⟨U+202E⟩`, never the control itself) and each control a
+    terminal would act on (TERMINAL_CONTROLS) by its code point too, so no text can reorder,
+    hide or overwrite what is printed around it. With `limit`, at most that many characters of the
+    text are shown, then "…"; a marker is never cut."""
+    text = text or ""
+    shown, used = [], 0
+    for seg in find(text).segments:
+        if limit is not None and used >= limit:
+            break
+        if seg.kind is None:
+            piece = seg.text if limit is None else seg.text[:limit - used]
+            used += len(piece)
+            shown.append(TERMINAL_CONTROLS.sub(lambda found: f"⟨{code(found.group())}⟩", piece))
+        else:
+            used += seg.end - seg.start
+            shown.append(seg.shown)
+    return "".join(shown) + (ELLIPSIS if used < len(text) else "")
