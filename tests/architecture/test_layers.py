@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("audit", "moderation", "callbacks", "config")
 # Not part of the application's layering: settings and process bootstrap, package roots.
-OUTSIDE = {"config", "config.settings", "config.wsgi", "config.embedded_db", "audit", "moderation", "callbacks"}
+OUTSIDE = {"config", "config.settings", "config.settings_test", "config.wsgi", "config.embedded_db", "audit", "moderation", "callbacks"}
 
 
 def _layered_modules() -> set[str]:

@@ -51,7 +51,7 @@ from moderation.providers.base import ProviderServerError
 from moderation.signing import sign
 from lab.race_lab import where_found
 from tests.callbacks.conftest import SECRET, completed
-from tests.helpers import collide, decided, result
+from tests.helpers import examples, collide, decided, result
 from tests.helpers_media import encoded, image_header, picture
 
 TEXT = 'Zorblax the unforgivable \U0001f419 \u00absaid\u00bb "things" about Qwertyuiop-Flange, twice over'
@@ -643,7 +643,7 @@ QUOTED = 16  # the promise: a quote this long, from anywhere in the content, is 
 
 @given(content=st.text(min_size=QUOTED), cut=st.tuples(st.integers(0), st.integers(0)),
        before=st.text(max_size=40), after=st.text(max_size=40), escaped=st.booleans())
-@hypothesis_settings(max_examples=300, deadline=None)
+@hypothesis_settings(max_examples=examples(300), deadline=None)
 def test_a_quote_of_the_content_from_anywhere_in_it_is_scrubbed_from_any_text(content, cut, before, after, escaped):
     """Any run of at least QUOTED characters of the content, cut anywhere, in any Unicode, as
     written or JSON-escaped, is gone from a text quoting it."""

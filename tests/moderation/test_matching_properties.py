@@ -15,6 +15,7 @@ from moderation.language import Detection
 from moderation.matching import TermMatcher
 from moderation.models import ModerationPolicy, RuleAction
 from moderation.rules import CompiledRules, rule_matches
+from tests.helpers import examples
 
 # Characters that have broken or could break matching, beside arbitrary ones (lone surrogates are
 # refused at the API door: test_a_lone_surrogate_is_refused_at_the_api_door; NUL likewise).
@@ -37,7 +38,7 @@ POLICY = ModerationPolicy(pk=-17, version=1, reject_threshold=0.9, review_thresh
     {"category": "insult", "action": "allow", "language": "", "terms": ["ass", "re:zzq\\d{6}"]},
     {"category": "spam", "action": "reject", "language": "", "terms": ["re:https?://\\S+"]},
 ])
-PURE = settings(max_examples=150, deadline=None)
+PURE = settings(max_examples=examples(150), deadline=None)
 
 
 def assert_spans(text: str, spans) -> None:
@@ -121,7 +122,7 @@ def local(settings):
     settings.MODERATION_PROVIDER = "local"
 
 
-FEW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FEW = settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.mark.django_db

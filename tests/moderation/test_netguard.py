@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from lab.simulator import WebhookReceiver
 from moderation import services
 from moderation.models import ApiClient, DecisionNotification, NotificationAttempt
-from tests.helpers import decided
+from tests.helpers import examples, decided
 
 PUBLIC = "93.184.216.34"  # never connected to: the resolver is patched, connects are guarded
 
@@ -256,7 +256,7 @@ def test_any_ipv4_address_is_judged_the_same_through_nat64_and_every_other_carri
 
     from moderation.netguard import address_refusal
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=examples(500), deadline=None)
     @given(st.integers(min_value=0, max_value=2**32 - 1))
     def check(n):
         v4 = str(ipaddress.IPv4Address(n))
