@@ -389,6 +389,7 @@ NOT_SETTINGS = {
     "BENCH_SIZES": ROOT / "Makefile",
     "BENCH_REPORT_ARGS": ROOT / "Makefile",
     "BENCH_REDIS_URL": ROOT / "Makefile",
+    "TEST_WORKERS": ROOT / "Makefile",  # make test's
     "WEB_WORKERS": ROOT / "deploy" / "systemd" / "moderation-web.service",  # the unit's variable
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
     "MATCH_BUDGET": ROOT / "moderation" / "rules.py",  # constants of the code

@@ -106,7 +106,7 @@ def erase_via_api(client, review_id, reason=None):
     return http.delete(f"/api/v1/reviews/{review_id}/content{query}")
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasure_leaves_the_content_in_no_column_and_keeps_the_audit_chain(api_client, scripted, django_user_model):
     review = moderated_with_quotes(api_client, scripted, django_user_model)
     before = where_found(needles())
@@ -135,7 +135,7 @@ def test_erasure_leaves_the_content_in_no_column_and_keeps_the_audit_chain(api_c
     assert event.provider_request_id == "prov-9" and event.result.category_scores == {"hate": 0.95}
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_callback_for_erased_content_is_still_a_duplicate_and_brings_nothing_back(api_client, scripted, django_user_model):
     review = moderated_with_quotes(api_client, scripted, django_user_model)
     erase_via_api(api_client, review.pk)
@@ -154,7 +154,7 @@ def test_a_callback_for_erased_content_is_still_a_duplicate_and_brings_nothing_b
     assert violations([review.pk]) == []
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_after_erase_content_and_prune_for_real_the_checker_passes_no_column_holds_it_and_a_duplicate_is_known(
     api_client, scripted, django_user_model, capsys
 ):
@@ -193,7 +193,7 @@ def test_after_erase_content_and_prune_for_real_the_checker_passes_no_column_hol
     assert violations(every_review) == []
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasing_content_under_review_stops_it_and_no_provider_sees_it(api_client, scripted, capsys):
     review, _ = services.review_submit(client=api_client, external_id="p", kind="text", text=TEXT)
     request = services.review_claim(review_id=review.pk, worker_id="w1")
@@ -701,7 +701,7 @@ def image_review(api_client, data: bytes) -> ContentReview:
     return review
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasing_an_image_removes_its_bytes_and_what_was_read_of_them_and_keeps_its_hash(api_client, scripted):
     review = image_review(api_client, marked_image())
     before = ReviewMedia.objects.get(pk=review.content_id)
@@ -720,7 +720,7 @@ def test_erasing_an_image_removes_its_bytes_and_what_was_read_of_them_and_keeps_
     assert violations([review.pk]) == []
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasure_takes_a_media_urls_quotes_from_the_error_the_job_kept(api_client, scripted, monkeypatch):
     url = f"https://cdn-{MARKER.lower()}.example/picture.png"
 
@@ -739,7 +739,7 @@ def test_erasure_takes_a_media_urls_quotes_from_the_error_the_job_kept(api_clien
     assert columns_holding(MARKER) == set()
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_bytes_fetched_while_the_content_was_erased_are_never_stored(api_client, scripted, monkeypatch):
     """The fetch of a media_url takes seconds, with no lock held: an erasure that commits meanwhile
     finds nothing to remove, so the job must not store the bytes after it."""

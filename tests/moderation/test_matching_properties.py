@@ -142,7 +142,7 @@ def test_the_dry_run_never_fails_on_any_text(local, texts):
 
 
 # The provider is never called inside a transaction (invariant 6): this test commits for real.
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 @FEW
 @given(text=TEXTS.filter(str.strip))
 def test_a_review_of_any_text_is_decided_end_to_end_with_the_local_model(local, api_client, http, admin_client, text):

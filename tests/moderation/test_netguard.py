@@ -102,7 +102,7 @@ def test_the_escape_hatch_allows_loopback_for_development(guarded, settings):
     assert client.webhook_url == "http://127.0.0.1:9000/hook"
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_name_that_rebinds_to_a_private_address_is_refused_at_send_time_without_connecting(guarded, api_client):
     guarded["hooks.example"] = [PUBLIC]
     services.api_client_create(name="rebinder", webhook_url="https://hooks.example/moderation")
@@ -117,7 +117,7 @@ def test_a_name_that_rebinds_to_a_private_address_is_refused_at_send_time_withou
     assert attempt.status_code is None and "private" in attempt.error, attempt.error
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_delivery_connects_to_the_vetted_address_and_keeps_the_host_header(guarded, api_client, settings):
     settings.WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on loopback
     receiver = WebhookReceiver()

@@ -187,7 +187,7 @@ def test_a_bad_undo_is_refused_with_a_clear_message(mia, api_client, decision, s
     assert ContentReview.objects.get(pk=review.pk).status == ReviewStatus.REJECTED
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_an_undo_after_the_client_was_notified_says_so(mia, api_client, webhook_receiver):
     review = model_said(api_client, 0.6)
     decision = reject(review, mia.user)
