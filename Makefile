@@ -3,14 +3,21 @@
 #                 demo credentials, then the web server and the django-q2 cluster in the foreground
 #   make test  -> the same set-up, then the whole test suite
 #   make test-fast -> the same, without the slow end-to-end, browser and chaos tests (the inner loop)
+#   make test-deep -> the whole suite with every property test's full count of examples
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
 PYTEST_ARGS ?=
+# The suite runs on TEST_WORKERS pytest-xdist workers, each with a database of its own; the tests
+# that start processes or drive the browser keep to one worker per group (tests/conftest.py,
+# docs/operations.md "Tests"). `make test` and `make test-fast` run the `ci` Hypothesis profile
+# (a quarter of each property test's examples); `make test-deep` the full counts.
+TEST_WORKERS ?= 3
+XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
-.PHONY: run test test-fast lint setup migrate check clean-db bench screenshots evaluate
+.PHONY: run test test-fast test-deep lint setup migrate check clean-db bench screenshots evaluate
 
 $(VENV)/bin/python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required (found %s); set PYTHON=python3.11" % sys.version.split()[0])'
@@ -47,10 +54,13 @@ lint: $(VENV)/.dev-installed
 	$(PY) manage.py makemigrations --check --dry-run
 
 test: lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) --hypothesis-profile=ci $(PYTEST_ARGS)
 
 test-fast: lint
-	$(PY) -m pytest -m "not e2e and not browser and not chaos" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) --hypothesis-profile=ci -m "not e2e and not browser and not chaos" $(PYTEST_ARGS)
+
+test-deep: lint
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # Every screenshot of the README and docs/ (docs/screenshots/), made again by the browser tests
 # that take them (marked `screenshots`: tests/browser/conftest.py), in a few minutes. They drive

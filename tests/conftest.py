@@ -1,14 +1,106 @@
 from __future__ import annotations
 
+import logging
 import tempfile
 from pathlib import Path
 
 import pytest
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from config import embedded_db
 from moderation import providers, services
+from moderation.db.transactions import in_transaction
 from tests.helpers import ScriptedProvider
+
+# Hypothesis profiles (docs/operations.md, "Tests"): `make test` and `make test-fast` run the
+# `ci` one, every property test with a quarter of its examples (tests/helpers.py, `examples`,
+# scales the counts tests name); `make test-deep` and a bare `pytest` run Hypothesis' default,
+# the full counts.
+hypothesis_settings.register_profile("ci", max_examples=25)
+hypothesis_settings.register_profile("deep", max_examples=100)
+
+
+# Tests that start processes (the platform, clusters, PgBouncer, promtool and apt-get), kill them,
+# or drive Chromium, each on one pytest-xdist worker at a time (`--dist loadgroup`, make test;
+# docs/operations.md, "Tests"): their time-outs assume the machine is not busy with another
+# such test, and apt-get takes a lock. Every worker has a database of its own (test_<name>_gw<n>).
+PROCESSES = ("tests/e2e/", "tests/deploy/", "tests/lab/test_pgbouncer.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items):
+    for item in items:
+        path = item.nodeid
+        if path.startswith("tests/browser/") or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif path.startswith(PROCESSES) or item.get_closest_marker("e2e") or item.get_closest_marker("chaos"):
+            item.add_marker(pytest.mark.xdist_group("processes"))
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """The test database commits without waiting for its WAL to reach the disk
+    (synchronous_commit off, on that database only: every connection to it, the processes the
+    tests start included). A crash could lose the last commits of a database that is dropped
+    anyway; the transactional tests' commits and truncations stop waiting for fsync."""
+    with django_db_blocker.unblock():
+        connection = connections[DEFAULT_DB_ALIAS]
+        with connection.cursor() as cursor:
+            name = connection.ops.quote_name(connection.settings_dict["NAME"])
+            cursor.execute(f"ALTER DATABASE {name} SET synchronous_commit = off")
+            cursor.execute("SET synchronous_commit = off")  # (this session was opened before)
+
+
+@pytest.fixture
+def on_commit_callbacks_run(db, monkeypatch):
+    """On-commit callbacks run where production runs them, though the test case's transaction
+    stays open around the test (`db`): when the program's outermost atomic block ends (its
+    commit), or at once when one is registered outside every block of the program (autocommit).
+    A block rolled back drops its callbacks, as Django does. What the test case's transaction
+    is, moderation/db/transactions.py says. Tests whose jobs, notifications and other on-commit
+    work must happen use it instead of committing for real (`transaction=True`): django-q2's
+    ORM broker then has the jobs queued, in the test's transaction."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if not connection.in_atomic_block:  # a transactional test (a race, of a module that uses this): Django runs them
+        return
+    pending_from = len(connection.run_on_commit)  # (the test case's own, if any, are not the test's)
+    running = False
+
+    def run_committed() -> None:
+        nonlocal running
+        if running or in_transaction():
+            return
+        running = True
+        try:
+            while len(connection.run_on_commit) > pending_from:
+                _, callback, robust = connection.run_on_commit.pop(pending_from)
+                if not robust:
+                    callback()
+                    continue
+                try:
+                    callback()
+                except Exception:  # (as Django runs a robust callback)
+                    logging.getLogger("django.db.backends.base").exception("on-commit callback failed")
+        finally:
+            running = False
+
+    real_exit, real_on_commit = transaction.Atomic.__exit__, BaseDatabaseWrapper.on_commit
+
+    def exit_then_run(self, exc_type, exc_value, traceback):
+        real_exit(self, exc_type, exc_value, traceback)
+        if (self.using or DEFAULT_DB_ALIAS) == DEFAULT_DB_ALIAS:
+            run_committed()
+
+    def on_commit_then_run(self, func, robust=False):
+        real_on_commit(self, func, robust)
+        if self is connection:
+            run_committed()
+
+    monkeypatch.setattr(transaction.Atomic, "__exit__", exit_then_run)
+    monkeypatch.setattr(BaseDatabaseWrapper, "on_commit", on_commit_then_run)
 
 
 @pytest.fixture(autouse=True)

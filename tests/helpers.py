@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import operator
 import threading
 import time
@@ -23,6 +24,17 @@ from moderation import services
 from moderation.errors import ModerationError
 from moderation.models import ContentReview, ModerationRequest
 from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError
+
+
+def examples(full: int) -> int:
+    """How many examples a property test that names its count (`max_examples=examples(300)`)
+    runs: `full` under Hypothesis' default profile (`make test-deep`, a bare `pytest`), a share
+    of it under the `ci` profile of `make test` (tests/conftest.py): that profile's max_examples
+    over the default's 100. A count a test names overrides the profile, hence this. A test whose
+    search must find something (a guard taken out) names its count as it is."""
+    from hypothesis import settings
+
+    return max(1, math.ceil(full * min(1.0, settings().max_examples / 100)))
 
 
 def result(score: float, *, model: str = "test-model", provider_request_id: str = "") -> ModerationResult:

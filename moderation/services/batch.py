@@ -17,10 +17,11 @@ import logging
 import time
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from audit import context, tracing
+from moderation.db.transactions import in_transaction
 from moderation.models import (
     AttemptOutcome,
     Cause,
@@ -170,7 +171,7 @@ def _call_many(provider, payloads: list) -> tuple[list, int]:
     6). An unexpected exception from the call as a whole (a bug in an adapter, a model that cannot
     load) ends every attempt of the batch as an error: the provider's failure, not one item's (an
     adapter that judges item by item puts one item's error in that item's slot)."""
-    if connection.in_atomic_block:
+    if in_transaction():
         raise RuntimeError("a provider must never be called inside a database transaction")
     if not payloads:
         return [], 0

@@ -13,13 +13,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import F, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from audit import context, tracing
 from audit.models import EventKind
+from moderation.db.transactions import in_transaction
 from moderation.models import (
     OPEN_REQUEST_STATUSES,
     AttemptOutcome,
@@ -253,7 +254,7 @@ def attempt_prepare(request: ModerationRequest, attempt: ProviderAttempt, conten
 def _attempt_call(request: ModerationRequest, attempt: ProviderAttempt, payload: ModerationInput) -> DispatchReport:
     # The provider may take PROVIDER_TIMEOUT_S to answer. Holding the review's row lock that
     # long would stall the callback that may arrive meanwhile, and every other worker (docs/design.md, invariant 6).
-    if connection.in_atomic_block:
+    if in_transaction():
         raise RuntimeError("a provider must never be called inside a database transaction")
     provider = get_provider(request.provider)
     clock = time.monotonic()

@@ -390,6 +390,7 @@ NOT_SETTINGS = {
     "BENCH_REPORT_ARGS": ROOT / "Makefile",
     "BENCH_REDIS_URL": ROOT / "Makefile",
     "EVALUATE_DATA": ROOT / "Makefile",  # make evaluate's files
+    "TEST_WORKERS": ROOT / "Makefile",  # make test's
     "WEB_WORKERS": ROOT / "deploy" / "systemd" / "moderation-web.service",  # the unit's variable
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
     "MATCH_BUDGET": ROOT / "moderation" / "text" / "rules.py",  # constants of the code

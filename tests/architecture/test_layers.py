@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = ("audit", "moderation", "callbacks", "config")
 # Not part of the application's layering: settings and process bootstrap, package roots.
-OUTSIDE = {"config", "config.settings", "config.wsgi", "config.embedded_db", "audit", "moderation", "callbacks"}
+OUTSIDE = {"config", "config.settings", "config.settings_test", "config.wsgi", "config.embedded_db", "audit", "moderation", "callbacks"}
 # Packages of one concept whose modules sit in different layers (the image invariant and the
 # transparency report are read side, the rest domain primitives): the package itself must hold
 # nothing but its docstring, or it would be a module outside every layer.

@@ -21,7 +21,7 @@ from tests.helpers import queued_tasks, submit
 OURS = ("moderation", "callbacks", "audit")
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_one_review_through_a_timeout_a_retry_and_a_duplicate_callback_is_fully_correlated(
     api_client, scripted, settings, caplog
 ):
@@ -62,7 +62,7 @@ def test_json_lines_carry_the_bound_ids():
     assert line["level"] == "INFO" and line["logger"] == "moderation.x" and "ts" in line
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_web_request_id_follows_the_work_into_its_jobs(http, api_client, caplog):
     response = http.post("/api/v1/reviews/", {"external_id": "x1", "content_type": "text", "text": "hi"},
                          format="json", HTTP_X_REQUEST_ID="req-123")

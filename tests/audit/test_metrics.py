@@ -31,7 +31,7 @@ def scrape(client, token="scrape-me") -> dict:
     }
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_the_counters_after_a_lost_claim_duplicate_callbacks_and_a_late_result_are_exact(client, api_client, settings):
     settings.METRICS_TOKEN = "scrape-me"
     settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}
@@ -86,7 +86,7 @@ def test_without_a_token_configured_only_staff_may_scrape(client, settings):
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer ").status_code == 401
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_attempts_per_review_counts_retries(client, api_client, scripted, settings):
     from datetime import timedelta
 
@@ -113,7 +113,7 @@ def test_attempts_per_review_counts_retries(client, api_client, scripted, settin
     assert m[("moderation_retries_total", (("kind", "same_key"),))] == 1
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_counters_never_count_transient_states(client, api_client, settings):
     import json as jsonlib
 
@@ -133,7 +133,7 @@ def test_counters_never_count_transient_states(client, api_client, settings):
     assert after[("moderation_callbacks_total", (("outcome", "applied"), ("provider", "webhook")))] == 1
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_the_stuck_gauge_counts_silent_operations_not_retries_in_backoff(client, api_client, scripted, settings):
     from datetime import timedelta
 
@@ -156,7 +156,7 @@ def test_the_stuck_gauge_counts_silent_operations_not_retries_in_backoff(client,
     assert scrape(client)[("moderation_reviews_stuck", ())] == 1
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_every_latency_stage_is_measured_from_submission_to_decision(client, api_client, scripted, settings):
     settings.METRICS_TOKEN = "scrape-me"
     settings.CALLBACK_SECRETS = {name: [SECRET] for name in ("webhook", "scripted", "local")}

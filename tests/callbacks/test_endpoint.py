@@ -14,7 +14,7 @@ from moderation.models import ReviewStatus
 from tests.callbacks.conftest import OLD_SECRET, SECRET, URL, completed, deliver
 from tests.helpers import claimed
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 def test_a_valid_callback_is_stored_verbatim_and_applied(api_client):

@@ -15,7 +15,7 @@ from moderation.models import ModerationRequest, ReviewStatus
 from tests.callbacks.conftest import completed, deliver
 from tests.helpers import claimed
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 NUL, SURROGATE = "\x00", "\ud800"
 

@@ -19,12 +19,13 @@ from moderation.models import Decision, ReviewStatus
 from tests.callbacks.conftest import completed, deliver
 from tests.helpers import claimed, collide
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 # PostgreSQL allows 100 connections here: at most this many deliveries hold one at a time.
 DB_SLOTS = threading.BoundedSemaphore(60)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_two_hundred_concurrent_deliveries_of_one_callback_make_one_row_and_one_effect(api_client):
     review, request = claimed(api_client)
     body = completed(request.idempotency_key, score=0.95)
@@ -81,6 +82,7 @@ def test_processing_twice_is_harmless(api_client):
     assert Decision.objects.filter(review=review).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_fast_path_and_the_sweeper_racing_apply_once(api_client):
     for i in range(5):
         review, request = claimed(api_client)

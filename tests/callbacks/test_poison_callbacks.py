@@ -21,7 +21,7 @@ from moderation.providers import Accepted, OperationStatus
 from tests.callbacks.conftest import completed, deliver
 from tests.helpers import POISON, ScriptedProvider, poison_the_rules, result, submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 def claimed_with(api_client, text: str) -> ModerationRequest:
@@ -89,6 +89,7 @@ def silent_operations(api_client, settings) -> tuple[list[ModerationRequest], ti
     return requests, timezone.now() + timedelta(seconds=settings.MODERATION_STUCK_AFTER_S + 1)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_an_answer_reconcile_cannot_apply_replaces_that_operation_and_holds_no_other(api_client, asked,
                                                                                      monkeypatch, settings):
     requests, later = silent_operations(api_client, settings)

@@ -20,7 +20,7 @@ from moderation.providers import Accepted
 from tests.callbacks.conftest import completed, deliver
 from tests.helpers import ScriptedProvider, claimed, result, submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 def silent_later(settings) -> timezone.datetime:
@@ -32,6 +32,7 @@ def lost_callbacks(settings) -> None:
     settings.PUBLIC_BASE_URL = f"http://127.0.0.1:{free_port()}"
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_review_whose_callback_was_lost_is_recovered_by_asking_the_provider(api_client, simulate, settings):
     simulator = simulate(redeliveries=0, delay_ms=0)
     lost_callbacks(settings)
@@ -52,6 +53,7 @@ def test_a_review_whose_callback_was_lost_is_recovered_by_asking_the_provider(ap
     assert late.json()["outcome"] == "duplicate"
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_provider_without_the_status_endpoint_is_superseded(api_client, simulate, settings):
     simulate(redeliveries=0, status_endpoint=False)
     lost_callbacks(settings)
@@ -126,6 +128,7 @@ def test_a_completed_answer_after_the_review_moved_on_changes_nothing(api_client
     assert review.status == ReviewStatus.MANUAL_REVIEW
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_silence_deadline_follows_the_providers_expected_latency(settings):
     from config import settings as config
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from lab.transparency_db import DUPLICATE_MESSAGE, FakeTransparencyDatabase
 from tests.lab import tdb_statements as make
+from tests.helpers import examples
 
 TOKEN = "fake-tdb-token"
 HTTP: httpx.Client
@@ -358,7 +359,7 @@ def shared_fake():
         yield fake
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.fixed_dictionaries({name: st.text(max_size=600) for name in FREE_TEXT}))
 def test_any_unicode_in_the_free_text_fields_is_answered_201_or_422_naming_only_those_fields(shared_fake, texts):
     texts["puid"] = make.puid() + texts["puid"]  # unique, so no example is a duplicate of another
@@ -375,7 +376,7 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     max_leaves=12)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(field=st.sampled_from(["category", "content_type", "decision_visibility", "territorial_scope", "content_date",
                               "puid", "content_id", "decision_ground", "automated_detection", "end_date_account_restriction"]),
        value=JSON)

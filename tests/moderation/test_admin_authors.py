@@ -22,7 +22,7 @@ from moderation import services
 from moderation.admin import paginator
 from moderation.observability import workplace
 from moderation.models import AccountAction, AccountAppeal, Author, ContentReview, Standing, StandingTransition
-from tests.helpers import SCORE_FOR, result, staff_browser
+from tests.helpers import examples, SCORE_FOR, result, staff_browser
 
 pytestmark = pytest.mark.django_db
 PAGE = "/admin/moderation/author/{}/change/"
@@ -108,7 +108,7 @@ INJECTION = '"><img src=x onerror=alert(1)>'
        text=st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=400))
 @example(author_id=INJECTION, text=INJECTION)
 @example(author_id="\u202Eevil\u202C \U0001F468\u200D\U0001F469\u200D\U0001F467", text="\u200B")
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_the_author_page_shows_any_unicode_author_id_and_content_escaped(api_client, mia, author_id, text):
     review = authored(api_client, author_id, "rejected", text=text + INJECTION)
     author = Author.objects.get(client=api_client, author_id=author_id)

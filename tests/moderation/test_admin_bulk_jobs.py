@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from moderation import services, tasks
 from moderation.admin.csp import HEADER
 from moderation.models import BulkJob, BulkJobStatus, Content, ContentReview
-from tests.helpers import decided, queued_tasks, staff_browser, submit
+from tests.helpers import examples, decided, queued_tasks, staff_browser, submit
 from tests.moderation.test_workplace import LIST, messages_of
 
 pytestmark = pytest.mark.django_db
@@ -172,7 +172,7 @@ def test_a_query_with_a_nul_is_refused(mia):
 
 
 WEIRD = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=60)
-FEW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FEW = settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @FEW

@@ -14,6 +14,7 @@ from moderation import services
 from moderation.models import ContentReview
 from tests.moderation import test_workplace_pages
 from tests.moderation.test_workplace_pages import LIST, QUEUES, page_of, submitted
+from tests.helpers import examples
 
 moderator = test_workplace_pages.moderator  # a fixture: a logged-in moderator's test client
 
@@ -91,7 +92,7 @@ def test_the_list_and_the_queue_show_the_markers_in_the_excerpt(moderator, api_c
 
 
 WEIRD = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=60)
-FEW = settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FEW = settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.mark.django_db

@@ -20,6 +20,7 @@ from tests.moderation import test_workplace_pages
 from tests.moderation.test_admin_hidden_characters import ZWSP_MARKER, content_panel
 from tests.moderation.test_long_texts import GARDEN
 from tests.moderation.test_workplace_pages import page_of
+from tests.helpers import examples
 
 moderator = test_workplace_pages.moderator  # a fixture: a logged-in moderator's test client
 
@@ -126,7 +127,7 @@ def within(text: str):
         st.floats(0, 1)), max_size=5)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(TEXT.flatmap(lambda text: st.tuples(st.just(text), within(text) | st.lists(PART, max_size=6) | st.none()
                                            | st.text(max_size=4))), st.lists(MATCH, max_size=4))
 def test_any_text_with_any_stored_parts_renders_nested_and_shows_the_same_text(drawn, matches):

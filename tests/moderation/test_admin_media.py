@@ -25,7 +25,7 @@ from moderation.models import (
     ReviewQueue,
 )
 from moderation.templatetags.moderation_rules import highlight_terms
-from tests.helpers import staff_browser
+from tests.helpers import examples, staff_browser
 from tests.helpers_media import encoded, image_header, picture
 
 LIST = "/admin/moderation/contentreview/"
@@ -314,7 +314,7 @@ SERIAL = itertools.count()
 @given(external=WEIRD, path=WEIRD, caption=WEIRD)
 @example(external=INJECTION, path=INJECTION, caption=INJECTION)
 @example(external="\u202eevil\u202c \U0001F468\u200d\U0001F469", path="\u200b\u0301", caption="")
-@hypothesis_settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis_settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_pages_with_media_render_any_unicode_the_client_sent(viewer, api_client, external, path, caption):
     url = f"https://cdn.example.org/{path}"
     review, _ = services.review_submit(client=api_client, external_id=f"{next(SERIAL)}-{external}", kind="image",

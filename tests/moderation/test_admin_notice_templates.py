@@ -16,7 +16,7 @@ from moderation import services
 from moderation.models import Content, ModerationPolicy
 from moderation.transparency.notices import BUILT_IN_TEMPLATES
 from moderation.transparency.reasons import statement_of_reasons
-from tests.helpers import decided, staff_browser
+from tests.helpers import examples, decided, staff_browser
 
 pytestmark = pytest.mark.django_db
 
@@ -192,7 +192,7 @@ def test_a_template_is_escaped_in_the_form_and_in_the_preview(supervisor, reject
 @example(template="{category.__class__} {reasons[0]} {0} {} {{reasons}} {reasons", language="en", review="")
 @example(template="\u202E{reasons}\u200D\U0001F600\x00", language="id", review="\x00")
 @example(template="x" * 2001, language="en", review="")
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 def test_any_unicode_template_or_review_term_previews_or_explains_and_never_publishes(supervisor, rejected,
                                                                                      template, language, review):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from moderation import services
 from moderation.admin.paginator import EstimatedCountPaginator
 from moderation.models import StatementStatus, TransparencyStatement
-from tests.helpers import decided, staff_browser
+from tests.helpers import examples, decided, staff_browser
 
 pytestmark = pytest.mark.django_db
 LIST = "/admin/moderation/transparencystatement/"
@@ -151,7 +151,7 @@ _text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_siz
 @given(field=_text, message=_text)
 @example(field=INJECTION, message="<script>alert(1)</script>")
 @example(field="\u202Eevil\u202C", message="\U0001F468\u200D\U0001F469\u200D\U0001F467 \u0301\u200B")
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_unicode_in_the_databases_errors_is_shown_escaped(api_client, sam, field, message):
     refused = statement(api_client, StatementStatus.REJECTED,
                         errors={"statement_0": {field: [message, {"nested": INJECTION}]}, "puid": message})

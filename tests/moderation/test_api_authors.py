@@ -31,7 +31,7 @@ from moderation.models import (
     StandingTransition,
     Strike,
 )
-from tests.helpers import collide
+from tests.helpers import examples, collide
 from tests.moderation.test_authors import authored
 
 pytestmark = pytest.mark.django_db
@@ -124,7 +124,7 @@ AUTHOR_IDS = st.one_of(
 @example(author_id="x/appeals")
 @example(author_id="team/ann/content")
 @example(author_id="\u200d")
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_author_id_is_taken_as_written_or_refused_and_its_page_is_found_by_it(http, author_id):
     valid = 1 <= len(author_id) <= 255 and not any(unicodedata.category(c) == "Cc" for c in author_id)
     answer = http.post("/api/v1/reviews/", json.dumps(body(author_id=author_id)), content_type="application/json")

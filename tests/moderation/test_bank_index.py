@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from moderation.media.images import MIN_QUALITY, BankFileInvalid, BankIndex, bank_file_parse, hamming, hash_normalize
 from moderation.models import ENTRY_LABEL_MAX
+from tests.helpers import examples
 
 HEX = st.integers(min_value=0, max_value=2**256 - 1).map(lambda n: f"{n:064x}")
 
@@ -23,7 +24,7 @@ def near(value: str, bits: list[int]) -> str:
     return f"{n:064x}"
 
 
-@hypothesis_settings(max_examples=200, deadline=None)
+@hypothesis_settings(max_examples=examples(200), deadline=None)
 @given(
     banks=st.dictionaries(st.sampled_from(["a", "b", "c"]), st.lists(HEX, max_size=30, unique=True), max_size=3),
     query=HEX,
@@ -58,7 +59,7 @@ def test_an_entry_differing_only_in_the_last_words_is_measured_there_too():
     assert index.match(entry, max_distance=31, quality=MIN_QUALITY - 1) == []
 
 
-@hypothesis_settings(max_examples=200, deadline=None)
+@hypothesis_settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.one_of(
     st.text(max_size=80),
     st.builds(lambda h, label: f"{h},{label}", st.from_regex(r"[0-9a-fA-F]{64}", fullmatch=True), st.text(max_size=40)),

@@ -19,7 +19,7 @@ from moderation.observability.timeline import review_timeline
 from moderation.services import batch, pipeline, results, transitions
 from tests.helpers import collide, count_model_calls, queued_tasks, silent_for, submit, transition_unconditional
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 TEXTS = ["thanks, see you on sunday", "shut up, you idiot", "a perfectly friendly sentence"]
 
@@ -46,6 +46,7 @@ def two_claimers_selected_before_either_updates(monkeypatch, size: int, reviews:
         review_id=own[i].pk, worker_id=f"w{i}", job_id=f"job-{i}", size=size))
 
 
+@pytest.mark.django_db(transaction=True)
 def test_two_batch_claimers_at_once_never_share_a_review_and_together_claim_all(api_client, monkeypatch):
     reviews = [submit(api_client) for _ in range(10)]
 
@@ -61,6 +62,7 @@ def test_two_batch_claimers_at_once_never_share_a_review_and_together_claim_all(
     assert violations([r.pk for r in reviews]) == []
 
 
+@pytest.mark.django_db(transaction=True)
 def test_without_skip_locked_and_the_conditional_update_two_batches_share_reviews(api_client, monkeypatch):
     # The guards taken out: the others chosen without a lock, moved without the status check.
     monkeypatch.setattr(ContentReview.objects, "select_for_update",
@@ -76,6 +78,7 @@ def test_without_skip_locked_and_the_conditional_update_two_batches_share_review
     assert any("not a chain" in v for v in found), found  # ...and the checker says so
 
 
+@pytest.mark.django_db(transaction=True)
 def test_without_the_lock_the_conditional_update_alone_still_keeps_two_batches_apart(api_client, monkeypatch):
     # The second line of defence: with the others chosen unlocked, both claimers choose the same
     # reviews; the UPDATE's `WHERE status = 'pending'` lets only the first move them: the second's
@@ -158,6 +161,7 @@ def test_a_batched_reviews_audit_trail_equals_a_one_by_one_reviews(api_client, l
     assert violations([r.pk for r in [alone, *batched]]) == []
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("dies", ["after_the_claim", "during_the_model_call"])
 def test_a_batch_whose_worker_dies_leaves_every_review_for_the_sweeper_to_finish(api_client, local, monkeypatch,
                                                                                  settings, dies):
@@ -268,6 +272,7 @@ def test_a_review_erased_during_the_batchs_model_call_is_already_final_and_the_o
     assert violations([r.pk for r in reviews]) == []
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_batch_finalize_refused_as_a_whole_finalizes_each_result_alone(api_client, local, monkeypatch):
     from moderation.errors import IllegalTransition
 

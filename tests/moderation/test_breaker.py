@@ -13,7 +13,7 @@ from moderation.models import CircuitState, ContentReview, ReviewStatus
 from moderation.providers.base import ProviderClientError, ProviderServerError
 from tests.helpers import collide, queued_tasks, result, submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 @pytest.fixture
@@ -92,6 +92,7 @@ def test_a_retry_due_while_open_is_postponed_without_spending_an_attempt(api_cli
     assert request.next_attempt_at >= services.circuit_get("scripted").opened_at + timedelta(seconds=30)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_after_the_cooldown_exactly_one_caller_makes_the_trial_call(api_client, scripted, breaker):
     trip(api_client, scripted)
     later = timezone.now() + timedelta(seconds=31)
@@ -105,6 +106,7 @@ def test_after_the_cooldown_exactly_one_caller_makes_the_trial_call(api_client, 
     assert services.breaker_admit(provider="scripted", now=later + timedelta(seconds=61)) == "trial"
 
 
+@pytest.mark.django_db(transaction=True)
 def test_after_the_cooldown_only_the_trial_caller_claims_a_review(api_client, scripted, breaker, monkeypatch):
     trip(api_client, scripted)
     from moderation.services import breaker as module

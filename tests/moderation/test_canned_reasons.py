@@ -27,7 +27,7 @@ from moderation.models import (
 )
 from moderation.transparency.reasons import statement_of_reasons
 from moderation.validation import validate_policy
-from tests.helpers import decided
+from tests.helpers import examples, decided
 
 SLUR_EN = "The content uses a slur against a protected group."
 SLUR_ID = "Konten ini memakai sebutan merendahkan terhadap kelompok yang dilindungi."
@@ -247,7 +247,7 @@ class TestThePolicyForm:
 
 
 @pytest.mark.django_db
-@hypothesis_settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis_settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(min_size=1, max_size=200), language=st.sampled_from(["en", "id"]))
 def test_any_canned_text_is_refused_or_shown_escaped_on_the_page_and_in_the_statement(
     api_client, django_user_model, text, language

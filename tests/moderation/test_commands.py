@@ -153,7 +153,7 @@ class TestReprocessReviews:
             run("reprocess_reviews", "--since", "yesterday")
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 class TestReconcileStuck:
     def test_dry_run_then_for_real(self, api_client, scripted):
         scripted.script = [Accepted("prov-1")]

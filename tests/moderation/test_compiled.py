@@ -19,7 +19,7 @@ from moderation.models import ApiClient, Author, Content, ContentReview, Moderat
 from moderation.services.clients import hash_token
 from moderation.db.compiled import CompiledSelect, CompiledUpdate
 from moderation.services.policy import policy_active_id_subquery
-from tests.helpers import statements_compiled, submit
+from tests.helpers import examples, statements_compiled, submit
 
 pytestmark = pytest.mark.django_db
 
@@ -134,7 +134,7 @@ def test_locking_reads_of_lists_with_related_rows_annotations_and_json_answer_as
 _TEXT = st.text(st.characters(blacklist_characters="\x00"), max_size=40)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_TEXT, max_size=5), _TEXT, st.lists(_TEXT, max_size=5))
 def test_any_text_is_answered_as_the_orm_answers_it(api_client, names, one, stored):
     """Authors named by arbitrary text, some of them stored: the same rows, related client

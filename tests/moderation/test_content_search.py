@@ -24,6 +24,7 @@ from moderation.observability.search import (
 )
 from tests.moderation import test_workplace_pages
 from tests.moderation.test_workplace_pages import LIST, QUEUES, submitted
+from tests.helpers import examples
 
 moderator = test_workplace_pages.moderator  # a fixture: a logged-in moderator's test client
 
@@ -210,7 +211,7 @@ class TestPages:
         assert moderator.get(QUEUES, {"queue": queue, "q": "a\x00"}).status_code == 400
 
 
-FEW = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FEW = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 TERMS = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00"), max_size=60)
 
 

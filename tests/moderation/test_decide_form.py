@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 from moderation import services
 from moderation.admin.review_forms import BulkOverrideForm, DecideForm
 from moderation.models import ContentReview, ModerationPolicy
-from tests.helpers import decided, staff_browser
+from tests.helpers import examples, decided, staff_browser
 
 LIST = "/admin/moderation/contentreview/"
 
@@ -122,7 +122,7 @@ class TestNothingTypedIsLost:
 
 
 @pytest.mark.django_db
-@hypothesis_settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis_settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(reason=st.text(max_size=300), note=st.text(max_size=300))
 def test_any_text_comes_back_escaped_after_a_refusal_and_never_breaks_the_page(api_client, mia, reason, note):
     review = ContentReview.objects.filter(status="manual_review").first() or decided(api_client, "manual_review")

@@ -28,13 +28,14 @@ from moderation.services.dispatch import attempt_begin
 from tests.helpers import claimed, result, submit
 from tests.helpers_media import encoded, image_header, picture
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 def other_connection() -> psycopg.Connection:
     return psycopg.connect(**connection.get_connection_params(), autocommit=True)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_no_transaction_or_lock_is_held_while_the_provider_works(api_client, scripted):
     seen = {}
 
@@ -197,6 +198,7 @@ def test_an_image_the_local_model_cannot_judge_is_not_sent_and_waits_in_the_imag
     assert review.content.media.pdq_quality == 100 and len(review.content.media.pdq) == 64
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_callback_racing_the_record_of_an_acceptance_does_not_deadlock(api_client, scripted, monkeypatch):
     """A fast provider calls back before the worker has recorded its 202. Both write the review
     and the request; the worker is held right after writing the request until the callback holds

@@ -53,7 +53,7 @@ from moderation.providers.base import ProviderServerError
 from moderation.signing import sign
 from lab.race_lab import where_found
 from tests.callbacks.conftest import SECRET, completed
-from tests.helpers import collide, decided, result
+from tests.helpers import examples, collide, decided, result
 from tests.helpers_media import encoded, image_header, picture
 
 TEXT = 'Zorblax the unforgivable \U0001f419 \u00absaid\u00bb "things" about Qwertyuiop-Flange, twice over'
@@ -108,7 +108,7 @@ def erase_via_api(client, review_id, reason=None):
     return http.delete(f"/api/v1/reviews/{review_id}/content{query}")
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasure_leaves_the_content_in_no_column_and_keeps_the_audit_chain(api_client, scripted, django_user_model):
     review = moderated_with_quotes(api_client, scripted, django_user_model)
     before = where_found(needles())
@@ -137,7 +137,7 @@ def test_erasure_leaves_the_content_in_no_column_and_keeps_the_audit_chain(api_c
     assert event.provider_request_id == "prov-9" and event.result.category_scores == {"hate": 0.95}
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_callback_for_erased_content_is_still_a_duplicate_and_brings_nothing_back(api_client, scripted, django_user_model):
     review = moderated_with_quotes(api_client, scripted, django_user_model)
     erase_via_api(api_client, review.pk)
@@ -156,7 +156,7 @@ def test_a_callback_for_erased_content_is_still_a_duplicate_and_brings_nothing_b
     assert violations([review.pk]) == []
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_after_erase_content_and_prune_for_real_the_checker_passes_no_column_holds_it_and_a_duplicate_is_known(
     api_client, scripted, django_user_model, capsys
 ):
@@ -195,7 +195,7 @@ def test_after_erase_content_and_prune_for_real_the_checker_passes_no_column_hol
     assert violations(every_review) == []
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasing_content_under_review_stops_it_and_no_provider_sees_it(api_client, scripted, capsys):
     review, _ = services.review_submit(client=api_client, external_id="p", kind="text", text=TEXT)
     request = services.review_claim(review_id=review.pk, worker_id="w1")
@@ -645,7 +645,7 @@ QUOTED = 16  # the promise: a quote this long, from anywhere in the content, is 
 
 @given(content=st.text(min_size=QUOTED), cut=st.tuples(st.integers(0), st.integers(0)),
        before=st.text(max_size=40), after=st.text(max_size=40), escaped=st.booleans())
-@hypothesis_settings(max_examples=300, deadline=None)
+@hypothesis_settings(max_examples=examples(300), deadline=None)
 def test_a_quote_of_the_content_from_anywhere_in_it_is_scrubbed_from_any_text(content, cut, before, after, escaped):
     """Any run of at least QUOTED characters of the content, cut anywhere, in any Unicode, as
     written or JSON-escaped, is gone from a text quoting it."""
@@ -703,7 +703,7 @@ def image_review(api_client, data: bytes) -> ContentReview:
     return review
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasing_an_image_removes_its_bytes_and_what_was_read_of_them_and_keeps_its_hash(api_client, scripted):
     review = image_review(api_client, marked_image())
     before = ReviewMedia.objects.get(pk=review.content_id)
@@ -722,7 +722,7 @@ def test_erasing_an_image_removes_its_bytes_and_what_was_read_of_them_and_keeps_
     assert violations([review.pk]) == []
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasure_takes_a_media_urls_quotes_from_the_error_the_job_kept(api_client, scripted, monkeypatch):
     url = f"https://cdn-{MARKER.lower()}.example/picture.png"
 
@@ -741,7 +741,7 @@ def test_erasure_takes_a_media_urls_quotes_from_the_error_the_job_kept(api_clien
     assert columns_holding(MARKER) == set()
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_bytes_fetched_while_the_content_was_erased_are_never_stored(api_client, scripted, monkeypatch):
     """The fetch of a media_url takes seconds, with no lock held: an erasure that commits meanwhile
     finds nothing to remove, so the job must not store the bytes after it."""

@@ -30,6 +30,7 @@ from moderation.api import fast
 from moderation.api.parsers import SafeJSONParser
 from moderation.api.renderers import FastJSONRenderer, fast_json
 from moderation.api.serializers import ReviewSerializer, ReviewSubmitSerializer
+from tests.helpers import examples
 
 FIELDS = ("external_id", "content_type", "text", "author_id", "media_url", "image_base64", "metadata")
 HOSTILE = [
@@ -64,7 +65,7 @@ def _render(renderer, data, media_type="application/json"):
 
 
 @given(json_like)
-@hypothesis_settings(max_examples=600, deadline=None)
+@hypothesis_settings(max_examples=examples(600), deadline=None)
 @example({"score": 1e-05, "small": 9.999999e-05, "nan": 1.0})
 @example({"when": datetime.datetime(2026, 12, 3, 13, 0, 0, 123456, tzinfo=datetime.UTC), "line": "a\u2028b"})
 @example([float("nan")])
@@ -122,7 +123,7 @@ CONTENT_TYPES = ["application/json", "application/json; charset=utf-8", "applica
 
 
 @given(body=bodies, ascii_only=st.booleans(), duplicate=st.booleans(), content_type=st.sampled_from(CONTENT_TYPES))
-@hypothesis_settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hypothesis_settings(max_examples=examples(1500), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @example(body={"external_id": "  padded  ", "content_type": "text", "text": "hi"}, ascii_only=True, duplicate=False,
          content_type="application/json")
 @example(body={"external_id": "x", "content_type": "text", "text": "\ud800"}, ascii_only=True, duplicate=False,

@@ -42,7 +42,7 @@ def test_a_result_with_an_unknown_key_is_an_orphan(api_client):
     assert PipelineEvent.objects.get(kind=EventKind.ORPHAN_RESULT).idempotency_key == key
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_late_result_after_a_human_decision_is_already_final_and_changes_nothing(
     api_client, scripted, django_user_model
 ):

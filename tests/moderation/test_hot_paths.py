@@ -58,7 +58,7 @@ def thousands_of_decided_reviews(api_client, scripted) -> None:
         cursor.execute("ANALYZE")
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_reviews_hot_paths_read_transitions_and_decisions_by_index_only(api_client, scripted, settings, django_user_model):
     settings.CALLBACK_SECRETS = {"webhook": [SECRET], "scripted": [SECRET]}
     thousands_of_decided_reviews(api_client, scripted)

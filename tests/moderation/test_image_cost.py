@@ -18,6 +18,7 @@ from moderation.media.images import MediaRefused, image_inspect, image_read
 from moderation.models import Content, ContentReview, ModerationRequest, ReviewMedia, ReviewStatus
 from moderation.services import media as media_services
 from tests.helpers_media import b64, bomb_png, encoded, generous_bounds, picture
+from tests.helpers import examples
 
 URL = "/api/v1/reviews/"
 
@@ -115,7 +116,7 @@ def test_the_memory_a_decode_takes_counts_its_mode():
         image_inspect(encoded(Image.new("RGBA", (1000, 1000))), bounds=bounds)
 
 
-@hsettings(max_examples=40, deadline=None,
+@hsettings(max_examples=examples(40), deadline=None,
            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.one_of(
     st.binary(max_size=1500),

@@ -34,7 +34,7 @@ def bank_of(data: bytes, *, action: str, name: str = "known", category: str = "c
         {"name": name, "category": category, "action": action, "never_display": False, "through": entry.pk}])
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 @pytest.mark.parametrize(
     ("bank_action", "score", "label"),
     [
@@ -70,7 +70,7 @@ def test_a_bank_match_and_the_providers_verdict_are_weighed_and_the_strictest_wi
     assert review.decision.model_used is True
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_provider_that_judges_no_images_is_never_sent_one(api_client, scripted):
     bank_of(IMAGE, action="manual_review")
     review = submitted(api_client)

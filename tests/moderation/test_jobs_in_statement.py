@@ -12,7 +12,7 @@ from moderation import jobs, services
 from moderation.models import ContentReview
 from tests.helpers import collide, queued_tasks
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 MODERATE = "moderation.tasks.moderate_review"
 
@@ -40,6 +40,7 @@ def test_a_submission_rolled_back_leaves_no_job(api_client):
     assert queued_tasks(MODERATE) == [] and not ContentReview.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)
 def test_submissions_racing_for_one_external_id_queue_one_job(api_client):
     outcomes = collide(4, lambda i: submitted(api_client)[1])
 

@@ -101,7 +101,7 @@ def test_only_the_parts_over_a_threshold_are_kept_with_their_level_and_the_first
     assert parts_record(policy(PartRule.MAX), scored(0.1)) == {}
 
 
-@pytest.mark.django_db(transaction=True)  # the job calls the provider outside every transaction
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_the_five_kilobyte_example_is_no_longer_approved(api_client, local):
     review = submit(api_client, text=LONG)
     tasks.moderate_review(review.pk)
@@ -116,7 +116,7 @@ def test_the_five_kilobyte_example_is_no_longer_approved(api_client, local):
     assert INSULT not in str(decision.parts) and "idiot" not in decision.explanation  # offsets, never words
 
 
-@pytest.mark.django_db(transaction=True)  # the job calls the provider outside every transaction
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_under_a_version_whose_rule_is_whole_the_same_text_is_approved_and_keeps_its_evidence(api_client, local):
     services.policy_publish_change(lambda active: {"part_rule": PartRule.WHOLE}, notes="judge texts whole")
     review = submit(api_client, text=LONG)
@@ -140,7 +140,7 @@ def test_the_part_rule_is_versioned_and_validated():
         services.policy_publish_change(lambda active: {"part_rule": "median"})
 
 
-@pytest.mark.django_db(transaction=True)  # the job calls the provider outside every transaction
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_erasure_clears_where_the_offending_parts_lay(api_client, local):
     review = submit(api_client, text=LONG)
     tasks.moderate_review(review.pk)

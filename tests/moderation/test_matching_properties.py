@@ -15,6 +15,7 @@ from moderation.text.language import Detection
 from moderation.text.matching import TermMatcher
 from moderation.models import ModerationPolicy, RuleAction
 from moderation.text.rules import CompiledRules, rule_matches
+from tests.helpers import examples
 
 # Characters that have broken or could break matching, beside arbitrary ones (lone surrogates are
 # refused at the API door: test_a_lone_surrogate_is_refused_at_the_api_door; NUL likewise).
@@ -37,7 +38,7 @@ POLICY = ModerationPolicy(pk=-17, version=1, reject_threshold=0.9, review_thresh
     {"category": "insult", "action": "allow", "language": "", "terms": ["ass", "re:zzq\\d{6}"]},
     {"category": "spam", "action": "reject", "language": "", "terms": ["re:https?://\\S+"]},
 ])
-PURE = settings(max_examples=150, deadline=None)
+PURE = settings(max_examples=examples(150), deadline=None)
 
 
 def assert_spans(text: str, spans) -> None:
@@ -121,7 +122,7 @@ def local(settings):
     settings.MODERATION_PROVIDER = "local"
 
 
-FEW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FEW = settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.mark.django_db
@@ -141,7 +142,7 @@ def test_the_dry_run_never_fails_on_any_text(local, texts):
 
 
 # The provider is never called inside a transaction (invariant 6): this test commits for real.
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 @FEW
 @given(text=TEXTS.filter(str.strip))
 def test_a_review_of_any_text_is_decided_end_to_end_with_the_local_model(local, api_client, http, admin_client, text):

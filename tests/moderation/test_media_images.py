@@ -27,6 +27,7 @@ from tests.helpers_media import (
     picture,
     resized_recompressed,
 )
+from tests.helpers import examples
 
 URL = "/api/v1/reviews/"
 
@@ -91,7 +92,7 @@ def test_bytes_that_are_not_a_whole_image_are_refused_by_decoding_not_by_the_hea
         image_read(data, bounds=generous_bounds())
 
 
-@hsettings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hsettings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=2000))
 def test_any_bytes_are_an_image_or_a_refusal_never_a_crash(data):
     try:

@@ -17,7 +17,7 @@ from django.core.management.base import CommandError
 from lab.simulator import WebhookReceiver
 from moderation import services
 from moderation.models import ApiClient, DecisionNotification, NotificationAttempt
-from tests.helpers import decided
+from tests.helpers import examples, decided
 
 PUBLIC = "93.184.216.34"  # never connected to: the resolver is patched, connects are guarded
 
@@ -102,7 +102,7 @@ def test_the_escape_hatch_allows_loopback_for_development(guarded, settings):
     assert client.webhook_url == "http://127.0.0.1:9000/hook"
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_a_name_that_rebinds_to_a_private_address_is_refused_at_send_time_without_connecting(guarded, api_client):
     guarded["hooks.example"] = [PUBLIC]
     services.api_client_create(name="rebinder", webhook_url="https://hooks.example/moderation")
@@ -117,7 +117,7 @@ def test_a_name_that_rebinds_to_a_private_address_is_refused_at_send_time_withou
     assert attempt.status_code is None and "private" in attempt.error, attempt.error
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_delivery_connects_to_the_vetted_address_and_keeps_the_host_header(guarded, api_client, settings):
     settings.WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on loopback
     receiver = WebhookReceiver()
@@ -256,7 +256,7 @@ def test_any_ipv4_address_is_judged_the_same_through_nat64_and_every_other_carri
 
     from moderation.netguard import address_refusal
 
-    @settings(max_examples=500, deadline=None)
+    @settings(max_examples=examples(500), deadline=None)
     @given(st.integers(min_value=0, max_value=2**32 - 1))
     def check(n):
         v4 = str(ipaddress.IPv4Address(n))

@@ -19,7 +19,7 @@ from moderation.models import AccountAction, Appeal, Author, Content, Decision, 
 from moderation.transparency.notices import BUILT_IN_TEMPLATES, PLACEHOLDERS, notice, render
 from moderation.transparency.reasons import statement_of_reasons
 from moderation.validation import validate_policy
-from tests.helpers import decided
+from tests.helpers import examples, decided
 from tests.moderation.test_authors import authored
 
 pytestmark = pytest.mark.django_db
@@ -184,7 +184,7 @@ class _Policy:
 @example(template="{category.__class__} {reasons[0]} {0} {} {{reasons}} {reasons", categories=["{reasons}"],
          language="en")
 @example(template="%(reasons)s $reasons {appeal_route!r:>10}", categories=[], language="id")
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_rendering_any_template_with_any_categories_never_raises_and_reads_no_attribute(template, categories,
                                                                                         language):
     from django.utils import timezone

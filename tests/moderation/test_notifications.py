@@ -16,7 +16,7 @@ from moderation.models import DecisionNotification, NotificationKind, Notificati
 from tests.callbacks.conftest import SECRET, completed, deliver
 from tests.helpers import claimed, collide, decided, queued_tasks, reads_wait_for_each_other
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 @pytest.fixture
@@ -156,6 +156,7 @@ def test_a_decision_rolled_back_leaves_no_notification(api_client):
     assert DecisionNotification.objects.count() == before
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("guards", ["client lock and row lock", "row lock alone"])
 def test_two_delivery_jobs_at_once_post_once(api_client, receiver, monkeypatch, guards):
     if guards == "row lock alone":

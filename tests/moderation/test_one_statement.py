@@ -19,7 +19,7 @@ from moderation.models import Content, ContentReview, ModerationRequest, Request
 from moderation.db.one_statement import OneStatement
 from tests.helpers import claimed
 
-pytestmark = pytest.mark.django_db(transaction=True)  # (the provider is called outside any transaction)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]  # (the provider is called outside any transaction)
 
 
 def test_rows_written_together_get_their_keys_and_may_refer_to_each_other(api_client):

@@ -13,7 +13,7 @@ from moderation.providers import Accepted
 from moderation.providers.base import ProviderServerError
 from tests.helpers import claimed, collide, queued_tasks, result, silent_for, submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 DISPATCH = "moderation.tasks.dispatch_request"
 MODERATE = "moderation.tasks.moderate_review"
@@ -30,6 +30,7 @@ def accepted_request(client, scripted):
     return review, request
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_due_retry_is_enqueued_once_even_when_sweeps_overlap(api_client, scripted):
     scripted.script = [ProviderServerError("502")]
     _, request = claimed(api_client)
@@ -167,6 +168,7 @@ def test_an_operation_with_recent_progress_is_not_touched(api_client, scripted):
     assert review.transitions.count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
 def test_overlapping_reconciles_of_one_review_supersede_it_once(api_client, scripted, settings):
     # The operation really went silent (last touched longer ago than the stuck threshold), and
     # each reconcile reads the real clock, as the sweeper does: a reconcile that starts after

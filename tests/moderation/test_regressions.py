@@ -20,7 +20,7 @@ from moderation.models import Cause, Content, ContentReview, Decision, Moderatio
 from moderation.providers.base import ProviderTimeout
 from tests.helpers import claimed, collide, queued_tasks, result, submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 def final_transitions(review) -> list:
@@ -31,6 +31,7 @@ def final_transitions(review) -> list:
     )
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_same_callback_result_applied_eight_times_at_once_makes_one_transition_and_one_decision(api_client):
     review, request = claimed(api_client)
 
@@ -49,6 +50,7 @@ def test_the_same_callback_result_applied_eight_times_at_once_makes_one_transiti
     assert PipelineEvent.objects.filter(kind=EventKind.DUPLICATE_RESULT, review=review).count() == 7
 
 
+@pytest.mark.django_db(transaction=True)
 def test_of_workers_claiming_one_review_at_once_exactly_one_wins_and_only_it_calls_the_provider(
     api_client, scripted, settings
 ):
@@ -89,6 +91,7 @@ def test_a_late_result_from_a_superseded_attempt_is_stale_and_the_newer_result_s
     assert PipelineEvent.objects.filter(kind=EventKind.STALE_RESULT, idempotency_key=old.idempotency_key).count() == 1
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_supersede_racing_the_old_operations_result_leaves_exactly_one_winner(api_client):
     # Which side wins a round is up to the scheduler (a jitter of up to 2 ms keeps a scheduler
     # that favours one thread from always picking the same side): rounds run until each side
@@ -156,6 +159,7 @@ def test_a_timeout_while_the_provider_succeeded_then_a_retry_reuses_the_key_and_
     assert len(scripted.calls) == (1 if callback_first else 2)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_fifty_concurrent_duplicate_submissions_make_one_review(api_client):
     body = {"external_id": f"post-{uuid.uuid4()}", "content_type": "text", "text": "hello there"}
 

@@ -17,7 +17,7 @@ from moderation.invariants import violations
 from moderation.models import Appeal, Cause, ContentReview, ReportEscalation, ReviewStatus
 from tests.helpers import decided
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 @contextmanager
@@ -33,6 +33,7 @@ def without(table: str, drop: str, restore: str):
             cursor.execute(restore)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_decision_appealed_twice_is_reported(api_client):
     review = decided(api_client, "rejected")
     first = services.appeal_file(review_id=review.pk, appellant_id="owner", statement="wrong")
@@ -75,6 +76,7 @@ def test_an_appeal_decided_by_the_moderator_who_made_the_appealed_decision_is_re
     assert any("decided by the moderator who made the appealed decision" in v for v in found), found
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_decision_crossing_the_report_threshold_twice_is_reported(api_client):
     review = decided(api_client, "approved")
     for reporter in ("u1", "u2", "u3"):  # the default threshold: 3 reporters

@@ -87,7 +87,7 @@ def an_old_history(api_client, receiver):
     return review, stored
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_prune_deletes_what_outlived_its_setting_and_never_the_audit_chain(client, api_client, receiver, settings, capsys):
     settings.METRICS_TOKEN, settings.METRICS_CACHE_S = "scrape-me", 0
     review, never_processed = an_old_history(api_client, receiver)
@@ -180,7 +180,7 @@ def media_of(review) -> ReviewMedia:
     return ReviewMedia.objects.get(pk=review.content_id)
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_prune_removes_the_bytes_of_images_final_long_enough_and_keeps_their_hashes(api_client, scripted, capsys):
     old = settings.MEDIA_RETENTION_DAYS + 1
     approved = an_image_review(api_client, "approved-old", label=ReviewStatus.APPROVED, days_ago=old)

@@ -26,7 +26,7 @@ from moderation.errors import IllegalTransition, ReviewChange, StaleVersion
 from moderation.privacy.erasure import content_erase
 from moderation.models import BulkItemOutcome, Cause, Content, ContentReview, DecisionNotification, ReviewStatus
 from moderation.words import change_words, refusal_words
-from tests.helpers import claimed, result, staff_browser
+from tests.helpers import examples, claimed, result, staff_browser
 from tests.moderation.test_workplace_pages import LIST, page_of
 
 UUID = re.compile(r"[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}", re.IGNORECASE)
@@ -187,7 +187,7 @@ def test_a_bad_undo_is_refused_with_a_clear_message(mia, api_client, decision, s
     assert ContentReview.objects.get(pk=review.pk).status == ReviewStatus.REJECTED
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_an_undo_after_the_client_was_notified_says_so(mia, api_client, webhook_receiver):
     review = model_said(api_client, 0.6)
     decision = reject(review, mia.user)
@@ -253,7 +253,7 @@ def test_the_list_shows_the_moderators_category_and_the_models_score(mia, api_cl
     assert admin.top_category(model_said(api_client, 0.7)) == "harassment 0.70"
 
 
-FEW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FEW = settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 WEIRD = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=80)
 
 

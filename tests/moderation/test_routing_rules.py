@@ -20,6 +20,7 @@ from moderation.review_queues import (
     validate_routing_rules,
 )
 from moderation.validation import validate_policy
+from tests.helpers import examples
 
 INDONESIAN = RouteFacts(language="id", client="acme", report_kind="user", author_standing="warned", media_kind="text")
 # For each condition: a value the review above has, and one it does not.
@@ -192,7 +193,7 @@ json_values = st.recursive(
 )
 
 
-@hypothesis_settings(max_examples=300, deadline=None)
+@hypothesis_settings(max_examples=examples(300), deadline=None)
 @given(rules=st.one_of(json_values, st.lists(st.fixed_dictionaries(
     {"name": st.text(), "queue": st.text(max_size=30),
      "when": st.dictionaries(st.sampled_from([*LIST_CONDITIONS, "score_gte", "score_lte", "other"]), json_values,
@@ -202,7 +203,7 @@ def test_any_json_gets_errors_never_an_exception(rules):
     assert isinstance(errors, list) and all(isinstance(e, str) and e for e in errors)
 
 
-@hypothesis_settings(max_examples=300, deadline=None)
+@hypothesis_settings(max_examples=examples(300), deadline=None)
 @given(value=st.text(), listed=st.lists(st.text(min_size=1), min_size=1, max_size=4),
        name=st.sampled_from(["language", "client", "report_kind", "author_standing", "media_kind"]))
 def test_a_rule_matches_arbitrary_unicode_exactly_when_the_value_is_listed(value, listed, name):

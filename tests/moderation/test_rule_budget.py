@@ -90,7 +90,7 @@ def test_the_budget_bounds_the_matches_of_a_text_however_many_there_are():
 
 
 # The provider is never called inside a transaction (invariant 6): this test commits for real.
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_hostile_allow_dense_texts_from_one_client_do_not_hold_up_another_clients_review(
     settings, api_client, other_client, span_reads
 ):

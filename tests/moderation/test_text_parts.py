@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from moderation.text.parts import MAX_PARTS, MAX_WORD_CHARS, WINDOW_WORDS, parts, sentences
+from tests.helpers import examples
 
 
 def cut(text: str, **options) -> list[str]:
@@ -95,7 +96,7 @@ def assert_valid(text: str, found: list[tuple[int, int]], max_parts: int) -> Non
     assert missing == [], (text, found)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.text(max_size=400))
 def test_arbitrary_unicode_is_cut_into_valid_parts_that_cover_it(text):
     assert_valid(text, parts(text), MAX_PARTS)
@@ -105,7 +106,7 @@ TOKENS = st.sampled_from([" ", "\n", ".", ". ", "!", "? ", "…", "。", "Mr.", 
                           "👩\u200d💻", "é", "\u0301", "bodoh", "idiot", "\u3000", '" ', "'", ")", "\r\n", "\x00"])
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(st.one_of(TOKENS, st.text(max_size=8)), max_size=200), st.integers(1, 40), st.integers(1, 20))
 def test_sentence_like_unicode_with_any_window_and_bound_is_cut_into_valid_parts(pieces, window, max_parts):
     text = "".join(pieces)

@@ -36,7 +36,7 @@ from moderation.transparency.report import (
     report_rows,
     transparency_report,
 )
-from tests.helpers import decided, staff_browser
+from tests.helpers import examples, decided, staff_browser
 from tests.helpers_transparency import assert_same_figures, transparency_counts_from_tables
 from tests.moderation.test_authors import author, authored
 from tests.moderation.test_reports_and_appeals import appeal, report
@@ -333,7 +333,7 @@ def test_the_command_refuses_an_unknown_format():
 FIGURE = st.one_of(st.integers(), st.floats(allow_nan=False), st.none(), st.text())
 
 
-@hypothesis_settings(max_examples=60, deadline=None)
+@hypothesis_settings(max_examples=examples(60), deadline=None)
 @given(st.dictionaries(st.text(), st.dictionaries(st.text(), FIGURE, max_size=4), max_size=4))
 def test_any_unicode_figure_name_survives_the_csv(figures):
     """Figure names come from categories and reasons: whatever their characters (commas,

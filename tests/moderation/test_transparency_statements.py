@@ -25,7 +25,7 @@ from moderation.models import (
 )
 from moderation.services.statements import statement_requeue
 from moderation.transparency.statements import statement_body, validate_dsa_mapping
-from tests.helpers import SCORE_FOR, claimed, decided, result
+from tests.helpers import examples, SCORE_FOR, claimed, decided, result
 from tests.moderation.test_authors import author, authored
 from tests.moderation.test_reports_and_appeals import report
 
@@ -267,7 +267,7 @@ def test_a_refused_statement_is_rebuilt_with_the_fixed_mapping_when_requeued(api
 _text = st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=600)
 
 
-@hypothesis_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hypothesis_settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ground=_text, explanation=_text, language=st.sampled_from(["", "en", "id", "xx", "zh"]),
        kind=st.sampled_from(["text", "image", "audio", "metadata"]))
 def test_any_mapping_the_validator_accepts_builds_statements_the_database_accepts(ground, explanation, language, kind):

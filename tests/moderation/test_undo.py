@@ -27,7 +27,7 @@ from moderation.models import (
 )
 from tests.helpers import claimed, collide, reads_wait_for_each_other, result, staff_browser
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 @pytest.fixture
@@ -215,6 +215,7 @@ def test_escalating_keeps_the_review_with_the_moderator_unless_they_release_it(a
     assert services.review_take_next(moderator=mia).pk == kept.pk
 
 
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("round_", range(4))
 def test_undo_against_the_sender_has_exactly_one_winner(api_client, receiver, mia, monkeypatch, round_):
     """Both read the notification row before either acts (a barrier in from_db), then race. The

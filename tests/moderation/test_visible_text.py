@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from moderation.templatetags.moderation_rules import highlight_terms
 from moderation.text.visible import Hidden, find, marked_html, visible_html
+from tests.helpers import examples
 
 BIDI = ["\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069", "\u200e", "\u200f",
         "\u061c"]
@@ -168,7 +169,7 @@ def unrendered(rendered: str, found) -> str:
     return "".join(next(pieces) if part == "\x00" else html.unescape(part) for part in re.split("(\x00)", out))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(text=TEXTS)
 @example(text="\u202eesrever")
 @example(text="a\U000e0067\U000e007f")
@@ -185,7 +186,7 @@ def test_any_text_is_cut_into_segments_that_give_it_back(text):
     assert found.any == bool(found.notice) == any(s.kind for s in found.segments)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(text=TEXTS, cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=6))
 def test_slices_that_tile_the_text_show_each_marker_once(text, cuts):
     found = find(text)
@@ -193,7 +194,7 @@ def test_slices_that_tile_the_text_show_each_marker_once(text, cuts):
     assert "".join(marked_html(found, a, b) for a, b in zip(bounds, bounds[1:], strict=False)) == marked_html(found)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(text=TEXTS, spans=st.lists(st.tuples(st.integers(0, 40), st.integers(1, 12)), max_size=4))
 def test_highlighted_terms_over_any_text_carry_no_raw_control(text, spans):
     matches = [{"start": s, "end": s + n, "rule": "r", "term": "t", "action": "reject"} for s, n in spans if s + n <= len(text)]

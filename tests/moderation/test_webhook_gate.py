@@ -17,7 +17,7 @@ from moderation import services
 from moderation.models import ApiClient, CircuitState, DecisionNotification, NotificationAttempt
 from tests.helpers import collide, decided, queued_tasks, submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 
 def point_at(client, receiver: WebhookReceiver) -> None:
@@ -57,6 +57,7 @@ def test_a_receiver_trickling_its_answer_is_cut_off_at_the_overall_deadline(api_
     assert time.monotonic() - started < 10  # the deadline, not the receiver's 40 s
 
 
+@pytest.mark.django_db(transaction=True)
 def test_concurrent_deliveries_for_one_client_respect_its_cap(api_client, other_client, settings):
     settings.NOTIFY_CLIENT_CONCURRENCY, settings.NOTIFY_TIMEOUT_S, settings.NOTIFY_DEADLINE_S = 1, 2.0, 2.0
     from moderation.models import WebhookCircuit
@@ -119,6 +120,7 @@ def test_a_client_whose_endpoint_keeps_failing_is_paused_alone_until_a_trial_suc
     assert len(failing.received) == 5  # three failures, the trial, the next one: nothing while paused
 
 
+@pytest.mark.django_db(transaction=True)
 def test_without_the_client_lock_concurrent_attempts_exceed_the_cap(api_client, settings, monkeypatch):
     """The cap's guard matters: without the advisory lock, concurrent deliveries each count no
     attempt in flight and all start (the control for the cap test above). A barrier after the
@@ -207,6 +209,7 @@ def slow_and_fast_clients_deliver_at_once(count_together: bool, monkeypatch) -> 
     return deliver_at_once(ids, receivers)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_slow_clients_together_hold_at_most_their_share_of_the_workers(half_for_the_slow, monkeypatch):
     outcomes = slow_and_fast_clients_deliver_at_once(False, monkeypatch)
 
@@ -217,6 +220,7 @@ def test_slow_clients_together_hold_at_most_their_share_of_the_workers(half_for_
     assert NotificationAttempt.objects.count() == 1 + 3  # (the one that proved the fast client fast)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_without_the_share_lock_slow_clients_take_every_worker(half_for_the_slow, monkeypatch):
     """The control for the test above: the share's lock is what keeps its count true."""
     outcomes = slow_and_fast_clients_deliver_at_once(True, monkeypatch)
@@ -225,6 +229,7 @@ def test_without_the_share_lock_slow_clients_take_every_worker(half_for_the_slow
     assert NotificationAttempt.objects.count() == 1 + 5
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_slow_client_has_one_attempt_in_flight_at_a_time_so_another_slow_client_gets_its_turn(half_for_the_slow):
     """Two clients not yet proven fast share the slow clients' two workers: the one with a
     backlog may not take both while the other waits (each would then wait a whole deadline)."""

@@ -11,7 +11,7 @@ from moderation.models import AttemptOutcome, ProviderAttempt, ReviewStatus
 from moderation.providers import Accepted
 from tests.helpers import claimed, queued_tasks, result
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
 DISPATCH = "moderation.tasks.dispatch_request"
 DELIVER = "moderation.tasks.deliver_notification"
@@ -90,6 +90,7 @@ def test_the_notification_of_a_decision_a_dead_worker_made_is_enqueued_again():
     assert [t["kwargs"]["notification_id"] for t in queued_tasks(DELIVER)] == [notification.pk]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_ledger_keeps_what_was_taken_and_not_done_whatever_order_it_reads_them_in():
     from moderation.management.cluster import DONE, TAKEN, Ledger
 
