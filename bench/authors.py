@@ -369,7 +369,8 @@ def _measure(ops: int, tag: str):
 
     from moderation.models import ApiClient, ContentReview, Decision
     from moderation.services import policy_active
-    from moderation.services.authors import author_ensure, authors_lock, strikes_after_decision_locked
+    from moderation.services.authors import author_ensure, authors_lock
+    from moderation.services.strikes import strikes_after_decision_locked
 
     client = ApiClient.objects.get(name__startswith="authors-")
     policy = policy_active().pk

@@ -73,16 +73,10 @@ from moderation.services.reporters import reporter_mute
 from moderation.services.appeals import appeal_file
 from moderation.services.statement_sending import SendReport, statements_submit
 from moderation.services.statements import statement_requeue
-from moderation.services.authors import (
-    account_appeal_file,
-    account_appeal_resolve,
-    author_act,
-    author_ensure,
-    author_lift,
-    authors_sweep,
-    restrictions_expire_due,
-    strikes_lapse_due,
-)
+from moderation.services.authors import author_ensure
+from moderation.services.strikes import authors_sweep, strikes_lapse_due
+from moderation.services.account_actions import author_act, author_lift, restrictions_expire_due
+from moderation.services.account_appeals import account_appeal_file, account_appeal_resolve
 
 __all__ = [
     "account_appeal_file",

@@ -3,7 +3,7 @@ all in the caller's transaction (docs/design.md, invariants 1, 7 and 9).
 
 Every decision goes through `decide_locked`: a provider result, a provider failure handed to a
 human, a moderator's override and an escalation; and so does every strike against the review's
-author (moderation/services/authors.py) and every resolution of its reports by a decision
+author (moderation/services/strikes.py) and every resolution of its reports by a decision
 (moderation/services/report_outcomes.py), and every statement of reasons for the DSA Transparency
 Database (moderation/services/statements.py).
 """
@@ -19,7 +19,7 @@ from moderation.models import (
 )
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
-from moderation.services.authors import strike_open_read, strikes_after_decision_locked
+from moderation.services.strikes import strike_open_read, strikes_after_decision_locked
 from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked

@@ -53,7 +53,7 @@ from moderation.verdicts import MEDIA_KINDS
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
-from moderation.services.authors import strike_undo_locked
+from moderation.services.strikes import strike_undo_locked
 from moderation.services.decide import decide_locked
 from moderation.services.notifications import notification_cancel_locked
 from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked

@@ -13,6 +13,8 @@ import json
 from django.utils import timezone
 
 from moderation.models import (
+    AccountAction,
+    AccountAppeal,
     Appeal,
     Author,
     ContentReview,
@@ -22,10 +24,11 @@ from moderation.models import (
     NotificationStatus,
     ReportEscalation,
     ReportOutcome,
+    RestrictionEnd,
     appeal_outcome,
 )
 from moderation.jobs import enqueue_on_commit
-from moderation.reasons import statement_of_reasons
+from moderation.reasons import account_statement, statement_of_reasons, timestamp
 
 
 def outbox_write(
@@ -128,4 +131,30 @@ def reported_body(review: ContentReview, report_count: int) -> dict:
     return {
         "type": NotificationKind.REVIEW_REPORTED,
         "data": {"review_id": str(review.pk), "external_id": review.content.external_id, "report_count": report_count},
+    }
+
+
+def author_actioned_body(author: Author, action: AccountAction) -> dict:
+    return {
+        "type": NotificationKind.AUTHOR_ACTIONED,
+        "data": {
+            "author_id": author.author_id, "action_id": str(action.pk), "action": action.action,
+            "until": timestamp(action.until) if action.until else None, "cause": action.cause,
+            "reason": action.reason, "statement": account_statement(action),
+        },
+    }
+
+
+def author_restored_body(author: Author, action: AccountAction, end: RestrictionEnd) -> dict:
+    return {
+        "type": NotificationKind.AUTHOR_RESTORED,
+        "data": {"author_id": author.author_id, "action_id": str(action.pk), "why": end},
+    }
+
+
+def account_appeal_resolved_body(author: Author, appeal: AccountAppeal) -> dict:
+    return {
+        "type": NotificationKind.ACCOUNT_APPEAL_RESOLVED,
+        "data": {"author_id": author.author_id, "action_id": str(appeal.action_id), "appeal_id": str(appeal.pk),
+                 "outcome": appeal.status},
     }
