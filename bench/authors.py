@@ -412,8 +412,8 @@ def _measure(ops: int, tag: str):
         def decide(decision):
             with transaction.atomic():
                 review = ContentReview.objects.select_for_update(of=("self",)).get(pk=decision.review_id)
-                strikes_after_decision_locked(review, decision, actor="worker", actor_id="bench")
-            author = review._locked_author
+                author = authors_lock([review.author_id])[review.author_id]  # after the review's, as a finalize
+                strikes_after_decision_locked(review, decision, actor="worker", actor_id="bench", author=author)
             assert (author.strike_points, author.standing) == (expected_points, "warned"), author
         return decide
 

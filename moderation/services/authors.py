@@ -92,11 +92,8 @@ _AUTHORS_LOCK = CompiledSelect(
 )
 
 
-def review_author_lock(review: ContentReview) -> Author:
-    """The review's author, locked: by the caller already (a batch locks its authors up front,
-    `authors_lock`) or now."""
-    author = getattr(review, "_locked_author", None)
-    if author is None or author.pk != review.author_id:
-        author = authors_lock([review.author_id])[review.author_id]
-        review._locked_author = author
-    return author
+def review_author_lock(review: ContentReview, held: Author | None = None) -> Author:
+    """The review's author, locked: `held` when the caller holds its lock already (a finalize
+    locks its reviews' authors up front, `authors_lock`, and hands each to its decide path), else
+    locked now, after the review's lock (the locking rule above)."""
+    return held if held is not None else authors_lock([review.author_id])[review.author_id]

@@ -46,7 +46,7 @@ def strike_open_read(writes: OneStatement, review: ContentReview) -> Read:
 
 def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, actor: str, actor_id: str = "",
                                   counts_strike: bool = True, struck: bool | None = None,
-                                  writes: OneStatement | None = None) -> None:
+                                  writes: OneStatement | None = None, author: Author | None = None) -> None:
     """Keep the review's strike true to its new decision, in the decision's transaction (called by
     `decide_locked`, holding the review's lock): a rejection writes one (replacing any the review
     had), an approval revokes the review's strike. Then the ladder, if the author's points went
@@ -55,8 +55,9 @@ def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, 
 
     `struck`: whether the review has an active strike, when the caller asked already
     (`strike_open_read`). `writes`: the statement the strike's writes join (the caller runs it);
-    without one they run here. Either way, once the author is locked (by a batch already, or
-    here), one statement reads (its lapsed strikes ended, the review's strike:
+    without one they run here. `author`: the review's author when the caller holds its lock
+    already (a finalize's, `authors_lock`); else it is locked here, when there is a strike to
+    write or revoke. Either way, once the author is locked, one statement reads (its lapsed strikes ended, the review's strike:
     `_strikes_read_locked`) and one writes."""
     if review.author_id is None or decision.label not in (ReviewStatus.REJECTED, ReviewStatus.APPROVED):
         return
@@ -69,7 +70,7 @@ def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, 
         return  # a rejection that names no violation counts nothing, and leaves the review's strike be
     own = writes is None
     writes = OneStatement() if own else writes
-    author = review_author_lock(review)
+    author = review_author_lock(review, author)
     now = timezone.now()  # (once the lock is held: a strike is stamped after the one it waited for)
     read = _strikes_read_locked(author, review, now)
     ended = read.active
@@ -104,14 +105,15 @@ def strikes_after_decision_locked(review: ContentReview, decision: Decision, *, 
         writes.execute()
 
 
-def strike_undo_locked(review: ContentReview, decision: Decision) -> None:
+def strike_undo_locked(review: ContentReview, decision: Decision) -> Author | None:
     """Take back the strike `decision` wrote (review_undo; holding the review's lock, in its
     transaction): it ends as `undone` and its points come off the author. Refused (NotUndoable)
     when the decision did more to the author than add a strike, which no undo can revert whole:
     it replaced or revoked an earlier strike, or the author's standing changed since it (the
-    ladder's action was announced to the client)."""
+    ladder's action was announced to the client). Returns the author when it locked it (its
+    points as they now are, for the review's queue entry), else None."""
     if review.author_id is None:
-        return
+        return None
     if Strike.objects.filter(review=review, end__in=(StrikeEnd.REPLACED, StrikeEnd.OVERTURNED),
                              ended_at__gte=decision.created_at).exists():
         raise NotUndoable("it replaced the author's earlier strike for this content: decide again instead")
@@ -119,12 +121,13 @@ def strike_undo_locked(review: ContentReview, decision: Decision) -> None:
         raise NotUndoable("the author's standing changed after it (the client was told): decide again instead")
     strike = Strike.objects.filter(decision=decision, ended_at__isnull=True).first()
     if strike is None:
-        return
+        return None
     author = review_author_lock(review)
     writes = OneStatement()
     writes.update(Strike.objects.filter(pk=strike.pk), ended_at=timezone.now(), end=StrikeEnd.UNDONE)
     _points_add_locked(author, -strike.points, writes=writes)
     writes.execute()
+    return author
 
 
 # The author's strikes past their window ended, and the review's active strike read, in one
