@@ -37,7 +37,7 @@ from moderation.models import (
 )
 from moderation.services.authors import authors_lock
 from moderation.services.one_statement import OneStatement
-from moderation.services.outbox import author_actioned_body, author_restored_body, outbox_author_row, outbox_enqueue
+from moderation.services.outbox import author_actioned_body, author_restored_body, outbox_author_row, outbox_write
 from moderation.services.policy import policy_active
 from moderation.services.statements import statement_account_overturned, statement_for_account_action
 from moderation.services.transitions import record_event
@@ -158,9 +158,8 @@ def _standing_changed_locked(author: Author, previous: str, action: AccountActio
     writes.insert(change)
     notification = outbox_author_row(author, body=body())
     notification.standing_change_id = writes.key_of(change)
-    writes.insert(notification)
+    outbox_write([notification], writes=writes)
     writes.execute()
-    outbox_enqueue(notification)
     return change
 
 

@@ -15,7 +15,7 @@ from moderation.models import AccountAction, AccountAppeal, AccountAppealStatus,
 from moderation.notices import appealable_until
 from moderation.services.account_actions import account_reason_checked, author_restore_locked
 from moderation.services.authors import authors_lock, standing_restricts
-from moderation.services.outbox import account_appeal_resolved_body, outbox_author_row, outbox_enqueue
+from moderation.services.outbox import account_appeal_resolved_body, outbox_author_row, outbox_write
 
 
 def account_appeal_file(*, client: ApiClient, author_id: str, statement: str) -> AccountAppeal:
@@ -64,6 +64,5 @@ def account_appeal_resolve(*, appeal_id, moderator, outcome: str, reason: str) -
                             reason=reason, now=now)
         notification = outbox_author_row(author, body=account_appeal_resolved_body(author, appeal))
         notification.account_appeal = appeal
-        notification.save()
-        outbox_enqueue(notification)
+        outbox_write([notification])
         return appeal

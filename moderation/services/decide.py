@@ -24,7 +24,7 @@ from moderation.services.one_statement import OneStatement
 from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
 from moderation.services.statements import statement_after_decision_locked
-from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
+from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_row, outbox_write
 
 
 def decide_locked(
@@ -141,7 +141,6 @@ def decision_record(
         kind, body = NotificationKind.APPEAL_RESOLVED, appeal_resolved_body(review, appeal, decision)
     notification = outbox_row(review, kind=kind, body=body)
     notification.decision_id = writes.key_of(decision)
-    writes.insert(notification)
+    outbox_write([notification], writes=writes)
     writes.execute()
-    outbox_enqueue(notification)
     return decision
