@@ -19,6 +19,7 @@ from moderation.services.clients import (
     api_client_check_webhook_url,
     api_client_create,
     api_client_revoke,
+    api_client_update,
 )
 from moderation.services.bulk import (
     BULK_MAX_REVIEWS,
@@ -60,6 +61,7 @@ from moderation.services.routing import (
     queue_check_access,
     queues_forbidden,
     review_queue_label,
+    review_queue_save,
     review_queue_slugs,
     review_queues,
     route_facts,
@@ -121,6 +123,7 @@ __all__ = [
     "api_client_check_webhook_url",
     "api_client_create",
     "api_client_revoke",
+    "api_client_update",
     "idempotency_records_expire",
     "idempotent_call",
     "media_preference_set",
@@ -158,6 +161,7 @@ __all__ = [
     "queue_check_access",
     "queues_forbidden",
     "review_queue_label",
+    "review_queue_save",
     "review_queue_slugs",
     "review_queues",
     "route_facts",

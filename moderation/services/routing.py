@@ -12,14 +12,22 @@ a page offers it.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.db import transaction
 
 from moderation.errors import QueueForbidden
 from moderation.models import Author, Cause, ContentReview, ModerationPolicy, ModerationQueue, ReviewQueue
 from moderation.review_queues import QueueEntry, RouteFacts, queue_entry, routing_conditions_used
 from moderation.selectors import queues_forbidden, review_visible_to
 from moderation.verdicts import MEDIA_KINDS
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,36 @@ def review_queue_label(slug: str) -> str:
         named = ModerationQueue.objects.filter(slug=slug).exclude(name="").values_list("name", flat=True).first()
         return named or ReviewQueue(slug).label
     return ModerationQueue.objects.filter(slug=slug).values_list("name", flat=True).first() or slug
+
+
+def review_queue_save(*, queue_id: int | None, slug: str, name: str = "", description: str = "",
+                      groups: Iterable[Group] = (), user=None) -> ModerationQueue:
+    """Create a review queue (`queue_id` None), or change the name, description and groups of
+    queue `queue_id`: validated (the slug's form, a slug no other queue has, the lengths) and
+    written in one transaction under the row's lock, with a history row naming `user` and what
+    changed (and one for its groups when they change). Raises ValidationError. A queue's slug
+    never changes once created: reviews and the policy's routing rules store it."""
+    groups = list(groups)
+    with transaction.atomic():
+        if queue_id is None:
+            queue, before = ModerationQueue(slug=slug), None
+        else:
+            queue = ModerationQueue.objects.select_for_update().get(pk=queue_id)
+            if slug != queue.slug:
+                raise ValidationError({"slug": "a queue's slug never changes: reviews and routing rules store it"})
+            before = (queue.name, queue.description, {g.pk for g in queue.groups.all()})
+        queue.name, queue.description = name.strip(), description.strip()
+        queue.full_clean(exclude=["groups"])
+        after = (queue.name, queue.description, {g.pk for g in groups})
+        queue._history_user = user
+        queue._change_reason = "created" if before is None else "changed " + (
+            ", ".join(what for what, old, new in zip(("name", "description", "groups"), before, after, strict=True)
+                      if old != new) or "nothing")
+        queue.save()
+        queue.groups.set(groups)
+    logger.info("review queue %s %s by user %s", queue.slug, "created" if queue_id is None else "changed",
+                getattr(user, "pk", None))
+    return queue
 
 
 def queue_check_access(review: ContentReview, user) -> None:

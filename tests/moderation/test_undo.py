@@ -18,7 +18,6 @@ from moderation.models import (
     Cause,
     ContentReview,
     DecisionNotification,
-    ModerationQueue,
     NotificationStatus,
     ReviewQueue,
     ReviewStatus,
@@ -183,7 +182,7 @@ def test_an_undone_review_is_back_in_the_queue_and_priority_the_one_computation_
     """Its author's strike points count in its priority and its author's standing in its routing,
     as when it entered; a review that kept no record of its queue (decided before `last_queue`
     was) is routed by the cause that sent it there, not by the undo's."""
-    ModerationQueue.objects.create(slug="good-authors", name="Good authors")
+    services.review_queue_save(queue_id=None, slug="good-authors", name="Good authors")
     services.policy_publish_change(lambda active: {"routing_rules": [REPEAT_RULE]})
     reject(unsure(api_client, author_id="repeat"), mia)  # one strike point, kept
     review = unsure(api_client, author_id="repeat")
