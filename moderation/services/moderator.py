@@ -393,7 +393,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
         if decision.source != DecisionSource.MODERATOR or decision.moderator_id != getattr(moderator, "pk", None):
             raise NotUndoable("only the moderator who made a decision may undo it")
         before, entered = _state_before(review, decision)
-        had = review.last_queue  # where it waited when decided: the transition below routes it anew
+        had = review.last_queue  # where it waited when decided: it goes back there (`_entry_back`)
         if Appeal.objects.filter(resolution=decision).exists():
             raise NotUndoable("it resolved an appeal, whose owner is told: decide again instead")
         resolved = Report.objects.filter(resolved_by=decision).count()
