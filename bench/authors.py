@@ -369,7 +369,8 @@ def _measure(ops: int, tag: str):
 
     from moderation.models import ApiClient, ContentReview, Decision
     from moderation.services import policy_active
-    from moderation.services.authors import author_ensure, authors_lock, strikes_after_decision_locked
+    from moderation.services.authors import author_ensure, authors_lock
+    from moderation.services.strikes import strikes_after_decision_locked
 
     client = ApiClient.objects.get(name__startswith="authors-")
     policy = policy_active().pk
@@ -402,7 +403,7 @@ def _measure(ops: int, tag: str):
 
     def standing(probe):
         with transaction.atomic():
-            ref = author_ensure(client, probe[1])
+            ref = author_ensure(client, author_id=probe[1])
             assert authors_lock([ref.pk])[ref.pk].strike_points == 2
 
     yield ("standing", *time_calls(standing, warned, warmup=WARMUP))
@@ -411,8 +412,8 @@ def _measure(ops: int, tag: str):
         def decide(decision):
             with transaction.atomic():
                 review = ContentReview.objects.select_for_update(of=("self",)).get(pk=decision.review_id)
-                strikes_after_decision_locked(review, decision, actor="worker", actor_id="bench")
-            author = review._locked_author
+                author = authors_lock([review.author_id])[review.author_id]  # after the review's, as a finalize
+                strikes_after_decision_locked(review, decision, actor="worker", actor_id="bench", author=author)
             assert (author.strike_points, author.standing) == (expected_points, "warned"), author
         return decide
 

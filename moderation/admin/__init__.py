@@ -223,3 +223,8 @@ class ApiClientAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False  # clients are created with `manage.py create_api_client`, which shows the token once
+
+    def save_model(self, request, obj, form, change) -> None:
+        # Through the service, which checks again under the client's lock and records who did it.
+        services.api_client_update(client_id=obj.pk, name=form.cleaned_data["name"],
+                                   webhook_url=form.cleaned_data["webhook_url"], user=request.user)

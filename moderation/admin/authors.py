@@ -2,7 +2,7 @@
 author page (its reviews, strikes, account actions, appeals and standing changes) and the
 moderator's actions on the account (docs/workplace.md, "Authors").
 
-Like the review page, every action goes through its service (moderation/services/authors.py),
+Like the review page, every action goes through its service (moderation/services/account_actions.py),
 posting the author's version the page was rendered with: an author changed since (a strike, the
 ladder, another moderator) is refused, and the message says what changed.
 """
@@ -38,7 +38,7 @@ from moderation.models import (
     Strike,
 )
 from moderation.selectors import hidden_from, reviews_visible_to
-from moderation.services.authors import SUSPEND_DAYS_MAX
+from moderation.services.account_actions import SUSPEND_DAYS_MAX
 
 # An author's number as a URL carries it: digits that fit the column.
 AUTHOR_PK = re.compile(r"[0-9]{1,18}")

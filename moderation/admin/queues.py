@@ -40,6 +40,18 @@ class ModerationQueueAdmin(admin.ModelAdmin):
             When(slug__in=sorted(forbidden), then=Value(None)), default=Coalesce(Subquery(depth), 0),
             output_field=IntegerField()))
 
+    def save_model(self, request, obj, form, change) -> None:
+        # Through the service, which validates, writes and records who did it (the groups with it:
+        # `save_related` has nothing left to save).
+        data = form.cleaned_data
+        saved = services.review_queue_save(queue_id=obj.pk if change else None, slug=obj.slug, name=data["name"],
+                                           description=data["description"], groups=data["groups"],
+                                           user=request.user)
+        obj.pk, obj.created_at = saved.pk, saved.created_at
+
+    def save_related(self, request, form, formsets, change) -> None:
+        pass  # the groups were saved by `save_model`'s service, in its transaction
+
     def get_readonly_fields(self, request, obj=None):
         # Reviews and the policy's rules store the slug: it never changes once created.
         return ["slug"] if obj is not None else []

@@ -4,7 +4,8 @@
 An author is (client, author_id). Its standing is state, changed only by `@transition` methods
 (like a review's status) and logged in StandingTransition in the same transaction; its active
 strike points are kept on the row, so nothing is recomputed per request. Every write goes
-through `moderation.services.authors`.
+through the author services (`moderation.services.authors`, `strikes`, `account_actions`,
+`account_appeals`).
 """
 
 from __future__ import annotations
@@ -116,7 +117,7 @@ class Author(models.Model):
     def is_restricted(self) -> bool:
         return self.standing in RESTRICTED_STANDINGS
 
-    # --- transitions: guards and state only; moderation.services.authors writes the log ------
+    # --- transitions: guards and state only; moderation.services.account_actions writes the log
 
     @transition(field=standing, source=[Standing.GOOD, Standing.WARNED], target=Standing.WARNED)
     def warn(self) -> None:

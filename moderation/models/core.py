@@ -56,6 +56,10 @@ class ApiClient(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    # Who changed its name or webhook URL, and when (moderation.services.clients.api_client_update);
+    # never a copy of its secrets.
+    history = HistoricalRecords(get_user=history_user, excluded_fields=["token_hash", "webhook_secret"])
+
     def __str__(self) -> str:
         return self.name
 

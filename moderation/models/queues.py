@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from django.core.validators import RegexValidator
 from django.db import models
+from simple_history.models import HistoricalRecords
+
+from moderation.models.core import history_user
 
 QUEUE_SLUG_MAX = 24  # ContentReview.queue's column
 QUEUE_SLUG = r"^[a-z0-9][a-z0-9_-]*$"
@@ -27,6 +30,9 @@ class ModerationQueue(models.Model):
     groups = models.ManyToManyField("auth.Group", blank=True, related_name="+",
                                     help_text="Only members of these groups may see and take its reviews; none: everyone.")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    # Who changed it and when, groups included (moderation.services.routing.review_queue_save).
+    history = HistoricalRecords(get_user=history_user, m2m_fields=[groups])
 
     class Meta:
         ordering = ["slug"]

@@ -2,7 +2,7 @@
 write (docs/workplace.md, "Routing rules and queue access"). Like the term editor's dry run
 (moderation/observability/dry_run.py), it reuses what each review stored: the scores of its
 decision in force, its language, its author's standing, and the cause of its entry into
-manual_review, and decides with the one `queue_entry`.
+manual_review, and decides with the one computation of an entry (`review_queue_entry`).
 """
 
 from __future__ import annotations
@@ -15,10 +15,8 @@ from django.utils import timezone
 
 from audit.models import ReviewTransition
 from moderation.models import ContentReview, ModerationPolicy, Report, ReportKind, ReviewStatus
-from moderation.review_queues import queue_entry
 from moderation.selectors import reviews_visible_to
-from moderation.services.routing import review_queues, route_facts
-from moderation.verdicts import MEDIA_KINDS
+from moderation.services.routing import review_queue_entry, review_queues
 
 MAX_REVIEWS = 5000
 
@@ -57,15 +55,9 @@ def routing_dry_run(*, draft: ModerationPolicy, last: int, viewer=None) -> Routi
     )
     now, moves = timezone.now(), Counter()
     for review in reviews:
-        cause = review.entry_cause or ""
-        scores = review.decision.category_scores if review.decision else {}
-        entry = queue_entry(
-            draft, cause=cause, category_scores=scores, now=now, author_restricted=review.author_restricted,
-            notice_kind=review.notice_kind,
-            media=review.content.kind in MEDIA_KINDS,  # (queue_entry asks whether its job sent it)
-            facts=route_facts(review, draft, cause=cause, report_count=1 if review.user_reported else 0,
-                              standing=review.author.standing if review.author else ""),
-        )
+        # (Its author read with it; a user report counted once: only the queue is compared.)
+        entry = review_queue_entry(review, draft, cause=review.entry_cause or "", now=now, author=review.author,
+                                   report_count=1 if review.user_reported else 0)
         moves[(review.queue, entry.queue)] += 1
     labels = {q.slug: q.label for q in review_queues()}
     slugs = [*labels, *sorted({s for pair in moves for s in pair} - set(labels))]

@@ -19,6 +19,7 @@ from moderation.services.clients import (
     api_client_check_webhook_url,
     api_client_create,
     api_client_revoke,
+    api_client_update,
 )
 from moderation.services.bulk import (
     BULK_MAX_REVIEWS,
@@ -60,6 +61,7 @@ from moderation.services.routing import (
     queue_check_access,
     queues_forbidden,
     review_queue_label,
+    review_queue_save,
     review_queue_slugs,
     review_queues,
     route_facts,
@@ -73,16 +75,10 @@ from moderation.services.reporters import reporter_mute
 from moderation.services.appeals import appeal_file
 from moderation.services.statement_sending import SendReport, statements_submit
 from moderation.services.statements import statement_requeue
-from moderation.services.authors import (
-    account_appeal_file,
-    account_appeal_resolve,
-    author_act,
-    author_ensure,
-    author_lift,
-    authors_sweep,
-    restrictions_expire_due,
-    strikes_lapse_due,
-)
+from moderation.services.authors import author_ensure
+from moderation.services.strikes import authors_sweep, strikes_lapse_due
+from moderation.services.account_actions import author_act, author_lift, restrictions_expire_due
+from moderation.services.account_appeals import account_appeal_file, account_appeal_resolve
 
 __all__ = [
     "account_appeal_file",
@@ -127,6 +123,7 @@ __all__ = [
     "api_client_check_webhook_url",
     "api_client_create",
     "api_client_revoke",
+    "api_client_update",
     "idempotency_records_expire",
     "idempotent_call",
     "media_preference_set",
@@ -164,6 +161,7 @@ __all__ = [
     "queue_check_access",
     "queues_forbidden",
     "review_queue_label",
+    "review_queue_save",
     "review_queue_slugs",
     "review_queues",
     "route_facts",

@@ -58,6 +58,29 @@ def api_client_check_webhook_url(url: str) -> None:
         raise ValidationError(f"webhook URL refused: {exc}; {LOCAL_TRIALS}") from exc
 
 
+def api_client_update(*, client_id: int, name: str, webhook_url: str = "", user=None) -> ApiClient:
+    """Rename a client or change its webhook URL (its token and secret are never edited): checked as
+    at creation (a name, one no other client has, a URL that may receive webhooks) and written
+    under the client's row lock, with a history row naming `user` and what changed. Raises
+    ValidationError."""
+    name = name.strip()
+    if not name:
+        raise ValidationError("a client needs a name")
+    if webhook_url:
+        api_client_check_webhook_url(webhook_url)  # no server-side request forgery
+    with transaction.atomic():
+        client = ApiClient.objects.select_for_update().get(pk=client_id)
+        if ApiClient.objects.filter(name=name).exclude(pk=client_id).exists():
+            raise ValidationError(f"an API client named {name!r} already exists")
+        changed = [what for what, old, new in (("name", client.name, name), ("webhook URL", client.webhook_url, webhook_url))
+                   if old != new]
+        client.name, client.webhook_url = name, webhook_url
+        client._history_user = user
+        client._change_reason = f"changed {', '.join(changed) or 'nothing'}"
+        client.save(update_fields=["name", "webhook_url"])
+    return client
+
+
 # Every API request's lookup, compiled once (moderation/db/compiled.py).
 _ACTIVE_CLIENT = CompiledSelect(lambda token_hash: ApiClient.objects.filter(token_hash=token_hash, is_active=True))
 

@@ -3,7 +3,7 @@ all in the caller's transaction (docs/design.md, invariants 1, 7 and 9).
 
 Every decision goes through `decide_locked`: a provider result, a provider failure handed to a
 human, a moderator's override and an escalation; and so does every strike against the review's
-author (moderation/services/authors.py) and every resolution of its reports by a decision
+author (moderation/services/strikes.py) and every resolution of its reports by a decision
 (moderation/services/report_outcomes.py), and every statement of reasons for the DSA Transparency
 Database (moderation/services/statements.py).
 """
@@ -15,16 +15,16 @@ from django.utils import timezone
 from audit import tracing
 from moderation.errors import IllegalTransition
 from moderation.models import (
-    LABELLED_CAUSES, Appeal, Cause, ContentReview, Decision, DecisionSource, NotificationKind, ReviewStatus,
+    LABELLED_CAUSES, Appeal, Author, Cause, ContentReview, Decision, DecisionSource, NotificationKind, ReviewStatus,
 )
 from moderation.services.transitions import transition_review
 from moderation.services.appeals import appeal_resolve_locked
-from moderation.services.authors import strike_open_read, strikes_after_decision_locked
+from moderation.services.strikes import strike_open_read, strikes_after_decision_locked
 from moderation.db.one_statement import OneStatement
 from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
 from moderation.services.statements import statement_after_decision_locked
-from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_enqueue, outbox_row
+from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_row, outbox_write
 
 
 def decide_locked(
@@ -44,6 +44,7 @@ def decide_locked(
     appeal: Appeal | None = None,
     writes: OneStatement | None = None,
     counts_strike: bool = True,
+    author: Author | None = None,
     **decision_fields,
 ) -> Decision:
     """Decide `review`: record the decision (and its outbox row), then move the review to `label`.
@@ -55,7 +56,11 @@ def decide_locked(
     With `appeal` (open, the review's, checked by the caller), the decision resolves it.
     `writes`: the caller's own writes, sent in the statement that inserts the decision.
     `counts_strike`: False for a rejection that judges no violation (a restricted author's
-    content rejected by the policy's `while_restricted`): it writes no strike.
+    content rejected by the policy's `while_restricted`): it writes no strike. `author`: the
+    review's author when the caller holds its row lock already (a finalize locks its reviews'
+    authors up front, after the reviews: docs/design.md, "Authors", the locking rule); its queue
+    entry reads its points and standing, and its strike is written under that lock. None: the
+    strike locks the author, when it has one to write.
 
     Every decision names the policy version in force (docs/design.md, invariant 9): the caller's
     `policy` when it judged under one (a provider result, the version a moderator's category was
@@ -92,6 +97,7 @@ def decide_locked(
             reason=transition_reason,
             history_user=history_user,
             update_fields=["decision", "completed_at", *update_fields],
+            author=author,
         )
         if review.status != label:
             raise IllegalTransition(review_id=review.pk, from_status=from_status, cause=cause)
@@ -102,7 +108,7 @@ def decide_locked(
         after = OneStatement()
         # The author's strike follows the decision, in its transaction (docs/design.md, "Authors").
         strikes_after_decision_locked(review, decision, actor=actor, actor_id=actor_id, counts_strike=counts_strike,
-                                      struck=struck.value if struck else None, writes=after)
+                                      struck=struck.value if struck else None, writes=after, author=author)
         # The review's open reports are judged by it (docs/design.md, "Reports"); last, so that
         # every decision takes its locks in one order: review, author, then reporters.
         if reported.value:
@@ -135,7 +141,6 @@ def decision_record(
         kind, body = NotificationKind.APPEAL_RESOLVED, appeal_resolved_body(review, appeal, decision)
     notification = outbox_row(review, kind=kind, body=body)
     notification.decision_id = writes.key_of(decision)
-    writes.insert(notification)
+    outbox_write([notification], writes=writes)
     writes.execute()
-    outbox_enqueue(notification)
     return decision

@@ -9,6 +9,7 @@ while the lease runs is refused.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -36,6 +37,7 @@ from moderation.models import (
     NOTE_MAX_CHARS,
     Appeal,
     AppealStatus,
+    Author,
     Cause,
     ContentReview,
     Decision,
@@ -47,20 +49,19 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.transparency.canned_reasons import reasons_key, unknown_codes
-from moderation.review_queues import queue_entry
+from moderation.review_queues import QueueEntry
 from moderation.validation import policy_categories
-from moderation.verdicts import MEDIA_KINDS
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
-from moderation.services.authors import strike_undo_locked
+from moderation.services.strikes import strike_undo_locked
 from moderation.services.decide import decide_locked
 from moderation.services.notifications import notification_cancel_locked
 from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked
 from moderation.services.policy import policy_active
 from moderation.services.statements import statement_withdraw_locked
 from moderation.selectors import visible_to
-from moderation.services.routing import queue_check_access, queues_forbidden, review_queue_slugs
+from moderation.services.routing import queue_check_access, queues_forbidden, review_queue_entry, review_queue_slugs
 
 
 def _lock_checked(review_id, expected_version: int | None, moderator=None, now: datetime | None = None) -> ContentReview:
@@ -84,7 +85,7 @@ def _lock_checked(review_id, expected_version: int | None, moderator=None, now: 
                             holder=str(holder), until=review.lease_expires_at)
     # A review in a queue only some groups may take is theirs to decide too (row locked: its
     # queue cannot change meanwhile).
-    queue_check_access(review, moderator)
+    queue_check_access(review, user=moderator)
     return review
 
 
@@ -237,7 +238,7 @@ def review_note_add(*, review_id, author, text: str) -> ModeratorNote:
     if not text:
         raise ReasonRequired("a note needs some text")
     review = ContentReview.objects.only("pk", "last_queue").get(pk=review_id)
-    queue_check_access(review, author)
+    queue_check_access(review, user=author)
     return ModeratorNote.objects.create(review=review, author=author, text=text)
 
 
@@ -392,7 +393,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
         if decision.source != DecisionSource.MODERATOR or decision.moderator_id != getattr(moderator, "pk", None):
             raise NotUndoable("only the moderator who made a decision may undo it")
         before, entered = _state_before(review, decision)
-        had = review.last_queue  # where it waited when decided: the transition below routes it anew
+        had = review.last_queue  # where it waited when decided: it goes back there (`_entry_back`)
         if Appeal.objects.filter(resolution=decision).exists():
             raise NotUndoable("it resolved an appeal, whose owner is told: decide again instead")
         resolved = Report.objects.filter(resolved_by=decision).count()
@@ -400,7 +401,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
             raise NotUndoable(f"it resolved {resolved} report{'s' if resolved > 1 else ''}, whose reporters are told: "
                               "decide again instead")
         # Locks after the review's, in the decide path's order: the author, then the rows of what left.
-        strike_undo_locked(review, decision)
+        author = strike_undo_locked(review, decision)
         statement_withdraw_locked(decision)
         notification_cancel_locked(decision)
         review.decision_id, review.completed_at, review.pile_on = before.decision_id, before.completed_at, before.pile_on
@@ -408,8 +409,8 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
             review, Cause.UNDO, actor=Actor.ADMIN, actor_id=str(moderator),
             reason=f"undid the decision {decision.label}{f' ({decision.category})' if decision.category else ''}",
             history_user=moderator, update_fields=["decision", "completed_at", "pile_on"],
+            entry=_entry_back(review, entered, had, author),
         )
-        _queue_back(review, entered, had)
         _lease(review, moderator)
     return review
 
@@ -428,22 +429,16 @@ def _state_before(review: ContentReview, decision: Decision):
     return before, entered
 
 
-def _queue_back(review: ContentReview, entered, had: str) -> None:
-    """Put the undone review back in the review queue it had (`had`; the cause's when it kept no
-    record, decided before `last_queue` was), in its place: the entry the cause that sent it there
-    gives, as of when it did (an undo is no reason to wait more or less). A review of a group-only
-    queue goes back to that queue, not to its cause's, where everyone would see it."""
-    decision = review.decision
+def _entry_back(review: ContentReview, entered, had: str, author: Author | None) -> QueueEntry:
+    """The place the undone review goes back to, in the queue it had (`had`) and in its place there:
+    the one computation of its entry (moderation.services.routing.review_queue_entry), for the
+    cause that sent it there, as of when it did (an undo is no reason to wait more or less), with
+    the decision in force before (`review.decision`, set back) and its author's points without
+    the undone strike (`author`, locked by the undo, else read). A review of a group-only queue
+    goes back to that queue, not to one the rules give now, where others would see it; one that
+    kept no record of its queue (decided before `last_queue` was) goes where that entry routes
+    it. No user report counts in it: a decision that resolved reports is not undone."""
     cause = Cause(entered.cause) if entered is not None else Cause.MANUAL_ESCALATION
-    entry = queue_entry(
-        policy_active(), cause=cause, category_scores=decision.category_scores if decision else {},
-        now=entered.created_at if entered is not None else timezone.now(),
-        author_restricted=review.author_restricted, notice_kind=review.notice_kind,
-        media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
-    )
-    # (No record: the queue the undo's transition routed it to, by the rules, not a fact-free entry's.)
-    review.queue = review.last_queue = had or review.queue
-    review.priority, review.queued_at, review.queue_order_at = entry.priority, entry.queued_at, entry.order_at
-    ContentReview.objects.filter(pk=review.pk).update(queue=review.queue, last_queue=review.queue,
-                                                      priority=entry.priority, queued_at=entry.queued_at,
-                                                      queue_order_at=entry.order_at)
+    entry = review_queue_entry(review, policy_active(), cause=cause, author=author,
+                               now=entered.created_at if entered is not None else timezone.now())
+    return replace(entry, queue=had) if had else entry

@@ -1,7 +1,8 @@
 """Writing client notifications to the outbox (docs/design.md, invariant 7).
 
-A notification row is written in the transaction of what it announces (a decision, or a
-report-threshold crossing), so nothing goes unannounced and nothing rolled back is announced;
+A notification row is written in the transaction of what it announces (a decision, a
+report-threshold crossing, an author's standing change...), by the one writer (`outbox_write`),
+so nothing goes unannounced and nothing rolled back is announced;
 `notifications.py` delivers it after commit, at least once, with a stable webhook-id. Every body
 that carries a decision carries its statement of reasons (moderation.transparency.reasons), never more.
 """
@@ -9,10 +10,16 @@ that carries a decision carries its statement of reasons (moderation.transparenc
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.utils import timezone
 
 from moderation.models import (
+    AccountAction,
+    AccountAppeal,
     Appeal,
     Author,
     ContentReview,
@@ -22,26 +29,14 @@ from moderation.models import (
     NotificationStatus,
     ReportEscalation,
     ReportOutcome,
+    RestrictionEnd,
     appeal_outcome,
 )
 from moderation.jobs import enqueue_on_commit
-from moderation.transparency.reasons import statement_of_reasons
+from moderation.transparency.reasons import account_statement, statement_of_reasons, timestamp
 
-
-def outbox_write(
-    review: ContentReview,
-    *,
-    kind: NotificationKind,
-    body: dict,
-    decision: Decision | None = None,
-    escalation: ReportEscalation | None = None,
-) -> DecisionNotification:
-    """Write one notification for `review`'s client; call in the transaction that makes what it
-    announces (one per decision and one per threshold crossing: unique constraints)."""
-    notification = outbox_row(review, kind=kind, body=body, decision=decision, escalation=escalation)
-    notification.save()
-    outbox_enqueue(notification)
-    return notification
+if TYPE_CHECKING:
+    from moderation.db.one_statement import OneStatement
 
 
 def outbox_row(
@@ -52,14 +47,14 @@ def outbox_row(
     decision: Decision | None = None,
     escalation: ReportEscalation | None = None,
 ) -> DecisionNotification:
-    """The notification `outbox_write` writes, unsaved: for a caller that inserts it with other
-    rows in one statement, then calls `outbox_enqueue`."""
+    """A notification for `review`'s client, unsaved: the caller sets what it announces (unless
+    `decision` or `escalation` names it) and writes it with `outbox_write`."""
     return _notification(review.client, kind=kind, body=body, review=review, decision=decision, escalation=escalation)
 
 
 def outbox_author_row(author: Author, *, body: dict) -> DecisionNotification:
     """A notification about an author (a change of standing, an account appeal's resolution),
-    unsaved: the caller sets what it announces and inserts it in that thing's transaction."""
+    unsaved: the caller sets what it announces and writes it with `outbox_write`."""
     return _notification(author.client, kind=body["type"], body=body)
 
 
@@ -83,10 +78,41 @@ def _notification(client, *, kind: NotificationKind, body: dict, **announces) ->
     )
 
 
-def outbox_enqueue(notification: DecisionNotification) -> None:
-    """Deliver a written notification once its transaction commits (when it has an endpoint)."""
-    if notification.url:
-        enqueue_on_commit("moderation.tasks.deliver_notification", notification_id=notification.pk)
+def outbox_write(notifications: Sequence[DecisionNotification], *, writes: OneStatement | None = None) -> None:
+    """Write `notifications` (built by `outbox_row`, `outbox_author_row`) and deliver them after
+    commit: the one writer of the outbox. Call in the transaction of what they announce (one row
+    per decision, threshold crossing, standing change, account appeal or report: unique
+    constraints).
+
+    `writes`: the statement that inserts what they announce, which inserts them too (a row it
+    inserts may be named by `key_of`); they are enqueued once the caller has run it. Without it
+    they are inserted here, in one statement.
+
+    Of each client's notifications written together, the first NOTIFY_CLIENT_CONCURRENCY are
+    enqueued after commit; the others wait in the client's backlog, not enqueued
+    (`last_enqueued_at` NULL), for the attempts that end to hand them on, and the sweep to take
+    them: thousands of report resolutions cost the shared job queue a few jobs, not one each."""
+    enqueued: Counter = Counter()
+    for notification in notifications:
+        if notification.url:
+            enqueued[notification.client_id] += 1
+            if enqueued[notification.client_id] > settings.NOTIFY_CLIENT_CONCURRENCY:
+                notification.last_enqueued_at = None
+    if writes is None:
+        DecisionNotification.objects.bulk_create(notifications, batch_size=500)
+        _enqueue(notifications)
+    else:
+        for notification in notifications:
+            writes.insert(notification)
+        writes.on_executed(lambda: _enqueue(notifications))
+
+
+def _enqueue(notifications: Sequence[DecisionNotification]) -> None:
+    """Deliver written notifications once their transaction commits: those with an endpoint, and
+    not left in their client's backlog."""
+    for notification in notifications:
+        if notification.url and notification.last_enqueued_at is not None:
+            enqueue_on_commit("moderation.tasks.deliver_notification", notification_id=notification.pk)
 
 
 def decided_body(review: ContentReview, decision: Decision) -> dict:
@@ -128,4 +154,30 @@ def reported_body(review: ContentReview, report_count: int) -> dict:
     return {
         "type": NotificationKind.REVIEW_REPORTED,
         "data": {"review_id": str(review.pk), "external_id": review.content.external_id, "report_count": report_count},
+    }
+
+
+def author_actioned_body(author: Author, action: AccountAction) -> dict:
+    return {
+        "type": NotificationKind.AUTHOR_ACTIONED,
+        "data": {
+            "author_id": author.author_id, "action_id": str(action.pk), "action": action.action,
+            "until": timestamp(action.until) if action.until else None, "cause": action.cause,
+            "reason": action.reason, "statement": account_statement(action),
+        },
+    }
+
+
+def author_restored_body(author: Author, action: AccountAction, end: RestrictionEnd) -> dict:
+    return {
+        "type": NotificationKind.AUTHOR_RESTORED,
+        "data": {"author_id": author.author_id, "action_id": str(action.pk), "why": end},
+    }
+
+
+def account_appeal_resolved_body(author: Author, appeal: AccountAppeal) -> dict:
+    return {
+        "type": NotificationKind.ACCOUNT_APPEAL_RESOLVED,
+        "data": {"author_id": author.author_id, "action_id": str(appeal.action_id), "appeal_id": str(appeal.pk),
+                 "outcome": appeal.status},
     }

@@ -28,11 +28,9 @@ once. A moderator's decision also judges the reporter (`Report.agreed`), counted
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -41,7 +39,6 @@ from moderation.models import (
     NOTICE_KINDS,
     ContentReview,
     Decision,
-    DecisionNotification,
     NotificationKind,
     Report,
     Reporter,
@@ -50,7 +47,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.db.one_statement import OneStatement, Read
-from moderation.services.outbox import outbox_enqueue, outbox_row, report_resolved_body
+from moderation.services.outbox import outbox_row, outbox_write, report_resolved_body
 from moderation.services.policy import policy_active
 
 # The labels that judge a review's reports; `manual_review` hands it to a human instead.
@@ -176,26 +173,17 @@ def reporters_count_locked(client_id: int, reporter_ids: Iterable[str], *, agree
 
 
 def _announce(resolved: list[tuple]) -> None:
-    """One `report.resolved` row per report, in bulk. The first NOTIFY_CLIENT_CONCURRENCY of each
-    client are enqueued after commit; the others wait in the client's backlog, not enqueued
-    (`last_enqueued_at` NULL), for the attempts that end to hand them on, and the sweep to take
-    them: thousands of reports cost the shared job queue a few jobs, not one each."""
-    enqueued: Counter = Counter()
+    """One `report.resolved` row per report, in bulk (`outbox_write`: each client's first few
+    enqueued, the others left in its backlog for the sweep: thousands of reports cost the shared
+    job queue a few jobs, not one each)."""
     rows = []
     for review, report_id, reporter_id, outcome in resolved:
         row = outbox_row(review, kind=NotificationKind.REPORT_RESOLVED,
                          body=report_resolved_body(review, report_id=report_id, reporter_id=reporter_id,
                                                    outcome=outcome))
         row.report_id = report_id
-        if row.url:
-            enqueued[review.client_id] += 1
-            if enqueued[review.client_id] > settings.NOTIFY_CLIENT_CONCURRENCY:
-                row.last_enqueued_at = None
         rows.append(row)
-    DecisionNotification.objects.bulk_create(rows, batch_size=500)
-    for row in rows:
-        if row.last_enqueued_at is not None:
-            outbox_enqueue(row)
+    outbox_write(rows)
 
 
 def reports_expire_due(*, now: datetime | None = None, batch: int = 500, batches: int = 100,

@@ -46,7 +46,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.services.transitions import records_illegal_transitions, transition_review
-from moderation.services.outbox import outbox_write, reported_body
+from moderation.services.outbox import outbox_row, outbox_write, reported_body
 from moderation.services.policy import policy_active
 from moderation.services.report_outcomes import report_resolve_on_filing_locked
 from moderation.services.reporters import NEUTRAL, reporter_weight_locked
@@ -171,8 +171,8 @@ def _escalate_if_due(review: ContentReview, report_count: int, policy: Moderatio
         review=review, decision_id=review.decision_id, transition=transition, report_count=reporters,
         threshold=policy.report_threshold,
     )
-    outbox_write(review, kind=NotificationKind.REVIEW_REPORTED, body=reported_body(review, report_count),
-                 escalation=escalation)
+    outbox_write([outbox_row(review, kind=NotificationKind.REVIEW_REPORTED, body=reported_body(review, report_count),
+                             escalation=escalation)])
     return escalation
 
 

@@ -19,6 +19,7 @@ from django_fsm import ConcurrentTransition
 from audit import context
 from audit.models import Actor, EventKind
 from moderation.models import (
+    Author,
     Cause,
     ContentReview,
     DecisionSource,
@@ -126,15 +127,15 @@ def _finalize_locked(results: list[OperationResult], cause: Cause, provider: str
         for review, request, i in found:
             outcomes[i] = (result_classify(review, request, provider), review.pk)
         # The authors whose strikes these results may change, locked after the reviews and in id
-        # order (moderation/services/authors.py): two batches never deadlock on them.
+        # order (moderation/services/authors.py): two batches never deadlock on them. Each is handed
+        # to its review's decide path, which writes its strike and reads its points under that lock.
         applied = [(review, request, i) for review, request, i in found if outcomes[i][0] is ResultOutcome.APPLIED]
         authors = authors_lock(review.author_id for review, _, _ in applied)
         for review, request, i in applied:
             item = results[i]
-            review._locked_author = authors.get(review.author_id)
             with context.bind(review_id=review.pk, idempotency_key=request.idempotency_key, attempt_no=item.attempt_no):
                 result_apply_locked(review, request, item.result, cause=cause, callback_id=item.callback_id,
-                                    attempt_no=item.attempt_no)
+                                    attempt_no=item.attempt_no, author=authors.get(review.author_id))
         return outcomes
 
 
@@ -191,9 +192,11 @@ def result_classify(review: ContentReview, request: ModerationRequest, provider:
 
 
 def result_apply_locked(review: ContentReview, request: ModerationRequest, result: ModerationResult, *,
-                        cause: Cause, callback_id: int | None = None, attempt_no: int | None = None) -> None:
+                        cause: Cause, callback_id: int | None = None, attempt_no: int | None = None,
+                        author: Author | None = None) -> None:
     """Decide `review` from a result `result_classify` found `applied`, and complete its operation.
-    Call holding the review's row lock."""
+    Call holding the review's row lock, and `author`'s (the review's author, locked after the
+    reviews: `authors_lock`) when it has one."""
     if review.content.kind in MEDIA_KINDS:
         # Judged under the version its banks were matched with, pinned before the provider was
         # called (moderation/services/media.py): never a version published since.
@@ -247,6 +250,7 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
         update_fields=fields,
         writes=writes,
         counts_strike=verdict.label == judged,  # not a rejection only because the author is restricted
+        author=author,
     )
 
 

@@ -46,7 +46,7 @@ def review_submit(
     )
     review = ContentReview(content=content, client=client, last_enqueued_at=timezone.now())
     if author_id:
-        author = author_ensure(client, author_id)
+        author = author_ensure(client, author_id=author_id)
         review.author_id, review.author_restricted = author.pk, author.restricted
     # The content, its review, the review's first history row, its job_enqueued event and, with
     # the ORM broker, its job (moderation/jobs.py): one statement, so one round trip and no

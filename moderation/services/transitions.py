@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import operator
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, reduce, wraps
 from typing import Any, ParamSpec, TypeVar
 
@@ -21,9 +21,8 @@ from audit import context
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
 from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Author, Cause, ContentReview, ReviewStatus
-from moderation.review_queues import queue_entry
-from moderation.services.routing import route_facts
-from moderation.verdicts import MEDIA_KINDS
+from moderation.review_queues import QueueEntry
+from moderation.services.routing import review_queue_entry
 from moderation.db.compiled import CompiledUpdate
 from moderation.db.one_statement import OneStatement
 from moderation.services.policy import policy_active
@@ -48,12 +47,17 @@ def transition_review(
     history_user=None,
     update_fields: Iterable[str] = (),
     report_count: float = 0,
+    author: Author | None = None,
+    entry: QueueEntry | None = None,
 ) -> ReviewTransition:
-    """`transition_reviews` for one review; returns its transition row."""
+    """`transition_reviews` for one review; returns its transition row. `author`: the review's
+    author, when the caller holds its row lock; `entry`: its place in the queues, when the caller
+    computed it (both as `transition_reviews` takes them)."""
     (transition,) = transition_reviews(
         [review], cause, actor=actor, actor_id=actor_id, label=label, idempotency_keys=[idempotency_key],
         job_id=job_id, attempt_no=attempt_no, reason=reason, history_user=history_user,
         update_fields=update_fields, report_count=report_count,
+        authors={author.pk: author} if author is not None else None, entries=[entry],
     )
     return transition
 
@@ -72,6 +76,8 @@ def transition_reviews(
     history_user=None,
     update_fields: Iterable[str] = (),
     report_count: float = 0,
+    authors: Mapping[int, Author] | None = None,
+    entries: Sequence[QueueEntry | None] | None = None,
 ) -> list[ReviewTransition]:
     """Run the state machine transition for `cause` on each review, save the reviews and write
     their audit rows: the one way a review's status changes (docs/design.md, invariant 1).
@@ -88,15 +94,20 @@ def transition_reviews(
     a save would have written) and the transition rows. `idempotency_keys`: the operation key
     each transition row names, one per review in order (None: none).
 
-    A review that lands in manual_review joins a review queue here, the one place its queue and
-    priority are computed (`report_count`: the distinct users who reported it, each by its weight,
-    for the priority);
-    one that leaves manual_review leaves its queue (`review_queue_leave`).
+    A review that lands in manual_review joins a review queue here, at the place the one
+    computation gives (moderation.services.routing.review_queue_entry; `report_count`: the
+    distinct users who reported it, each by its weight, for the priority; `authors`: the reviews'
+    authors the caller holds locked, by id, whose points and standing it reads, where a batch
+    locked them up front); or at the place `entries` gives, one per review in order (None:
+    computed here), which the caller computed with it (an undo: the place the review had). One
+    that leaves manual_review leaves its queue (`review_queue_leave`).
     """
     keys = list(idempotency_keys) if idempotency_keys is not None else [None] * len(reviews)
+    places = list(entries) if entries is not None else [None] * len(reviews)
+    authors = authors or {}
     method_name, now = TRANSITION_FOR_CAUSE[cause], timezone.now()
     fields, from_statuses = {"status", "updated_at", *update_fields}, []
-    for review in reviews:
+    for review, entry in zip(reviews, places, strict=True):
         from_status = review.status
         method = getattr(review, method_name)
         try:
@@ -106,7 +117,7 @@ def transition_reviews(
         from_statuses.append(from_status)
         review.version += 1
         review.updated_at = now
-        fields.update(_queue_for(review, from_status, cause, report_count))
+        fields.update(_queue_for(review, from_status, cause, report_count, authors.get(review.author_id), entry))
         review._change_reason = cause  # simple-history: why this history row exists
         if history_user is not None:
             review._history_user = history_user
@@ -223,35 +234,21 @@ def review_queue_leave(review: ContentReview) -> dict[str, Any]:
     return dict(QUEUE_LEFT)
 
 
-def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_count: float) -> tuple[str, ...]:
-    """Set (or clear) the review's place in the review queues for the status it just took; returns
-    the fields set. An erased content leaves nothing to judge: its review waits in no queue."""
+def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_count: float,
+               author: Author | None, entry: QueueEntry | None) -> tuple[str, ...]:
+    """Set (or clear) the review's place in the review queues for the status it just took (`entry`,
+    else the one computation's); returns the fields set. An erased content leaves nothing to
+    judge: its review waits in no queue."""
     if review.status == ReviewStatus.MANUAL_REVIEW and cause != Cause.CONTENT_ERASED:
-        decision, policy = review.decision, policy_active()
-        entry = queue_entry(
-            policy, cause=cause, category_scores=decision.category_scores if decision else {},
-            report_count=report_count, now=timezone.now(), author_restricted=review.author_restricted,
-            author_points=_author_points(review), notice_kind=review.notice_kind,
-            media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
-            facts=route_facts(review, policy, cause=cause, report_count=report_count),
-        )
+        if entry is None:
+            entry = review_queue_entry(review, policy_active(), cause=cause, now=timezone.now(),
+                                       report_count=report_count, author=author)
         review.queue = review.last_queue = entry.queue  # last_queue stays when it leaves: who may see it
         review.priority, review.queued_at, review.queue_order_at = entry.priority, entry.queued_at, entry.order_at
         return ("queue", "last_queue", "priority", "queued_at", "queue_order_at")
     if from_status == ReviewStatus.MANUAL_REVIEW or review.queue:
         return tuple(review_queue_leave(review))
     return ()
-
-
-def _author_points(review: ContentReview) -> int:
-    """The active strike points of the review's author (0 without one), for its priority: from
-    the author a finalize locked, else read."""
-    if review.author_id is None:
-        return 0
-    locked = getattr(review, "_locked_author", None)
-    if locked is not None and locked.pk == review.author_id:
-        return locked.strike_points
-    return Author.objects.filter(pk=review.author_id).values_list("strike_points", flat=True).first() or 0
 
 
 def record_event(

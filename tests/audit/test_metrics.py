@@ -287,7 +287,7 @@ def test_authors_by_standing_account_actions_and_strikes_written_and_ended(clien
     lapsing = authored(api_client, "u3", "rejected")
     Strike.objects.filter(review=lapsing).update(expires_at=timezone.now())
     assert services.strikes_lapse_due() == 1
-    u2 = services.author_ensure(api_client, "u2")
+    u2 = services.author_ensure(api_client, author_id="u2")
     action = services.author_act(author_pk=u2.pk, moderator=moderator, action="suspend", days=1, reason="spam")
     an_hour_ago = timezone.now() - timedelta(hours=1)  # the authors' schedule did not run since
     AccountAction.objects.filter(pk=action.pk).update(until=an_hour_ago)

@@ -3,7 +3,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from django.core.exceptions import ValidationError
 
+from moderation import services
 from moderation.models import ModerationPolicy
 from tests.helpers import decided
 
@@ -151,3 +153,31 @@ def test_publishing_from_the_policy_form_keeps_the_hash_banks_and_sets_the_image
     newest = ModerationPolicy.objects.order_by("-version").first()
     assert newest.version == with_bank.version + 1
     assert newest.hash_banks == with_bank.hash_banks and newest.pdq_distance == 20 and newest.image_fallback == "approved"
+
+
+@pytest.mark.django_db
+def test_an_api_client_changed_in_the_admin_is_saved_by_its_service_which_records_who(staff):
+    client, _ = services.api_client_create(name="acme-admin")
+
+    response = staff.post(f"/admin/moderation/apiclient/{client.pk}/change/", {"name": " acme-renamed ", "webhook_url": ""})
+
+    assert response.status_code == 302
+    client.refresh_from_db()
+    assert client.name == "acme-renamed"
+    changed = client.history.latest("history_id")
+    assert (changed.name, changed.history_user.username, changed.history_change_reason) == (
+        "acme-renamed", "boss", "changed name")
+    # The history keeps no copy of its secrets.
+    assert not {"token_hash", "webhook_secret"} & {f.name for f in changed._meta.fields}
+
+
+@pytest.mark.django_db
+def test_an_api_client_keeps_a_name_no_other_client_has():
+    client, _ = services.api_client_create(name="acme")
+    services.api_client_create(name="globex")
+    with pytest.raises(ValidationError, match="already exists"):
+        services.api_client_update(client_id=client.pk, name="globex")
+    with pytest.raises(ValidationError, match="needs a name"):
+        services.api_client_update(client_id=client.pk, name="  ")
+    client.refresh_from_db()
+    assert client.name == "acme"

@@ -87,7 +87,7 @@ def test_a_rung_taken_twice_is_reported(suspended):
 
 
 def test_an_automatic_action_with_no_strike_behind_it_is_reported(api_client):
-    author = Author.objects.get(pk=services.author_ensure(api_client, "u2").pk)
+    author = Author.objects.get(pk=services.author_ensure(api_client, author_id="u2").pk)
     action = AccountAction.objects.create(author=author, action="warn", cause="strikes", reason="r",
                                           previous_standing=Standing.GOOD)
     StandingTransition.objects.create(author=author, from_standing=Standing.GOOD, to_standing=Standing.WARNED,

@@ -36,7 +36,7 @@ from moderation.models import (
     StandingTransition,
     Strike,
 )
-from moderation.services import authors, results
+from moderation.services import account_actions, account_appeals, authors, results, strikes
 from moderation.services.results import OperationResult
 from tests.helpers import SCORE_FOR, active_points, collide, result
 
@@ -136,7 +136,9 @@ def taking_the_author_lock_first(monkeypatch, first: str, order: list[str], call
     lock, and the other starts only then and queues behind it."""
     holds = threading.Event()
     role = threading.local()
-    for module in (authors, results):  # the finalize locks its authors through its own import
+    # Each module that locks an author does it through its own import: the finalize (its authors up
+    # front), strikes, account actions and appeals (one author each).
+    for module in (authors, strikes, account_actions, account_appeals, results):
         real = module.authors_lock
 
         def locking(ids, real=real):
@@ -220,7 +222,7 @@ def test_two_batches_of_two_authors_in_opposite_orders_do_not_deadlock(api_clien
     x1, y1 = claimed_of(api_client, "x")[0], claimed_of(api_client, "y")[0]
     y2, x2 = claimed_of(api_client, "y")[0], claimed_of(api_client, "x")[0]
     batches = [[x1, y1], [y2, x2]]
-    meeting_before(monkeypatch, authors, "_ladder_locked", Meeting(2))
+    meeting_before(monkeypatch, strikes, "ladder_climb_locked", Meeting(2))
 
     outcomes = collide(2, lambda i: results.results_finalize(
         [OperationResult(request.idempotency_key, REJECTED) for request in batches[i]], cause="provider_result"))
@@ -241,7 +243,7 @@ def test_an_overturn_racing_a_new_rejection_of_the_author_counts_both(api_client
         services.appeal_file(review_id=overturned, appellant_id="u1", statement="out of context")
     (new,) = claimed_of(api_client, "u1")
     # Each waits, before writing the points, for the other to have read them.
-    meeting_before(monkeypatch, authors, "_points_add_locked", Meeting(2))
+    meeting_before(monkeypatch, strikes, "_points_add_locked", Meeting(2))
     calls = [lambda: services.review_override(review_id=overturned, label="approved", reason="a quote",
                                               moderator=moderator),
              lambda: rejected(new)]
@@ -280,7 +282,7 @@ def test_the_lapse_job_racing_two_rejections_ends_each_strike_once_and_the_point
     assert services.review_finalize(idempotency_key=approved.idempotency_key, result=result(SCORE_FOR["approved"]),
                                     cause="provider_result") == "applied"
     moderator = get_user_model().objects.create_user("mia", is_staff=True)
-    meeting_before(monkeypatch, authors, "_points_add_locked", Meeting(3))
+    meeting_before(monkeypatch, strikes, "_points_add_locked", Meeting(3))
     calls = [lambda: services.strikes_lapse_due(),
              lambda: rejected(batch),
              lambda: services.review_override(review_id=approved.review_id, label="rejected", reason="harassing",
@@ -349,7 +351,7 @@ def test_the_expiry_job_on_two_clusters_racing_a_new_strike_restores_once(api_cl
     suspension = a.restriction_id
     later = timezone.now() + timedelta(days=8)  # past the 7-day suspension
     # The two clusters both find the suspension due before either ends it.
-    meeting_before(monkeypatch, authors, "authors_lock", Meeting(2, timeout=5))
+    meeting_before(monkeypatch, account_actions, "authors_lock", Meeting(2, timeout=5))
     calls = [lambda: services.restrictions_expire_due(now=later)] * 2 + [lambda: rejected(sixth)]
 
     *ended, outcome = collide(3, lambda i: calls[i]())

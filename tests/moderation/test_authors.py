@@ -90,7 +90,7 @@ def test_content_of_a_suspended_author_waits_in_restricted_authors(api_client, m
 
 
 def author_with(client, author_id: str) -> Author:
-    services.author_ensure(client, author_id)
+    services.author_ensure(client, author_id=author_id)
     return author(client, author_id)
 
 
@@ -282,6 +282,35 @@ def test_content_rejected_only_because_its_author_is_restricted_counts_no_strike
     review = authored(api_client, "u1", "manual_review")  # scored in the band for a human
     assert review.status == "rejected" and review.decision.category_scores == {"harassment": 0.6}
     assert author(api_client).strike_points == 0 and not Strike.objects.filter(review=review).exists()
+
+
+def test_a_finalize_hands_the_authors_it_locked_to_each_decision_and_reads_them_no_more(api_client):
+    """The finalize locks its reviews' authors up front, after the reviews (docs/design.md,
+    "Authors", the locking rule), and hands each to its review's decide path: the queue entry of
+    the review it sends to a human counts the author's points as locked, and the strike of the
+    one it rejects is written under that lock. No other statement reads the author."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from moderation.services.results import OperationResult, results_finalize
+
+    authored(api_client, "u1", "rejected")  # one point, counted in the next entry's priority
+    requests = []
+    for _ in range(2):
+        review, _ = services.review_submit(client=api_client, external_id=uuid.uuid4().hex, kind="text",
+                                           text="a sentence", author_id="u1")
+        requests.append(services.review_claim(review_id=review.pk, worker_id="w1"))
+    with CaptureQueriesContext(connection) as queries:
+        assert results_finalize([OperationResult(requests[0].idempotency_key, result(SCORE_FOR["manual_review"])),
+                                 OperationResult(requests[1].idempotency_key, result(SCORE_FOR["rejected"]))],
+                                cause="provider_result") == ["applied", "applied"]
+    reads = [q["sql"] for q in queries.captured_queries
+             if q["sql"].lstrip().startswith("SELECT") and 'FROM "moderation_author"' in q["sql"]]
+    assert len(reads) == 1 and "FOR NO KEY UPDATE" in reads[0], reads
+    waiting = requests[0].review
+    waiting.refresh_from_db()
+    assert (waiting.queue, waiting.priority) == (ReviewQueue.LOW_CONFIDENCE, 65.0)  # 100 x 0.6, 5 for the point
+    assert author(api_client).strike_points == 2
 
 
 @pytest.mark.django_db(transaction=True)

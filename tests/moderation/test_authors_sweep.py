@@ -25,7 +25,7 @@ def moderator(db):
 
 def suspended_until_past(client, moderator, author_id: str) -> Author:
     """An author suspended by a moderator, whose suspension ended a minute ago."""
-    services.author_ensure(client, author_id)
+    services.author_ensure(client, author_id=author_id)
     author = Author.objects.get(client=client, author_id=author_id)
     action = services.author_act(author_pk=author.pk, moderator=moderator, action="suspend", days=1, reason="r")
     past = timezone.now() - timedelta(minutes=1)

@@ -432,23 +432,23 @@ def test_the_author_machine_reports_a_violation_when_the_ladder_guard_is_removed
     raise the standing."""
     from moderation.models import ActionCause, ActionKind
     from moderation.errors import IllegalStandingChange
-    from moderation.services import authors
+    from moderation.services import account_actions, strikes
 
     def ladder_unguarded(author, policy, strike, before, *, now, actor, actor_id, writes):
-        rung = authors.ladder_rung(policy.enforcement_ladder, author.strike_points)
+        rung = account_actions.ladder_rung(policy.enforcement_ladder, author.strike_points)
         if rung is None:
             return None
         writes.execute()
         kind = ActionKind(rung["action"])
         until = now + timedelta(days=rung["days"]) if kind == ActionKind.SUSPEND else None
         try:
-            return authors._act_locked(author, kind, cause=ActionCause.STRIKES, until=until, reason="rung",
-                                       moderator=None, policy=policy, actor=actor, actor_id=actor_id, now=now,
-                                       strike=strike)
+            return account_actions._act_locked(author, kind, cause=ActionCause.STRIKES, until=until, reason="rung",
+                                               moderator=None, policy=policy, actor=actor, actor_id=actor_id,
+                                               now=now, strike=strike)
         except IllegalStandingChange:  # the state machine still refuses what it refuses (a ban of a ban)
             return None
 
-    monkeypatch.setattr(authors, "_ladder_locked", ladder_unguarded)
+    monkeypatch.setattr(strikes, "ladder_climb_locked", ladder_unguarded)
     services.policy_publish(reject_threshold=0.9, review_threshold=0.5, enforcement_ladder=SHORT_LADDER)
     with pytest.raises(AssertionError, match="did not raise the standing"):
         run_machine(api_client, scripted, django_user_model.objects.create_user("mia"), shrink=False, examples=30,

@@ -44,8 +44,7 @@ def reported(client, text: str, n: int = 0) -> ContentReview:
 def routed_to_a_group_queue() -> Group:
     """The queue "reports-id", for the group "indonesian" only, and the rule sending there."""
     group = Group.objects.create(name="indonesian")
-    queue = ModerationQueue.objects.create(slug="reports-id", name="Indonesian reports")
-    queue.groups.add(group)
+    services.review_queue_save(queue_id=None, slug="reports-id", name="Indonesian reports", groups=[group])
     # The model judges Indonesian too: an approved Indonesian text, reported, goes to a human.
     services.policy_publish_change(lambda active: {"routing_rules": [RULE], "model_languages": ["en", "id"]})
     return group
@@ -265,6 +264,38 @@ class TestTheRoutingEditor:
 
     def test_a_moderator_may_not_edit_routing(self, setup):
         assert browser(setup[1]).get(ROUTING).status_code == 403
+
+    def test_the_admin_saves_a_queue_through_its_service_which_records_who_changed_its_groups(
+        self, setup, django_user_model
+    ):
+        root = browser(django_user_model.objects.create_superuser("root", password="pw-long-enough-1"))
+        queue = ModerationQueue.objects.get(slug="reports-id")
+
+        changed = root.post(f"/admin/moderation/moderationqueue/{queue.pk}/change/",
+                            {"name": " Indonesian ", "description": "", "groups": []})
+        added = root.post("/admin/moderation/moderationqueue/add/",
+                          {"slug": "vip", "name": "VIP", "description": "", "groups": [Group.objects.get(name="indonesian").pk]})
+
+        assert changed.status_code == added.status_code == 302
+        queue.refresh_from_db()
+        assert (queue.name, list(queue.groups.all())) == ("Indonesian", [])  # open to every moderator now
+        last = queue.history.latest("history_id")
+        assert (last.history_user.username, last.history_change_reason) == ("root", "changed name, groups")
+        assert list(last.groups.all()) == []
+        vip = ModerationQueue.objects.get(slug="vip")
+        assert [g.name for g in vip.groups.all()] == ["indonesian"]
+        assert {(h.history_user.username, h.history_change_reason) for h in vip.history.all()} == {("root", "created")}
+
+    def test_a_queue_keeps_its_slug_and_no_two_queues_share_one(self, setup):
+        queue = ModerationQueue.objects.get(slug="reports-id")
+        with pytest.raises(ValidationError, match="never changes"):
+            services.review_queue_save(queue_id=queue.pk, slug="reports-en", name="renamed")
+        with pytest.raises(ValidationError, match="already exists"):
+            services.review_queue_save(queue_id=None, slug="reports-id", name="a second one")
+        with pytest.raises(ValidationError, match="slug"):
+            services.review_queue_save(queue_id=None, slug="Not A Slug", name="bad")
+        assert ModerationQueue.objects.get(pk=queue.pk).name == "Indonesian reports"
+        assert ModerationQueue.objects.count() == 1
 
     def test_a_queue_named_by_the_active_rules_cannot_be_deleted(self, setup, supervisor, django_user_model):
         root = browser(django_user_model.objects.create_superuser("root", password="pw-long-enough-1"))

@@ -171,6 +171,38 @@ def test_an_undone_rejection_takes_back_the_authors_strike(api_client, mia):
     assert review.author.__class__.objects.get(pk=review.author_id).strike_points == 0
 
 
+# A rule that reads what only the one computation of a queue entry reads: the author's standing and
+# the cause of the entry (an undo's own transition is not a provider's result).
+REPEAT_RULE = {"name": "Authors in good standing", "queue": "good-authors",
+               "when": {"author_standing": ["good"], "cause": ["provider_result"]}}
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["queue recorded", "no queue recorded"])
+def test_an_undone_review_is_back_in_the_queue_and_priority_the_one_computation_gives(api_client, mia, recorded):
+    """Its author's strike points count in its priority and its author's standing in its routing,
+    as when it entered; a review that kept no record of its queue (decided before `last_queue`
+    was) is routed by the cause that sent it there, not by the undo's."""
+    services.review_queue_save(queue_id=None, slug="good-authors", name="Good authors")
+    services.policy_publish_change(lambda active: {"routing_rules": [REPEAT_RULE]})
+    reject(unsure(api_client, author_id="repeat"), mia)  # one strike point, kept
+    review = unsure(api_client, author_id="repeat")
+    entered = (review.queue, review.priority, review.queued_at, review.queue_order_at)
+    assert entered[:2] == ("good-authors", 65.0)  # the rule's queue; 100 x 0.6 for the score, 5 for the point
+    decision = reject(review, mia)
+    if not recorded:
+        ContentReview.objects.filter(pk=review.pk).update(last_queue="")
+
+    undo(review.pk, decision, mia)
+
+    review.refresh_from_db()
+    assert (review.queue, review.last_queue, review.priority) == ("good-authors", "good-authors", 65.0)
+    # In its place: entered when its entry's transition was written (a moment after it was queued),
+    # moved ahead by the same priority.
+    *_, queued_at, order_at = entered
+    assert abs(review.queued_at - queued_at) < timedelta(seconds=1)
+    assert review.queued_at - review.queue_order_at == queued_at - order_at
+
+
 def test_a_decision_that_resolved_reports_is_not_undone(api_client, mia):
     review, request = claimed(api_client)
     services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.1), cause="provider_result")
