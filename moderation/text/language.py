@@ -128,7 +128,7 @@ def detect_many(texts: list[str]) -> list[Detection]:
     request = {"languages": configured_languages(), "low_accuracy": settings.MODERATION_LANGUAGE_LOW_ACCURACY,
                "texts": [text[:SAMPLE_CHARS] for text in texts]}
     run = subprocess.run([sys.executable, "-m", "moderation.text.language"], input=json.dumps(request),
-                         capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parent.parent)
+                         capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     if run.returncode:
         raise RuntimeError(f"language detection in a subprocess failed:\n{run.stderr[-2000:]}")
     values = json.loads(run.stdout)
