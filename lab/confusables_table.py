@@ -78,7 +78,7 @@ def main(path: str) -> None:
               f"Version {header.get('Version', '?')}, Date {header.get('Date', '?')},\n"
               "# as ICU ships it: icu4c/source/data/unidata/confusables.txt.\n"
               "# Source data (c) Unicode, Inc., under the Unicode License v3\n"
-              "# (https://www.unicode.org/license.txt); see NOTICE at the repository's root.\n"
+              "# (https://www.unicode.org/license.txt): its notice is in NOTICE, at the repository's root.\n"
               "# Format: the letter's code point, a tab, the code points it is read as.\n")
     for char, found in table(prototypes).items():
         out.write(f"{ord(char):04X}\t{' '.join(f'{ord(c):04X}' for c in found)}\n")

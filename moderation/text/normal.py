@@ -42,28 +42,56 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
-from moderation.text.visible import hidden_characters, letter_script, words
+from moderation.text.visible import BIDI, INVISIBLE, TAGS, VARIATION, hidden_characters, letter_script, words
 
 CONFUSABLES_PATH = Path(__file__).resolve().parent.parent / "data" / "confusables.txt"
 
 
+# Any character moderation.text.visible may call hidden: one set, which the regex engine scans for
+# fast, where visible's own pattern (four kinds, in groups) costs a step at every character.
+_MAY_HIDE = re.compile(f"[{BIDI}{INVISIBLE}{TAGS}{VARIATION}]")
+
+
+class _Step(NamedTuple):
+    """One step's edits, by where each replacement lies in the text after it: enough to walk a
+    character back to the one it came from, without a list of offsets per step (rebuilding one
+    per step cost more than the steps themselves)."""
+
+    starts: tuple[int, ...]  # each replacement's start in the new text, in order
+    edits: tuple[tuple[int, int, int, int, Sequence[int] | None], ...]  # new start, new end, old start, old end, sources
+
+    def back(self, at: int) -> tuple[int, int]:
+        """The span of the text before this step that character `at` of the text after it came from."""
+        k = bisect_right(self.starts, at) - 1
+        if k < 0:
+            return at, at + 1
+        new_start, new_end, old_start, old_end, sources = self.edits[k]
+        if at >= new_end:  # past the edit: shifted by what it changed the length by
+            at += old_end - new_end
+            return at, at + 1
+        if sources is None:
+            return old_start, old_end
+        return sources[at - new_start], sources[at - new_start] + 1
+
+
 @dataclass(frozen=True)
 class NormalText:
-    """A text's normal form. For each character of `text`, `origin[i]:origin_end[i]` is the span
-    of the original it came from (one character, or several: a base and its marks, a run of
-    repeats). Both are non-decreasing."""
+    """A text's normal form and the way back to the original: `original_span`, and for each
+    character of `text`, `origin[i]:origin_end[i]`, the span of the original it came from (one
+    character, or several: a base and its marks, a run of repeats). Both are non-decreasing."""
 
     text: str
-    origin: Sequence[int]
-    origin_end: Sequence[int]
     length: int  # of the original
     repeated: frozenset[int] = field(default_factory=frozenset)
+    steps: tuple[_Step, ...] = field(default=(), repr=False)
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
         """The span of the original that text[start:end] came from: it starts where the first of
@@ -73,9 +101,23 @@ class NormalText:
         start = min(max(start, 0), size)
         end = min(max(end, start), size)
         if start == end:
-            at = self.origin[start] if start < size else self.length
+            at = self._back(start)[0] if start < size else self.length
             return at, at
-        return self.origin[start], self.origin_end[end - 1]
+        return self._back(start)[0], self._back(end - 1)[1]
+
+    def _back(self, at: int) -> tuple[int, int]:
+        low, high = at, at + 1
+        for step in reversed(self.steps):
+            low, high = step.back(low)[0], step.back(high - 1)[1]
+        return low, high
+
+    @cached_property
+    def origin(self) -> tuple[int, ...]:
+        return tuple(self._back(i)[0] for i in range(len(self.text)))
+
+    @cached_property
+    def origin_end(self) -> tuple[int, ...]:
+        return tuple(self._back(i)[1] for i in range(len(self.text)))
 
 
 def normal_text(text: str) -> str:
@@ -99,12 +141,10 @@ def _normalize_cached(text: str) -> NormalText:
 
 
 class _Draft:
-    """The text between two steps, and the original span of each of its characters."""
+    """The text between two steps, and the steps' edits so far."""
 
     def __init__(self, text: str):
-        self.text, self.length = text, len(text)
-        self.starts: Sequence[int] = range(len(text))
-        self.ends: Sequence[int] = range(1, len(text) + 1)
+        self.text, self.length, self.steps = text, len(text), []
 
     def apply(self, edits, plain=None) -> list[int]:
         """Replace spans of the text, given in order and apart: `(start, end, new, sources)`,
@@ -115,29 +155,19 @@ class _Draft:
             if plain is not None:
                 self.text = plain(self.text)
             return []
-        text, starts, ends = self.text, self.starts, self.ends
-        pieces, new_starts, new_ends, placed, pos, size = [], [], [], [], 0, 0
+        text, pieces, placed, table, pos, size = self.text, [], [], [], 0, 0
         for start, end, new, sources in edits:
             kept = text[pos:start]
-            pieces.append(plain(kept) if plain is not None else kept)
-            new_starts += starts[pos:start]
-            new_ends += ends[pos:start]
+            pieces += [plain(kept) if plain is not None else kept, new]
             size += start - pos
             placed.append(size)
-            if sources is None:
-                new_starts += [starts[start]] * len(new)
-                new_ends += [ends[end - 1]] * len(new)
-            else:
-                new_starts += [starts[i] for i in sources]
-                new_ends += [ends[i] for i in sources]
-            pieces.append(new)
+            table.append((size, size + len(new), start, end, sources))
             size += len(new)
             pos = end
         kept = text[pos:]
         pieces.append(plain(kept) if plain is not None else kept)
-        new_starts += starts[pos:]
-        new_ends += ends[pos:]
-        self.text, self.starts, self.ends = "".join(pieces), new_starts, new_ends
+        self.text = "".join(pieces)
+        self.steps.append(_Step(tuple(placed), tuple(table)))
         return placed
 
 
@@ -147,7 +177,8 @@ def _normalize(text: str) -> NormalText:
     if ascii_only:
         draft.text = draft.text.lower()
     else:
-        draft.apply([(m.start, m.end, "", None) for m in hidden_characters(draft.text)])
+        if _MAY_HIDE.search(draft.text):
+            draft.apply([(m.start, m.end, "", None) for m in hidden_characters(draft.text)])
         folded = _folded_alone(draft.text)
         if folded is not None:
             draft.text = folded
@@ -160,12 +191,7 @@ def _normalize(text: str) -> NormalText:
     if not ascii_only:
         draft.apply(_confusables(draft.text))
     placed = draft.apply(_repeats(draft.text))
-    # A text nothing changed the length of keeps its ranges: the identity, without a list.
-    return NormalText(draft.text, _frozen(draft.starts), _frozen(draft.ends), draft.length, frozenset(placed))
-
-
-def _frozen(offsets: Sequence[int]) -> Sequence[int]:
-    return offsets if isinstance(offsets, range) else tuple(offsets)
+    return NormalText(draft.text, draft.length, frozenset(placed), tuple(draft.steps))
 
 
 # --- 2. NFKC and case folding ---------------------------------------------------------------------
@@ -362,8 +388,13 @@ _MAY_MIX = re.compile(rf"(?<!\S)(?:(?=\S*[a-z])(?=\S*[{_OTHER_ALPHABETS}])"
                       r"|(?=\S*[\u0400-\u052f])(?=\S*[\u0370-\u03ff\u1f00-\u1fff]))\S+")
 
 
+_ANOTHER_ALPHABET = re.compile(f"[{_OTHER_ALPHABETS}]")
+
+
 def _confusables(text: str) -> list[tuple[int, int, str, None]]:
     edits = []
+    if not _ANOTHER_ALPHABET.search(text):
+        return edits  # no letter any word could mix with Latin
     for token in _MAY_MIX.finditer(text):
         edits += _folded_word_letters(token.start(), token.group())
     return edits
@@ -403,5 +434,11 @@ def _repeats(text: str) -> list[tuple[int, int, str, None]]:
         tripled = [c for c in letters if c * 3 in text]
         if not tripled:
             return []
-        found = re.finditer("|".join(f"(?:{re.escape(c)}){{3,}}" for c in tripled), text)
+        found = sorted((m for c in tripled for m in _run_of(c).finditer(text)), key=lambda m: m.start())
     return [(m.start(), m.end(), m.group()[0], None) for m in found]
+
+
+@lru_cache(maxsize=1024)
+def _run_of(letter: str) -> re.Pattern:
+    """Three or more of `letter`: a literal the regex engine searches for fast."""
+    return re.compile(re.escape(letter) * 3 + "+")
