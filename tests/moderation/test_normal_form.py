@@ -69,6 +69,22 @@ def test_the_local_model_reads_the_english_disguises_as_the_words_they_imitate(t
     assert local_result(text).category_scores["profanity"] >= 0.9
 
 
+def test_the_parts_the_model_scores_point_at_the_original_characters():
+    kind = "Our garden\u200b club meets on Saturday and we share seeds and tools with every neighbour. "
+    insult = "You are a f.u.c.k.i.n.g \u0456diot."
+    text = kind * 6 + insult + " " + kind * 6
+    result = local_result(text)
+    worst = max(result.parts, key=lambda p: p.scores["profanity"])
+    assert text[worst.start:worst.end] == insult and worst.scores["profanity"] >= 0.9
+
+
+def test_the_language_of_an_insult_dressed_in_cyrillic_look_alikes_is_read_through_them():
+    from moderation.text.language import detect
+
+    text = "y\u043eu \u0430r\u0435 \u0430 stup\u0456d \u0456d\u0456\u043et \u0430nd \u0435v\u0435ry\u043en\u0435 h\u0430t\u0435s y\u043eu"
+    assert detect(text).language == "en"
+
+
 def test_the_span_of_a_disguised_match_is_the_original_one():
     text = "kamu b\u200bodoh, f.u.c.k you"
     found = rule_matches(policy(["bodoh", "fuck"]), text, UNSURE)
@@ -149,6 +165,8 @@ def test_a_word_of_one_alphabet_is_left_as_it_is_written(text):
     ("4th 10am 5g 45s 1488 3rb 1.5", "4th 10am 5g 45s 1488 3rb 1.5"),  # numbers stay numbers
     ("4ss 5h1t a$$ @ss h3ll0", "ass shit ass ass hello"),
     ("I a m", "iam"), ("e.g. a b", "e.g. a b"), ("1 2 3", "1 2 3"),
+    ("i d i o t i.d.i.o.t", "idiot idiot"), ("i.d.i.o.t i d i o t", "idiot idiot"),  # a space binds less
+    ("\u0440r\u043e\u0441\u0435ss", "process"),  # Latin and Cyrillic can both spell it: Latin
     ("\u202eesrever", "esrever"), ("👩\u200d💻", "👩\u200d💻"), ("می\u200cخواهم", "می\u200cخواهم"),
     ("Straße", "strasse"), ("ﬁx", "fix"),
 ])
