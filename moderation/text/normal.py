@@ -19,7 +19,10 @@ form undoes those disguises, in this order:
    letters spelt apart with spaces joins them);
 4. **leetspeak** inside a word that also has letters: 0 o, 1 i, 3 e, 4 a, 5 s, 7 t, 8 b, 9 g,
    @ a, $ s ("b0d0h", "k1ll", "a$$", "5h1t", "4ss"). Numbers stay numbers ("1488", "call 455"), and
-   so does a number with a unit or an ordinal ("4th", "10am", "5g", "45s": NUMBER_SUFFIXES);
+   so does a number with a unit or an ordinal ("4th", "10am", "5g", "45s": NUMBER_SUFFIXES).
+   These are glin-profanity's "basic" digits and the "@" and "$" of its "moderate" level; its
+   brackets, "+" and "#" would read "(untucked)", "c++" and "#tag" as letters, and "!" between
+   letters ("sh!t") is read by the matcher's second pass (moderation.text.matching);
 5. **look-alike letters** folded into the alphabet of their word (Unicode's confusables, UTS #39,
    moderation/data/confusables.txt): a Cyrillic "і" or "о" in a Latin word is read as the Latin
    letter, a Latin "p" in a Cyrillic word as the Cyrillic "р". A word of one alphabet is left
@@ -282,7 +285,7 @@ _SPELT_WITH_MARKS = re.compile(rf"{_SINGLE}[{_SEPARATORS[1:]}]{{1,3}}{_SINGLE}")
 _SPELT_HINT = re.compile(rf"(?:\b\w\b|[@$])[{_SEPARATORS}]{{1,3}}(?:\b\w\b|[@$])")
 
 
-def _spelt_apart(text: str) -> list[tuple[int, int, str, list[int]]]:
+def _spelt_apart(text: str) -> list[tuple[int, int, str, tuple[int, ...]]]:
     """An edit for each run of single letters spelt apart. A space binds less than a mark: in
     "i d i o t i.d.i.o.t" the second "i" starts "i.d.i.o.t", it does not end the first run."""
     edits, pos = [], 0
@@ -300,7 +303,7 @@ def _spelt_apart(text: str) -> list[tuple[int, int, str, list[int]]]:
         kept = [i for i, c in enumerate(spelt) if c.isalnum() or c in "@$"]
         # "1 2 3" counts, it spells nothing; and a run that gave its last letter away may be too short.
         if len(kept) >= 3 and any(spelt[i].isalpha() for i in kept):
-            edits.append((start, end, "".join(spelt[i] for i in kept), [start + i for i in kept]))
+            edits.append((start, end, "".join(spelt[i] for i in kept), tuple(start + i for i in kept)))
         pos = end
     return edits
 
