@@ -265,7 +265,9 @@ def media_decide(policy: ModerationPolicy, result: ModerationResult | None, *, k
 
 
 def rule_text(content: Content) -> str:
-    """The text rules read: a text's own, or the string values of metadata, one per line."""
+    """The text rules read: a text's own, or the string values of metadata, one per line. As
+    written: the rules and the local model read it in its normal form (docs/design.md, "The
+    normal form") and report their spans in it, so a stored span always points at this text."""
     if content.kind == ContentKind.TEXT:
         return content.text
     if content.kind == ContentKind.METADATA:

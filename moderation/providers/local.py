@@ -7,6 +7,11 @@ A text of more than one sentence is also judged by parts (moderation.text.parts)
 scores the whole text and each of its sentences (or windows of words) in the same call, and the
 result carries both, so the policy's `part_rule` can judge a long text by its worst sentence
 instead of the diluted whole (docs/workplace.md, "Long texts").
+
+The model reads each text in its normal form (moderation.text.normal; docs/design.md, "The normal
+form"): "id\u200biot", "f.u.c.k", "fuuuuck" and a Cyrillic "і" in "idiot" are the words they
+imitate, as the rules read them. The parts are cut from the normal form and reported as the spans
+of the original text they came from, which is what is stored and shown.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from moderation.providers.base import (
     ProviderError,
     UnsupportedContent,
 )
+from moderation.text.normal import normalize
 from moderation.text.values import text_values
 
 logger = logging.getLogger(__name__)
@@ -115,32 +121,38 @@ class LocalProvider:
 
 @dataclass(frozen=True)
 class Passages:
-    """What the model scores of one input: its texts worth scoring, whole, and the parts of
-    them (spans of the text the rules read, moderation.verdicts.rule_text: a text's own, or
-    metadata's string values joined by line breaks). A passage of one part has no parts: its
-    whole score is that part's."""
+    """What the model scores of one input: its texts worth scoring, whole and in their normal
+    form, and the parts of them: `parts` are spans of the text the rules read
+    (moderation.verdicts.rule_text: a text's own, or metadata's string values joined by line
+    breaks), `part_texts` what the model reads of each (the normal form of the span). A passage of
+    one part has no parts: its whole score is that part's."""
 
     rule_text: str
     passages: tuple[str, ...]
     parts: tuple[tuple[int, int], ...]
+    part_texts: tuple[str, ...] = ()
 
     def texts(self) -> list[str]:
-        return [*self.passages, *(self.rule_text[start:end] for start, end in self.parts)]
+        return [*self.passages, *self.part_texts]
 
 
 def _passages(request: ModerationInput) -> Passages | ProviderError:
     """The input's texts and parts worth scoring, or the error that stands for it."""
     try:
         values = _texts(request)
-        passages, spans, offset = [], [], 0
+        passages, spans, part_texts, offset = [], [], [], 0
         for value in values:
-            if value.strip():
-                passages.append(value)
-                found = text_parts.parts(value)
+            normal = normalize(value)
+            if normal.text.strip():
+                passages.append(normal.text)
+                found = text_parts.parts(normal.text)
                 if len(found) > 1:
-                    spans.extend((offset + start, offset + end) for start, end in found)
+                    for start, end in found:
+                        original_start, original_end = normal.original_span(start, end)
+                        spans.append((offset + original_start, offset + original_end))
+                        part_texts.append(normal.text[start:end])
             offset += len(value) + 1  # the line break that joins them
-        return Passages("\n".join(values), tuple(passages), tuple(spans))
+        return Passages("\n".join(values), tuple(passages), tuple(spans), tuple(part_texts))
     except UnsupportedContent as exc:
         return exc
     except Exception as exc:  # noqa: BLE001 - this input alone fails

@@ -31,6 +31,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
+from moderation.text.normal import normal_text
+
 # Languages short texts rarely separate: a rule scoped to one applies to the others too.
 CLOSE_LANGUAGES = {
     "id": {"ms"}, "ms": {"id"},
@@ -113,7 +115,10 @@ def detector():
 
 
 def _confidences(built, text: str) -> list[tuple[str, float]]:
-    values = built.compute_language_confidence_values(text[:SAMPLE_CHARS])
+    # Read in the normal form (docs/design.md, "The normal form"), as the rules and the model read
+    # it: Cyrillic look-alikes sprinkled over an English insult no longer make it unsure which
+    # language it is in.
+    values = built.compute_language_confidence_values(normal_text(text[:SAMPLE_CHARS]))
     return [(v.language.iso_code_639_1.name.lower(), v.value) for v in values]
 
 

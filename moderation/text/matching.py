@@ -1,13 +1,18 @@
 """Watched-term matching that survives evasion, with word boundaries.
 
-Terms and texts go through one normalisation: case, diacritics, Cyrillic/Greek look-alikes and
-leetspeak are folded away, and a letter repeated in the text ("bodohhh") matches the same letter
-in the term. Words are matched whole, so "class" does not contain "ass" and "Scunthorpe" no
-watched word. A second pass reads words spelt across separators ("b.o.d.o.h", "b o d o h",
-"sh!t"). All terms sit in one Aho-Corasick automaton: a text is scanned once per pass, however
-many terms there are (bench/terms.py measures it). A text with no word (emoji, punctuation,
-invisible characters) matches no term; patterns (moderation.text.rules) are what match it. With a
-budget, a pass examines a bounded number of matches in full (TermMatcher.find).
+Terms and texts are read in one normal form (moderation.text.normal; docs/design.md, "The normal
+form"): case, full-width letters, hidden characters, look-alike letters of another alphabet,
+letters spelt apart ("f.u.c.k", "b o d o h"), leetspeak and runs of one letter are undone there,
+and the span of each match is the span of the original text it came from. On top of it the
+matcher folds diacritics away ("bódóh" is "bodoh"), and a letter repeated in the text
+("bodohhh") matches the same letter in the term: a letter the normal form wrote once for a run
+of three or more is read as one or two ("goooood" is "good", "fuuuck" is "fuck"). Words are
+matched whole, so "class" does not contain "ass" and "Scunthorpe" no watched word. A second pass
+reads words spelt across other separators ("bo.doh", "bo-doh", "sh!t"). All terms sit in one
+Aho-Corasick automaton: a text is scanned once per pass, however many terms there are
+(bench/terms.py measures it). A text with no word (emoji, punctuation, invisible characters)
+matches no term; patterns (moderation.text.rules) are what match it. With a budget, a pass
+examines a bounded number of matches in full (TermMatcher.find).
 """
 
 from __future__ import annotations
@@ -22,24 +27,14 @@ from typing import NamedTuple
 
 import ahocorasick
 
-# Characters that stand for letters inside a word ("b0d0h", "a$$", "@ss"). A word of digits
-# only stays a number: "455" is not "ass", while a "1488" term still matches "1488".
-_LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "9": "g",
-                       "@": "a", "$": "s"})
-# Cyrillic and Greek letters that look Latin ("bоdoh" with a Cyrillic о).
-_HOMOGLYPHS = str.maketrans({
-    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "х": "x", "у": "y", "і": "i", "ј": "j", "ѕ": "s",
-    "к": "k", "м": "m", "т": "t", "в": "b", "н": "h", "ο": "o", "α": "a", "ε": "e", "ι": "i", "κ": "k",
-    "ν": "v", "ρ": "p", "τ": "t",
-})
+from moderation.text.normal import LEET, NormalText, normal_text, normalize
+
 _LETTER = r"(?:[^\W_]|[@$])"
 _JOINERS = r".\-_*'’·•|~+/\\!:"
 _WORD = re.compile(rf"({_LETTER}+)")  # one group: split() keeps the words
-# A word spelt across separators (most texts have none or few).
-_SPELT_WORD = re.compile(
-    rf"(?<![^\W_])[^\W_](?: [^\W_](?![^\W_])){{2,}}"                 # single letters: "b o d o h"
-    rf"|(?<![^\W_@$]){_LETTER}+(?:[{_JOINERS}]{{1,3}}{_LETTER}+)+"     # "b.o.d.o.h", "bo-doh", "sh!t"
-)
+# A word spelt across separators (most texts have none or few); single letters spelt apart are
+# already one word in the normal form.
+_SPELT_WORD = re.compile(rf"(?<![^\W_@$]){_LETTER}+(?:[{_JOINERS}]{{1,3}}{_LETTER}+)+")
 _UNSPACE = str.maketrans({c: None for c in " .-_*'’·•~+/\\:"} | {"!": "i", "|": "l"})
 _REPEATS = re.compile(r"(.)\1+")
 _RUNS = re.compile(r"(.)\1*")
@@ -47,13 +42,16 @@ _RUNS = re.compile(r"(.)\1*")
 
 @lru_cache(maxsize=65536)
 def fold(word: str) -> str:
-    """One word with case, diacritics, look-alikes and leetspeak folded away."""
+    """A word of the normal form without its diacritics: the matcher's one step beyond it."""
     if word.isascii():
-        word = word.lower()
-    else:
-        decomposed = unicodedata.normalize("NFKD", word)
-        word = "".join(c for c in decomposed if not unicodedata.combining(c)).casefold().translate(_HOMOGLYPHS)
-    return word if word.isdigit() else word.translate(_LEET)
+        return word
+    return "".join(c for c in unicodedata.normalize("NFKD", word) if not unicodedata.combining(c))
+
+
+def _spelt(word: str) -> str:
+    """A word spelt across separators, read as one: "sh!t" -> "shit", "5h!t" -> "shit"."""
+    word = fold(word.translate(_UNSPACE))
+    return word if word.isdigit() else word.translate(LEET)
 
 
 @lru_cache(maxsize=65536)
@@ -66,8 +64,25 @@ def _runs(word: str) -> tuple[tuple[str, int], ...]:
 
 
 def canonical(term: str) -> str:
-    """A term's words, folded, joined by one space ("" when it has no letter or digit)."""
-    return " ".join(fold(w) for w in _WORD.findall(term))
+    """A term's words in the normal form, diacritics folded, joined by one space ("" when it has
+    no letter or digit)."""
+    return " ".join(fold(w) for w in _WORD.findall(normal_text(term)))
+
+
+def _read(normal: NormalText) -> tuple[str, list[int] | None]:
+    """The normal form as the matcher reads it, each letter that stood for a run of three or more
+    written twice (so that it matches one or two in a term), and where each of its characters
+    lies in the normal form (None: at the same place)."""
+    if not normal.repeated:
+        return normal.text, None
+    text, pieces, back, pos = normal.text, [], [], 0
+    for i in sorted(normal.repeated):
+        pieces += [text[pos:i + 1], text[i]]
+        back += [*range(pos, i + 1), i]
+        pos = i + 1
+    pieces.append(text[pos:])
+    back += range(pos, len(text))
+    return "".join(pieces), back
 
 
 class Hit(NamedTuple):
@@ -110,24 +125,32 @@ class TermMatcher:
         if self._empty or not text:
             return []
         budget = len(text) if budget is None else budget  # a text has fewer matches than characters
+        normal = normalize(text)
+        read, back = _read(normal)
+
+        def original(start: int, end: int) -> tuple[int, int]:
+            if back is not None:
+                start, end = back[start], back[end - 1] + 1
+            return normal.original_span(start, end)
+
         # Pass 1, every word. Per-word work runs in C (split, map, accumulate, bisect): a
         # 10,000-character text has some 1,600 words, and a Python loop over them would cost
         # more than the automaton itself.
-        parts = _WORD.split(text)  # separator, word, separator, ..., word, separator
+        parts = _WORD.split(read)  # separator, word, separator, ..., word, separator
         words = list(map(fold, parts[1::2]))
         found = self._match(words, [" "] * (len(words) - 1), budget)
         hits: dict[tuple[int, int, int], bool] = {}  # (start, end, term): past the budget
         if found:
             offsets = list(accumulate(map(len, parts), initial=0))  # word i is offsets[2i+1]:offsets[2i+2]
             for index, first, last, late in found:
-                hits[offsets[2 * first + 1], offsets[2 * last + 2], index] = late
+                hits[(*original(offsets[2 * first + 1], offsets[2 * last + 2]), index)] = late
         # Pass 2, only the words spelt across separators (few, in most texts), each on its own.
-        spelt = [(m.span(), fold(m.group().translate(_UNSPACE))) for m in _SPELT_WORD.finditer(text)]
+        spelt = [(m.span(), _spelt(m.group())) for m in _SPELT_WORD.finditer(read)]
         if spelt:
             # Neighbours (nothing but separators between them) may form a phrase; others not.
-            gaps = [" " if not _WORD.search(text, a[1], b[0]) else "\n" for (a, _), (b, _) in pairwise(spelt)]
+            gaps = [" " if not _WORD.search(read, a[1], b[0]) else "\n" for (a, _), (b, _) in pairwise(spelt)]
             for index, first, last, late in self._match([word for _, word in spelt], gaps, budget):
-                key = (spelt[first][0][0], spelt[last][0][1], index)
+                key = (*original(spelt[first][0][0], spelt[last][0][1]), index)
                 hits[key] = hits.get(key, False) or late  # past the budget in either pass: counted as such
         return [Hit(index, start, end, late) for (start, end, index), late in sorted(hits.items())]
 

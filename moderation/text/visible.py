@@ -233,6 +233,8 @@ def joins_legitimately(text: str, at: int) -> bool:
             i -= 1
         if is_pictographic(text[i]):
             return True
+    if unicodedata.category(before)[0] not in "LM":
+        return False  # after a space, a digit or a format character (U+180E is "Mongolian") it joins nothing
     # At a word's end too: Malayalam wrote its chillu letters as consonant, virama, joiner.
     if not after or unicodedata.category(after)[0] not in "LM":
         return name_script(before) in JOINING_SCRIPTS

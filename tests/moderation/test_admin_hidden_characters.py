@@ -58,7 +58,7 @@ class TestTheReviewPage:
             {"category": "insult", "action": "manual_review", "language": "", "terms": ["bodoh"]}])
         review = submitted(api_client, text="\u202eesrever id\u200biot dasar bоdoh")  # a Cyrillic о
         panel = content_panel(moderator.get(page_of(review)).content.decode())
-        # The matcher folds the Cyrillic о (moderation/text/matching.py); its span, counted in the text with
+        # The normal form folds the Cyrillic о (moderation/text/normal.py); the match's span, counted in the text with
         # the control, lands on "bоdoh" and not one character off, the letter's highlight inside.
         foreign = ('<span class="script-mix hidden-mixed_script" title="Cyrillic letter in a Latin word: '
                    'U+043E CYRILLIC SMALL LETTER O">о</span>')

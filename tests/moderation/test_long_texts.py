@@ -49,7 +49,8 @@ def test_the_whole_text_and_every_part_are_scored_in_one_model_call(monkeypatch)
     answers = provider.moderate_many([ModerationInput(idempotency_key="a", content_type="text", text=LONG),
                                       ModerationInput(idempotency_key="b", content_type="text", text="hello there")])
     assert len(calls) == 1
-    assert calls[0] == [LONG, *(LONG[p.start:p.end] for p in answers[0].parts), "hello there"]
+    # The model reads the normal form (moderation.text.normal), the parts cut from it; their spans are the original's.
+    assert calls[0] == [LONG.lower(), *(LONG[p.start:p.end].lower() for p in answers[0].parts), "hello there"]
     assert answers[1].parts == ()  # one sentence: its whole score is its part's
 
 

@@ -89,6 +89,12 @@ def test_a_joiner_after_a_lone_emoji_before_a_letter_or_between_scripts_is_marke
     assert kinds("\u200d👍") == [(Hidden.INVISIBLE, "\u200d")]
 
 
+def test_a_joiner_after_an_invisible_character_of_a_joining_script_is_marked_too():
+    # U+180E is named "MONGOLIAN" and Mongolian shapes with joiners: the joiner after it joins nothing.
+    assert kinds("i\u180e\u200c d") == [(Hidden.INVISIBLE, "\u180e"), (Hidden.INVISIBLE, "\u200c")]
+    assert kinds("ک \u200cb") == [(Hidden.INVISIBLE, "\u200c")]
+
+
 def test_tag_characters_outside_a_flag_show_the_text_they_spell():
     text = "hello\U000e0069\U000e0067\U000e006e\U000e006f\U000e0072\U000e0065"
     (segment,) = [s for s in find(text).segments if s.kind]
