@@ -23,11 +23,11 @@ hypothesis_settings.register_profile("ci", max_examples=25)
 hypothesis_settings.register_profile("deep", max_examples=100)
 
 
-# Tests that start processes (the platform, clusters, PgBouncer, promtool and apt-get), kill them,
+# Tests that start processes (the platform, clusters, PgBouncer, promtool, wrk and apt-get), kill them,
 # or drive Chromium, each on one pytest-xdist worker at a time (`--dist loadgroup`, make test;
 # docs/operations.md, "Tests"): their time-outs assume the machine is not busy with another
 # such test, and apt-get takes a lock. Every worker has a database of its own (test_<name>_gw<n>).
-PROCESSES = ("tests/e2e/", "tests/deploy/", "tests/lab/test_pgbouncer.py")
+PROCESSES = ("tests/e2e/", "tests/deploy/", "tests/lab/test_pgbouncer.py", "tests/bench/test_instruments.py")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
