@@ -114,7 +114,14 @@ def _mapped(process: psutil.Process) -> str:
 
 
 def _cluster_masters(process) -> list[psutil.Process]:
-    return [p for p in psutil.Process(process.pid).children() if "qcluster" in " ".join(p.cmdline())]
+    masters = []
+    for child in psutil.Process(process.pid).children():
+        try:
+            if "qcluster" in " ".join(child.cmdline()):
+                masters.append(child)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue  # a master killed and not yet reaped: no longer a running master
+    return masters
 
 
 def _wait_until_running(master: psutil.Process) -> None:
