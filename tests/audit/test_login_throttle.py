@@ -76,11 +76,12 @@ def test_behind_a_proxy_each_client_is_counted_by_the_address_the_proxy_saw(admi
     # One proxy in front (NUM_PROXIES, as the API's rate limits read it): REMOTE_ADDR is the proxy's
     # for everyone, and counting by it would lock every client out for one client's guesses.
     settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
+    # The addresses are the test client's REMOTE_ADDR and header values (documentation ranges): nothing connects.
     for n in range(settings.LOGIN_FAILURE_LIMIT):
-        sign_in(f"user-{n}", "guess", address="10.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.9")
+        sign_in(f"user-{n}", "guess", address="203.0.113.10", HTTP_X_FORWARDED_FOR="198.51.100.9")
 
-    assert sign_in("nobody", "guess", address="10.0.0.1", HTTP_X_FORWARDED_FOR="198.51.100.9")[0].status_code == 429
-    response, signed_in = sign_in("admin", PASSWORD, address="10.0.0.1", HTTP_X_FORWARDED_FOR="192.0.2.1")
+    assert sign_in("nobody", "guess", address="203.0.113.10", HTTP_X_FORWARDED_FOR="198.51.100.9")[0].status_code == 429
+    response, signed_in = sign_in("admin", PASSWORD, address="203.0.113.10", HTTP_X_FORWARDED_FOR="192.0.2.1")
     assert response.status_code == 302 and signed_in
 
 
