@@ -131,7 +131,9 @@ def test_locking_reads_of_lists_with_related_rows_annotations_and_json_answer_as
             .filter(pk__in=ids).order_by("pk")]
 
 
-_TEXT = st.text(st.characters(blacklist_characters="\x00"), max_size=40)
+# What a stored text can hold: UTF-8 without NUL (lone surrogates are refused at the API door,
+# test_matching_properties.test_a_lone_surrogate_is_refused_at_the_api_door).
+_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=40)
 
 
 @settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
