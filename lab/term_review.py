@@ -44,7 +44,7 @@ EN_HEADS: dict[str, tuple[str, str]] = {
     "camel jockey": (HATE, R), "zipperhead": (HATE, R), "slanteye": (HATE, R), "slant eye": (HATE, R),
     "chingchong": (HATE, R), "ching chong": (HATE, R), "porch monkey": (HATE, R), "jungle bunny": (HATE, R),
     "jigaboo": (HATE, R), "jiggaboo": (HATE, R), "golliwog": (HATE, R), "oven dodger": (HATE, R),
-    "spearchucker": (HATE, R), "retard": (HATE, M), "retarded": (HATE, M), "spastic": (HATE, M),
+    "spearchucker": (HATE, R), "retarded": (HATE, M), "spastic": (HATE, M),
     "mongoloid": (HATE, M), "tranny": (HATE, M), "shemale": (HATE, M), "dyke": (HATE, M),
     "lesbo": (HATE, M), "fudgepacker": (HATE, R), "fudge packer": (HATE, R), "carpet muncher": (HATE, R),
     "pillow biter": (HATE, R), "butt pirate": (HATE, R), "batty boy": (HATE, M), "bulldyke": (HATE, M),
@@ -84,7 +84,7 @@ EN_DROP_VARIANTS: dict[str, str] = {
     "dick": "German for thick, and a name (its compounds are kept)", "dicks": "as dick",
     "cum": "Latin (cum laude), Romanian for how (its compounds are kept)", "cumz": "as cum",
     "negro": "Spanish, Portuguese and Italian for black", "kraut": "German for herb or cabbage",
-    "krauts": "as kraut",
+    "krauts": "as kraut", "retard": "French for delay (its compounds and retarded are kept)",
 }
 
 # --- Indonesian (and Malay: close languages share rules, moderation/text/language.py) ------------
@@ -100,7 +100,7 @@ ID_HEADS: dict[str, tuple[str, str]] = {
     "bacot": (INSULT, M), "cocot": (INSULT, M), "otak udang": (INSULT, M), "pekok": (INSULT, M),
     "belegug": (INSULT, M), "kehed": (INSULT, M), "lonte": (INSULT, R), "sundal": (INSULT, R),
     "jablay": (INSULT, M), "perek": (INSULT, M), "pelakor": (INSULT, M), "jalang": (INSULT, M),
-    "pecun": (INSULT, M), "kampang": (INSULT, M), "ndasmu": (INSULT, M), "matamu": (INSULT, M),
+    "pecun": (INSULT, M), "kampang": (INSULT, M), "ndasmu": (INSULT, M),
     "raimu": (INSULT, M), "ngehe": (INSULT, M),
     # profanity (also said of things, not only of people)
     "jancok": (PROFANITY, R), "jancuk": (PROFANITY, R), "dancok": (PROFANITY, R), "diancok": (PROFANITY, R),
@@ -133,6 +133,7 @@ ID_DROP_VARIANTS: dict[str, str] = {
     "tai lagu-lagu alay": "a sentence, not a term", "pecundang": "a loser (sports news say it)",
     "tai": "also Vietnamese (tai, tại, tài fold to it: the matcher folds diacritics)",
     "tolo": "Portuguese for a fool, and a name",
+    "matamu": "Indonesian for your eye (matamu indah: your eyes are beautiful); a Javanese insult only there",
 }
 
 # Terms an `ACTION_OF` entry gives another action than their head's.
