@@ -244,8 +244,10 @@ _NOT_EMOJI = re.compile("[\u200b-\u200f\u2060\ufeff\ufe0f\U0001f3fb-\U0001f3ff*\
 
 
 def emoji_pattern(sequence: str) -> str:
-    elements = [c for c in _NOT_EMOJI.sub("", sequence)]
-    return "re:" + EMOJI_GAP.join(re.escape(c) if not c.isalnum() else c for c in elements)
+    """A pattern for `sequence` that also matches it with each emoji repeated ("🍆🍆💦💦") and
+    anything of EMOJI_GAP between them."""
+    elements = [re.escape(c) for c in _NOT_EMOJI.sub("", sequence)]
+    return "re:" + EMOJI_GAP.join(f"{e}(?:{EMOJI_GAP}{e})*" for e in elements)
 
 
 def emoji_sequences(text: str) -> dict[str, list[str]]:

@@ -1,0 +1,284 @@
+"""The default term lists (moderation/data/terms; docs/policy-rules.md, "Default term lists"):
+every shipped term is caught through each evasion, no word that merely holds a term matches,
+and a fresh installation's policy holds the lists (an existing one is changed only by a version
+its operator publishes)."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from lab.term_lists import EMOJI_GAP
+from moderation import services
+from moderation.models import ModerationPolicy
+from moderation.services.policy import policy_ensure_default
+from moderation.text.default_terms import default_term_lists, shipped_languages
+from moderation.text.matching import canonical
+from moderation.text.rules import PATTERN_PREFIX, CompiledRules, validate_term_lists
+
+LANGUAGES = ("en", "id", "ms")
+DEFAULTS = default_term_lists(LANGUAGES)
+RULES = CompiledRules(DEFAULTS)
+WORD_TERMS = sorted({t for rule in DEFAULTS for t in rule["terms"] if not t.startswith(PATTERN_PREFIX)})
+PATTERNS = sorted({t for rule in DEFAULTS for t in rule["terms"] if t.startswith(PATTERN_PREFIX)})
+STRICTNESS = {"allow": 0, "manual_review": 1, "reject": 2}
+
+ZWSP = "\u200b"
+# One Cyrillic look-alike per Latin letter (Unicode confusables): what a writer swaps in.
+CYRILLIC = {"a": "а", "c": "с", "e": "е", "i": "і", "j": "ј", "o": "о", "p": "р", "s": "ѕ", "x": "х", "y": "у"}
+LEET = {"a": "4", "e": "3", "i": "1", "o": "0", "s": "$", "t": "7"}
+
+
+def _words(term: str, disguise) -> str:
+    return " ".join(disguise(word) for word in term.split(" "))
+
+
+def zero_width(term: str) -> str:
+    return _words(term, ZWSP.join)
+
+
+def homoglyph(term: str) -> str:
+    """The first letter of each word that has a look-alike swapped for it. A one-letter word (the
+    "i" of "i'm") is left alone: written wholly in Cyrillic it is a Cyrillic word, which the normal
+    form keeps (moderation/text/normal.py, step 5)."""
+    def swap(found: re.Match) -> str:
+        word = found.group()
+        if len(word) < 2:
+            return word
+        for i, c in enumerate(word):
+            if c in CYRILLIC:
+                return word[:i] + CYRILLIC[c] + word[i + 1:]
+        return word
+    return re.sub(r"[^\W\d_]+", swap, term)
+
+
+def spelt_apart(separator: str):
+    """Each word of three letters or more spelt apart; words two apart. Shorter words are left
+    as written: the normal form joins a run of three or more single letters only (two, like
+    "e.g." or "I a", are common in benign text), and an apostrophe is not one of its separators.
+    Words of a phrase spelt apart with spaces are two spaces apart, else a one-letter word and
+    the next word would read as one (the known limit "a b o d o h" -> "abodoh")."""
+    def spell(term: str) -> str:
+        gap = "  " if separator == " " else " "
+        return gap.join(separator.join(w) if len(w) >= 3 and w.isalnum() else w for w in term.split(" "))
+    return spell
+
+
+def repetition(term: str) -> str:
+    """The second letter of each word of two letters or more written five times."""
+    return _words(term, lambda w: w[0] + w[1] * 5 + w[2:] if len(w) > 1 and w[1].isalpha() else w)
+
+
+def leetspeak(term: str) -> str:
+    """Every letter after the first with a leet form written in it ("b0d0h", "f4gg0t"): the
+    first stays a letter, so that the word is a word (a word of digits is a number)."""
+    return _words(term, lambda w: w[:1] + "".join(LEET.get(c, c) for c in w[1:]))
+
+
+def fullwidth(term: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in term)
+
+
+def mixed(term: str) -> str:
+    return zero_width(repetition(homoglyph(leetspeak(term)))).upper()
+
+
+EVASIONS = {
+    "zero-width": zero_width, "homoglyph": homoglyph, "spaced": spelt_apart(" "), "dotted": spelt_apart("."),
+    "hyphenated": spelt_apart("-"), "repeated": repetition, "leetspeak": leetspeak, "fullwidth": fullwidth,
+    "mixed": mixed,
+}
+
+
+def caught(term: str, text: str) -> bool:
+    return any(found.term == term for found in RULES.find(f"so {text} then"))
+
+
+def test_the_shipped_lists_are_valid_rules_with_the_five_categories():
+    assert validate_term_lists(DEFAULTS, languages=LANGUAGES) == []
+    assert {rule["category"] for rule in DEFAULTS} == {"insult", "hate", "threat", "sexual", "profanity"}
+    assert shipped_languages() == ["en", "id"]
+    assert {rule["language"] for rule in DEFAULTS} == {"en", "id", ""}  # "": emoji, every language
+    assert len(WORD_TERMS) > 500 and len(PATTERNS) > 5
+
+
+@pytest.mark.parametrize("evasion", EVASIONS)
+def test_every_default_term_is_caught_through_each_evasion(evasion):
+    disguise = EVASIONS[evasion]
+    assert all(caught(term, term) for term in WORD_TERMS)  # plain, first: else the evasion proves nothing
+    missed = [(term, disguise(term)) for term in WORD_TERMS if not caught(term, disguise(term))]
+    assert missed == []
+
+
+def test_the_evasions_do_disguise_each_term():
+    for term in WORD_TERMS:
+        for name, disguise in EVASIONS.items():
+            if name in ("spaced", "dotted", "hyphenated") and not any(len(w) >= 3 and w.isalnum() for w in term.split()):
+                continue  # nothing to spell apart (see spelt_apart)
+            if name == "homoglyph" and not any(c in CYRILLIC for w in re.findall(r"[^\W\d_]{2,}", term) for c in w):
+                continue  # no letter with a look-alike
+            if name == "leetspeak" and not any(c in LEET for w in term.split() for c in w[1:]):
+                continue
+            assert disguise(term) != term, (name, term)
+
+
+def _sequence(pattern: str) -> list[str]:
+    """The emoji of a default emoji pattern, in order: it is each emoji, `E(?:GAP E)*`, joined by
+    GAP (lab/term_lists.py: `emoji_pattern`)."""
+    pieces = pattern[len(PATTERN_PREFIX):].split(EMOJI_GAP)
+    return [piece[:-len("(?:")] for piece in pieces if piece.endswith("(?:")]
+
+
+EMOJI_EVASIONS = {
+    "plain": "".join,
+    "zero-width": ZWSP.join,
+    "spaced": " ".join,
+    "variation selector and skin tone": lambda seq: "".join(c + "\ufe0f\U0001f3fd" for c in seq),
+    "repeated": lambda seq: "".join(c * 3 for c in seq),
+    "mixed": lambda seq: (" " + ZWSP).join(c + "\U0001f3fb" for c in seq),
+}
+
+
+@pytest.mark.parametrize("evasion", EMOJI_EVASIONS)
+def test_every_default_emoji_sequence_is_caught_through_spacing_and_invisible_characters(evasion):
+    """Emoji have no letters: case, leetspeak, look-alikes and full width do not apply to them.
+    A pattern is matched on the text as written (moderation/text/rules.py), so each allows
+    spaces, format characters, variation selectors and skin tones between its emoji."""
+    missed = []
+    for pattern in PATTERNS:
+        sequence = _sequence(pattern)
+        assert sequence, pattern
+        text = f"look {EMOJI_EVASIONS[evasion](sequence)} here"
+        if not any(found.term == pattern for found in RULES.find(text)):
+            missed.append((pattern, text))
+    assert missed == []
+
+
+# --- no false matches ----------------------------------------------------------------------------
+
+# Benign words that hold a default term (checked below, else the test would prove nothing):
+# English, and Indonesian: "cukup" (enough), "perekonomian" (the economy), "mudik" (the journey
+# home), "memekik" (to shriek), "pukis" (a cake), "pejuang" (a fighter), "pelerai" (a peacemaker),
+# "Pantekosta" (Pentecostal), "asupan" (intake), "kebodohan" (ignorance), "mahoni" (mahogany).
+SCUNTHORPE = [
+    "Scunthorpe", "assassin", "classic", "cocktail", "therapist", "cockpit", "bass", "passage", "assistant",
+    "Hancock", "shitake", "Hitchcock", "Cockburn", "Cunthorpe", "scunt", "asuransi", "masuk", "pasukan", "babinsa", "cukup", "cukur", "cukai", "perekonomian",
+    "perekat", "mudik", "memekik", "pukis", "pejuang", "pelerai", "Pantekosta", "asupan", "asumsi", "asuhan",
+    "kebodohan", "mahoni", "begonia", "pecundang", "kebangsatan", "monyetnya",
+]
+# The rest of the family holds a word the default lists leave out on purpose (sex, anal, tit,
+# penis, dick, cum, crap, tai: neutral words, names, or words of other languages): matched by
+# nothing. "pantai" (beach) and "santai" (relaxed) hold "tai".
+FAMILY = ["Dickens", "Sussex", "Essex", "Middlesex", "analysis", "titular", "Penistone", "shiitake", "cucumber",
+          "grapefruit", "arsenal", "scrapbook", "cumulative", "Matsushita", "pantai", "santai", "kontrol", "tempe"]
+
+
+@pytest.mark.parametrize("word", SCUNTHORPE)
+def test_a_word_that_merely_holds_a_default_term_is_not_matched(word):
+    letters = canonical(word).replace(" ", "")
+    held = [t for t in WORD_TERMS if " " not in canonical(t) and canonical(t) in letters and canonical(t) != letters]
+    assert held, word  # else the word proves nothing
+    assert RULES.find(f"the {word} here") == [] and RULES.find(word.upper()) == []
+
+
+@pytest.mark.parametrize("word", FAMILY)
+def test_the_rest_of_the_scunthorpe_family_is_not_matched(word):
+    assert RULES.find(f"the {word} here") == [] and RULES.find(word.upper()) == []
+
+
+@pytest.mark.parametrize(("text", "term"), [
+    ("dasar anjing kamu", "anjing"),  # also a dog: manual review, a human decides
+    ("bego banget sih", "bego"),
+    ("you stupid cock", "cock"),
+])
+def test_a_term_with_a_benign_sense_goes_to_a_human_and_is_not_rejected(text, term):
+    actions = {rule["action"] for rule in DEFAULTS if term in rule["terms"]}
+    assert actions == {"manual_review"}
+    assert any(found.term == term for found in RULES.find(text))
+
+
+@pytest.mark.parametrize("term", ["kontol", "ngentot", "bangsat", "motherfucker", "nigger", "i will kill you",
+                                  "kubunuh kau", "cunt"])
+def test_an_unambiguous_term_rejects(term):
+    assert {rule["action"] for rule in DEFAULTS if term in rule["terms"]} == {"reject"}
+
+
+# --- the default policy --------------------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_a_fresh_installation_starts_with_the_default_lists_of_its_languages():
+    first = ModerationPolicy.objects.get(version=1)
+    assert first.term_lists == default_term_lists(("en", "id", "ms"))  # the test settings' languages
+    assert "default term lists" in first.notes and "en, id" in first.notes
+
+
+def test_the_lists_of_a_language_the_detector_does_not_know_are_left_out():
+    only_english = default_term_lists(("en", "de"))
+    assert {rule["language"] for rule in only_english} == {"en", ""}
+    assert validate_term_lists(only_english, languages=("en", "de")) == []
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command("policy_terms", *args, stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.django_db
+class TestAdoptingTheDefaults:
+    """An installation whose policy predates the lists (or whose operator removed them) adopts
+    them by publishing a version: nothing changes behind the operator's back."""
+
+    @pytest.fixture
+    def without_lists(self):
+        return services.policy_publish_change(lambda active: {"term_lists": [
+            {"category": "insult", "action": "reject", "language": "id", "terms": ["telmi"]}]})
+
+    def test_an_existing_policy_is_left_as_it_is(self, without_lists):
+        assert policy_ensure_default() == without_lists
+        assert services.policy_active().term_lists == without_lists.term_lists
+
+    def test_defaults_without_publish_prints_the_diff_and_changes_nothing(self, without_lists):
+        out = run("defaults")
+        assert "profanity:reject:en: +" in out and "Nothing changed" in out
+        assert services.policy_active() == without_lists
+
+    def test_defaults_with_publish_adds_the_lists_and_keeps_the_operators_terms(self, without_lists):
+        out = run("defaults", "--publish")
+        active = services.policy_active()
+        assert f"published policy version {without_lists.version + 1}" in out
+        insults = next(r for r in active.term_lists if (r["category"], r["action"], r["language"]) == ("insult", "reject", "id"))
+        assert "telmi" in insults["terms"] and "bangsat" in insults["terms"]
+        assert "every term is already" in run("defaults", "--publish")
+
+
+# --- the statement of reasons names the category of the term that decided -----------------------
+
+@pytest.fixture
+def local(settings):
+    settings.MODERATION_PROVIDER = "local"
+
+
+@pytest.mark.usefixtures("on_commit_callbacks_run")
+@pytest.mark.parametrize(("text", "category", "dsa_category"), [
+    ("i will kill you tomorrow after school", "threat", "STATEMENT_CATEGORY_VIOLENCE"),
+    ("kamu memang bangsat dan semua orang tahu", "insult", "STATEMENT_CATEGORY_CYBER_VIOLENCE"),
+    # An insult that only asks for a human comes first in the text; the threat rejected it.
+    ("dasar bodoh, aku bunuh kamu nanti malam", "threat", "STATEMENT_CATEGORY_VIOLENCE"),
+])
+def test_a_rejection_by_a_default_term_names_its_category_in_the_statement_notice_and_dsa_statement(
+    local, http, text, category, dsa_category
+):
+    from moderation.models import TransparencyStatement
+    from tests.moderation.test_policy_terms import moderate
+
+    review = moderate(http, text)
+    decision = review["decision"]
+    assert review["status"] == "rejected" and decision["policy_version"] == 1
+    assert decision["reasons"][0]["category"] == category and decision["reasons"][0]["rule"].startswith(f"{category}:reject")
+    assert category in decision["notice"]["text"]
+    statement = TransparencyStatement.objects.get(review_id=review["id"])
+    assert statement.facts["category"] == category and statement.body["category"] == dsa_category
