@@ -6,7 +6,7 @@ from and the reviewed decisions of lab/term_review.py (docs/policy-rules.md, "De
 `--mirrors` is a directory holding each source repository as a bare git directory,
 `<owner>+<name>/repo` (what the `fetch` tool brings, or `git clone --bare`); each file is read at
 the commit named in SOURCES below, so the build is reproducible. It writes one JSON file per
-language (`en.json`, `id.json`) and `emoji.json`, each a list of policy rules (the shape of
+language (`en.json`, `id.json`, `de.json`...) and `emoji.json`, each a list of policy rules (the shape of
 `ModerationPolicy.term_lists`), and `SOURCES.md`: each source's repository, path, commit,
 licence, and how many of its entries were kept and dropped, and why. With `--check` it writes
 nothing and exits 1 when a shipped file differs from what it would write.
@@ -65,6 +65,9 @@ SOURCES = (
     Source("ldnoobw-v2", "LDNOOBWV2/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words_V2",
            "e2f7430cde6fcc755eca7243d5cf46fc0766ff29", ("data/id.txt", "data/ms.txt"), "CC0 1.0", "id", "lines",
            note="a reviewed seed only: it holds non-insults (ateis, asing, autis, terima kasih) and a person's name"),
+    *(Source(f"ldnoobw-{code}", "LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words",
+             "5faf2ba42d7b1c0977169ec3611df25a3c08eb13", (code,), "CC BY 4.0", code, "lines")
+      for code in sorted(review.OTHER_HEADS)),
 )
 
 
@@ -288,7 +291,8 @@ def build(mirrors: Path) -> dict[str, str]:
     for source in SOURCES:
         if source.language != "emoji":
             entries[source.language][source.key] = read_source(mirrors, source)
-    heads = {"en": (review.EN_HEADS, review.EN_DROP_VARIANTS), "id": (review.ID_HEADS, review.ID_DROP_VARIANTS)}
+    heads = {"en": (review.EN_HEADS, review.EN_DROP_VARIANTS), "id": (review.ID_HEADS, review.ID_DROP_VARIANTS),
+             **{code: (review.OTHER_HEADS[code], review.OTHER_DROPS[code]) for code in review.OTHER_HEADS}}
     files, pools = {}, {}
     for language, (head_table, drops) in heads.items():
         missing = [h for h in head_table if not any(
@@ -321,7 +325,9 @@ def sources_md(pools: dict[str, Pool], emoji_counts: Counter, files: dict[str, s
         "| file | rule | terms |",
         "|---|---|---|",
     ]
-    for name in ("en.json", "id.json", "emoji.json"):
+    for name in sorted(files):
+        if not name.endswith(".json"):
+            continue
         for rule in json.loads(files[name]):
             lines.append(f"| {name} | {rule['category']}:{rule['action']} | {len(rule['terms'])} |")
     lines += ["", "## Sources", ""]

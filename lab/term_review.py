@@ -175,3 +175,64 @@ EMOJI_OWN: list[tuple[str, str, str, str]] = [
     ("a knife and a skull", "🔪💀", THREAT, M),
     ("a coffin and a pointing finger", "⚰👉", THREAT, M),
 ]
+
+# --- Other languages: LDNOOBW (CC BY 4.0), reviewed heads only ------------------------------------
+# Shipped per language; a policy holds a language's lists only when the detector knows the
+# language (MODERATION_LANGUAGES). A term that folds (without its accents) into a common word of
+# another language is dropped: the matcher folds diacritics ("coño" is "cono", a cone; "pédé" is
+# "pede", Portuguese for asks), and an unsure detection applies every language's rules.
+OTHER_HEADS: dict[str, dict[str, tuple[str, str]]] = {
+    "de": {
+        "arschloch": (INSULT, R), "arschficker": (INSULT, R), "hurensohn": (INSULT, R), "wichser": (INSULT, R),
+        "schlampe": (INSULT, R), "fotze": (INSULT, R), "kackbratze": (INSULT, R), "hackfresse": (INSULT, R),
+        "vollpfosten": (INSULT, M), "pisser": (INSULT, M), "arsch": (PROFANITY, M), "scheiße": (PROFANITY, M),
+        "scheisser": (PROFANITY, M), "kacke": (PROFANITY, M), "ficken": (SEXUAL, R), "schwanzlutscher": (SEXUAL, R),
+        "titten": (SEXUAL, M), "pimmel": (SEXUAL, M), "nutte": (INSULT, M), "hure": (INSULT, M),
+        "schwuchtel": (HATE, R), "kanake": (HATE, R), "kampflesbe": (HATE, R), "neger": (HATE, M),
+    },
+    "fr": {
+        "connard": (INSULT, R), "connasse": (INSULT, R), "enculé": (INSULT, R), "enculée": (INSULT, R),
+        "enfoiré": (INSULT, R), "enfoirée": (INSULT, R), "salope": (INSULT, R), "pouffiasse": (INSULT, R),
+        "fils de pute": (INSULT, R), "fille de pute": (INSULT, R), "nique ta mère": (INSULT, R),
+        "nique ta race": (INSULT, R), "la putain de ta mère": (INSULT, R), "trou du cul": (INSULT, R),
+        "salaud": (INSULT, M), "pute": (INSULT, M), "branleur": (INSULT, M), "merdeux": (INSULT, M),
+        "merde": (PROFANITY, M), "putain": (PROFANITY, M), "gouine": (HATE, M), "nègre": (HATE, M),
+        "pédé": (HATE, M), "branlette": (SEXUAL, M),
+    },
+    "es": {
+        "gilipollas": (INSULT, R), "hijo de puta": (INSULT, R), "hija de puta": (INSULT, R), "hijoputa": (INSULT, R),
+        "hijaputa": (INSULT, R), "chupapollas": (INSULT, R), "soplapollas": (INSULT, R), "lameculos": (INSULT, R),
+        "vete a la mierda": (INSULT, R), "pendejo": (INSULT, M), "imbécil": (INSULT, M), "idiota": (INSULT, M),
+        "cabrón": (INSULT, M), "puta": (INSULT, M), "mierda": (PROFANITY, M), "maricón": (HATE, R),
+        "marica": (HATE, M), "follar": (SEXUAL, M), "verga": (SEXUAL, M),
+    },
+    "pt": {
+        "filho da puta": (INSULT, R), "puta que pariu": (INSULT, R), "vai tomar no cu": (INSULT, R),
+        "vai-te foder": (INSULT, R), "foda-se": (PROFANITY, R), "caralho": (PROFANITY, M), "porra": (PROFANITY, M),
+        "merda": (PROFANITY, M), "cacete": (PROFANITY, M), "vadia": (INSULT, M), "foder": (SEXUAL, M),
+        "boceta": (SEXUAL, M), "paneleiro": (HATE, R),
+    },
+    "it": {
+        "vaffanculo": (INSULT, R), "testa di cazzo": (INSULT, R), "figlio di puttana": (INSULT, R),
+        "leccaculo": (INSULT, R), "porca puttana": (PROFANITY, R), "stronzo": (INSULT, M), "stronza": (INSULT, M),
+        "coglione": (INSULT, M), "puttana": (INSULT, M), "cazzo": (PROFANITY, M), "minchia": (PROFANITY, M),
+        "pompino": (SEXUAL, R), "frocio": (HATE, R), "culattone": (HATE, R), "terrone": (HATE, M),
+    },
+    "nl": {
+        "klootzak": (INSULT, R), "teringlijer": (INSULT, R), "rotzak": (INSULT, M), "hufter": (INSULT, M),
+        "kut": (PROFANITY, M), "godverdomme": (PROFANITY, M), "lul": (SEXUAL, M), "neuken": (SEXUAL, M),
+        "flikker": (HATE, R), "hoer": (INSULT, M),
+    },
+}
+# LDNOOBW terms left out on review, with why (the rest: not reviewed, or neutral words).
+OTHER_DROPS: dict[str, dict[str, str]] = {
+    "de": {"fick": "Swedish for got", "muschi": "also a cat", "nackt": "neutral (naked)"},
+    "fr": {"con": "Spanish and Italian for with", "bite": "English bite", "chatte": "a female cat",
+           "baiser": "a kiss", "pédale": "a pedal", "tapette": "a fly swatter", "cul": "common in compounds"},
+    "es": {"coño": "folds to cono (a cone)", "concha": "a shell", "culo": "also Italian and neutral",
+           "infierno": "hell, neutral", "martillo": "a hammer"},
+    "pt": {"cu": "two letters", "veado": "a deer", "pau": "a stick", "comer": "to eat", "saco": "a bag",
+           "corno": "a horn in Italian"},
+    "it": {"troia": "Troy", "finocchio": "fennel", "fava": "a bean", "pesce": "a fish", "vacca": "a cow"},
+    "nl": {"hoerenbuurt": "a red-light district, neutral", "eikel": "an acorn", "pik": "a pick", "pot": "a pot", "gat": "a hole", "paal": "a pole"},
+}
