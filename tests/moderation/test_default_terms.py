@@ -5,6 +5,7 @@ its operator publishes)."""
 
 from __future__ import annotations
 
+import json
 import re
 from io import StringIO
 
@@ -287,3 +288,36 @@ def test_a_rejection_by_a_default_term_names_its_category_in_the_statement_notic
     assert category in decision["notice"]["text"]
     statement = TransparencyStatement.objects.get(review_id=review["id"])
     assert statement.facts["category"] == category and statement.body["category"] == dsa_category
+
+
+@pytest.mark.django_db
+def test_defaults_remove_takes_the_lists_out_and_keeps_an_operators_own_terms(tmp_path):
+    own = tmp_path / "own.txt"
+    own.write_text("telmi\n", encoding="utf-8")
+    run("import", str(own), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
+    dry = run("defaults", "--remove")
+    assert "insult:reject:id: -" in dry and "Nothing changed" in dry
+    assert "published policy version 3" in run("defaults", "--remove", "--publish")
+    assert services.policy_active().term_lists == [
+        {"category": "insult", "action": "reject", "language": "id", "terms": ["telmi"]}]
+    assert "no term is in the rule" in run("defaults", "--remove", "--publish")
+
+
+def test_the_docs_table_of_the_default_lists_is_the_shipped_files():
+    from pathlib import Path
+
+    from moderation.text.default_terms import TERMS_DIR
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "policy-rules.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)` \| (.*) \|$", docs, re.M))
+    categories = ["insult", "hate", "threat", "sexual", "profanity"]
+    assert sorted(rows) == sorted([*shipped_languages(), "emoji"])
+    for name, row in rows.items():
+        rules = json.loads((TERMS_DIR / f"{name}.json").read_text(encoding="utf-8"))
+        counts = []
+        for category in categories:
+            reject, review = (sum(len(r["terms"]) for r in rules if (r["category"], r["action"]) == (category, action))
+                              for action in ("reject", "manual_review"))
+            counts.append(f"{reject} / {review}" if reject or review else "–")
+        total = sum(len(r["terms"]) for r in rules)
+        assert row == " | ".join([*counts, str(total)]), name
