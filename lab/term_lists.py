@@ -161,8 +161,8 @@ def decide(entry: str, heads: dict[str, tuple[str, str]], drops: dict[str, str])
         return Decision(False, "shorter than three letters")
     if letters.isdigit():
         return Decision(False, "a number")
-    if _RUN.search(letters):
-        return Decision(False, "a letter written three times: the normal form reads it as its plain spelling")
+    if any(_RUN.search(word) for word in words.split(" ")):  # letters in a run were squeezed: digits only
+        return Decision(False, "a character written three times in a row")
     if " " in words:
         if any(_contains_words(words, key) for key in by_key):
             return Decision(False, "a phrase that a head already matches")

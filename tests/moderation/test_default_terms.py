@@ -18,7 +18,9 @@ from moderation.models import ModerationPolicy
 from moderation.services.policy import policy_ensure_default
 from moderation.text.default_terms import default_term_lists, shipped_languages
 from moderation.text.matching import canonical
-from moderation.text.rules import PATTERN_PREFIX, CompiledRules, validate_term_lists
+from moderation.services.policy import DEFAULT_POLICY
+from moderation.text.language import Detection
+from moderation.text.rules import PATTERN_PREFIX, CompiledRules, rule_matches, validate_term_lists
 
 LANGUAGES = ("en", "id", "ms")  # the test settings' MODERATION_LANGUAGES
 DEFAULTS = default_term_lists(LANGUAGES)
@@ -210,6 +212,17 @@ def test_a_term_with_a_benign_sense_goes_to_a_human_and_is_not_rejected(text, te
                                   "kubunuh kau", "cunt", "arschloch", "connard", "gilipollas", "vaffanculo"])
 def test_an_unambiguous_term_rejects(term):
     assert {rule["action"] for rule in SHIPPED if term in rule["terms"]} == {"reject"}
+
+
+@pytest.mark.parametrize(("detection", "rules"), [
+    (Detection("en", (("en", 0.9),)), ["insult:manual_review:en"]),             # sure English: the id lists sit out
+    (Detection("ms", (("ms", 0.6), ("id", 0.4))), ["profanity:manual_review:id"]),  # Malay reads the id lists
+    (Detection("", ()), ["insult:manual_review:en", "profanity:manual_review:id"]),  # unsure: every language's
+])
+def test_a_language_s_lists_apply_to_its_texts_and_to_texts_of_unsure_language(detection, rules):
+    policy = ModerationPolicy(version=1, **{**DEFAULT_POLICY, "term_lists": DEFAULTS})
+    found = rule_matches(policy, "what a stupid anjing", detection)
+    assert sorted(m.rule for m in found) == rules
 
 
 # --- the default policy --------------------------------------------------------------------------
