@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from lab.term_lists import _dsojevic, _php, _sidee, decide, emoji_pattern, emoji_sequences
+from lab.term_lists import READERS, decide, emoji_pattern, emoji_sequences
 
 HEADS = {"fuck": ("profanity", "reject"), "ass": ("profanity", "manual_review"), "tahi": ("profanity", "manual_review"),
          "piece of shit": ("insult", "reject"), "bodoh": ("insult", "manual_review")}
@@ -35,10 +35,10 @@ def test_each_entry_is_kept_under_a_reviewed_head_or_dropped_with_its_reason(ent
 
 
 def test_the_readers_take_each_sources_own_format():
-    assert _dsojevic('[{"id": "x", "match": "fu*c*k|fu*ck*er", "tags": [], "severity": 4}]', None) == ["fuck", "fucker"]
-    assert _php("return [\n    'anjing',\n    'blo\\'on',\n];", None) == ["anjing", "blo'on"]
+    assert READERS["dsojevic"]('[{"id": "x", "match": "fu*c*k|fu*ck*er", "tags": [], "severity": 4}]', None) == ["fuck", "fucker"]
+    assert READERS["php"]("return [\n    'anjing',\n    'blo\\'on',\n];", None) == ["anjing", "blo'on"]
     ts = "{ word: 'sarap', category: 'insult', region: 'general', severity: 0.6, aliases: ['saraf', 'srap'], }"
-    assert _sidee(ts, None) == ["sarap", "saraf", "srap"]
+    assert READERS["sidee"](ts, None) == ["sarap", "saraf", "srap"]
 
 
 def test_an_emoji_pattern_allows_gaps_and_repeats_and_drops_what_a_source_pasted_in():
