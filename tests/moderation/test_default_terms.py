@@ -13,6 +13,7 @@ import pytest
 from django.core.management import call_command
 
 from lab.term_lists import EMOJI_GAP
+from tests.moderation.test_normal_form import DISGUISES
 from moderation import services
 from moderation.models import ModerationPolicy
 from moderation.services.policy import policy_ensure_default
@@ -334,3 +335,11 @@ def test_the_docs_table_of_the_default_lists_is_the_shipped_files():
             counts.append(f"{reject} / {review}" if reject or review else "–")
         total = sum(len(r["terms"]) for r in rules)
         assert row == " | ".join([*counts, str(total)]), name
+
+
+@pytest.mark.parametrize(("text", "word"), [*DISGUISES, ("dasar tolol", "tolol"), ("🖕🖕🖕", "re:🖕")])
+def test_the_issues_disguised_insults_are_not_approved_by_the_default_lists_with_nothing_configured(text, word):
+    policy = ModerationPolicy(version=1, **{**DEFAULT_POLICY, "term_lists": DEFAULTS})
+    found = rule_matches(policy, text, Detection("", ()))  # the issue's texts are short: unsure
+    assert any(word in m.term for m in found), found  # "kill" through the threat "i will kill you"
+    assert {m.action for m in found} & {"reject", "manual_review"}
