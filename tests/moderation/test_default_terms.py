@@ -343,3 +343,10 @@ def test_the_issues_disguised_insults_are_not_approved_by_the_default_lists_with
     found = rule_matches(policy, text, Detection("", ()))  # the issue's texts are short: unsure
     assert any(word in m.term for m in found), found  # "kill" through the threat "i will kill you"
     assert {m.action for m in found} & {"reject", "manual_review"}
+
+
+@pytest.mark.parametrize("text", ["Everything was spick and span after the party.",
+                                  "Kami butuh sertifikasi ITIL untuk posisi ini."])
+def test_an_idiom_or_a_name_holding_a_term_is_not_rejected(text):
+    assert {found.term for found in RULES.find(text)} <= {"itil"}
+    assert all(rule["action"] == "manual_review" for rule in SHIPPED if "itil" in rule["terms"])
