@@ -13,15 +13,14 @@ import pytest
 from django.core.management import call_command
 
 from lab.term_lists import EMOJI_GAP
-from tests.moderation.test_normal_form import DISGUISES
 from moderation import services
 from moderation.models import ModerationPolicy
-from moderation.services.policy import policy_ensure_default
+from moderation.services.policy import DEFAULT_POLICY, policy_ensure_default
 from moderation.text.default_terms import default_term_lists, shipped_languages
-from moderation.text.matching import canonical
-from moderation.services.policy import DEFAULT_POLICY
 from moderation.text.language import Detection
+from moderation.text.matching import canonical
 from moderation.text.rules import PATTERN_PREFIX, CompiledRules, rule_matches, validate_term_lists
+from tests.moderation.test_normal_form import DISGUISES
 
 LANGUAGES = ("en", "id", "ms")  # the test settings' MODERATION_LANGUAGES
 DEFAULTS = default_term_lists(LANGUAGES)
@@ -29,7 +28,6 @@ SHIPPED = default_term_lists(shipped_languages())  # every language's lists, eac
 RULES = CompiledRules(SHIPPED)
 WORD_TERMS = sorted({t for rule in SHIPPED for t in rule["terms"] if not t.startswith(PATTERN_PREFIX)})
 PATTERNS = sorted({t for rule in SHIPPED for t in rule["terms"] if t.startswith(PATTERN_PREFIX)})
-STRICTNESS = {"allow": 0, "manual_review": 1, "reject": 2}
 
 ZWSP = "\u200b"
 # One Cyrillic look-alike per Latin letter (Unicode confusables): what a writer swaps in.
