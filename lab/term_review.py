@@ -223,6 +223,14 @@ OTHER_HEADS: dict[str, dict[str, tuple[str, str]]] = {
         "kut": (PROFANITY, M), "godverdomme": (PROFANITY, M), "lul": (SEXUAL, M), "neuken": (SEXUAL, M),
         "flikker": (HATE, R), "hoer": (INSULT, M),
     },
+    "ru": {
+        "блядь": (PROFANITY, R), "хуй": (PROFANITY, R), "ебать": (PROFANITY, R),
+        "ёб твою мать": (INSULT, R), "мудило": (INSULT, R), "хуило": (INSULT, R), "мудозвон": (INSULT, R),
+        "гандон": (INSULT, R), "говнюк": (INSULT, M), "жополиз": (INSULT, M), "говно": (PROFANITY, M),
+        "дерьмо": (PROFANITY, M), "жопа": (PROFANITY, M), "хуёвый": (PROFANITY, M), "охуеть": (PROFANITY, M),
+        "наебать": (PROFANITY, M), "спиздить": (PROFANITY, M), "манда": (SEXUAL, M), "дрочить": (SEXUAL, M),
+        "сиськи": (SEXUAL, M), "хохол": (HATE, M),
+    },
 }
 # LDNOOBW terms left out on review, with why (the rest: not reviewed, or neutral words).
 OTHER_DROPS: dict[str, dict[str, str]] = {
@@ -234,5 +242,7 @@ OTHER_DROPS: dict[str, dict[str, str]] = {
     "pt": {"cu": "two letters", "veado": "a deer", "pau": "a stick", "comer": "to eat", "saco": "a bag",
            "corno": "a horn in Italian"},
     "it": {"troia": "Troy", "finocchio": "fennel", "fava": "a bean", "pesce": "a fish", "vacca": "a cow"},
+    "ru": {"хрен": "horseradish", "бугор": "a hill", "мент": "a policeman (slang, not abuse)", "голый": "naked",
+           "секс": "neutral", "фига": "mild, a fig", "хер": "also a letter's old name"},
     "nl": {"hoerenbuurt": "a red-light district, neutral", "eikel": "an acorn", "pik": "a pick", "pot": "a pot", "gat": "a hole", "paal": "a pole"},
 }
