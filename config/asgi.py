@@ -8,10 +8,13 @@ path's bound (413, `body_limit`: docs/operations.md, "Request bodies"), before t
 sees the request. A refused body is read to its end and dropped (up to twice
 `REQUEST_MAX_BODY_BYTES`) before the 413 is sent: a client that writes its whole body before it
 reads would otherwise meet a closed connection, not the answer. Only a complete request reaches
-Django, which runs as WSGI in one thread per process (asgiref's WsgiToAsgi), as a sync worker runs
-it: a database connection stays open across requests (CONN_MAX_AGE), which Django's own ASGI
-handler, with a new thread for every request, cannot do. `Watched` closes each response
-(WsgiToAsgi never does, and Django sends request_finished from there) and, as gunicorn's
+Django, which runs as WSGI in one thread per process (`WsgiThread`), as a sync worker runs it: a
+database connection stays open across requests (CONN_MAX_AGE), which Django's own ASGI handler,
+with a new thread for every request, cannot do. `WsgiThread` hands each request to that thread
+and takes its answer back in one hop each way (asgiref's WsgiToAsgi took four, each copying the
+context, and spooled a body over 64 KiB to a temporary file: about a millisecond of a worker's
+CPU a request, a third of a refused image's cost, docs/benchmarks.md "Image bombs"). `Watched`
+closes each response (Django sends request_finished from there) and, as gunicorn's
 `--timeout` did, ends a worker whose request has run longer than `WEB_WORKER_TIMEOUT_S`: with
 one thread, a hung request would otherwise hold its process for good; granian starts another.
 """
@@ -19,7 +22,9 @@ one thread, a hung request would otherwise hold its process for good; granian st
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import ctypes
+import io
 import json
 import logging
 import multiprocessing
@@ -56,7 +61,6 @@ if multiprocessing.current_process().name == "granian-worker":
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     exit_with_parent()
 
-from asgiref.wsgi import WsgiToAsgi  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -71,6 +75,105 @@ from moderation.web.error_body import error_body  # noqa: E402
 logger = logging.getLogger(__name__)
 
 
+class WsgiThread:
+    """ASGI to WSGI, the application run in one thread of its own (every request on the same
+    thread: Django's connections are per thread). The request's body is taken whole (BufferedRequest
+    has read it); the answer comes back whole when it is at most `whole_bytes`, sent from the event
+    loop (one hop each way), else streamed to the loop a chunk at a time from the thread."""
+
+    def __init__(self, app, *, whole_bytes: int = 1 << 20):
+        self.app, self.whole_bytes = app, whole_bytes
+        self.thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="wsgi")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError("WsgiThread serves http only")
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        loop = asyncio.get_running_loop()
+        for message in await loop.run_in_executor(self.thread, self._run, scope, b"".join(chunks), loop, send):
+            await send(message)
+        return None
+
+    def _run(self, scope, body: bytes, loop, send) -> list[dict]:
+        """In the thread: the application's answer, as the messages left to send."""
+        environ, started = wsgi_environ(scope, body), {}
+
+        def start_response(status, headers, exc_info=None):
+            if exc_info and started.get("sent"):
+                raise exc_info[1].with_traceback(exc_info[2])
+            started["message"] = {"type": "http.response.start", "status": int(status.split(" ", 1)[0]),
+                                  "headers": [(k.lower().encode("ascii"), v.encode("ascii")) for k, v in headers]}
+            started["length"] = next((int(v) for k, v in headers if k.lower() == "content-length"), None)
+
+        def to_loop(message):  # blocks the thread until the loop has sent it
+            asyncio.run_coroutine_threadsafe(send(message), loop).result()
+
+        result = self.app(environ, start_response)
+        try:
+            return self._answer(result, started, to_loop)
+        finally:
+            if hasattr(result, "close"):
+                result.close()
+
+    def _answer(self, result, started: dict, to_loop) -> list[dict]:
+        pending, size, streaming = [], 0, False
+        for chunk in result:
+            length = started["length"]
+            if length is not None:  # never more than the Content-Length announced
+                chunk = chunk[:max(0, length - size)]
+            size += len(chunk)
+            if not streaming and size > self.whole_bytes:  # a large answer: sent as it comes
+                streaming, started["sent"] = True, True
+                to_loop(started["message"])
+                for earlier in pending:
+                    to_loop({"type": "http.response.body", "body": earlier, "more_body": True})
+            if streaming:
+                to_loop({"type": "http.response.body", "body": chunk, "more_body": True})
+            else:
+                pending.append(chunk)
+            if length is not None and size >= length:
+                break
+        if streaming:
+            to_loop({"type": "http.response.body", "body": b""})
+            return []
+        return [started["message"], {"type": "http.response.body", "body": b"".join(pending)}]
+
+
+_CGI_NAMES = {b"content-length": "CONTENT_LENGTH", b"content-type": "CONTENT_TYPE"}  # (not content_type)
+
+
+def wsgi_environ(scope, body: bytes) -> dict:
+    """The WSGI environ of an ASGI http `scope` and its whole `body` (PEP 3333, read as asgiref's
+    WsgiToAsgi reads it: a header sent twice is joined with commas)."""
+    script_name = scope.get("root_path", "").encode("utf8").decode("latin1")
+    path_info = scope["path"].encode("utf8").decode("latin1")
+    if path_info.startswith(script_name):
+        path_info = path_info[len(script_name):]
+    server = scope.get("server") or ("localhost", 80)
+    environ = {
+        "REQUEST_METHOD": scope["method"], "SCRIPT_NAME": script_name, "PATH_INFO": path_info,
+        "QUERY_STRING": scope.get("query_string", b"").decode("ascii"),
+        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
+        "SERVER_NAME": server[0], "SERVER_PORT": str(server[1] if server[1] is not None else 0),
+        "wsgi.version": (1, 0), "wsgi.url_scheme": scope.get("scheme", "http"), "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr, "wsgi.multithread": False, "wsgi.multiprocess": True, "wsgi.run_once": False,
+    }
+    if scope.get("client"):
+        environ["REMOTE_ADDR"] = scope["client"][0]
+    for name, value in scope.get("headers", ()):
+        key = _CGI_NAMES.get(name) or "HTTP_" + name.decode("latin1").upper().replace("-", "_")
+        value = value.decode("latin1")
+        environ[key] = f"{environ[key]},{value}" if key in environ else value
+    return environ
+
+
 class Watched:
     """The WSGI application as the worker's thread runs it: the response closed once sent, and
     the process ended (`on_timeout`) when one request has run longer than `timeout_s`."""
@@ -82,8 +185,8 @@ class Watched:
         self._watching = False
 
     def __call__(self, environ, start_response):
-        # A generator: WsgiToAsgi iterates it in the thread and drops it when done, and CPython
-        # then runs the `finally` at once, also when it stopped early at Content-Length.
+        # A generator: WsgiThread iterates it in the thread and closes it when done, which runs
+        # the `finally` at once, also when it stopped early at Content-Length.
         self.busy_since, result = time.monotonic(), None
         try:
             result = self.app(environ, start_response)
@@ -159,7 +262,7 @@ class BufferedRequest:
         if body is None:
             return None  # the client went away
 
-        async def forward(message):  # (asgiref wants a coroutine function; the server's may not be)
+        async def forward(message):  # (a coroutine function, whatever the server's `send` is)
             await send(message)
 
         return await self.app(scope, _replay(body), forward)
@@ -254,7 +357,7 @@ async def _lifespan(receive, send) -> None:
 
 watched = Watched(wsgi_application, timeout_s=settings.WEB_WORKER_TIMEOUT_S)
 application = BufferedRequest(
-    WsgiToAsgi(watched), watch=watched.watch,
+    WsgiThread(watched), watch=watched.watch,
     body_limit=body_limit, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
     # A body refused for being a little too large (an image just over the limit) is drained:
     # dropped as it arrives, it costs no memory, and the deadline still bounds the time.
