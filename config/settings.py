@@ -207,11 +207,17 @@ REST_FRAMEWORK = {
 # How long an Idempotency-Key's first response is kept for replay.
 IDEMPOTENCY_TTL_H = _env_number("IDEMPOTENCY_TTL_H", 24.0)
 
-# Rate limits ("N/s", "N/min", "N/hour"): per API client, and per provider and address on the
-# callback endpoint. Shared across processes only with REDIS_URL (the cache below).
+# Rate limits ("N/s", "N/min", "N/hour", "N/day"): per API client, and per provider and address
+# on the callback endpoint. Counted in PostgreSQL, so shared by every web worker on every machine
+# (moderation/web/throttles.py).
 THROTTLE_CLIENT_RATE = env.str("THROTTLE_CLIENT_RATE", default="1200/min")
 THROTTLE_CALLBACK_RATE = env.str("THROTTLE_CALLBACK_RATE", default="12000/min")
 THROTTLE_ADDRESS_RATE = env.str("THROTTLE_ADDRESS_RATE", default="120/min")  # schema and docs
+# A caller's count untouched this long is pruned: at least two of the longest period (a day),
+# after which it counts nothing anyway.
+RATE_COUNT_RETENTION_H = _env_number("RATE_COUNT_RETENTION_H", 48.0)
+if RATE_COUNT_RETENTION_H < 48:
+    raise ImproperlyConfigured("RATE_COUNT_RETENTION_H must be at least 48 (two days: a daily rate's two windows)")
 
 # /metrics is for staff sessions, or for a scraper sending `Authorization: Bearer <METRICS_TOKEN>`.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
