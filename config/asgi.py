@@ -67,9 +67,11 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 from django.conf import settings  # noqa: E402  (after the settings module is named)
 from django.http import parse_cookie  # noqa: E402
 
+from audit.middleware import request_id_for  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
-from moderation.api.middleware import API_PREFIX, api_body_limit  # noqa: E402
+from moderation.api.middleware import API_PREFIX, CALLBACKS_PREFIX, api_body_limit  # noqa: E402
 from moderation.web.error_body import error_body  # noqa: E402
+from moderation.web.throttles import refusals, throttled_response  # noqa: E402
 
 
 logger = logging.getLogger(__name__)
@@ -147,6 +149,50 @@ class WsgiThread:
 
 
 _CGI_NAMES = {b"content-length": "CONTENT_LENGTH", b"content-type": "CONTENT_TYPE"}  # (not content_type)
+
+
+class RefusedFromMemory:
+    """ASGI middleware: an API client this process has refused for its rate, and whose wait is not
+    over, gets its 429 from the event loop, without reaching Django (moderation/web/throttles.py,
+    `RefusalMemo`). Its body has been read (BufferedRequest): the connection stays open. A flood of
+    refused requests then never queues before the worker's one thread, where another client's
+    requests wait their turn (docs/benchmarks.md, "Image bombs"). The token is not checked
+    again: one revoked meanwhile gets 429s until the wait is over, then its 401."""
+
+    VERSIONED = API_PREFIX + "v1/"  # every path there but the callbacks' counts per client
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        wait = self.remembered_wait(scope)
+        if not wait:
+            return await self.app(scope, receive, send)
+        secure = scope.get("scheme") == "https" or _forwarded_https(scope)
+        request_id = request_id_for((_header(scope, b"x-request-id") or b"").decode("latin-1"))
+        headers, body = throttled_response(wait, request_id=request_id, secure=secure)
+        await send({"type": "http.response.start", "status": 429,
+                    "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]})
+        await send({"type": "http.response.body", "body": body})
+        return None
+
+    @classmethod
+    def remembered_wait(cls, scope) -> float:
+        path = scope.get("path", "")
+        if not path.startswith(cls.VERSIONED) or path.startswith(CALLBACKS_PREFIX):
+            return 0.0
+        scheme, _, token = (_header(scope, b"authorization") or b"").decode("latin-1").partition(" ")
+        return refusals.token_wait(token.strip()) if scheme.lower() == "bearer" else 0.0
+
+
+def _forwarded_https(scope) -> bool:
+    """Django's request.is_secure() behind a proxy (SECURE_PROXY_SSL_HEADER)."""
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if not proxy:
+        return False
+    name, value = proxy
+    given = _header(scope, name.removeprefix("HTTP_").lower().replace("_", "-").encode("latin-1"))
+    return given is not None and given.decode("latin-1").split(",", 1)[0].strip() == value
 
 
 def wsgi_environ(scope, body: bytes) -> dict:
@@ -357,7 +403,7 @@ async def _lifespan(receive, send) -> None:
 
 watched = Watched(wsgi_application, timeout_s=settings.WEB_WORKER_TIMEOUT_S)
 application = BufferedRequest(
-    WsgiThread(watched), watch=watched.watch,
+    RefusedFromMemory(WsgiThread(watched)), watch=watched.watch,
     body_limit=body_limit, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
     # A body refused for being a little too large (an image just over the limit) is drained:
     # dropped as it arrives, it costs no memory, and the deadline still bounds the time.

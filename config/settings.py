@@ -239,6 +239,11 @@ MEDIA_DECODE_MAX_BYTES = int(_env_number("MEDIA_DECODE_MAX_BYTES", 256 * 1024 * 
 MEDIA_MAX_PIXELS_PER_BYTE = int(_env_number("MEDIA_MAX_PIXELS_PER_BYTE", 64, int))
 MEDIA_RATIO_FROM_PIXELS = int(_env_number("MEDIA_RATIO_FROM_PIXELS", 10_000_000, int))
 MEDIA_DECODE_CONCURRENCY = int(_env_number("MEDIA_DECODE_CONCURRENCY", 1, int))
+# How much lower the decodes' CPU priority is than their process's (nice, on Linux; 0: the same):
+# on a machine the web workers share, a flood of images must not slow other clients' requests.
+MEDIA_DECODE_NICE = env.int("MEDIA_DECODE_NICE", default=10)
+if not 0 <= MEDIA_DECODE_NICE <= 19:
+    raise ImproperlyConfigured(f"MEDIA_DECODE_NICE must be 0 to 19, got {MEDIA_DECODE_NICE}")
 MEDIA_FETCH_TIMEOUT_S = _env_number("MEDIA_FETCH_TIMEOUT_S", 10.0)
 MEDIA_FETCH_MAX_REDIRECTS = int(_env_number("MEDIA_FETCH_MAX_REDIRECTS", 3, int))
 # A submission may carry an image as base64 (4 bytes for every 3) beside its other fields.

@@ -10,7 +10,9 @@ Requests refused are not counted, and concurrent requests of one caller queue on
 concurrent requests against a limit of M < N let exactly M through.
 
 A refusal says how long to wait, and the process remembers it (`RefusalMemo`): until then the
-caller's requests to this process are refused without asking the database. Nothing can make
+caller's requests to this process are refused without asking the database, and an API client's
+without reaching Django at all: the web server answers them as soon as their body is read
+(config/asgi.py, `RefusedFromMemory`), so they never queue before the worker's one thread. Nothing can make
 that wait shorter (only counted requests move the estimate, and they only raise it), so the memo
 never refuses what the shared count would let through; it keeps a flood of refused requests
 from costing a round trip each (docs/benchmarks.md, "Image bombs").
@@ -18,13 +20,18 @@ from costing a round trip each (docs/benchmarks.md, "Image bombs").
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 import time
 
 from django.conf import settings
 from django.db import connection
+from rest_framework import exceptions
 from rest_framework.throttling import SimpleRateThrottle
+
+from moderation.models import ApiClient, RateCount
+from moderation.web.error_body import error_body
 
 # The window's start and the counts as they are at this request (the row's, moved on by as many
 # windows as have passed since), and whether one more fits under the limit, computed from the
@@ -75,29 +82,40 @@ def refusal_wait(*, previous: int, current: int, limit: int, period: float, at: 
 
 class RefusalMemo:
     """Until when each refused caller is still refused, in this process (`until` on the
-    monotonic clock). Kept small: past `size` entries, those whose wait is over are dropped, and
-    if none is, the whole memo is (it then only costs round trips again)."""
+    monotonic clock), and which count an API client's bearer token was refused by: the web server
+    answers such a token's requests from here before Django (config/asgi.py, `RefusedFromMemory`).
+    Kept small: past `size` entries, those whose wait is over are dropped, and if none is, the
+    whole memo is (it then only costs round trips again)."""
 
     def __init__(self, size: int = 10_000):
-        self.size, self._until, self._lock = size, {}, threading.Lock()
+        self.size, self._lock = size, threading.Lock()
+        self._until, self._tokens = {}, {}
 
     def wait(self, key: str) -> float:
         """The seconds `key` is still refused for (0.0: ask the shared count)."""
         until = self._until.get(key)
         return 0.0 if until is None else max(0.0, until - time.monotonic())
 
-    def refuse(self, key: str, seconds: float) -> None:
+    def token_wait(self, token: str) -> float:
+        """The seconds the client whose bearer token this is is still refused for (0.0: unknown)."""
+        key = self._tokens.get(token)
+        return 0.0 if key is None else self.wait(key)
+
+    def refuse(self, key: str, seconds: float, *, token: str | None = None) -> None:
         with self._lock:
-            if len(self._until) >= self.size:
+            if len(self._until) >= self.size or len(self._tokens) >= self.size:
                 now = time.monotonic()
                 self._until = {k: u for k, u in self._until.items() if u > now}
-                if len(self._until) >= self.size:
-                    self._until = {}
+                self._tokens = {t: k for t, k in self._tokens.items() if k in self._until}
+                if len(self._until) >= self.size or len(self._tokens) >= self.size:
+                    self._until, self._tokens = {}, {}
             self._until[key] = time.monotonic() + seconds
+            if token is not None:
+                self._tokens[token] = key
 
     def forget(self) -> None:
         with self._lock:
-            self._until = {}
+            self._until, self._tokens = {}, {}
 
 
 refusals = RefusalMemo()
@@ -123,11 +141,15 @@ class _SharedRate(SimpleRateThrottle):
         if not self._wait:
             self._wait = rate_hit(key=key, limit=limit, period=period)
             if self._wait:
-                refusals.refuse(key, self._wait)
+                refusals.refuse(key, self._wait, token=self.token(request))
         return not self._wait
 
     def wait(self) -> float | None:
         return self._wait or None
+
+    def token(self, request) -> str | None:
+        """The bearer token whose requests the web server may refuse from memory (None: none)."""
+        return None
 
 
 class ClientRateThrottle(_SharedRate):
@@ -140,6 +162,9 @@ class ClientRateThrottle(_SharedRate):
             return None  # not authenticated: refused before it could cost anything
         kind = "user" if hasattr(request.user, "is_staff") else "client"  # staff on the timeline API
         return self.cache_format % {"scope": self.scope, "ident": f"{kind}-{principal}"}
+
+    def token(self, request) -> str | None:
+        return request.auth if isinstance(request.user, ApiClient) and isinstance(request.auth, str) else None
 
 
 class CallbackRateThrottle(_SharedRate):
@@ -161,10 +186,33 @@ class AddressRateThrottle(_SharedRate):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
 
+def throttled_response(wait: float, *, request_id: str, secure: bool) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and body of the 429 an API request refused for `wait` seconds gets from DRF
+    and the site's middleware (SecurityMiddleware's headers, X-Frame-Options, X-Request-ID), but
+    for the view's `Allow`: for the web server to answer a remembered refusal before Django.
+    tests/moderation/test_rate_limits.py compares the two."""
+    throttled = exceptions.Throttled(wait)
+    body = json.dumps(error_body("throttled", str(throttled.detail)), ensure_ascii=False,
+                      separators=(",", ":")).encode()
+    headers = [("Content-Type", "application/json"), ("Retry-After", "%d" % float(throttled.wait))]
+    headers.append(("X-Frame-Options", getattr(settings, "X_FRAME_OPTIONS", "DENY").upper()))
+    if secure and settings.SECURE_HSTS_SECONDS:
+        hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"
+        hsts += "; includeSubDomains" if settings.SECURE_HSTS_INCLUDE_SUBDOMAINS else ""
+        headers.append(("Strict-Transport-Security", hsts + ("; preload" if settings.SECURE_HSTS_PRELOAD else "")))
+    if settings.SECURE_CONTENT_TYPE_NOSNIFF:
+        headers.append(("X-Content-Type-Options", "nosniff"))
+    if settings.SECURE_REFERRER_POLICY:
+        policy = settings.SECURE_REFERRER_POLICY
+        headers.append(("Referrer-Policy", policy if isinstance(policy, str) else ",".join(policy)))
+    if settings.SECURE_CROSS_ORIGIN_OPENER_POLICY:
+        headers.append(("Cross-Origin-Opener-Policy", settings.SECURE_CROSS_ORIGIN_OPENER_POLICY))
+    headers += [("X-Request-ID", request_id), ("Content-Length", str(len(body)))]
+    return headers, body
+
+
 def rate_limits_forget() -> None:
     """Every count and this process's memo of refusals dropped (tests, and an operator who lifts a
     limit at once: docs/operations.md)."""
-    from moderation.models import RateCount
-
     RateCount.objects.all().delete()
     refusals.forget()

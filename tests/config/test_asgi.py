@@ -293,7 +293,7 @@ def test_django_finishes_each_request_it_serves():
 
     request_finished.connect(receiver)
     try:
-        sent = run_wsgi(application.app.app, scope={
+        sent = run_wsgi(application.app.app.app, scope={
             "type": "http", "method": "GET", "path": "/healthz", "query_string": b"", "headers": [(b"host", b"testserver")],
             "http_version": "1.1", "server": ("testserver", 80), "client": ("127.0.0.1", 5)})
     finally:

@@ -169,3 +169,60 @@ def test_counts_untouched_for_two_days_are_pruned(fresh_throttles):
 
     assert retention.prune(for_real=True)["rate-limit counts"] == 1
     assert list(RateCount.objects.values_list("key", flat=True)) == ["new"]
+
+
+def serve_asgi(scope_headers: list, path: str = URL, method: str = "POST", body: bytes = b"{}") -> tuple[int, dict, bytes]:
+    """One request through config/asgi.py's application, as the web server hands it over."""
+    import asyncio
+
+    from config.asgi import application
+
+    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "query_string": b"",
+             "root_path": "", "http_version": "1.1", "scheme": "http", "server": ("testserver", 80),
+             "client": ("127.0.0.1", 5000),
+             "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"),
+                         (b"content-length", str(len(body)).encode()), *scope_headers]}
+    messages, sent = [{"type": "http.request", "body": body, "more_body": False}], []
+
+    async def receive():
+        return messages.pop() if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(application(scope, receive, send))
+    headers = {k.decode(): v.decode() for k, v in sent[0]["headers"]}
+    return sent[0]["status"], headers, b"".join(m.get("body", b"") for m in sent[1:])
+
+
+@pytest.mark.django_db(transaction=True)
+class TestRefusedBeforeDjango:
+    def test_a_remembered_refusal_is_answered_by_the_web_server_as_django_answers_it(
+            self, api_client, settings, fresh_throttles, monkeypatch):
+        settings.THROTTLE_CLIENT_RATE = "2/min"
+        bearer = (b"authorization", f"Bearer {api_client.token}".encode())
+        statuses = [serve_asgi([bearer])[0] for _ in range(2)]  # (400: an empty submission)
+        django_status, django_headers, django_body = serve_asgi([bearer])  # the count refuses: Django answers
+        from config import asgi
+
+        monkeypatch.setattr(asgi.application.app.app, "app", None)  # Django is out of reach from here on
+        status, headers, body = serve_asgi([bearer, (b"x-request-id", b"req-1")])
+
+        assert statuses == [400, 400] and django_status == status == 429
+        assert json.loads(body)["error"] == json.loads(django_body)["error"] == "throttled"
+        assert 0 < int(headers["retry-after"]) <= int(django_headers["retry-after"])
+        assert headers["x-request-id"] == "req-1"
+        assert {k: v for k, v in headers.items() if k not in ("retry-after", "x-request-id", "content-length")} == \
+            {k: v for k, v in django_headers.items() if k not in ("retry-after", "x-request-id", "content-length", "allow")}
+
+    def test_only_the_refused_clients_requests_are_answered_from_memory(
+            self, api_client, other_client, settings, fresh_throttles):
+        settings.THROTTLE_CLIENT_RATE = "1/min"
+        mine = (b"authorization", f"Bearer {api_client.token}".encode())
+        theirs = (b"authorization", f"bearer  {other_client.token}".encode())
+        serve_asgi([mine], method="GET")
+        assert serve_asgi([mine], method="GET")[0] == 429
+
+        assert serve_asgi([theirs], method="GET")[0] == 200
+        assert serve_asgi([mine], path="/api/v1/callbacks/webhook/")[0] != 429  # a callback is counted apart
+        assert serve_asgi([mine], path="/api/schema/", method="GET")[0] == 200  # public: no client counted
