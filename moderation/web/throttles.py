@@ -194,7 +194,7 @@ def throttled_response(wait: float, *, request_id: str, secure: bool) -> tuple[l
     throttled = exceptions.Throttled(wait)
     body = json.dumps(error_body("throttled", str(throttled.detail)), ensure_ascii=False,
                       separators=(",", ":")).encode()
-    headers = [("Content-Type", "application/json"), ("Retry-After", "%d" % float(throttled.wait))]
+    headers = [("Content-Type", "application/json"), ("Retry-After", str(int(throttled.wait)))]  # DRF: "%d" % wait
     headers.append(("X-Frame-Options", getattr(settings, "X_FRAME_OPTIONS", "DENY").upper()))
     if secure and settings.SECURE_HSTS_SECONDS:
         hsts = f"max-age={settings.SECURE_HSTS_SECONDS}"
