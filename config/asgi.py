@@ -161,13 +161,23 @@ class RefusedFromMemory:
 
     VERSIONED = API_PREFIX + "v1/"  # every path there but the callbacks' counts per client
 
-    def __init__(self, app):
-        self.app = app
+    def __init__(self, app, *, hold_s: float = 0.0):
+        self.app, self.hold_s = app, hold_s
 
     async def __call__(self, scope, receive, send):
         wait = self.remembered_wait(scope)
         if not wait:
             return await self.app(scope, receive, send)
+        # Held until the client could have retried, at most `hold_s` (THROTTLE_REFUSAL_HOLD_S), and
+        # then served if its wait is over: it could get no other answer sooner, and a client that
+        # sends again the moment it is answered (a flood) then sends at most one request a
+        # connection every `hold_s`, not hundreds a second that cost the other clients' CPU. A
+        # sleep on the event loop: it holds no thread.
+        if self.hold_s > 0:
+            await asyncio.sleep(min(wait, self.hold_s))
+            wait = self.remembered_wait(scope)
+            if not wait:  # it may be let through now: counted as any request is
+                return await self.app(scope, receive, send)
         secure = scope.get("scheme") == "https" or _forwarded_https(scope)
         request_id = request_id_for((_header(scope, b"x-request-id") or b"").decode("latin-1"))
         headers, body = throttled_response(wait, request_id=request_id, secure=secure)
@@ -403,7 +413,7 @@ async def _lifespan(receive, send) -> None:
 
 watched = Watched(wsgi_application, timeout_s=settings.WEB_WORKER_TIMEOUT_S)
 application = BufferedRequest(
-    RefusedFromMemory(WsgiThread(watched)), watch=watched.watch,
+    RefusedFromMemory(WsgiThread(watched), hold_s=settings.THROTTLE_REFUSAL_HOLD_S), watch=watched.watch,
     body_limit=body_limit, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
     # A body refused for being a little too large (an image just over the limit) is drained:
     # dropped as it arrives, it costs no memory, and the deadline still bounds the time.

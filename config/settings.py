@@ -213,6 +213,12 @@ IDEMPOTENCY_TTL_H = _env_number("IDEMPOTENCY_TTL_H", 24.0)
 THROTTLE_CLIENT_RATE = env.str("THROTTLE_CLIENT_RATE", default="1200/min")
 THROTTLE_CALLBACK_RATE = env.str("THROTTLE_CALLBACK_RATE", default="12000/min")
 THROTTLE_ADDRESS_RATE = env.str("THROTTLE_ADDRESS_RATE", default="120/min")  # schema and docs
+# A client already refused, sending again before its wait is over, gets its 429 when it could have
+# retried, held at most this long (0: at once): a flood that sends again the moment it is answered
+# then sends one request a connection per hold (config/asgi.py, RefusedFromMemory).
+THROTTLE_REFUSAL_HOLD_S = env.float("THROTTLE_REFUSAL_HOLD_S", default=1.0)
+if not 0 <= THROTTLE_REFUSAL_HOLD_S <= 60:
+    raise ImproperlyConfigured(f"THROTTLE_REFUSAL_HOLD_S must be 0 to 60, got {THROTTLE_REFUSAL_HOLD_S}")
 # A caller's count untouched this long is pruned: at least two of the longest period (a day),
 # after which it counts nothing anyway.
 RATE_COUNT_RETENTION_H = _env_number("RATE_COUNT_RETENTION_H", 48.0)

@@ -5,6 +5,7 @@ caller is refused from this process's memory until its wait is over, and never l
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -226,3 +227,34 @@ class TestRefusedBeforeDjango:
         assert serve_asgi([theirs], method="GET")[0] == 200
         assert serve_asgi([mine], path="/api/v1/callbacks/webhook/")[0] != 429  # a callback is counted apart
         assert serve_asgi([mine], path="/api/schema/", method="GET")[0] == 200  # public: no client counted
+
+
+@pytest.mark.parametrize("wait, hold, answer", [(10.0, 0.3, 429), (0.2, 5.0, 200), (10.0, 0.0, 429)])
+def test_a_remembered_refusal_is_held_until_the_client_could_retry_at_most_the_hold(wait, hold, answer):
+    """(A client sending again the moment it is answered then sends one request a connection per
+    hold, not hundreds a second; one whose wait ends within the hold is then served.)"""
+    import asyncio
+
+    from config.asgi import RefusedFromMemory
+
+    refusals.refuse("throttle_client_client-held:5/60", wait, token="tok-held")
+    sent = []
+
+    async def app(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": URL, "headers": [(b"authorization", b"Bearer tok-held")]}
+    began = time.monotonic()
+    try:
+        asyncio.run(RefusedFromMemory(app, hold_s=hold)(scope, None, send))
+    finally:
+        refusals.forget()
+    took = time.monotonic() - began
+
+    held = min(wait, hold)
+    assert sent[0]["status"] == answer and held <= took < held + 0.5
+    if answer == 429:
+        assert int(dict(sent[0]["headers"])[b"retry-after"]) == math.ceil(wait - took)
