@@ -22,7 +22,6 @@ one thread, a hung request would otherwise hold its process for good; granian st
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import ctypes
 import io
 import json
@@ -68,6 +67,7 @@ from django.conf import settings  # noqa: E402  (after the settings module is na
 from django.http import parse_cookie  # noqa: E402
 
 from audit.middleware import request_id_for  # noqa: E402
+from config.fair_queue import FairThread  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
 from moderation.api.middleware import API_PREFIX, CALLBACKS_PREFIX, api_body_limit  # noqa: E402
 from moderation.web.error_body import error_body  # noqa: E402
@@ -79,13 +79,15 @@ logger = logging.getLogger(__name__)
 
 class WsgiThread:
     """ASGI to WSGI, the application run in one thread of its own (every request on the same
-    thread: Django's connections are per thread). The request's body is taken whole (BufferedRequest
-    has read it); the answer comes back whole when it is at most `whole_bytes`, sent from the event
-    loop (one hop each way), else streamed to the loop a chunk at a time from the thread."""
+    thread: Django's connections are per thread), the callers in turn (config/fair_queue.py: a
+    caller is its Authorization header, else its address). The request's body is taken whole
+    (BufferedRequest has read it); the answer comes back whole when it is at most `whole_bytes`,
+    sent from the event loop (one hop each way), else streamed to the loop a chunk at a time from
+    the thread."""
 
     def __init__(self, app, *, whole_bytes: int = 1 << 20):
         self.app, self.whole_bytes = app, whole_bytes
-        self.thread = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="wsgi")
+        self.thread = FairThread(name="wsgi")
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -99,7 +101,9 @@ class WsgiThread:
             if not message.get("more_body"):
                 break
         loop = asyncio.get_running_loop()
-        for message in await loop.run_in_executor(self.thread, self._run, scope, b"".join(chunks), loop, send):
+        caller = _header(scope, b"authorization") or (scope.get("client") or ("",))[0]
+        answer = self.thread.submit(caller, self._run, scope, b"".join(chunks), loop, send)
+        for message in await asyncio.wrap_future(answer):
             await send(message)
         return None
 

@@ -7,7 +7,10 @@ window of the period and of the one before, the one before weighted by how much 
 sliding window still covers. A client held to 1200 a minute gets about 1200 a minute, however
 many workers and machines serve it (a per-process count let through that many per worker).
 Requests refused are not counted, and concurrent requests of one caller queue on its row, so N
-concurrent requests against a limit of M < N let exactly M through.
+concurrent requests against a limit of M < N let exactly M through. The estimate takes the window
+before as spread evenly: a caller that spent a small limit at once may wait up to two periods
+(3 a minute, spent at the end of a minute: most of the next one), never less than the limit
+allows.
 
 A refusal says how long to wait, and the process remembers it (`RefusalMemo`): until then the
 caller's requests to this process are refused without asking the database, and an API client's

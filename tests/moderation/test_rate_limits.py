@@ -44,7 +44,8 @@ class TestTheSharedCount:
         waits = [rate_hit(key="t", limit=5, period=60) for _ in range(7)]
 
         assert waits[:5] == [0.0] * 5
-        assert all(0 < wait <= 60 for wait in waits[5:])
+        # (Within two periods: the count just before a window's end weighs on the next one.)
+        assert all(0 < wait <= 2 * 60 for wait in waits[5:])
         assert RateCount.objects.get(key="t").current == 5  # refusals are not counted
 
     def test_each_key_counts_alone(self, fresh_throttles):
