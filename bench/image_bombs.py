@@ -5,8 +5,8 @@ bombs").
 
 The platform as `run_platform` starts it (granian serving config.asgi unless `--server` says
 otherwise, the moderation cluster with the local model, the notification cluster), production
-settings (the per-client rate limit as shipped, THROTTLE_CLIENT_RATE 1200/min, per web worker
-without Redis), a database of its own. One client submits texts one after another, each timed from
+settings (the per-client rate limit as shipped, THROTTLE_CLIENT_RATE 1200/min, shared by the web
+workers since issue 45; per web worker before), a database of its own. One client submits texts one after another, each timed from
 the request sent to the answer read, ten a second at most; another submits images, `--at-once` at a time without
 pause, for as long as the text client runs. Four phases:
 

@@ -8,10 +8,13 @@ path's bound (413, `body_limit`: docs/operations.md, "Request bodies"), before t
 sees the request. A refused body is read to its end and dropped (up to twice
 `REQUEST_MAX_BODY_BYTES`) before the 413 is sent: a client that writes its whole body before it
 reads would otherwise meet a closed connection, not the answer. Only a complete request reaches
-Django, which runs as WSGI in one thread per process (asgiref's WsgiToAsgi), as a sync worker runs
-it: a database connection stays open across requests (CONN_MAX_AGE), which Django's own ASGI
-handler, with a new thread for every request, cannot do. `Watched` closes each response
-(WsgiToAsgi never does, and Django sends request_finished from there) and, as gunicorn's
+Django, which runs as WSGI in one thread per process (`WsgiThread`), as a sync worker runs it: a
+database connection stays open across requests (CONN_MAX_AGE), which Django's own ASGI handler,
+with a new thread for every request, cannot do. `WsgiThread` hands each request to that thread
+and takes its answer back in one hop each way (asgiref's WsgiToAsgi took four, each copying the
+context, and spooled a body over 64 KiB to a temporary file: about a millisecond of a worker's
+CPU a request, a third of a refused image's cost, docs/benchmarks.md "Image bombs"). `Watched`
+closes each response (Django sends request_finished from there) and, as gunicorn's
 `--timeout` did, ends a worker whose request has run longer than `WEB_WORKER_TIMEOUT_S`: with
 one thread, a hung request would otherwise hold its process for good; granian starts another.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import io
 import json
 import logging
 import multiprocessing
@@ -56,19 +60,178 @@ if multiprocessing.current_process().name == "granian-worker":
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     exit_with_parent()
 
-from asgiref.wsgi import WsgiToAsgi  # noqa: E402
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from django.conf import settings  # noqa: E402  (after the settings module is named)
 from django.http import parse_cookie  # noqa: E402
 
+from audit.middleware import request_id_for  # noqa: E402
+from config.fair_queue import FairThread  # noqa: E402
 from config.wsgi import application as wsgi_application  # noqa: E402
-from moderation.api.middleware import API_PREFIX, api_body_limit  # noqa: E402
+from moderation.api.middleware import API_PREFIX, CALLBACKS_PREFIX, api_body_limit  # noqa: E402
 from moderation.web.error_body import error_body  # noqa: E402
+from moderation.web.throttles import refusals, throttled_response  # noqa: E402
 
 
 logger = logging.getLogger(__name__)
+
+
+class WsgiThread:
+    """ASGI to WSGI, the application run in one thread of its own (every request on the same
+    thread: Django's connections are per thread), the callers in turn (config/fair_queue.py: a
+    caller is its Authorization header, else its address). The request's body is taken whole
+    (BufferedRequest has read it); the answer comes back whole when it is at most `whole_bytes`,
+    sent from the event loop (one hop each way), else streamed to the loop a chunk at a time from
+    the thread."""
+
+    def __init__(self, app, *, whole_bytes: int = 1 << 20):
+        self.app, self.whole_bytes = app, whole_bytes
+        self.thread = FairThread(name="wsgi")
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError("WsgiThread serves http only")
+        chunks = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        loop = asyncio.get_running_loop()
+        caller = _header(scope, b"authorization") or (scope.get("client") or ("",))[0]
+        answer = self.thread.submit(caller, self._run, scope, b"".join(chunks), loop, send)
+        for message in await asyncio.wrap_future(answer):
+            await send(message)
+        return None
+
+    def _run(self, scope, body: bytes, loop, send) -> list[dict]:
+        """In the thread: the application's answer, as the messages left to send."""
+        environ, started = wsgi_environ(scope, body), {}
+
+        def start_response(status, headers, exc_info=None):
+            if exc_info and started.get("sent"):
+                raise exc_info[1].with_traceback(exc_info[2])
+            started["message"] = {"type": "http.response.start", "status": int(status.split(" ", 1)[0]),
+                                  "headers": [(k.lower().encode("ascii"), v.encode("ascii")) for k, v in headers]}
+            started["length"] = next((int(v) for k, v in headers if k.lower() == "content-length"), None)
+
+        def to_loop(message):  # blocks the thread until the loop has sent it
+            asyncio.run_coroutine_threadsafe(send(message), loop).result()
+
+        result = self.app(environ, start_response)
+        try:
+            return self._answer(result, started, to_loop)
+        finally:
+            if hasattr(result, "close"):
+                result.close()
+
+    def _answer(self, result, started: dict, to_loop) -> list[dict]:
+        pending, size, streaming = [], 0, False
+        for chunk in result:
+            length = started["length"]
+            if length is not None:  # never more than the Content-Length announced
+                chunk = chunk[:max(0, length - size)]
+            size += len(chunk)
+            if not streaming and size > self.whole_bytes:  # a large answer: sent as it comes
+                streaming, started["sent"] = True, True
+                to_loop(started["message"])
+                for earlier in pending:
+                    to_loop({"type": "http.response.body", "body": earlier, "more_body": True})
+            if streaming:
+                to_loop({"type": "http.response.body", "body": chunk, "more_body": True})
+            else:
+                pending.append(chunk)
+            if length is not None and size >= length:
+                break
+        if streaming:
+            to_loop({"type": "http.response.body", "body": b""})
+            return []
+        return [started["message"], {"type": "http.response.body", "body": b"".join(pending)}]
+
+
+_CGI_NAMES = {b"content-length": "CONTENT_LENGTH", b"content-type": "CONTENT_TYPE"}  # (not content_type)
+
+
+class RefusedFromMemory:
+    """ASGI middleware: an API client this process has refused for its rate, and whose wait is not
+    over, gets its 429 from the event loop, without reaching Django (moderation/web/throttles.py,
+    `RefusalMemo`). Its body has been read (BufferedRequest): the connection stays open. A flood of
+    refused requests then never queues before the worker's one thread, where another client's
+    requests wait their turn (docs/benchmarks.md, "Image bombs"). The token is not checked
+    again: one revoked meanwhile gets 429s until the wait is over, then its 401."""
+
+    VERSIONED = API_PREFIX + "v1/"  # every path there but the callbacks' counts per client
+
+    def __init__(self, app, *, hold_s: float = 0.0):
+        self.app, self.hold_s = app, hold_s
+
+    async def __call__(self, scope, receive, send):
+        wait = self.remembered_wait(scope)
+        if not wait:
+            return await self.app(scope, receive, send)
+        # Held until the client could have retried, at most `hold_s` (THROTTLE_REFUSAL_HOLD_S), and
+        # then served if its wait is over: it could get no other answer sooner, and a client that
+        # sends again the moment it is answered (a flood) then sends at most one request a
+        # connection every `hold_s`, not hundreds a second that cost the other clients' CPU. A
+        # sleep on the event loop: it holds no thread.
+        if self.hold_s > 0:
+            await asyncio.sleep(min(wait, self.hold_s))
+            wait = self.remembered_wait(scope)
+            if not wait:  # it may be let through now: counted as any request is
+                return await self.app(scope, receive, send)
+        secure = scope.get("scheme") == "https" or _forwarded_https(scope)
+        request_id = request_id_for((_header(scope, b"x-request-id") or b"").decode("latin-1"))
+        headers, body = throttled_response(wait, request_id=request_id, secure=secure)
+        await send({"type": "http.response.start", "status": 429,
+                    "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers]})
+        await send({"type": "http.response.body", "body": body})
+        return None
+
+    @classmethod
+    def remembered_wait(cls, scope) -> float:
+        path = scope.get("path", "")
+        if not path.startswith(cls.VERSIONED) or path.startswith(CALLBACKS_PREFIX):
+            return 0.0
+        scheme, _, token = (_header(scope, b"authorization") or b"").decode("latin-1").partition(" ")
+        return refusals.token_wait(token.strip()) if scheme.lower() == "bearer" else 0.0
+
+
+def _forwarded_https(scope) -> bool:
+    """Django's request.is_secure() behind a proxy (SECURE_PROXY_SSL_HEADER)."""
+    proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if not proxy:
+        return False
+    name, value = proxy
+    given = _header(scope, name.removeprefix("HTTP_").lower().replace("_", "-").encode("latin-1"))
+    return given is not None and given.decode("latin-1").split(",", 1)[0].strip() == value
+
+
+def wsgi_environ(scope, body: bytes) -> dict:
+    """The WSGI environ of an ASGI http `scope` and its whole `body` (PEP 3333, read as asgiref's
+    WsgiToAsgi reads it: a header sent twice is joined with commas)."""
+    script_name = scope.get("root_path", "").encode("utf8").decode("latin1")
+    path_info = scope["path"].encode("utf8").decode("latin1")
+    if path_info.startswith(script_name):
+        path_info = path_info[len(script_name):]
+    server = scope.get("server") or ("localhost", 80)
+    environ = {
+        "REQUEST_METHOD": scope["method"], "SCRIPT_NAME": script_name, "PATH_INFO": path_info,
+        "QUERY_STRING": scope.get("query_string", b"").decode("ascii"),
+        "SERVER_PROTOCOL": f"HTTP/{scope.get('http_version', '1.1')}",
+        "SERVER_NAME": server[0], "SERVER_PORT": str(server[1] if server[1] is not None else 0),
+        "wsgi.version": (1, 0), "wsgi.url_scheme": scope.get("scheme", "http"), "wsgi.input": io.BytesIO(body),
+        "wsgi.errors": sys.stderr, "wsgi.multithread": False, "wsgi.multiprocess": True, "wsgi.run_once": False,
+    }
+    if scope.get("client"):
+        environ["REMOTE_ADDR"] = scope["client"][0]
+    for name, value in scope.get("headers", ()):
+        key = _CGI_NAMES.get(name) or "HTTP_" + name.decode("latin1").upper().replace("-", "_")
+        value = value.decode("latin1")
+        environ[key] = f"{environ[key]},{value}" if key in environ else value
+    return environ
 
 
 class Watched:
@@ -82,8 +245,8 @@ class Watched:
         self._watching = False
 
     def __call__(self, environ, start_response):
-        # A generator: WsgiToAsgi iterates it in the thread and drops it when done, and CPython
-        # then runs the `finally` at once, also when it stopped early at Content-Length.
+        # A generator: WsgiThread iterates it in the thread and closes it when done, which runs
+        # the `finally` at once, also when it stopped early at Content-Length.
         self.busy_since, result = time.monotonic(), None
         try:
             result = self.app(environ, start_response)
@@ -159,7 +322,7 @@ class BufferedRequest:
         if body is None:
             return None  # the client went away
 
-        async def forward(message):  # (asgiref wants a coroutine function; the server's may not be)
+        async def forward(message):  # (a coroutine function, whatever the server's `send` is)
             await send(message)
 
         return await self.app(scope, _replay(body), forward)
@@ -254,7 +417,7 @@ async def _lifespan(receive, send) -> None:
 
 watched = Watched(wsgi_application, timeout_s=settings.WEB_WORKER_TIMEOUT_S)
 application = BufferedRequest(
-    WsgiToAsgi(watched), watch=watched.watch,
+    RefusedFromMemory(WsgiThread(watched), hold_s=settings.THROTTLE_REFUSAL_HOLD_S), watch=watched.watch,
     body_limit=body_limit, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
     # A body refused for being a little too large (an image just over the limit) is drained:
     # dropped as it arrives, it costs no memory, and the deadline still bounds the time.

@@ -207,11 +207,23 @@ REST_FRAMEWORK = {
 # How long an Idempotency-Key's first response is kept for replay.
 IDEMPOTENCY_TTL_H = _env_number("IDEMPOTENCY_TTL_H", 24.0)
 
-# Rate limits ("N/s", "N/min", "N/hour"): per API client, and per provider and address on the
-# callback endpoint. Shared across processes only with REDIS_URL (the cache below).
+# Rate limits ("N/s", "N/min", "N/hour", "N/day"): per API client, and per provider and address
+# on the callback endpoint. Counted in PostgreSQL, so shared by every web worker on every machine
+# (moderation/web/throttles.py).
 THROTTLE_CLIENT_RATE = env.str("THROTTLE_CLIENT_RATE", default="1200/min")
 THROTTLE_CALLBACK_RATE = env.str("THROTTLE_CALLBACK_RATE", default="12000/min")
 THROTTLE_ADDRESS_RATE = env.str("THROTTLE_ADDRESS_RATE", default="120/min")  # schema and docs
+# A client already refused, sending again before its wait is over, gets its 429 when it could have
+# retried, held at most this long (0: at once): a flood that sends again the moment it is answered
+# then sends one request a connection per hold (config/asgi.py, RefusedFromMemory).
+THROTTLE_REFUSAL_HOLD_S = env.float("THROTTLE_REFUSAL_HOLD_S", default=1.0)
+if not 0 <= THROTTLE_REFUSAL_HOLD_S <= 60:
+    raise ImproperlyConfigured(f"THROTTLE_REFUSAL_HOLD_S must be 0 to 60, got {THROTTLE_REFUSAL_HOLD_S}")
+# A caller's count untouched this long is pruned: at least two of the longest period (a day),
+# after which it counts nothing anyway.
+RATE_COUNT_RETENTION_H = _env_number("RATE_COUNT_RETENTION_H", 48.0)
+if RATE_COUNT_RETENTION_H < 48:
+    raise ImproperlyConfigured("RATE_COUNT_RETENTION_H must be at least 48 (two days: a daily rate's two windows)")
 
 # /metrics is for staff sessions, or for a scraper sending `Authorization: Bearer <METRICS_TOKEN>`.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
@@ -233,6 +245,11 @@ MEDIA_DECODE_MAX_BYTES = int(_env_number("MEDIA_DECODE_MAX_BYTES", 256 * 1024 * 
 MEDIA_MAX_PIXELS_PER_BYTE = int(_env_number("MEDIA_MAX_PIXELS_PER_BYTE", 64, int))
 MEDIA_RATIO_FROM_PIXELS = int(_env_number("MEDIA_RATIO_FROM_PIXELS", 10_000_000, int))
 MEDIA_DECODE_CONCURRENCY = int(_env_number("MEDIA_DECODE_CONCURRENCY", 1, int))
+# How much lower the decodes' CPU priority is than their process's (nice, on Linux; 0: the same):
+# on a machine the web workers share, a flood of images must not slow other clients' requests.
+MEDIA_DECODE_NICE = env.int("MEDIA_DECODE_NICE", default=10)
+if not 0 <= MEDIA_DECODE_NICE <= 19:
+    raise ImproperlyConfigured(f"MEDIA_DECODE_NICE must be 0 to 19, got {MEDIA_DECODE_NICE}")
 MEDIA_FETCH_TIMEOUT_S = _env_number("MEDIA_FETCH_TIMEOUT_S", 10.0)
 MEDIA_FETCH_MAX_REDIRECTS = int(_env_number("MEDIA_FETCH_MAX_REDIRECTS", 3, int))
 # A submission may carry an image as base64 (4 bytes for every 3) beside its other fields.

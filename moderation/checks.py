@@ -72,12 +72,8 @@ def check_job_settings(app_configs=None, **kwargs) -> list:
             "serialised by the lock: set it to -1 (failures are still stored).",
             id="moderation.W003",
         ))
-    if not settings.DEBUG and not settings.REDIS_URL:
-        errors.append(Warning(
-            "REDIS_URL is not set: rate limits are counted per process, so N processes allow N times the rate.",
-            hint="Set REDIS_URL in production (it also serves as the django-q2 broker).",
-            id="moderation.W002",
-        ))
+    # (moderation.W002, "REDIS_URL is not set: rate limits are counted per process", is gone: they
+    # are counted in PostgreSQL, moderation/web/throttles.py.)
     from moderation.providers import get_provider
 
     try:

@@ -177,13 +177,13 @@ def http(api_client):
 
 
 @pytest.fixture
-def fresh_throttles():
+def fresh_throttles(db):
     """Rate-limit counts start from zero and are not left behind for the next test."""
-    from django.core.cache import cache
+    from moderation.web.throttles import rate_limits_forget
 
-    cache.clear()
+    rate_limits_forget()
     yield
-    cache.clear()
+    rate_limits_forget()
 
 
 @pytest.fixture

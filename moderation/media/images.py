@@ -8,7 +8,7 @@ database access. (Fetching a `media_url` is moderation/media/fetch.py.)
   (`MEDIA_DECODE_MAX_BYTES`) and by pixels a byte of the file (`MEDIA_MAX_PIXELS_PER_BYTE`, over
   `MEDIA_RATIO_FROM_PIXELS`): a decompression bomb (a small file declaring a huge canvas) is
   refused unread. The job decodes it once (`image_read`, at most `MEDIA_DECODE_CONCURRENCY` at a
-  time in a process), checking every pixel (a truncated or forged file is refused then), and
+  time in a process, niced by `MEDIA_DECODE_NICE`), checking every pixel (a truncated or forged file is refused then), and
   keeps what the decode gave: the hash and a thumbnail, so nothing decodes it again.
 - **Hashing** is PDQ, by `pdqhash` (Python bindings of the reference implementation), with its
   quality (0-100). The hex form is ThreatExchange's (`threatexchange.signal_type.pdq`): the 256
@@ -24,12 +24,15 @@ database access. (Fetching a `media_url` is moderation/media/fetch.py.)
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import csv
 import functools
 import io
+import os
 import re
 import struct
+import sys
 import threading
 import warnings
 from dataclasses import dataclass
@@ -105,6 +108,7 @@ class DecodeBounds:
     max_pixels_per_byte: int
     ratio_from_pixels: int  # pixels any file may declare, whatever its size
     concurrency: int = 1
+    nice: int = 0  # how much lower than the process's the decodes' CPU priority is
 
     @classmethod
     def from_settings(cls) -> DecodeBounds:
@@ -112,7 +116,7 @@ class DecodeBounds:
                    max_decode_bytes=settings.MEDIA_DECODE_MAX_BYTES,
                    max_pixels_per_byte=settings.MEDIA_MAX_PIXELS_PER_BYTE,
                    ratio_from_pixels=settings.MEDIA_RATIO_FROM_PIXELS,
-                   concurrency=settings.MEDIA_DECODE_CONCURRENCY)
+                   concurrency=settings.MEDIA_DECODE_CONCURRENCY, nice=settings.MEDIA_DECODE_NICE)
 
     def refusal(self, header: ImageHeader, size: int) -> str:
         """Why decoding `header`'s image, `size` bytes long, would cost too much ("" if it would not)."""
@@ -162,10 +166,15 @@ class ImageRead:
 
 def image_read(data: bytes, *, bounds: DecodeBounds) -> ImageRead:
     """Check `data` (`image_inspect`), then decode it, once, into its PDQ hash and quality and the
-    thumbnail the viewer shows: MediaRefused, saying why, otherwise. At most `bounds.concurrency`
-    decodes run at once in this process; the others wait their turn."""
+    thumbnail the viewer shows: MediaRefused, saying why, otherwise. The decode runs on one of
+    the process's `bounds.concurrency` decode threads (the others wait their turn), niced by
+    `bounds.nice`: on a machine the web workers share, their requests go first."""
     header = image_inspect(data, bounds=bounds)
-    with _decode_slots(bounds.concurrency), _refusals():
+    return _decoder(bounds.concurrency, bounds.nice, os.getpid()).submit(_read, data, header).result()
+
+
+def _read(data: bytes, header: ImageHeader) -> ImageRead:
+    with _refusals():
         small = _decoded_small(data)
     pdq, quality = pdq_hash(small)
     return ImageRead(header=header, pdq=pdq, quality=quality, thumbnail=thumbnail_jpeg(small))
@@ -184,9 +193,19 @@ def _decoded_small(data: bytes) -> Image.Image:
 
 
 @functools.cache
-def _decode_slots(concurrency: int) -> threading.BoundedSemaphore:
-    """The process's decode slots: one semaphore per configured size, shared by every thread."""
-    return threading.BoundedSemaphore(concurrency)
+def _decoder(concurrency: int, nice: int, pid: int) -> concurrent.futures.ThreadPoolExecutor:
+    """The process's decode threads (`pid`: a forked child makes its own; threads do not survive a
+    fork), each at `nice` more than the process."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="image-decode",
+                                                 initializer=_lower_priority, initargs=(nice,))
+
+
+def _lower_priority(nice: int) -> None:
+    """Nice this thread alone by `nice` (Linux schedules threads, and takes a thread's id where a
+    process id goes). Elsewhere it would nice the whole process: left as it is."""
+    if nice and sys.platform.startswith("linux"):
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread, min(19, os.getpriority(os.PRIO_PROCESS, thread) + nice))
 
 
 @contextlib.contextmanager

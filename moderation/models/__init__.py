@@ -4,7 +4,7 @@ authors, strikes and account actions (authors.py), user reports and appeals (rep
 
 from moderation.models.core import *  # noqa: F403
 from moderation.models.core import __all__ as _core
-from moderation.models.api import IdempotencyRecord
+from moderation.models.api import IdempotencyRecord, RateCount
 from moderation.models.authors import (
     ACCOUNT_REASON_MAX,
     AUTHOR_ID_MAX,
@@ -86,7 +86,7 @@ from moderation.models.reports import (
 
 __all__ = [
     *_core, "BULK_LIVE_STATUSES", "BULK_REASON_MAX", "BulkAction", "BulkItemOutcome", "BulkJob", "BulkJobItem",
-    "BulkJobStatus", "ACCOUNT_REASON_MAX", "AUTHOR_ID_MAX", "RESTRICTED_STANDINGS", "RESTRICTIVE_ACTIONS", "STANDING_FOR_ACTION",
+    "BulkJobStatus", "RateCount", "ACCOUNT_REASON_MAX", "AUTHOR_ID_MAX", "RESTRICTED_STANDINGS", "RESTRICTIVE_ACTIONS", "STANDING_FOR_ACTION",
     "STANDING_RANK", "TRANSITION_FOR_ACTION", "AccountAction", "AccountAppeal", "AccountAppealStatus", "ActionCause",
     "ActionKind", "Author", "RestrictionEnd", "Standing", "StandingCause", "StandingTransition", "Strike", "StrikeEnd", "ContentErasure", "ERASED", "DecisionNotification", "Heartbeat", "IdempotencyRecord", "ModeratorNote", "NOTE_MAX_CHARS",
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",

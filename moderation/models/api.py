@@ -1,4 +1,5 @@
-"""What the API keeps for its clients beyond reviews: idempotent request records."""
+"""What the API keeps for its clients beyond reviews: idempotent request records, and the counts
+of the rate limits (moderation/web/throttles.py)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,22 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.client_id}:{self.key}"
+
+
+class RateCount(models.Model):
+    """One rate limit's count for one caller (a client, or a provider and an address), shared by
+    every web worker: the requests counted in the current window of the limit's period and in the
+    one before (moderation/web/throttles.py). An unlogged table (migration 0033): a crash loses
+    the counts, which is what forgetting a minute of rate limiting costs."""
+
+    key = models.TextField(primary_key=True)  # a provider name and an address are any length
+    window_no = models.BigIntegerField(help_text="Seconds since the epoch, in the limit's periods, rounded down.")
+    previous = models.PositiveIntegerField(help_text="Requests counted in the window before window_no.")
+    current = models.PositiveIntegerField(help_text="Requests counted in window_no.")
+    allowed = models.BooleanField(help_text="Whether the last request was let through.")
+    # Not indexed: every request changes it, and an index on it would cost each update its HOT
+    # path; the daily prune reads this small table whole.
+    touched_at = models.DateTimeField(help_text="The last request's time (the database's clock).")
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.previous}+{self.current}"

@@ -36,6 +36,7 @@ from moderation.models import (
     MediaRemoval,
     NotificationAttempt,
     NotificationStatus,
+    RateCount,
     ReviewMedia,
     ReviewStatus,
 )
@@ -132,6 +133,8 @@ TARGETS = (
            _event_tally),
     Target("images' bytes", "MEDIA_RETENTION_DAYS", _media, remove=_media_remove, age="final for more than",
            lock=_media_lock),
+    Target("rate-limit counts", "RATE_COUNT_RETENTION_H", lambda now: RateCount.objects.filter(
+        touched_at__lt=now - timedelta(hours=settings.RATE_COUNT_RETENTION_H)), age="untouched for more than"),
 )
 
 

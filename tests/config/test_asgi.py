@@ -1,8 +1,9 @@
 """config/asgi.py: Django sees a request only once its whole body has arrived, within the
 deadline and its path's size limit (otherwise the client gets 408 or 413 and Django nothing; a
 refused body is read to its end first, so that the client sees the 413); each
-response is closed once sent (Django's request_finished); a request that runs too long ends its
-worker (docs/operations.md, "Slow clients")."""
+response is closed once sent (Django's request_finished), in one message when small and a chunk
+at a time when large; a request that runs too long ends its worker (docs/operations.md, "Slow
+clients")."""
 
 from __future__ import annotations
 
@@ -11,11 +12,10 @@ import json
 import time
 
 import pytest
-from asgiref.wsgi import WsgiToAsgi
 from django.conf import global_settings
 from django.core.signals import request_finished
 
-from config.asgi import OTHER_MAX_BODY_BYTES, BufferedRequest, Watched, application, body_limit
+from config.asgi import OTHER_MAX_BODY_BYTES, BufferedRequest, Watched, WsgiThread, application, body_limit
 from moderation.admin.term_lists import MAX_UPLOAD_BYTES
 
 SCOPE = {"type": "http", "method": "POST", "path": "/api/v1/callbacks/webhook/", "headers": []}
@@ -181,27 +181,29 @@ class Response:
         self.closed = True
 
 
-def run_wsgi(wsgi_app, *, watch=None, scope=None):
-    """Serve one GET through BufferedRequest(WsgiToAsgi(...)) as config/asgi.py does; returns what
-    was sent."""
+GET = {"type": "http", "method": "GET", "path": "/", "query_string": b"", "headers": [], "http_version": "1.1",
+       "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5)}
+
+
+def run_wsgi(wsgi_app, *, watch=None, scope=None, body=b"", whole_bytes=1 << 20):
+    """Serve one request through BufferedRequest(WsgiThread(...)) as config/asgi.py does; returns
+    what was sent."""
     sent = []
-    scope = scope or {"type": "http", "method": "GET", "path": "/", "query_string": b"", "headers": [],
-                      "http_version": "1.1", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5)}
 
     async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     async def send(message):
         sent.append(message)
 
-    app = BufferedRequest(WsgiToAsgi(wsgi_app), body_limit=lambda scope: 10, timeout_s=1, drain_bytes=0,
-                          watch=watch or (lambda: None))
-    asyncio.run(app(scope, receive, send))
+    app = BufferedRequest(WsgiThread(wsgi_app, whole_bytes=whole_bytes), body_limit=lambda scope: 1 << 20,
+                          timeout_s=1, drain_bytes=0, watch=watch or (lambda: None))
+    asyncio.run(app(scope or GET, receive, send))
     return sent
 
 
 def test_a_response_is_closed_once_sent_also_when_cut_at_its_content_length():
-    """(asgiref's WsgiToAsgi never calls close(): Django's request_finished would never fire.)"""
+    """(Django sends request_finished from close().)"""
     responses = []
 
     def wsgi_app(environ, start_response):
@@ -211,8 +213,76 @@ def test_a_response_is_closed_once_sent_also_when_cut_at_its_content_length():
 
     sent = run_wsgi(Watched(wsgi_app, timeout_s=60))
 
-    assert [m.get("body") for m in sent[1:]] == [b"ok", None]
+    assert b"".join(m.get("body", b"") for m in sent[1:]) == b"ok" and not sent[-1].get("more_body")
     assert responses[0].closed
+
+
+def test_a_small_response_is_sent_whole_from_the_event_loop_with_what_the_application_said():
+    seen = []
+
+    def wsgi_app(environ, start_response):
+        seen.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], environ["QUERY_STRING"],
+                     environ["CONTENT_TYPE"], environ["HTTP_X_TWICE"], environ["wsgi.input"].read()))
+        start_response("201 Created", [("Content-Type", "application/json"), ("X-Request-ID", "abc")])
+        return [b'{"a"', b": 1}"]
+
+    scope = {**GET, "method": "POST", "path": "/api/v1/reviews/", "query_string": b"x=1",
+             "headers": [(b"content-type", b"application/json"), (b"x-twice", b"1"), (b"x-twice", b"2"),
+                         (b"content_type", b"text/html")]}  # an underscore is no content-type
+    sent = run_wsgi(wsgi_app, scope=scope, body=b'{"text": "hi"}')
+
+    assert seen == [("POST", "/api/v1/reviews/", "x=1", "application/json", "1,2", b'{"text": "hi"}')]
+    assert sent == [
+        {"type": "http.response.start", "status": 201,
+         "headers": [(b"content-type", b"application/json"), (b"x-request-id", b"abc")]},
+        {"type": "http.response.body", "body": b'{"a": 1}'},
+    ]
+
+
+def test_a_large_response_is_streamed_a_chunk_at_a_time_and_closed():
+    produced, responses = [], []
+
+    def chunks():
+        for n in range(5):
+            produced.append(n)
+            yield bytes([65 + n]) * 4
+
+    def wsgi_app(environ, start_response):
+        start_response("200 OK", [("Content-Type", "application/octet-stream")])
+        responses.append(Response(chunks()))
+        return responses[-1]
+
+    sent = run_wsgi(wsgi_app, whole_bytes=6)
+
+    assert sent[0]["status"] == 200
+    assert [m["body"] for m in sent[1:]] == [b"AAAA", b"BBBB", b"CCCC", b"DDDD", b"EEEE", b""]
+    assert [m.get("more_body", False) for m in sent[1:]] == [True] * 5 + [False]
+    assert responses[0].closed
+
+
+def test_every_request_runs_on_the_one_thread_of_the_worker():
+    import threading
+
+    threads = []
+
+    def wsgi_app(environ, start_response):
+        threads.append(threading.get_ident())
+        start_response("200 OK", [])
+        return [b""]
+
+    app = WsgiThread(wsgi_app)
+
+    async def both():
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message):
+            pass
+
+        await asyncio.gather(*(app(GET, receive, send) for _ in range(4)))
+
+    asyncio.run(both())
+    assert len(threads) == 4 and len(set(threads)) == 1 and threading.get_ident() not in threads
 
 
 def test_django_finishes_each_request_it_serves():
@@ -223,7 +293,7 @@ def test_django_finishes_each_request_it_serves():
 
     request_finished.connect(receiver)
     try:
-        sent = run_wsgi(application.app.wsgi_application, scope={
+        sent = run_wsgi(application.app.app.app, scope={
             "type": "http", "method": "GET", "path": "/healthz", "query_string": b"", "headers": [(b"host", b"testserver")],
             "http_version": "1.1", "server": ("testserver", 80), "client": ("127.0.0.1", 5)})
     finally:

@@ -17,9 +17,9 @@ def production_like(settings):
     settings.REDIS_URL = "redis://127.0.0.1:6379/0"  # (pytest-django runs with DEBUG off)
 
 
-def test_production_without_redis_warns_about_per_process_rate_limits(settings):
+def test_production_without_redis_is_not_warned_about_rate_limits_they_are_shared_in_postgresql(settings):
     settings.REDIS_URL = ""
-    assert [m.id for m in check_job_settings()] == ["moderation.W002"]
+    assert [m.id for m in check_job_settings()] == []
 
 
 def ids(settings, **q):

@@ -6,6 +6,8 @@ process, and keeps its hash and thumbnail, so nothing decodes it again."""
 from __future__ import annotations
 
 import io
+import os
+import sys
 import threading
 from dataclasses import replace
 
@@ -14,6 +16,7 @@ from hypothesis import HealthCheck, given, settings as hsettings, strategies as 
 from PIL import Image, ImageFile
 
 from moderation import services, tasks
+from moderation.media import images
 from moderation.media.images import MediaRefused, image_inspect, image_read
 from moderation.models import Content, ContentReview, ModerationRequest, ReviewMedia, ReviewStatus
 from moderation.services import media as media_services
@@ -233,6 +236,25 @@ def test_no_more_decodes_run_at_once_than_the_bound_allows():
 
     assert errors == []
     assert decodes.count == threads and decodes.peak == limit
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="threads are niced alone on Linux only")
+@pytest.mark.parametrize("nice", [0, 5])
+def test_decodes_run_on_threads_of_their_own_niced_below_the_process(monkeypatch, nice):
+    """(A web worker on the same cores then goes first: docs/benchmarks.md, "Image bombs".)"""
+    seen, real = [], images._decoded_small
+
+    def spy(data):
+        thread = threading.get_native_id()
+        seen.append((thread, os.getpriority(os.PRIO_PROCESS, thread)))
+        return real(data)
+
+    monkeypatch.setattr(images, "_decoded_small", spy)
+    image_read(encoded(picture(1)), bounds=replace(generous_bounds(), nice=nice))
+
+    [(thread, priority)] = seen
+    assert thread != threading.get_native_id()
+    assert priority == min(19, os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) + nice)
 
 
 def test_a_decode_slot_is_given_back_when_the_decode_fails():
