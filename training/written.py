@@ -185,6 +185,9 @@ ID_TEMPLATES = [
     ("id-pos-02", (), "praise", "mantap {name}, videonya bagus"),
     ("id-pos-03", (), "praise", "{you} pintar sekali, semoga sukses"),
     ("id-pos-04", (), "praise", "terima kasih {name}, {you} baik banget"),
+    ("id-emo-01", ("harassment", "profanity"), "emoji", "{finger} {you}"),
+    ("id-emo-02", ("harassment",), "emoji", "dasar {insult} {finger}"),
+    ("id-emo-03", (), "emoji", "{happy} makasih {you}"),
 ]
 
 ID_EVERYDAY = """Terima kasih atas bantuannya kemarin
@@ -319,6 +322,7 @@ def _id_slots(rng: random.Random, terms: dict) -> dict:
         "sexinsult": rng.choice(ID_SEX_INSULTS), "sexterm": rng.choice(sexual), "prof": rng.choice(ID_PROFANITY),
         "animal_lit": rng.choice(ID_ANIMALS_LITERAL), "whitelist": rng.choice(whitelist),
         "regional": rng.choice(regional) if regional else rng.choice(insults),
+        "finger": rng.choice(EN_FINGER), "happy": rng.choice(EN_HAPPY),
     }
 
 
@@ -381,6 +385,9 @@ def lexicon(terms: dict) -> list[Row]:
         for form in [word, *entry["variants"]]:
             for text in (form, f"dasar {form}"):
                 rows.append(Row(text, "id", "written-id", positive, (), group=f"id-term-{word}", functionality="term"))
+    # The whitelist's words alone: words that contain a term ("asbak", "bangsa", "pantai") are no abuse.
+    for k, word in enumerate(terms["whitelist"]):
+        rows.append(Row(word, "id", "written-id", (), (), group=f"id-whitelist-{k // 10:03d}", functionality="contains"))
     return rows
 
 
@@ -462,7 +469,51 @@ EN_TEMPLATES = [
     ("en-grp-03", (), "identity-neutral", "I'm proud to stand with {group}"),
     ("en-pos-01", (), "praise", "{you} are amazing, thank you {name}"),
     ("en-pos-02", (), "praise", "great video {name}, keep it up"),
+    ("en-pos-03", (), "praise", "{you} are {nice}"),
+    ("en-pos-04", (), "praise", "{you} look {nice} today"),
+    ("en-pos-05", (), "praise", "thank {you}, {you} are so {nice}"),
+    ("en-pos-06", (), "praise", "{name} is {nice}"),
+    ("en-emo-01", ("harassment", "profanity"), "emoji", "{finger}"),
+    ("en-emo-02", ("harassment", "profanity"), "emoji", "{finger} {you}"),
+    ("en-emo-03", ("violence",), "emoji", "🔪🔪 {you} next"),
+    ("en-emo-04", ("violence",), "emoji", "🔫 {you} are dead"),
+    ("en-emo-05", (), "emoji", "{happy}"),
+    ("en-emo-06", (), "emoji", "{happy} {nice}"),
 ]
+EN_NICE = ["lovely", "amazing", "kind", "wonderful", "great", "brilliant", "awesome", "sweet", "beautiful", "smart",
+           "funny", "the best", "so helpful", "a star", "right"]
+EN_FINGER = ["🖕", "🖕🖕", "🖕🖕🖕", "🖕🏻", "🖕🏿🖕🏿", "🖕🏽🖕🏽🖕🏽", "🖕😡", "🖕🖕🖕🖕", "😡🖕"]
+EN_HAPPY = ["😂", "😂😂", "❤️", "👍", "🙏", "🎉", "😊", "🥰", "👏👏", "🔥🔥", "😍", "✨", "💯", "🤣🤣", "👌"]
+EN_WORDS = """hello
+thanks
+ok
+lol
+nice
+congrats
+good luck
+see you
+welcome
+yes
+no
+maybe
+agreed
+cheers
+wow
+cool
+perfect
+amazing
+great
+sure
+bye
+morning
+interesting
+classic
+brilliant
+sounds good
+noted
+done
+same here
+me too""".splitlines()
 EN_EVERYDAY = """Thanks for your help yesterday
 Good morning everyone
 See you at the meeting tomorrow
@@ -495,14 +546,14 @@ EN_ANIMALS = ["dog", "cat", "pig", "monkey", "donkey", "rat"]
 
 
 def _en_slots(rng: random.Random) -> dict:
-    return {"insult": rng.choice(EN_INSULTS), "adj": rng.choice(EN_ADJ), "you": rng.choice(EN_YOU),
+    return {"nice": rng.choice(EN_NICE), "finger": rng.choice(EN_FINGER), "happy": rng.choice(EN_HAPPY),"insult": rng.choice(EN_INSULTS), "adj": rng.choice(EN_ADJ), "you": rng.choice(EN_YOU),
             "name": rng.choice(EN_NAMES), "tv": rng.choice(EN_THREAT), "group": rng.choice(EN_GROUPS),
             "dehum": rng.choice(EN_DEHUM), "prof": rng.choice(EN_PROF), "sex": rng.choice(EN_SEX),
             "killed": rng.choice(EN_KILLED), "animal": rng.choice(EN_ANIMALS), "scunthorpe": rng.choice(EN_SCUNTHORPE)}
 
 
 def english() -> list[Row]:
-    return _expand(EN_TEMPLATES, _en_slots, EN_EVERYDAY, "en", "written-en", random.Random(SEED + 1))
+    return _expand(EN_TEMPLATES, _en_slots, EN_EVERYDAY + EN_WORDS, "en", "written-en", random.Random(SEED + 1))
 
 
 def rows() -> list[Row]:

@@ -161,7 +161,9 @@ class LocalModel:
         return [dict(zip(self.categories, map(float, row), strict=True)) for row in self.predict(texts)]
 
 
-def load(path: Path = MODEL_PATH) -> LocalModel:
+def load(path: Path = MODEL_PATH, *, categories: tuple[str, ...] | None = None) -> LocalModel:
+    """The model in `path`; ModelFileError when it is unreadable, or scores other `categories`
+    than the caller's."""
     try:
         with np.load(path, allow_pickle=False) as stored:
             meta = json.loads(str(stored["meta"]))
@@ -171,6 +173,8 @@ def load(path: Path = MODEL_PATH) -> LocalModel:
             bias = stored["bias"].astype(np.float64)
     except (OSError, KeyError, ValueError) as exc:
         raise ModelFileError(f"cannot read the local model {path}: {exc}") from exc
+    if categories is not None and tuple(meta["categories"]) != tuple(categories):
+        raise ModelFileError(f"{path} scores {meta['categories']}, not {list(categories)}: run `make model`")
     categories = tuple(meta["categories"])
     expected = (meta["char_features"] + meta["word_features"], len(categories))
     if weights.shape != expected or bias.shape != (len(categories),):
