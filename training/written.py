@@ -101,6 +101,12 @@ ID_TEMPLATES = [
     ("id-thr-15", ("violence",), "threat", "{you} harus di{tv} rame-rame"),
     ("id-thr-16", ("violence", "harassment"), "threat", "{insult}, gue {tv} {you} sampai mampus"),
     ("id-thr-17", ("violence",), "threat", "🔪🔪 tunggu gue di depan rumah {you}"),
+    ("id-thr-18", ("violence",), "threat", "{you} akan kubunuh kalau berani datang"),
+    ("id-thr-19", ("violence",), "threat", "gue {tv} lu sampai mati"),
+    ("id-thr-20", ("violence",), "threat", "nyawa {you} nggak akan lama lagi"),
+    ("id-thr-21", ("violence",), "threat", "keluarga {you} akan kuhabisi satu per satu"),
+    ("id-thr-22", ("violence",), "threat", "besok {you} tinggal nama"),
+    ("id-thr-23", ("violence",), "threat", "{tvk} {you} kalau ketemu di jalan"),
     # hate: identity attacks
     ("id-hat-01", ("hate",), "identity", "{group} itu {dehum}"),
     ("id-hat-02", ("hate",), "identity", "semua {group} harus diusir dari Indonesia"),
@@ -132,6 +138,13 @@ ID_TEMPLATES = [
     ("id-sex-11", ("sexual",), "sexual", "{sexterm} {you}"),
     ("id-sex-12", ("sexual",), "sexual", "video {sexverb} {name} udah nyebar, mau link?"),
     ("id-sex-13", ("sexual",), "sexual", "sini duduk di pangkuan om, {sexnoun} {you} bagus"),
+    ("id-sex-14", ("sexual",), "sexual", "{you} mau nggak {sexverb} sama aku"),
+    ("id-sex-15", ("sexual",), "sexual", "{sexnoun} {you} gede banget, pengen pegang"),
+    ("id-sex-16", ("sexual",), "sexual", "kapan kita {sexverb}, sayang"),
+    ("id-sex-17", ("sexual",), "sexual", "kirim video {sexnoun} {you} dong"),
+    ("id-sex-18", ("sexual",), "sexual", "aku pengen {sexverb} sama {name}"),
+    ("id-sex-19", ("sexual", "harassment"), "sexual", "{name} itu {sexinsult}, bisa dipakai siapa aja"),
+    ("id-sex-20", ("sexual",), "sexual", "ayo open BO, {sexverb} sampai pagi"),
     # profanity: swearing at no one
     ("id-pro-01", ("profanity",), "profanity", "{prof}! macet lagi"),
     ("id-pro-02", ("profanity",), "profanity", "{prof}, hujan terus dari pagi"),
@@ -434,6 +447,17 @@ EN_TEMPLATES = [
     ("en-thr-08", ("violence",), "threat", "you won't live to see tomorrow"),
     ("en-thr-09", ("violence",), "threat", "gonna {tv} you when I see you"),
     ("en-thr-10", ("violence", "hate"), "threat", "all {group} should be {killed}"),
+    ("en-thr-11", ("violence",), "threat", "I'm going to {tv} you"),
+    ("en-thr-12", ("violence",), "threat", "i will find you and {tv} you"),
+    ("en-thr-13", ("violence",), "threat", "you're dead, I swear I'll {tv} you"),
+    ("en-thr-14", ("violence",), "threat", "keep talking and I will {tv} {you}"),
+    ("en-thr-15", ("violence",), "threat", "I know where {name} lives, tonight I {tv} them"),
+    ("en-thr-16", ("violence",), "threat", "we are coming for you with guns"),
+    ("en-thr-17", ("violence",), "threat", "i'll put a bullet in your head"),
+    ("en-thr-18", ("violence",), "threat", "hope someone will {tv} {you} soon"),
+    ("en-thr-19", ("violence",), "threat", "next time I see {you} I will {tv} {you}"),
+    ("en-thr-20", ("violence",), "threat", "{you} will die tonight"),
+    ("en-thr-21", ("violence", "harassment"), "threat", "I'll {tv} you, {insult}"),
     ("en-hat-01", ("hate",), "identity", "{group} are {dehum}"),
     ("en-hat-02", ("hate",), "identity", "I hate {group}, every single one of them"),
     ("en-hat-03", ("hate",), "identity", "{group} should go back where they came from"),
@@ -443,6 +467,14 @@ EN_TEMPLATES = [
     ("en-sex-02", ("sexual",), "sexual", "hey {name}, {sex}"),
     ("en-sex-03", ("sexual", "harassment"), "sexual", "{sex}, you {adj} slut"),
     ("en-sex-04", ("sexual",), "sexual", "{sex} 🍆💦"),
+    ("en-sex-05", ("sexual",), "sexual", "{sex}, baby"),
+    ("en-sex-06", ("sexual",), "sexual", "{name} {sex}"),
+    ("en-sex-07", ("sexual",), "sexual", "hey sexy, {sex}"),
+    ("en-sex-08", ("sexual",), "sexual", "{sex} or I'll tell everyone"),
+    ("en-sex-09", ("sexual",), "sexual", "nice {body}, {sex}"),
+    ("en-sex-10", ("sexual",), "sexual", "I want to touch your {body}"),
+    ("en-sex-11", ("sexual",), "sexual", "your {body} makes me so hard"),
+    ("en-sex-12", ("sexual", "harassment"), "sexual", "shut up and {sex}, whore"),
     ("en-pro-01", ("profanity",), "profanity", "{prof}, I missed the bus again"),
     ("en-pro-02", ("profanity",), "profanity", "{prof}! the wifi is down"),
     ("en-pro-03", ("profanity",), "profanity", "this weather is {prof}"),
@@ -473,6 +505,12 @@ EN_TEMPLATES = [
     ("en-pos-04", (), "praise", "{you} look {nice} today"),
     ("en-pos-05", (), "praise", "thank {you}, {you} are so {nice}"),
     ("en-pos-06", (), "praise", "{name} is {nice}"),
+    ("en-pos-07", (), "praise", "{you} are {nice} and I love it"),
+    ("en-pos-08", (), "praise", "honestly {you} are {nice}"),
+    ("en-pos-09", (), "praise", "{name}, {you} are {nice}!"),
+    ("en-pos-10", (), "praise", "what a {nice} idea"),
+    ("en-pos-11", (), "praise", "{you} are {nice}, thanks for everything"),
+    ("en-pos-12", (), "praise", "{you}'re {nice}"),
     ("en-emo-01", ("harassment", "profanity"), "emoji", "{finger}"),
     ("en-emo-02", ("harassment", "profanity"), "emoji", "{finger} {you}"),
     ("en-emo-03", ("violence",), "emoji", "🔪🔪 {you} next"),
@@ -513,7 +551,37 @@ sounds good
 noted
 done
 same here
-me too""".splitlines()
+me too
+London
+Manchester
+Jakarta
+Surabaya
+Bandung
+Sydney
+Toronto
+Berlin
+Paris
+Tokyo
+Monday
+weekend
+football
+coffee
+breakfast
+homework
+birthday party
+project update
+new phone
+holiday photos
+Christmas
+Ramadan
+Diwali
+Hanukkah
+Eid Mubarak
+Merry Christmas
+happy new year
+good night
+well done
+bravo""".splitlines()
 EN_EVERYDAY = """Thanks for your help yesterday
 Good morning everyone
 See you at the meeting tomorrow
@@ -541,6 +609,7 @@ Please check your email
 🎉🎉 congrats""".splitlines()
 EN_SCUNTHORPE = ["Scunthorpe", "Middlesex", "Penistone", "Dickens novels", "the assassin's creed", "classic cocktails",
                  "Essex", "cockpit design", "a shiitake risotto", "the Cockburn report"]
+EN_BODY = ["tits", "ass", "boobs", "pussy", "body", "legs", "lips", "dick"]
 EN_KILLED = ["killed", "shot", "exterminated", "wiped out", "gassed"]
 EN_ANIMALS = ["dog", "cat", "pig", "monkey", "donkey", "rat"]
 
@@ -549,7 +618,7 @@ def _en_slots(rng: random.Random) -> dict:
     return {"nice": rng.choice(EN_NICE), "finger": rng.choice(EN_FINGER), "happy": rng.choice(EN_HAPPY),"insult": rng.choice(EN_INSULTS), "adj": rng.choice(EN_ADJ), "you": rng.choice(EN_YOU),
             "name": rng.choice(EN_NAMES), "tv": rng.choice(EN_THREAT), "group": rng.choice(EN_GROUPS),
             "dehum": rng.choice(EN_DEHUM), "prof": rng.choice(EN_PROF), "sex": rng.choice(EN_SEX),
-            "killed": rng.choice(EN_KILLED), "animal": rng.choice(EN_ANIMALS), "scunthorpe": rng.choice(EN_SCUNTHORPE)}
+            "killed": rng.choice(EN_KILLED), "animal": rng.choice(EN_ANIMALS), "scunthorpe": rng.choice(EN_SCUNTHORPE), "body": rng.choice(EN_BODY)}
 
 
 def english() -> list[Row]:

@@ -115,3 +115,14 @@ def test_a_damaged_or_foreign_model_file_is_refused_with_a_clear_error(tmp_path)
         local_model.load(broken)
     with pytest.raises(local_model.ModelFileError, match="scores"):
         local_model.load(categories=("toxicity",))
+
+
+def test_the_default_policy_takes_the_thresholds_the_training_chose():
+    # `make model` chooses them on its calibration split and writes them into the model file; the
+    # initial policy (moderation/services/policy.py) must say the same, or a retrained model would
+    # be judged by the last one's thresholds.
+    from moderation.services.policy import DEFAULT_POLICY
+
+    chosen = local_model.load().meta["thresholds"]
+    assert DEFAULT_POLICY["category_thresholds"] == {
+        category: {"review": levels["review"], "reject": levels["reject"]} for category, levels in chosen.items()}
