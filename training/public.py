@@ -235,7 +235,7 @@ def toxic_spans(m: Mirror) -> list[Row]:
     return rows[:3000]
 
 
-READERS = (davidson, mlma, convabuse, hatemoji, toxigen, germeval, toxic_spans)
+READERS = (davidson, mlma, convabuse, hatemoji, toxigen, germeval)
 
 
 def build(mirror: Path) -> list[Row]:

@@ -496,6 +496,12 @@ EN_TEMPLATES = [
     ("en-lit-03", (), "literal", "the {animal} in the park was so cute"),
     ("en-sub-01", (), "contains", "I live near {scunthorpe}"),
     ("en-sub-02", (), "contains", "we studied {scunthorpe} in class today"),
+    ("en-sub-03", (), "contains", "{scunthorpe} and {scunthorpe2}"),
+    ("en-sub-04", (), "contains", "have you seen {scunthorpe}?"),
+    ("en-sub-05", (), "contains", "the story of {scunthorpe}, by {scunthorpe2}"),
+    ("en-sub-06", (), "contains", "{scunthorpe}"),
+    ("en-sub-07", (), "contains", "my notes on {scunthorpe} and {scunthorpe2} are ready"),
+    ("en-sub-08", (), "contains", "a classic: {scunthorpe}"),
     ("en-grp-01", (), "identity-neutral", "many of my friends are {group}"),
     ("en-grp-02", (), "identity-neutral", "{group} have the same rights as everyone"),
     ("en-grp-03", (), "identity-neutral", "I'm proud to stand with {group}"),
@@ -606,9 +612,64 @@ Please check your email
 👍 sounds good
 🙏 thank you
 ❤️❤️
-🎉🎉 congrats""".splitlines()
+🎉🎉 congrats
+The meeting moved to 3pm on Thursday, room 204
+Bring two pens and a charger to the workshop
+The 5th edition ships with a USB-C cable
+Our team won the quiz night at the pub
+The library opens at 9am on weekdays
+The forecast says rain all weekend
+We planted tomatoes and basil in the garden
+The children painted the fence blue
+Please water the plants while I'm away
+The bus was ten minutes late this morning
+My sister just started a new job in Leeds
+I'm baking bread for the neighbours
+The concert tickets sold out in an hour
+Dinner is at seven, don't be late
+The new update fixed the login bug
+Can someone review my pull request?
+The server restarts every night at 2am
+I'm reading a book about the Roman empire
+The museum has a new dinosaur exhibit
+Our cat keeps sleeping on the keyboard
+The recipe needs three eggs and a cup of flour
+We hiked up the hill and watched the sunset
+The school play is on Friday evening
+Thanks for the feedback on my essay
+The shop is closed for the holidays
+I finally fixed the leaking tap
+The train to Bristol leaves from platform 4
+We are collecting old clothes for the shelter
+The council will repair the road next month
+The results will be announced at noon
+Happy anniversary to my parents
+I love the colours of autumn
+The printer is out of paper again
+Is the swimming pool open on Sundays?
+The football match ended in a draw
+Our volunteers cleaned up the beach
+The new café downtown makes great coffee
+My flight lands at 6:45 tomorrow
+The package arrived safe and sound
+I have a dentist appointment at 10
+The kids built a sandcastle at the beach
+Remember to vote on Tuesday
+The price of petrol went up again
+She graduated with honours last week
+The book club meets on the first Monday
+We adopted a puppy from the shelter
+Let me know if you need anything else
+The photos from the trip are online
+Good luck with your exams""".splitlines()
+# Words that hold a term and are no abuse (the Scunthorpe family).
 EN_SCUNTHORPE = ["Scunthorpe", "Middlesex", "Penistone", "Dickens novels", "the assassin's creed", "classic cocktails",
-                 "Essex", "cockpit design", "a shiitake risotto", "the Cockburn report"]
+                 "Essex", "cockpit design", "a shiitake risotto", "the Cockburn report", "Sussex", "a peacock",
+                 "Hitchcock films", "Emily Dickinson", "the assessment", "bass guitar", "the grass", "a passage",
+                 "the embassy", "cucumber salad", "a cumulative total", "the therapist", "a pianist", "the title",
+                 "peanut butter", "the buttons", "a shell", "the document", "the dictionary", "Arsenal", "the basement",
+                 "a sextant", "a string sextet", "the analysis", "Lightwater", "Cockermouth", "Shitterton", "a hancock",
+                 "massive class sizes", "the spice rack", "a harpsichord", "the mass", "Matsushita", "a shuttlecock"]
 EN_BODY = ["tits", "ass", "boobs", "pussy", "body", "legs", "lips", "dick"]
 EN_KILLED = ["killed", "shot", "exterminated", "wiped out", "gassed"]
 EN_ANIMALS = ["dog", "cat", "pig", "monkey", "donkey", "rat"]
@@ -618,12 +679,86 @@ def _en_slots(rng: random.Random) -> dict:
     return {"nice": rng.choice(EN_NICE), "finger": rng.choice(EN_FINGER), "happy": rng.choice(EN_HAPPY),"insult": rng.choice(EN_INSULTS), "adj": rng.choice(EN_ADJ), "you": rng.choice(EN_YOU),
             "name": rng.choice(EN_NAMES), "tv": rng.choice(EN_THREAT), "group": rng.choice(EN_GROUPS),
             "dehum": rng.choice(EN_DEHUM), "prof": rng.choice(EN_PROF), "sex": rng.choice(EN_SEX),
-            "killed": rng.choice(EN_KILLED), "animal": rng.choice(EN_ANIMALS), "scunthorpe": rng.choice(EN_SCUNTHORPE), "body": rng.choice(EN_BODY)}
+            "killed": rng.choice(EN_KILLED), "animal": rng.choice(EN_ANIMALS), "scunthorpe": rng.choice(EN_SCUNTHORPE), "scunthorpe2": rng.choice(EN_SCUNTHORPE), "body": rng.choice(EN_BODY)}
 
 
 def english() -> list[Row]:
     return _expand(EN_TEMPLATES, _en_slots, EN_EVERYDAY + EN_WORDS, "en", "written-en", random.Random(SEED + 1))
 
 
+# --- everyday German and French ---------------------------------------------------------------
+# The public German and French sets are tweets about politics and migration: everyday sentences
+# keep the model from reading any German or French sentence as an insult.
+
+DE_EVERYDAY = """Guten Morgen zusammen, wie geht es euch?
+Vielen Dank für die schnelle Antwort
+Der Zug nach Berlin fährt um 8 Uhr ab
+Wir treffen uns am Samstag im Park
+Das Wetter ist heute wirklich schön
+Kannst du mir bitte das Dokument schicken?
+Herzlichen Glückwunsch zum Geburtstag
+Die Bibliothek ist am Sonntag geschlossen
+Ich koche heute Abend Spaghetti für alle
+Das Konzert war gestern großartig
+Die Sitzung wurde auf Donnerstag verschoben
+Meine Schwester studiert Medizin in München
+Der Bus hatte heute zehn Minuten Verspätung
+Wir haben Tomaten und Basilikum im Garten gepflanzt
+Bitte vergiss nicht, die Blumen zu gießen
+Das Museum zeigt eine neue Ausstellung über Schiffe
+Der Preis für Brot ist wieder gestiegen
+Schönes Wochenende und bis Montag
+Ich lese gerade ein Buch über die Geschichte Europas
+Die Kinder spielen draußen Fußball
+Das Paket ist heute angekommen, danke
+Der Arzttermin ist um halb zehn
+Wir fahren im Sommer an die Ostsee
+Die neue Version behebt den Fehler beim Login
+Frohe Weihnachten und ein gutes neues Jahr
+Das ist eine gute Idee, machen wir so
+Die Straße wird nächste Woche repariert
+Ich habe das Problem mit dem Drucker gelöst
+Das Restaurant an der Ecke ist sehr gemütlich
+Viel Erfolg bei der Prüfung morgen""".splitlines()
+FR_EVERYDAY = """Bonjour à tous, bonne journée
+Merci beaucoup pour votre aide
+Le train pour Lyon part à 9 heures
+On se retrouve samedi au parc
+Il fait très beau aujourd'hui
+Peux-tu m'envoyer le document, s'il te plaît ?
+Joyeux anniversaire, profite bien de ta journée
+La bibliothèque est fermée le dimanche
+Ce soir je prépare une tarte aux pommes
+Le concert d'hier était magnifique
+La réunion est reportée à jeudi
+Ma sœur étudie la médecine à Paris
+Le bus avait dix minutes de retard ce matin
+Nous avons planté des tomates dans le jardin
+N'oublie pas d'arroser les plantes
+Le musée présente une nouvelle exposition
+Bon week-end et à lundi
+Je lis un livre sur l'histoire de France
+Les enfants jouent au football dehors
+Le colis est bien arrivé, merci
+Nous partons en vacances en Bretagne cet été
+La nouvelle version corrige le problème de connexion
+Joyeux Noël et bonne année
+C'est une bonne idée, faisons comme ça
+La route sera réparée la semaine prochaine
+Le restaurant du coin est très agréable
+Bonne chance pour ton examen demain
+Le marché est ouvert tous les mercredis
+J'ai trouvé un appartement près de la gare
+Le café de la place fait de bons croissants""".splitlines()
+
+
+def everyday_other() -> list[Row]:
+    rows = []
+    for language, lines in (("de", DE_EVERYDAY), ("fr", FR_EVERYDAY)):
+        rows += [Row(text, language, f"written-{language}", (), (), group=f"{language}-everyday-{k // 5:02d}",
+                     functionality="everyday") for k, text in enumerate(lines)]
+    return rows
+
+
 def rows() -> list[Row]:
-    return indonesian() + english()
+    return indonesian() + english() + everyday_other()

@@ -82,7 +82,8 @@ def test_the_parts_the_model_scores_point_at_the_original_characters():
     text = kind * 6 + insult + " " + kind * 6
     result = local_result(text)
     worst = max(result.parts, key=lambda p: p.scores["harassment"])
-    assert text[worst.start:worst.end] == insult and worst.scores["harassment"] >= 0.9
+    rejected_from = DEFAULT_POLICY["category_thresholds"]["harassment"]["reject"]
+    assert text[worst.start:worst.end] == insult and worst.scores["harassment"] >= rejected_from
 
 
 def test_the_language_of_an_insult_dressed_in_cyrillic_look_alikes_is_read_through_them():
@@ -155,8 +156,10 @@ def test_benign_text_in_sixteen_languages_matches_no_term():
 
 
 def test_benign_text_is_not_flagged_by_the_model_reading_the_normal_form():
-    scores = [local_result(text).category_scores["profanity"] for text in BENIGN]
-    assert max(scores) < DEFAULT_POLICY["review_threshold"], scores
+    # Every category, each against its own review threshold in the initial policy.
+    review_at = {c: levels["review"] for c, levels in DEFAULT_POLICY["category_thresholds"].items()}
+    over = {text: {c: s for c, s in local_result(text).category_scores.items() if s >= review_at[c]} for text in BENIGN}
+    assert {text: found for text, found in over.items() if found} == {}
 
 
 @pytest.mark.parametrize("text", BENIGN[6:])
