@@ -49,6 +49,11 @@ ID_GROUPS = ["orang Cina", "orang Tionghoa", "orang Papua", "orang Batak", "oran
              "imigran", "orang Arab", "jemaat Ahmadiyah", "orang Syiah", "orang Sunda", "orang Ambon", "orang kulit hitam",
              "orang Buddha", "pengungsi Rohingya", "orang Minang", "orang Bugis"]
 ID_DEHUM = ["sampah", "binatang", "kecoak", "parasit", "penyakit", "tikus", "virus", "hama", "kotoran", "setan"]
+ID_NEG_ATTR = ["menjijikkan", "kotor", "bau", "malas", "pembohong", "penipu", "bodoh", "tolol", "rakus", "licik",
+               "jahat", "tidak tahu diri", "kampungan", "biadab", "pengkhianat", "tukang onar"]
+ID_DISGUST = ["jijik", "muak", "mual", "eneg", "benci"]
+ID_POS_ATTR = ["ramah", "baik hati", "pintar", "pekerja keras", "jujur", "hebat", "sopan", "kreatif", "rajin",
+               "murah senyum"]
 ID_SEX_VERBS = ["ngewe", "ngentot", "ngeseks", "begituan", "tidur", "ngamar"]
 ID_SEX_NOUNS = ["memek", "toket", "pantat", "kontol", "susu", "bokong", "paha"]
 ID_SEX_INSULTS = ["lonte", "pelacur", "perek", "jablay", "bispak", "sundel", "pecun", "jalang", "cabe-cabean"]
@@ -124,6 +129,22 @@ ID_TEMPLATES = [
     ("id-hat-14", ("hate",), "identity", "{group} najis, jangan dekat-dekat"),
     ("id-hat-15", ("hate",), "identity", "usir {group} dari kampung kita"),
     ("id-hat-16", ("hate",), "identity", "{group} cuma bikin rusak negara"),
+    ("id-hat-17", ("hate",), "identity", "{group} emang {negattr}"),
+    ("id-hat-18", ("hate",), "identity", "gue benci banget sama {group}"),
+    ("id-hat-19", ("hate",), "identity", "{group} bikin gue {disgust}"),
+    ("id-hat-20", ("hate", "harassment"), "identity", "cuma {group} yang bisa se{adj} itu"),
+    ("id-hat-21", ("hate",), "identity", "menurut gue {group} itu {dehum}"),
+    ("id-hat-22", ("hate",), "identity", "kalian cuma {group}, gak ada harganya"),
+    ("id-hat-23", ("hate",), "identity", "pantas aja {negattr}, dia kan {group}"),
+    ("id-hat-24", ("hate",), "identity", "gak ada tempat buat {group} di negara ini"),
+    ("id-hat-25", ("hate", "violence"), "identity", "{group} mending mati aja semua"),
+    ("id-hat-26", ("hate",), "identity", "hidup {group} gak ada gunanya"),
+    ("id-hat-27", ("hate",), "identity", "aku jijik lihat {group}"),
+    ("id-hat-28", ("hate",), "identity", "{group} tuh {dehum} semua"),
+    ("id-hat-29", ("hate",), "identity", "kenapa sih {group} selalu {negattr}?"),
+    ("id-hat-30", ("hate",), "identity", "jangan kasih kerjaan ke {group}, mereka {negattr}"),
+    ("id-hat-31", ("hate", "violence"), "identity", "kita harus serang {group} sampai mereka pergi"),
+    ("id-hat-32", ("hate",), "identity", "{group} gak pantas disebut manusia"),
     # sexual
     ("id-sex-01", ("sexual",), "sexual", "kirim foto bugil {you} dong"),
     ("id-sex-02", ("sexual",), "sexual", "mau {sexverb} sama {you}"),
@@ -194,6 +215,12 @@ ID_TEMPLATES = [
     ("id-grp-05", (), "identity-neutral", "acara budaya {group} ramai dikunjungi"),
     ("id-grp-06", (), "identity-neutral", "hak {group} dilindungi undang-undang"),
     ("id-grp-07", (), "identity-neutral", "saya bangga jadi bagian dari {group}"),
+    ("id-grp-08", (), "identity-positive", "{group} itu {posattr}"),
+    ("id-grp-09", (), "identity-positive", "aku sayang sama teman-teman {group}"),
+    ("id-grp-10", (), "identity-positive", "menurut gue {group} {posattr} banget"),
+    ("id-grp-11", (), "identity-positive", "banyak {group} yang {posattr}"),
+    ("id-grp-12", (), "identity-neutral", "apa kabar teman-teman {group}?"),
+    ("id-grp-13", (), "identity-neutral", "dia kan {group}, makanya jago masak"),
     ("id-pos-01", (), "praise", "{you} keren banget, makasih ya"),
     ("id-pos-02", (), "praise", "mantap {name}, videonya bagus"),
     ("id-pos-03", (), "praise", "{you} pintar sekali, semoga sukses"),
@@ -335,7 +362,8 @@ def _id_slots(rng: random.Random, terms: dict) -> dict:
         "sexinsult": rng.choice(ID_SEX_INSULTS), "sexterm": rng.choice(sexual), "prof": rng.choice(ID_PROFANITY),
         "animal_lit": rng.choice(ID_ANIMALS_LITERAL), "whitelist": rng.choice(whitelist),
         "regional": rng.choice(regional) if regional else rng.choice(insults),
-        "finger": rng.choice(EN_FINGER), "happy": rng.choice(EN_HAPPY),
+        "finger": rng.choice(EN_FINGER), "happy": rng.choice(EN_HAPPY), "negattr": rng.choice(ID_NEG_ATTR),
+        "disgust": rng.choice(ID_DISGUST), "posattr": rng.choice(ID_POS_ATTR),
     }
 
 

@@ -48,7 +48,9 @@ def test_the_sentence_that_crossed_is_highlighted_escaped_with_its_markers_and_t
 
     # The term spans the part's end: marked on each side of it, so the elements nest.
     mark = '<mark class="rule-match rule-manual_review" title="insult:manual_review: piece of shit. Our">'
-    assert ('<span class="flagged-part flagged-reject" id="flagged-part-0" title="Crossed a threshold: harassment 0.994">'
+    (crossed,) = review.decision.parts["crossed"]
+    title = f'Crossed a threshold: harassment {crossed["scores"]["harassment"]:.3f}'  # the model's score of the part
+    assert (f'<span class="flagged-part flagged-reject" id="flagged-part-0" title="{title}">'
             f"&lt;b&gt;You&lt;/b&gt; are a fucking id{ZWSP_MARKER}iot and a worthless {mark}piece of shit.</mark></span>"
             f"{mark} Our</mark> community garden") in panel
     assert panel.count('class="flagged-part') == 1
