@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
     # Chosen on the languages the product is measured in (English and Indonesian): the Arabic and
     # French sets are mostly abusive tweets, and would spend the share of texts sent to people.
     chosen = np.array([r.language in THRESHOLD_LANGUAGES for r in parts["calibration"].rows])
-    review, reject = choose_thresholds(p_cal[chosen], [r for r, c in zip(parts["calibration"].rows, chosen) if c])
+    review, reject = choose_thresholds(p_cal[chosen], [r for r, c in zip(parts["calibration"].rows, chosen, strict=True) if c])
     print("thresholds (from the calibration split):")
     for c, category in enumerate(CATEGORIES):
         print(f"  {category:11} review {review[c]:.2f} reject {reject[c]:.2f}  platt a={platts[category][0]:.3f} "
