@@ -86,3 +86,23 @@ def test_many_inputs_are_judged_by_one_model_call_as_each_would_be_alone(monkeyp
                                        "shut up you fucking idiot"])
     assert [type(a) if isinstance(a, UnsupportedContent) else a for a in together] == alone
     assert together[3].category_scores == dict.fromkeys(CATEGORIES, 0.0)  # nothing to judge: as alone
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("dasar tolol", "rejected"),                              # too short to tell its language
+    ("🖕🖕🖕", "rejected"),                                     # no language at all
+    ("Terima kasih atas bantuannya kemarin", "approved"),     # surely Indonesian: the model judges it
+    ("Selamat pagi semua", "approved"),
+    ("kamu memang bodoh dan tidak berguna", "rejected"),
+])
+def test_the_initial_policy_judges_what_the_issue_saw_passed_or_held(text, expected):
+    # With nothing configured (no rules): the language detected as a worker detects it, then the
+    # one decision function. A text of unsure language is judged by the model all the same.
+    from moderation.models import ModerationPolicy
+    from moderation.services.policy import DEFAULT_POLICY
+    from moderation.text.language import detect
+    from moderation.verdicts import decide
+
+    policy = ModerationPolicy(version=1, **DEFAULT_POLICY)
+    verdict = decide(policy, moderate(content_type="text", text=text), text=text, detection=detect(text))
+    assert verdict.model_used and verdict.label == expected, verdict.explanation

@@ -95,20 +95,28 @@ class TestPipeline:
         # Short texts rarely separate Indonesian from Malay: the id rule applies to either.
         assert review["status"] == "rejected" and review["language"] in ("id", "ms")
         decision = review["decision"]
-        assert decision["policy_version"] == 2 and decision["model_used"] is False
+        # The model judges Indonesian too (and rejects this): the rule is named beside it.
+        assert decision["policy_version"] == 2 and decision["model_used"] is True
         assert 'rule insult:reject:id matched term "bodoh" at 6-11 (category insult)' in decision["explanation"]
         assert decision["rules"] == [
             {"rule": "insult:reject:id", "category": "insult", "action": "reject", "term": "bodoh"}
         ]
         # The statement of reasons names the rule too, not only the explanation.
-        assert decision["reasons"] == [{"category": "insult", "score": None, "rule": "insult:reject:id", "term": "bodoh"}]
+        assert {"category": "insult", "score": None, "rule": "insult:reject:id", "term": "bodoh"} in decision["reasons"]
         timeline = http.get(f"{URL}{review['id']}/timeline/").json()
         assert any("rule insult:reject:id" in str(entry["detail"]) for entry in timeline), timeline
 
-    def test_before_the_list_the_same_text_is_not_approved_on_a_meaningless_english_score(self, local, http):
+    def test_before_the_list_the_model_itself_rejects_the_same_text_as_harassment(self, local, http):
         review = moderate(http, "dasar bodoh kamu")
-        assert review["status"] == "manual_review"
-        assert "its score is not used" in review["decision"]["explanation"]
+        assert review["status"] == "rejected" and review["decision"]["model_used"] is True
+        assert "harassment=" in review["decision"]["explanation"] and review["decision"]["rules"] == []
+
+    def test_a_rule_catches_what_the_model_lets_through(self, local, http, id_list):
+        # "The comedy film is funny and a bit stupid": no insult to the model, a match to a blunt rule.
+        text = "film komedi itu lucu dan agak bodoh"
+        assert moderate(http, text)["status"] == "approved"
+        run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
+        assert moderate(http, text)["status"] == "rejected"
 
     def test_english_is_still_judged_by_the_model(self, local, http, id_list):
         run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
@@ -173,7 +181,8 @@ class TestAdminEditor:
         allow = tmp_path / "id-allow.txt"
         allow.write_text("tidak bodoh\n", encoding="utf-8")
         run("import", str(allow), "--category", "insult", "--action", "allow", "--language", "id", "--publish")
-        texts = ["dasar bodoh kamu", "rapat dipindah ke jam tiga sore", "shut up you fucking idiot",
+        texts = ["dasar bodoh kamu", "film komedi itu lucu dan agak bodoh", "rapat dipindah ke jam tiga sore",
+                 "shut up you fucking idiot",
                  "Thanks for the lovely dinner, see you on Sunday!", "kamu b0d0h sekali",
                  # Each of these tells a dry run that ignored part of the policy from publishing:
                  "my Indonesian friend taught me that bodoh means stupid",  # the rule's language scope (en)
@@ -181,8 +190,8 @@ class TestAdminEditor:
                  "kamu tidak bodoh"]                                        # the allow exception
         page = staff.post(TERMS_URL, form(preview="1", dry_texts="\n".join(texts)))
         predicted = {row.text: row.draft.label for row in page.context["rows"]}
-        assert predicted["dasar bodoh kamu"] == "rejected"
-        assert any(row.changed for row in page.context["rows"])
+        assert predicted["dasar bodoh kamu"] == predicted["film komedi itu lucu dan agak bodoh"] == "rejected"
+        assert [row.text for row in page.context["rows"] if row.changed] == ["film komedi itu lucu dan agak bodoh"]
 
         published = staff.post(TERMS_URL, previewed(page))
         assert published.status_code == 302 and services.policy_active().version == 3
@@ -191,10 +200,10 @@ class TestAdminEditor:
         assert decided == predicted
 
     def test_a_dry_run_over_the_last_reviews_compares_draft_and_active(self, staff, local, http):
-        moderate(http, "dasar bodoh kamu")
+        moderate(http, "film komedi itu lucu dan agak bodoh")  # the model approves it; the draft's rule does not
         page = staff.post(TERMS_URL, form(preview="1", dry_last="5"))
         [row] = page.context["rows"]
-        assert (row.active.label, row.draft.label) == ("manual_review", "rejected")
+        assert (row.active.label, row.draft.label) == ("approved", "rejected")
 
     def test_publishing_a_preview_made_before_another_version_is_refused(self, staff):
         stale = previewed(staff.post(TERMS_URL, form(preview="1")))
@@ -219,8 +228,8 @@ class TestAdminEditor:
         assert page.status_code == 302, page.content.decode()[-2000:]
 
         assert moderate(http, "🤬🤬 🤬")["status"] == "rejected"
-        lone = moderate(http, "🖕")  # no word, no pattern match: the model decides, nothing fails
-        assert lone["status"] == "approved" and lone["decision"]["rules"] == []
+        lone = moderate(http, "🖕")  # no word, no pattern match: the model decides (it knows 🖕), nothing fails
+        assert lone["status"] == "rejected" and lone["decision"]["rules"] == [] and lone["decision"]["model_used"]
         # The review page recomputes the matches of a decision that has none.
         assert staff.get(f"/admin/moderation/contentreview/{lone['id']}/timeline/").status_code == 200
 
