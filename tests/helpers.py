@@ -48,7 +48,7 @@ def result(score: float, *, model: str = "test-model", provider_request_id: str 
 
 
 # Scores the initial policy maps to each label for `result`'s category, harassment (moderation/
-# services/policy.py DEFAULT_POLICY: review from 0.31, reject from 0.72; other categories 0.5 and 0.9).
+# services/policy.py DEFAULT_POLICY: review from 0.33, reject from 0.68; other categories 0.5 and 0.9).
 SCORE_FOR = {"approved": 0.1, "manual_review": 0.6, "rejected": 0.95}
 
 

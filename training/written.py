@@ -389,9 +389,39 @@ def informal(text: str, rng: random.Random) -> str:
     return text
 
 
+# Contrast twins (HateCheck's minimal pairs): an abusive template whose only abusive words are
+# these slots is also filled with kind words, as a benign row of the same group (so both halves
+# fall in one split). The frame ("{group} itu ...", "{name} memang ...") then decides nothing:
+# without them "orang Jawa itu ramah" scored hate 0.97.
+ID_KIND_NOUNS = ["saudara kita", "teman yang baik", "pahlawan", "tetangga yang ramah", "orang hebat", "sahabat",
+                 "guru yang sabar", "orang jujur"]
+TWIN_SLOTS = {"dehum": ID_KIND_NOUNS, "insult": ID_KIND_NOUNS, "regional": ID_KIND_NOUNS}
+TWIN_ADJ_SLOTS = ("adj", "negattr")
+UNTWINNABLE = ("{tv", "{tvk", "{sex", "{prof", "{animal}", "{finger", "{disgust", "bunuh", "basmi", "usir", "bakar",
+               "mati", "najis", "benci", "diusir", "penipu", "binatang", "sampah", "rusak", "penyakit", "rendah",
+               "gunanya", "serang", "pantas", "harganya", "tarif", "telanjang", "bugil", "kosong", "jijik", "parang",
+               "mampus", "leher", "kepala", "nyawa", "kuhabisi", "nama", "pergi", "tempat", "manusia", "pulang", "bau", "sok",
+               "diam", "diem", "mending", "kerja yang benar", "becus", "makan uang")
+
+
+def _twin(pattern: str, positive: tuple) -> bool:
+    return bool(positive) and any(f"{{{slot}}}" in pattern for slot in (*TWIN_SLOTS, *TWIN_ADJ_SLOTS)) and not any(
+        word in pattern for word in UNTWINNABLE)
+
+
 def _expand(templates, slots_for, everyday, language: str, source: str, rng: random.Random) -> list[Row]:
     rows = []
     for template_id, positive, functionality, pattern in templates:
+        if language == "id" and _twin(pattern, positive):
+            for _ in range(FILLS[language] // 2):
+                slots = slots_for(rng)
+                for slot, kind in TWIN_SLOTS.items():
+                    slots[slot] = rng.choice(kind)
+                for slot in TWIN_ADJ_SLOTS:
+                    slots[slot] = rng.choice(ID_POS_ATTR)
+                text = pattern.format(**slots)
+                rows.append(Row(informal(text, rng) if rng.random() < 0.4 else text, language, source, (), (),
+                                group=template_id, functionality="contrast"))
         seen = set()
         for _ in range(FILLS[language] * 3):
             if len(seen) >= FILLS[language]:

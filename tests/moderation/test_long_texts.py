@@ -87,7 +87,7 @@ def test_a_result_without_parts_is_judged_by_its_whole_scores_under_every_rule()
 def test_the_explanation_says_the_text_was_judged_by_parts_and_gives_the_whole_score():
     verdict = evaluate(policy(PartRule.MAX), scored(0.01, 0.2, 0.95))
     assert verdict.label == ReviewStatus.REJECTED and verdict.score == 0.95
-    assert verdict.explanation == ("policy v1: harassment=0.950 >= reject 0.72 (judged by parts, the worst part of 2; "
+    assert verdict.explanation == ("policy v1: harassment=0.950 >= reject 0.68 (judged by parts, the worst part of 2; "
                                    "the whole text: harassment=0.010)")
     assert evaluate(policy(PartRule.WHOLE), scored(0.01, 0.2, 0.95)).label == ReviewStatus.APPROVED
 

@@ -21,7 +21,7 @@ from tests.helpers import claimed, collide, decided, result
 
 def scored(client, score: float) -> ContentReview:
     """A review the model sent to manual_review with `score` as its top category score (harassment:
-    the initial policy sends 0.31 to 0.72 to a human)."""
+    the initial policy sends 0.33 to 0.68 to a human)."""
     review, request = claimed(client)
     services.review_finalize(idempotency_key=request.idempotency_key, result=result(score), cause="provider_result")
     review.refresh_from_db()
