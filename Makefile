@@ -86,9 +86,10 @@ bench: $(VENV)/.dev-installed
 
 # The default model (docs/model-card.md): trained, calibrated and measured from the data committed
 # in training/ (fixed seeds: the same data gives the same moderation/data/local_model.npz), its
-# held-out split written to training/heldout/ for `make evaluate`. About a minute on one core.
+# held-out split written to training/heldout/ for `make evaluate`, its figures to training/last-run.txt.
+# About a minute on one core.
 model: $(VENV)/.dev-installed
-	$(PY) -m training.train
+	@$(PY) -m training.train > training/last-run.txt 2>&1; status=$$?; cat training/last-run.txt; exit $$status
 
 # The active policy measured with the local model on each held-out labelled set (docs/operations.md,
 # "Measuring a policy"): every .csv and .jsonl in training/heldout/, or the files in EVALUATE_DATA.
