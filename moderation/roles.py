@@ -59,15 +59,24 @@ def ensure_roles() -> dict[str, int]:
     """Create or update the groups so each has exactly its role's permissions. Idempotent."""
     for app_config in apps.get_app_configs():  # permissions exist before the groups refer to them
         create_permissions(app_config, verbosity=0)
+    permissions = _permissions({code for codenames in ROLES.values() for code in codenames})
     counts = {}
     for name, codenames in ROLES.items():
         group, _ = Group.objects.get_or_create(name=name)
-        wanted = [_permission(code) for code in codenames]
+        wanted = [permissions[code] for code in codenames]
         group.permissions.set(wanted)
         counts[name] = len(wanted)
     return counts
 
 
-def _permission(dotted: str) -> Permission:
-    app_label, codename = dotted.split(".")
-    return Permission.objects.get(content_type__app_label=app_label, codename=codename)
+def _permissions(dotted: set[str]) -> dict[str, Permission]:
+    """The permissions named "app_label.codename", read in one query; one that does not exist is
+    an error in ROLES."""
+    found = {
+        f"{permission.content_type.app_label}.{permission.codename}": permission
+        for permission in Permission.objects.select_related("content_type").filter(
+            codename__in={code.split(".", 1)[1] for code in dotted})
+    }
+    if missing := sorted(dotted - found.keys()):
+        raise Permission.DoesNotExist(f"ROLES names permissions that do not exist: {', '.join(missing)}")
+    return found

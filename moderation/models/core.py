@@ -694,8 +694,10 @@ def default_model_languages() -> list[str]:
 
 
 # The violation categories a new installation starts with: the OpenAI moderation names the
-# providers score, the local model's `profanity`, and `spam`, which no model here scores.
-DEFAULT_CATEGORIES = ["harassment", "hate", "illicit", "profanity", "self-harm", "sexual", "spam", "violence"]
+# providers score, the local model's `profanity`, `spam`, which no model here scores, and the
+# default term lists' `insult` and `threat` (moderation/data/terms).
+DEFAULT_CATEGORIES = ["harassment", "hate", "illicit", "insult", "profanity", "self-harm", "sexual", "spam", "threat",
+                      "violence"]
 
 
 def default_categories() -> list[str]:

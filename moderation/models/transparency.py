@@ -42,6 +42,12 @@ def default_dsa_mapping() -> dict[str, Any]:
                                  f"{terms}: harassment", "The content harasses or intimidates a person."),
             "hate": _entry("STATEMENT_CATEGORY_ILLEGAL_OR_HARMFUL_SPEECH", ["KEYWORD_HATE_SPEECH"],
                            f"{terms}: hateful conduct", "The content attacks people for who they are."),
+            # The default term lists' categories (moderation/data/terms): an insult aims at a
+            # person, a threat of violence at a person's safety.
+            "insult": _entry("STATEMENT_CATEGORY_CYBER_VIOLENCE", ["KEYWORD_CYBER_BULLYING_INTIMIDATION"],
+                             f"{terms}: insults", "The content insults or demeans a person."),
+            "threat": _entry("STATEMENT_CATEGORY_VIOLENCE", ["KEYWORD_INCITEMENT_VIOLENCE_HATRED"],
+                             f"{terms}: threats", "The content threatens a person with violence."),
             "illicit": _entry("STATEMENT_CATEGORY_UNSAFE_AND_PROHIBITED_PRODUCTS", ["KEYWORD_PROHIBITED_PRODUCTS"],
                               f"{terms}: illicit goods and activities",
                               "The content promotes illicit goods or activities."),

@@ -10,7 +10,8 @@ from django.db import connection, transaction
 from django.db.models import Max, Subquery
 
 from moderation.errors import DraftChanged, DraftNotPreviewed, PolicyChanged
-from moderation.text.language import Detection, detect
+from moderation.text.default_terms import default_term_lists
+from moderation.text.language import Detection, configured_languages, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
 from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, validate_policy
 from moderation.text.rules import term_lists_digest
@@ -63,6 +64,7 @@ DEFAULT_POLICY = {
     "flagged_label": "manual_review",
     "notes": "Initial policy: the local model's thresholds per category (docs/model-card.md).",
 }
+DEFAULT_TERMS_NOTE = " The default term lists (moderation/data/terms) for: {languages}, and emoji."
 
 
 def policy_active() -> ModerationPolicy:
@@ -100,9 +102,22 @@ def policy_published(policy_id: int | None) -> ModerationPolicy:
 
 
 def policy_ensure_default() -> ModerationPolicy:
-    """Publish version 1 with the default thresholds if no policy exists yet."""
+    """Publish version 1 with the default thresholds and the default term lists of the configured
+    languages if no policy exists yet.
+
+    Only a fresh installation gets the lists this way: an existing policy is never changed behind
+    its operator's back (decisions would change with no version published by a person). An
+    operator adopts them as a new version with `manage.py policy_terms defaults --publish`
+    (docs/policy-rules.md, "Default term lists").
+    """
     existing = ModerationPolicy.objects.order_by("-version").first()
-    return existing or policy_publish(**DEFAULT_POLICY)
+    if existing is not None:
+        return existing
+    languages = configured_languages()
+    term_lists = default_term_lists(languages)
+    shipped = sorted({rule["language"] for rule in term_lists} - {""})
+    notes = DEFAULT_POLICY["notes"] + DEFAULT_TERMS_NOTE.format(languages=", ".join(shipped) or "no language")
+    return policy_publish(**{**DEFAULT_POLICY, "notes": notes}, term_lists=term_lists)
 
 
 def policy_draft(base: ModerationPolicy, **changes) -> ModerationPolicy:

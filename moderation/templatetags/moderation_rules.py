@@ -4,6 +4,7 @@
     {% rule_matches review %}                 the whole block: language, highlighted text, rules
     {{ text|highlight_terms:matches }}         only the highlighted text (matches as stored)
     {{ match|words_in:text }}                  the words a match spans, cut from the text
+    {{ match|rule_in_words }}                  what the matched rule does, in words
     {{ value|visible }}                        any content string, hidden characters shown
     {{ terms|visible_terms:"added" }}          a list of terms, each in a span of that class
 
@@ -124,6 +125,17 @@ def flagged_spans(parts, length: int) -> list[tuple[int, int, str, str]]:
 def has_span(match: dict) -> bool:
     """Whether a stored match lies on words of the text (a rule's), not on an image (a bank's)."""
     return all(isinstance(match.get(key), int) and not isinstance(match.get(key), bool) for key in ("start", "end"))
+
+
+RULE_ACTION_WORDS = {"reject": "Rejects", "manual_review": "Sends to a human", "allow": "An exception"}
+
+
+@register.filter
+def rule_in_words(match: dict) -> str:
+    """What a matched rule does, in words ("Sends to a human, id only"): a moderator reads the
+    rule, its name (`insult:manual_review:id`) stays in the element's title."""
+    action = RULE_ACTION_WORDS.get(match.get("action"), str(match.get("action", "")))
+    return f"{action}, {match['language']} only" if match.get("language") else action
 
 
 @register.filter

@@ -43,9 +43,14 @@ SYSTEM_EXPLANATION = "The automated check could not be completed, so a moderator
 def _rule_reasons(decision: Decision) -> list[Reason]:
     """The watched-term rules that decided (moderation.text.rules): each names its rule and the term
     of the policy's list that matched. An `allow` match is an exception, not a reason. A hash
-    bank's match names the bank and the distance (docs/design.md, "Images and hash banks")."""
+    bank's match names the bank and the distance (docs/design.md, "Images and hash banks").
+
+    Rejecting matches come first, then the others in text order: a rejection's first reason (the
+    category its statement of reasons and notice name, moderation/services/statements.py) is the
+    category of a term that rejected it, not of an earlier one that only asked for a human."""
     found = []
-    for match in decision.rule_matches or []:
+    matches = sorted(decision.rule_matches or [], key=lambda m: m["action"] != RuleAction.REJECT)
+    for match in matches:
         if "distance" in match:  # a hash bank's entry (moderation.verdicts.bank_match_record)
             found.append({"category": match["category"], "score": None, "rule": match["rule"],
                           "distance": match["distance"]})

@@ -211,3 +211,15 @@ class TestSetupRoles:
         assert {"reprocess_review", "add_moderationpolicy"} <= perms["supervisor"]
         assert all(p.startswith("view_") for p in perms["auditor"])
         assert "moderator:" in output
+        from moderation.roles import ROLES  # each group holds exactly its role's permissions
+        assert {name: {f"{p.content_type.app_label}.{p.codename}" for p in g.permissions.all()}
+                for g in Group.objects.all() for name in [g.name]} == {name: set(codes) for name, codes in ROLES.items()}
+
+    def test_a_role_naming_a_permission_that_does_not_exist_is_refused_by_name(self, monkeypatch):
+        from django.contrib.auth.models import Permission
+
+        from moderation import roles
+
+        monkeypatch.setitem(roles.ROLES, "moderator", [*roles.ROLES["moderator"], "moderation.fly_review"])
+        with pytest.raises(Permission.DoesNotExist, match="moderation.fly_review"):
+            roles.ensure_roles()

@@ -102,8 +102,16 @@ def test_only_the_parts_over_a_threshold_are_kept_with_their_level_and_the_first
     assert parts_record(policy(PartRule.MAX), scored(0.1)) == {}
 
 
+def the_model_alone(**changes) -> None:
+    """Publish a version without the default term lists: what these tests judge is how the model's
+    parts count, and the lists would reject the insult by themselves ("fucking" is a default
+    reject term, docs/policy-rules.md "Default term lists")."""
+    services.policy_publish_change(lambda active: {"term_lists": [], **changes}, notes="the model alone")
+
+
 @pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_the_five_kilobyte_example_is_no_longer_approved(api_client, local):
+    the_model_alone()
     review = submit(api_client, text=LONG)
     tasks.moderate_review(review.pk)
 
@@ -119,7 +127,7 @@ def test_the_five_kilobyte_example_is_no_longer_approved(api_client, local):
 
 @pytest.mark.usefixtures("on_commit_callbacks_run")
 def test_under_a_version_whose_rule_is_whole_the_same_text_is_approved_and_keeps_its_evidence(api_client, local):
-    services.policy_publish_change(lambda active: {"part_rule": PartRule.WHOLE}, notes="judge texts whole")
+    the_model_alone(part_rule=PartRule.WHOLE)
     review = submit(api_client, text=LONG)
     tasks.moderate_review(review.pk)
 

@@ -16,6 +16,7 @@ from moderation.models import ModerationPolicy, ReviewStatus
 from moderation.providers import ModerationInput, get_provider
 from moderation.services.policy import DEFAULT_POLICY
 from moderation.templatetags.moderation_rules import highlight_terms
+from moderation.text.default_terms import default_term_lists
 from moderation.text.language import Detection
 from moderation.text.matching import TermMatcher
 from moderation.text.normal import PASSES_FOR, normal_text, normalize
@@ -250,8 +251,8 @@ def disguised(draw, word: str, spaced_before: str | None) -> tuple[str, str | No
 
 
 @st.composite
-def plain_and_disguised(draw) -> tuple[str, str]:
-    words = draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6))
+def plain_and_disguised(draw, vocabulary: list[str] = WORDS) -> tuple[str, str]:
+    words = draw(st.lists(st.sampled_from(vocabulary), min_size=1, max_size=6))
     pieces, spaced = [], None
     for word in words:
         piece, spaced = draw(disguised(word, spaced))
@@ -277,6 +278,21 @@ def test_a_disguised_text_is_read_as_the_plain_text(pair):
 def test_a_disguised_text_is_never_judged_more_leniently_than_the_plain_text(pair):
     plain, text = pair
     assert SEVERITY[verdict(RULES, text).label] >= SEVERITY[verdict(RULES, plain).label], (plain, text)
+
+
+# The default term lists (moderation/data/terms) with the same disguises: their one-word terms
+# (letters only) among everyday words.
+DEFAULT_RULES = ModerationPolicy(version=1, **{**DEFAULT_POLICY, "term_lists": default_term_lists(("en", "id", "ms"))})
+DEFAULT_WORDS = sorted({t for rule in DEFAULT_RULES.term_lists for t in rule["terms"] if t.isascii() and t.isalpha()})
+
+
+@PROPERTY
+@given(pair=plain_and_disguised(DEFAULT_WORDS + WORDS))
+@example(pair=("dasar tolol kamu", "dasar t0l0l kamu"))
+@example(pair=("you motherfucker", "y o u m​отherfuuucker"))
+def test_a_disguised_text_is_never_judged_more_leniently_than_the_plain_text_by_the_default_lists(pair):
+    plain, text = pair
+    assert SEVERITY[verdict(DEFAULT_RULES, text).label] >= SEVERITY[verdict(DEFAULT_RULES, plain).label], (plain, text)
 
 
 # --- offsets ---------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 
 from moderation import services, tasks
 from moderation.models import ContentReview, ModerationPolicy
+from moderation.text.default_terms import default_term_lists
 
 URL = "/api/v1/reviews/"
 
@@ -25,6 +26,28 @@ def id_list(tmp_path):
     path = tmp_path / "id-insults.txt"
     path.write_text("# Indonesian insults\nbodoh\ngoblok   # stupid\n\n", encoding="utf-8")
     return path
+
+
+def rule_terms(term_lists: list[dict], name: tuple[str, str, str]) -> list[str]:
+    """The terms of one rule, by (category, action, language)."""
+    return next(r["terms"] for r in term_lists if (r["category"], r["action"], r["language"]) == name)
+
+
+# The first version holds the default term lists (moderation/data/terms): "goblok" is in their
+# insult:reject:id list already, "bodoh" in insult:manual_review:id (it is also said of oneself).
+DEFAULT_ID_REJECTS = rule_terms(default_term_lists(("en", "id", "ms")), ("insult", "reject", "id"))
+
+
+def by_rule(term_lists: list[dict]) -> dict[tuple[str, str, str], list[str]]:
+    return {(r["category"], r["action"], r["language"]): r["terms"] for r in term_lists}
+
+
+def with_default_lists(**added: tuple[str, str, str]) -> list[dict]:
+    """The default lists with each keyword term added to the end of its rule."""
+    rules = by_rule(default_term_lists(("en", "id", "ms")))
+    for term, rule in added.items():
+        rules[rule] = [*rules.get(rule, []), term]
+    return [{"category": c, "action": a, "language": lang, "terms": ts} for (c, a, lang), ts in rules.items()]
 
 
 def run(*args) -> str:
@@ -47,16 +70,14 @@ def moderate(http, text: str) -> dict:
 class TestCommand:
     def test_import_without_publish_prints_the_next_version_and_changes_nothing(self, id_list):
         out = run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id")
-        assert "insult:reject:id: +2 (bodoh, goblok)" in out and "Nothing changed" in out
+        assert "insult:reject:id: +1 (bodoh)" in out and "Nothing changed" in out  # goblok: a default term
         assert ModerationPolicy.objects.count() == 1
 
     def test_import_with_publish_prints_the_new_version_and_list_shows_its_rules(self, id_list):
         out = run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
         assert "published policy version 2" in out
-        assert services.policy_active().term_lists == [
-            {"category": "insult", "action": "reject", "language": "id", "terms": ["bodoh", "goblok"]}
-        ]
-        assert "insult:reject:id  2 terms: bodoh, goblok" in run("list")
+        assert by_rule(services.policy_active().term_lists) == by_rule(with_default_lists(bodoh=("insult", "reject", "id")))
+        assert f"insult:reject:id  {len(DEFAULT_ID_REJECTS) + 1} terms: " in run("list")
 
     def test_importing_the_same_terms_again_publishes_nothing(self, id_list):
         args = ("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
@@ -98,8 +119,9 @@ class TestPipeline:
         # The model judges Indonesian too (and rejects this): the rule is named beside it.
         assert decision["policy_version"] == 2 and decision["model_used"] is True
         assert 'rule insult:reject:id matched term "bodoh" at 6-11 (category insult)' in decision["explanation"]
-        assert decision["rules"] == [
-            {"rule": "insult:reject:id", "category": "insult", "action": "reject", "term": "bodoh"}
+        assert decision["rules"] == [  # the default list's rule for bodoh matched too
+            {"rule": "insult:manual_review:id", "category": "insult", "action": "manual_review", "term": "bodoh"},
+            {"rule": "insult:reject:id", "category": "insult", "action": "reject", "term": "bodoh"},
         ]
         # The statement of reasons names the rule too, not only the explanation.
         assert {"category": "insult", "score": None, "rule": "insult:reject:id", "term": "bodoh"} in decision["reasons"]
@@ -109,12 +131,16 @@ class TestPipeline:
     def test_before_the_list_the_model_itself_rejects_the_same_text_as_harassment(self, local, http):
         review = moderate(http, "dasar bodoh kamu")
         assert review["status"] == "rejected" and review["decision"]["model_used"] is True
-        assert "harassment=" in review["decision"]["explanation"] and review["decision"]["rules"] == []
+        assert "harassment=" in review["decision"]["explanation"]
+        # The default list only sends bodoh to a human: the rejection is the model's.
+        assert [r["action"] for r in review["decision"]["rules"]] == ["manual_review"]
 
     def test_a_rule_catches_what_the_model_lets_through(self, local, http, id_list):
         # "The comedy film is funny and a bit stupid": no insult to the model, a match to a blunt rule.
         text = "film komedi itu lucu dan agak bodoh"
-        assert moderate(http, text)["status"] == "approved"
+        before = moderate(http, text)  # the default list sends bodoh to a human; the model alone approves
+        assert before["status"] == "manual_review"
+        assert "every category below its thresholds" in before["decision"]["explanation"]
         run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
         assert moderate(http, text)["status"] == "rejected"
 
@@ -161,15 +187,16 @@ class TestAdminEditor:
         assert b"Edit term lists" in staff.get("/admin/moderation/moderationpolicy/").content
         page = staff.post(TERMS_URL, form(preview="1"))
         assert page.status_code == 200
-        assert [(d.rule, d.added) for d in page.context["diff"]] == [("insult:reject:id", ("bodoh", "goblok"))]
+        # goblok is a default term already
+        assert [(d.rule, d.added) for d in page.context["diff"]] == [("insult:reject:id", ("bodoh",))]
         assert ModerationPolicy.objects.count() == 1
 
     def test_an_uploaded_file_adds_its_terms(self, staff):
         from django.core.files.uploadedfile import SimpleUploadedFile
 
-        upload = SimpleUploadedFile("list.txt", b"tolol # idiot\n")
+        upload = SimpleUploadedFile("list.txt", b"pandir # stupid\n")  # not a default term
         page = staff.post(TERMS_URL, {**form(preview="1", terms=""), "upload": upload})
-        assert page.context["diff"][0].added == ("tolol",)
+        assert page.context["diff"][0].added == ("pandir",)
 
     def test_an_invalid_term_is_refused_by_the_one_validator(self, staff):
         page = staff.post(TERMS_URL, form(preview="1", terms="🤬"))
@@ -200,10 +227,10 @@ class TestAdminEditor:
         assert decided == predicted
 
     def test_a_dry_run_over_the_last_reviews_compares_draft_and_active(self, staff, local, http):
-        moderate(http, "film komedi itu lucu dan agak bodoh")  # the model approves it; the draft's rule does not
+        moderate(http, "film komedi itu lucu dan agak bodoh")  # the model approves it, the default list holds it
         page = staff.post(TERMS_URL, form(preview="1", dry_last="5"))
         [row] = page.context["rows"]
-        assert (row.active.label, row.draft.label) == ("approved", "rejected")
+        assert (row.active.label, row.draft.label) == ("manual_review", "rejected")
 
     def test_publishing_a_preview_made_before_another_version_is_refused(self, staff):
         stale = previewed(staff.post(TERMS_URL, form(preview="1")))
@@ -216,7 +243,8 @@ class TestAdminEditor:
         run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
         review = moderate(http, "dasar <b>b0d0h</b> kamu")
         page = staff.get(f"/admin/moderation/contentreview/{review['id']}/timeline/").content.decode()
-        assert '<mark class="rule-match rule-reject" title="insult:reject:id: bodoh">b0d0h</mark>' in page
+        assert ('<mark class="rule-match rule-reject" title="insult:manual_review:id: bodoh; insult:reject:id: bodoh">'
+                'b0d0h</mark>') in page  # the default list's rule and the imported one
         assert "&lt;b&gt;" in page and "<b>b0d0h" not in page  # the text stays escaped
         shown = re.search(r'id="content-language"><strong>Language:</strong>\s*(\w+) <small>\((.*?)\)', page)
         assert shown.group(1) == (review["language"] or "unsure") and "id 0." in shown.group(2)
@@ -228,13 +256,13 @@ class TestAdminEditor:
         assert page.status_code == 302, page.content.decode()[-2000:]
 
         assert moderate(http, "🤬🤬 🤬")["status"] == "rejected"
-        lone = moderate(http, "🖕")  # no word, no pattern match: the model decides (it knows 🖕), nothing fails
-        assert lone["status"] == "rejected" and lone["decision"]["rules"] == [] and lone["decision"]["model_used"]
+        lone = moderate(http, "🤷")  # no word, no pattern match: the model decides, nothing fails
+        assert lone["status"] == "approved" and lone["decision"]["rules"] == []
         # The review page recomputes the matches of a decision that has none.
         assert staff.get(f"/admin/moderation/contentreview/{lone['id']}/timeline/").status_code == 200
 
     def test_a_dry_run_of_wordless_lines_and_a_pattern_they_do_not_match_answers(self, staff, local):
-        texts = ["🤬🤬🤬🖕🖕", "!!! ???", "\u202e\u200b\u200d", "... --- ...", "hello there"]
+        texts = ["🤬🤬🤬🤷🤷", "!!! ???", "\u202e\u200b\u200d", "... --- ...", "hello there"]
         page = staff.post(TERMS_URL, form(preview="1", terms="bodoh\nre:https?://\\S+", dry_texts="\n".join(texts)))
         assert page.status_code == 200
         assert [(row.text, row.draft.rule_matches) for row in page.context["rows"]] == [(t, ()) for t in texts]
@@ -307,8 +335,11 @@ def test_concurrent_imports_each_keep_the_others_terms(tmp_path):
                                        "--publish"))
 
     assert not [r for r in results if isinstance(r, BaseException)], results
-    rules = {rule["category"]: rule["terms"] for rule in services.policy_active().term_lists}
-    assert rules == {f"cat{n}": [f"term{n}x"] for n in range(4)}
+    rules = by_rule(services.policy_active().term_lists)
+    assert {rule: terms for rule, terms in rules.items() if rule[0].startswith("cat")} == {
+        (f"cat{n}", "reject", ""): [f"term{n}x"] for n in range(4)}
+    assert {rule: terms for rule, terms in rules.items() if not rule[0].startswith("cat")} == by_rule(
+        default_term_lists(("en", "id", "ms")))
     assert services.policy_active().version == 5
 
 
@@ -328,4 +359,4 @@ def test_the_policy_form_refuses_to_publish_over_a_version_published_since_it_wa
         "routing_rules": json.dumps(filled["routing_rules"]),
     })
     assert response.status_code == 200 and "was published since this form was filled" in response.content.decode()
-    assert services.policy_active().term_lists[0]["terms"] == ["bodoh", "goblok"]
+    assert rule_terms(services.policy_active().term_lists, ("insult", "reject", "id")) == [*DEFAULT_ID_REJECTS, "bodoh"]

@@ -77,8 +77,10 @@ def mia(db, django_user_model):
 
 
 def model_said(api_client, score: float, **content) -> ContentReview:
+    """A review the (scripted) model decided by `score`; its default text holds no default term
+    (moderation/data/terms), so that the score alone decides."""
     review, _ = services.review_submit(client=api_client, external_id=str(uuid.uuid4()), kind="text",
-                                       text=content.pop("text", "you are an idiot"), **content)
+                                       text=content.pop("text", "you are a clown"), **content)
     request = services.review_claim(review_id=review.pk, worker_id="w")
     services.review_finalize(idempotency_key=request.idempotency_key, result=result(score), cause="provider_result")
     review.refresh_from_db()

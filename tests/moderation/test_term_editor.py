@@ -20,7 +20,7 @@ from moderation.observability.dry_run import dry_run_summary, policy_dry_run
 from moderation.text.rules import term_lists_digest, term_lists_with
 from tests.helpers import collide, result
 from tests.moderation.test_admin_hidden_characters import FEW, WEIRD
-from tests.moderation.test_policy_terms import TERMS_URL, form, previewed
+from tests.moderation.test_policy_terms import DEFAULT_ID_REJECTS, TERMS_URL, form, previewed, rule_terms
 
 MUPPET = [{"category": "harassment", "action": "reject", "language": "", "terms": ["muppet"]}]
 
@@ -137,16 +137,18 @@ class TestTheEditorPublishesOnlyThePreview:
         assert 'form="term-lists-form"' in html  # the button submits the form above, as previewed
 
     def test_publishing_without_a_preview_is_refused_keeping_what_was_typed(self, staff):
-        page = staff.post(TERMS_URL, form(publish="1", terms="bodoh\ntolol", notes="typed by hand"))
+        page = staff.post(TERMS_URL, form(publish="1", terms="bodoh\npandir", notes="typed by hand"))
         assert page.status_code == 200 and ModerationPolicy.objects.count() == 1
         html = page.content.decode()
         assert "Not published: the draft was never previewed: check the diff and dry run below" in html
         shown = page.context["form"]
-        assert (shown["terms"].value(), shown["notes"].value()) == ("bodoh\ntolol", "typed by hand")
+        assert (shown["terms"].value(), shown["notes"].value()) == ("bodoh\npandir", "typed by hand")
         # ... and the page now shows that draft's preview, so publishing it again goes through.
-        assert [(d.rule, d.added) for d in page.context["diff"]] == [("insult:reject:id", ("bodoh", "tolol"))]
+        assert [(d.rule, d.added) for d in page.context["diff"]] == [("insult:reject:id", ("bodoh", "pandir"))]
         assert staff.post(TERMS_URL, previewed(page)).status_code == 302
-        assert services.policy_active().term_lists[0]["terms"] == ["bodoh", "tolol"]
+        # Added to the default list's rule (moderation/data/terms), which the first version holds.
+        assert rule_terms(services.policy_active().term_lists, ("insult", "reject", "id")) == [
+            *DEFAULT_ID_REJECTS, "bodoh", "pandir"]
 
     def test_a_digest_the_server_did_not_sign_is_refused_as_never_previewed(self, staff):
         draft = draft_with(term_lists_with([], category="insult", action="reject", language="id",
@@ -160,13 +162,13 @@ class TestTheEditorPublishesOnlyThePreview:
 
     def test_a_draft_changed_after_its_preview_is_refused_and_previewed_again(self, staff):
         shown = previewed(staff.post(TERMS_URL, form(preview="1")))
-        page = staff.post(TERMS_URL, {**shown, "terms": "bodoh\ngoblok\ntolol"})
+        page = staff.post(TERMS_URL, {**shown, "terms": "bodoh\ngoblok\npandir"})
         assert page.status_code == 200 and ModerationPolicy.objects.count() == 1
         assert "Not published: the draft changed since its preview" in page.content.decode()
-        assert page.context["form"]["terms"].value() == "bodoh\ngoblok\ntolol"
-        assert page.context["diff"][0].added == ("bodoh", "goblok", "tolol")
+        assert page.context["form"]["terms"].value() == "bodoh\ngoblok\npandir"
+        assert page.context["diff"][0].added == ("bodoh", "pandir")  # goblok is a default term already
         # The other fields are bound too: a changed mode or rule is another draft.
-        for changed in ({"mode": "replace", "terms": "tolol"}, {"category": "spam"}, {"language": ""}):
+        for changed in ({"mode": "replace", "terms": "pandir"}, {"category": "spam"}, {"language": ""}):
             assert "changed since its preview" in staff.post(TERMS_URL, {**shown, **changed}).content.decode()
         assert ModerationPolicy.objects.count() == 1
 
@@ -187,13 +189,13 @@ class TestTheEditorPublishesOnlyThePreview:
         from django.core.files.uploadedfile import SimpleUploadedFile
 
         page = staff.post(TERMS_URL, {**form(preview="1", terms="bodoh"),
-                                      "upload": SimpleUploadedFile("list.txt", b"tolol # idiot\ngoblok\n")})
+                                      "upload": SimpleUploadedFile("list.txt", b"pandir # stupid\nbebal\n")})
         draft = page.context["draft"]
         assert page.context["digest"] == term_lists_digest(draft.term_lists)
         # The file's terms are in the text box now: the publish posts them, with no file.
         assert staff.post(TERMS_URL, previewed(page)).status_code == 302
         assert services.policy_active().term_lists == draft.term_lists
-        assert draft.term_lists[0]["terms"] == ["bodoh", "tolol", "goblok"]
+        assert rule_terms(draft.term_lists, ("insult", "reject", "id")) == [*DEFAULT_ID_REJECTS, "bodoh", "pandir", "bebal"]
 
 
 @pytest.fixture

@@ -3,9 +3,13 @@
     manage.py policy_terms import FILE --category CATEGORY --action reject|manual_review|allow
                                        [--language CODE] [--publish]
     manage.py policy_terms list
+    manage.py policy_terms defaults [--remove] [--publish]
 
 FILE has one term or phrase per line; `#` starts a comment. Without --publish, import prints
-what the next version would contain and changes nothing.
+what the next version would contain and changes nothing. `defaults` adds the shipped default
+term lists of the configured languages (moderation/data/terms; a fresh installation starts with
+them) to the active version's rules, the same way; with --remove, takes them out of it (terms
+an operator added stay).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from moderation import services
 from moderation.errors import PolicyChanged
 from moderation.models import RuleAction
 from moderation.validation import validate_policy
+from moderation.text.default_terms import default_term_lists
+from moderation.text.language import configured_languages
 from moderation.text.rules import parse_terms, rule_name, term_lists_diff, term_lists_with
 
 
@@ -32,10 +38,16 @@ class Command(BaseCommand):
         imp.add_argument("--language", default="", help="ISO 639-1 code; the rule applies to that language only.")
         imp.add_argument("--publish", action="store_true", help="Publish the next policy version.")
         sub.add_parser("list", help="Show the active version's rules.")
+        defaults = sub.add_parser("defaults", help="Add the shipped default term lists to the policy's rules.")
+        defaults.add_argument("--remove", action="store_true", help="Take the default lists' terms out instead.")
+        defaults.add_argument("--publish", action="store_true", help="Publish the next policy version.")
 
     def handle(self, *args, **options):
         if options["subcommand"] == "list":
             self._list(services.policy_active())
+        elif options["subcommand"] == "defaults":
+            self._change(default_term_lists(configured_languages()), options["publish"], remove=options["remove"],
+                         notes=f"policy_terms defaults{' --remove' if options['remove'] else ''} (moderation/data/terms)")
         else:
             self._import(options)
 
@@ -53,16 +65,25 @@ class Command(BaseCommand):
         if not terms:
             raise CommandError(f"{options['file']} has no terms")
         rule = {"category": options["category"].strip(), "action": options["action"],
-                "language": options["language"].strip().lower()}
+                "language": options["language"].strip().lower(), "terms": terms}
+        self._change([rule], options["publish"], notes=f"policy_terms import {options['file']}")
+
+    def _change(self, rules: list[dict], publish: bool, *, notes: str, remove: bool = False) -> None:
+        """Add each of `rules`' terms to (or, with `remove`, take them out of) the rule of its
+        (category, action, language) in the active version: print the diff, and publish it as the
+        next version with `publish`."""
         active = services.policy_active()
-        draft = self._draft(active, rule, terms)
+        draft = self._draft(active, rules, remove=remove)
         diff = term_lists_diff(active.term_lists, draft.term_lists)
         for change in diff:
-            self.stdout.write(f"{change.rule}: +{len(change.added)} ({_preview(change.added)})")
+            if change.added:
+                self.stdout.write(f"{change.rule}: +{len(change.added)} ({_preview(change.added)})")
+            if change.removed:
+                self.stdout.write(f"{change.rule}: -{len(change.removed)} ({_preview(change.removed)})")
         if not diff:
-            self.stdout.write(f"every term is already in the rule; {active} stays as it is")
+            self.stdout.write(f"{'no term is' if remove else 'every term is already'} in the rule; {active} stays as it is")
             return
-        if not options["publish"]:
+        if not publish:
             self.stdout.write(f"\nDry run: {active} is active; the next version would contain:")
             self._list_rules(draft.term_lists)
             self.stdout.write("Nothing changed (add --publish to publish it).")
@@ -71,8 +92,7 @@ class Command(BaseCommand):
             # Based on the version read: a version published meanwhile gets the terms added
             # again rather than losing its own changes.
             published = services.policy_publish_change(
-                lambda latest: {"term_lists": self._draft(latest, rule, terms).term_lists},
-                notes=f"policy_terms import {options['file']}",
+                lambda latest: {"term_lists": self._draft(latest, rules, remove=remove).term_lists}, notes=notes,
             )
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
@@ -80,8 +100,13 @@ class Command(BaseCommand):
             raise CommandError(f"{exc.reason}; run the import again") from exc
         self.stdout.write(self.style.SUCCESS(f"published policy version {published.version}"))
 
-    def _draft(self, active, rule: dict, terms: list[str]):
-        draft = services.policy_draft(active, term_lists=term_lists_with(active.term_lists, **rule, add=terms))
+    def _draft(self, active, rules: list[dict], *, remove: bool = False):
+        term_lists = active.term_lists
+        for rule in rules:
+            terms = {"remove": rule["terms"]} if remove else {"add": rule["terms"]}
+            term_lists = term_lists_with(term_lists, category=rule["category"], action=rule["action"],
+                                         language=rule["language"], **terms)
+        draft = services.policy_draft(active, term_lists=term_lists)
         errors = validate_policy(services.policy_fields(draft))
         if errors:
             raise CommandError("the new version would be invalid:\n  " + "\n  ".join(errors))
