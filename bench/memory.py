@@ -10,10 +10,9 @@ prints the median. The steps:
 
 - django: `django.setup()` with the production settings and every app's models imported, as a
   worker has them;
-- sklearn: `import sklearn, scipy.sparse` (what unpickling the bundled model drags in);
-- profanity_check: alt-profanity-check's own `predict_prob` (joblib pickles of the fitted
-  TfidfVectorizer and CalibratedClassifierCV), called once;
-- local: the provider's `predictor()` (moderation/providers/local.py), called once;
+- sklearn: `import sklearn, scipy.sparse` (what the training imports; a worker never does);
+- local: the provider's `predictor()` (moderation/providers/local.py: the multilingual model,
+  NumPy only), called once;
 - detector: the product's language detector (moderation/text/language.py: the configured languages,
   loaded whole and the heap trimmed), after one detection;
 - lingua-high-<langs>, lingua-low-<langs>: a detector for those languages (`en+id+ms`), with one
@@ -50,7 +49,6 @@ TEXTS = {
 CHAINS = (
     ("django",),
     ("django", "sklearn"),
-    ("django", "sklearn", "profanity_check"),
     ("django", "local"),
     ("django", "lingua-high-en+id+ms"),
     ("django", "lingua-low-en+id+ms"),
@@ -130,12 +128,6 @@ def _django(_step: str) -> None:
 def _sklearn(_step: str) -> None:
     import scipy.sparse  # noqa: F401
     import sklearn  # noqa: F401
-
-
-def _profanity_check(_step: str) -> None:
-    from profanity_check import predict_prob
-
-    predict_prob([TEXTS["en"]])
 
 
 def _local(_step: str) -> None:
@@ -247,7 +239,7 @@ def _admin_dry_run(base: str, texts) -> None:
         assert preview.status_code == 200 and "bodoh" in preview.text, preview.text[:500]
 
 
-STEPS = {"django": _django, "sklearn": _sklearn, "profanity_check": _profanity_check, "local": _local,
+STEPS = {"django": _django, "sklearn": _sklearn, "local": _local,
          "detector": _detector, "lingua": _lingua}
 
 

@@ -47,7 +47,7 @@ def validate_policy(fields: dict, *, queues=None) -> list[str]:
         errors.append(f"report_threshold must be a whole number from 1 to {REPORT_THRESHOLD_MAX}")
     languages = tuple(settings.MODERATION_LANGUAGES)
     errors += validate_term_lists(fields.get("term_lists", []), languages=languages)
-    model_languages = fields.get("model_languages", ["en"])
+    model_languages = fields.get("model_languages", [])
     if not isinstance(model_languages, list) or not all(isinstance(c, str) and c in languages for c in model_languages):
         errors.append(f"model languages must be a list of codes the detector knows: {', '.join(languages)}")
     if fields.get("unjudged_label", ReviewStatus.MANUAL_REVIEW) not in (ReviewStatus.MANUAL_REVIEW, ReviewStatus.APPROVED):

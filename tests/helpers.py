@@ -47,7 +47,8 @@ def result(score: float, *, model: str = "test-model", provider_request_id: str 
     )
 
 
-# Scores the initial policy (review at 0.5, reject at 0.9) maps to each label.
+# Scores the initial policy maps to each label for `result`'s category, harassment (moderation/
+# services/policy.py DEFAULT_POLICY: review from 0.33, reject from 0.68; other categories 0.5 and 0.9).
 SCORE_FOR = {"approved": 0.1, "manual_review": 0.6, "rejected": 0.95}
 
 

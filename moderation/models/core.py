@@ -682,9 +682,15 @@ class PartRule(models.TextChoices):
     WHOLE = "whole", "The whole text only"
 
 
+# The languages the bundled model (moderation/providers/local.py) was trained and measured on
+# (docs/model-card.md), and Malay, which it reads through Indonesian (unmeasured).
+LOCAL_MODEL_LANGUAGES = ("ar", "de", "en", "fr", "id", "ms")
+
+
 def default_model_languages() -> list[str]:
-    """The bundled model (alt-profanity-check) was trained on English only."""
-    return ["en"]
+    """The bundled model's languages that the detector tells apart (MODERATION_LANGUAGES): a
+    policy may only name those (moderation.validation)."""
+    return [code for code in settings.MODERATION_LANGUAGES if code in LOCAL_MODEL_LANGUAGES]
 
 
 # The violation categories a new installation starts with: the OpenAI moderation names the
@@ -742,7 +748,7 @@ class ModerationPolicy(models.Model):
     model_languages = models.JSONField(
         default=default_model_languages,
         blank=True,
-        db_default=["en"],
+        db_default=["en", "id", "ms"],
         help_text="Languages the model may judge (ISO 639-1 codes); empty: every language.",
     )
     unjudged_label = models.CharField(
@@ -872,4 +878,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}"
 
 
-__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "LOCAL_MODEL_LANGUAGES", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

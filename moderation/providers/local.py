@@ -1,4 +1,10 @@
-"""The default provider: alt-profanity-check's model, run in-process and offline.
+"""The default provider: the project's own multilingual model, run in-process and offline.
+
+The model (moderation/providers/local_model.py, trained by `make model`: training/, docs/model-card.md)
+scores five of the policy's categories, each a calibrated probability: `harassment` (insults),
+`violence` (threats), `hate` (identity attacks), `sexual` and `profanity`. It was trained on
+English, Indonesian, German, French and Arabic; it reads no language tag, so a text whose
+language is unsure is judged by the one model that knows them all, and the worst category counts.
 
 It judges text (and the text values of metadata); it cannot see images or audio, so it refuses
 them as UnsupportedContent and the pipeline hands them to a human.
@@ -19,7 +25,6 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from importlib.metadata import version
 
 from moderation.text import parts as text_parts
 from moderation.providers.base import (
@@ -35,39 +40,39 @@ from moderation.text.values import text_values
 
 logger = logging.getLogger(__name__)
 
-# One category: the model scores offensive language, nothing else. Reporting scores for
-# categories it never evaluated would be a lie the policy would then act on.
-CATEGORY = "profanity"
+# A category is flagged when the model finds it more likely than not (its scores are calibrated
+# probabilities); the policy's thresholds decide, this only feeds its `flagged_label`.
 FLAG_AT = 0.5
+# The model's categories, in the policy's names (insults are `harassment`, threats `violence`,
+# identity attacks `hate`): the loader refuses a model file that scores others.
+CATEGORIES = ("harassment", "violence", "hate", "sexual", "profanity")
+MODEL_NAME = "local-multilingual-1"
 
 _lock = threading.Lock()
-_predict_prob = None
+_model = None
 
 
 def predictor():
-    """The model's `predict_prob`: a callable from a list of texts to their probabilities.
-
-    Loaded once per process. It is the package's own model read into plain numbers
-    (moderation/providers/profanity_model.py): the same probabilities as
-    `profanity_check.predict_prob`, without importing scikit-learn into the worker.
-    """
-    global _predict_prob
-    if _predict_prob is None:
+    """The model: a callable from a list of texts (in their normal form) to one
+    {category: probability} per text. Loaded once per process (moderation/data/local_model.npz,
+    NumPy only); it keeps no state between calls, so threads share it."""
+    global _model
+    if _model is None:
         with _lock:
-            if _predict_prob is None:
-                from moderation.providers.profanity_model import load
+            if _model is None:
+                from moderation.providers.local_model import load
 
-                _predict_prob = load()
-    return _predict_prob
+                _model = load(categories=CATEGORIES)
+    return _model
 
 
 class LocalProvider:
     name = "local"
     kinds = frozenset({"text", "metadata"})  # a text model: images go to the banks and image_fallback
-    model_name = f"alt-profanity-check-{version('alt-profanity-check')}"
+    model_name = MODEL_NAME
 
     def warm_up(self) -> None:
-        """Load the model now instead of on the first request (it takes a second or more)."""
+        """Load the model now instead of on the first request."""
         predictor()
 
     def moderate(self, request: ModerationInput) -> ModerationResult:
@@ -98,15 +103,16 @@ class LocalProvider:
             if isinstance(group, ProviderError):
                 answers.append(group)
                 continue
-            whole = [float(next(scores)) for _ in group.passages]
-            parts = tuple(PartScore(start, end, {CATEGORY: round(float(next(scores)), 6)}) for start, end in group.parts)
-            # The worst passage decides: one offensive field makes the whole content offensive.
-            score = round(max(whole, default=0.0), 6)
+            whole = [next(scores) for _ in group.passages]
+            parts = tuple(PartScore(start, end, _rounded(next(scores))) for start, end in group.parts)
+            # The worst passage decides, per category: one offensive field makes the whole content offensive.
+            category_scores = {c: round(max((w[c] for w in whole), default=0.0), 6) for c in CATEGORIES}
+            flags = {c: v >= FLAG_AT for c, v in category_scores.items()}
             answers.append(ModerationResult(
                 model=self.model_name,
-                flagged=score >= FLAG_AT,
-                categories={CATEGORY: score >= FLAG_AT},
-                category_scores={CATEGORY: score},
+                flagged=any(flags.values()),
+                categories=flags,
+                category_scores=category_scores,
                 parts=parts,
             ))
         return answers
@@ -117,6 +123,10 @@ class LocalProvider:
         except Exception as exc:  # noqa: BLE001 - this input alone fails
             return ItemError.unexpected(exc)
         return answer
+
+
+def _rounded(scores: dict[str, float]) -> dict[str, float]:
+    return {c: round(v, 6) for c, v in scores.items()}
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ def test_a_moderator_finds_reviews_by_a_word_of_their_content_and_the_list_fits_
     affixed = in_language(waiting(api_client, "jangan membodohi orang lain", {"harassment": 0.55}), "id")
     other = in_language(waiting(api_client, "selamat pagi semua", {"harassment": 0.52}), "id")
     long_word = in_language(waiting(api_client, LONG_WORD, {"harassment": 0.51}), "")
-    english = in_language(waiting(api_client, "you are a complete idiot", {"harassment": 0.7}), "en")
+    english = in_language(waiting(api_client, "you are a complete idiot", {"harassment": 0.67}), "en")
     staff(django_user_model, "mia", "moderator")
 
     with chromium() as browser:

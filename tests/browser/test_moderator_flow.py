@@ -101,9 +101,9 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
 ):
     unsure = waiting(api_client, "Is this sarcasm? 'Great job breaking the build again, genius.'",
                      {"harassment": 0.53, "hate": 0.02})
-    urgent = waiting(api_client, THREAD, {"harassment": 0.88, "violence": 0.71, "hate": 0.05},
+    urgent = waiting(api_client, THREAD, {"harassment": 0.67, "violence": 0.6, "hate": 0.05},
                      metadata={"author_id": "u-4411", "thread": {"id": 981, "title": "Parking rules"}})
-    media = waiting(api_client, "", {"sexual": 0.64}, kind="image", media_url="https://cdn.example.org/uploads/8812.jpg")
+    media = waiting(api_client, "", {"violence": 0.55}, kind="image", media_url="https://cdn.example.org/uploads/8812.jpg")
     decided(api_client, "approved")
     staff(django_user_model, "mia", "moderator")
 
@@ -149,7 +149,7 @@ def test_a_moderator_takes_the_most_urgent_review_reads_it_whole_and_rejects_it_
     assert depth == "2" and queue.index("Replying to the thread") < queue.index("Is this sarcasm")
     assert str(urgent.pk) in first_url and "?queue=low_confidence" in first_url
     assert "you will regret it." in content and "Parking rules" in content and images == 0
-    assert "harassment" in scores and "0.880" in scores and "violence" in scores
+    assert "harassment" in scores and "0.670" in scores and "violence" in scores
     assert "Rejected as harassment. Undo" in message and "mia\t1" in workload
     assert str(unsure.pk) in second_url  # next in the low-confidence queue
     decided_review = ContentReview.objects.get(pk=urgent.pk)
@@ -187,7 +187,7 @@ def test_moderators_pressing_review_next_at_once_get_different_reviews(live_serv
 
 
 def test_a_stale_decision_shows_what_changed_and_applies_nothing(live_server, api_client, django_user_model):
-    review = waiting(api_client, "a post two people look at", {"harassment": 0.7})
+    review = waiting(api_client, "a post two people look at", {"harassment": 0.67})
     staff(django_user_model, "mia", "moderator")
     staff(django_user_model, "sam", "supervisor")
     url = f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/"
@@ -237,12 +237,15 @@ def test_an_auditor_sees_no_action_buttons(live_server, api_client, django_user_
 def test_a_moderator_follows_the_author_link_sees_the_strikes_and_suspends_for_7_days(
     live_server, api_client, django_user_model, shots
 ):
+    # Both rejected by the model's harassment score alone: the default term lists (a matched term
+    # would name its own category) are left out of this version.
+    services.policy_publish_change(lambda active: {"term_lists": []}, notes="the model alone")
     for text in ("you are an idiot", "idiots, all of you"):
         rejected, _ = services.review_submit(client=api_client, external_id=text, kind="text", text=text,
                                              author_id="u-4411")
         request = services.review_claim(review_id=rejected.pk, worker_id="worker-1")
         services.review_finalize(idempotency_key=request.idempotency_key, cause="provider_result", result=result(0.95))
-    review = waiting(api_client, THREAD, {"harassment": 0.88, "violence": 0.71}, author_id="u-4411")
+    review = waiting(api_client, THREAD, {"harassment": 0.67, "violence": 0.6}, author_id="u-4411")
     staff(django_user_model, "mia", "moderator")
     received = []
     receiver = LoopbackJsonServer(lambda path, headers, body: received.append(json.loads(body)) or (200, {}, 0))

@@ -64,10 +64,17 @@ def test_each_disguise_of_the_issue_is_caught_by_a_rule_for_the_plain_word(text,
     assert verdict(policy([word]), text).label == ReviewStatus.REJECTED
 
 
-@pytest.mark.parametrize(("text", "word"), [(t, w) for t, w in DISGUISES if w in ("idiot", "fuck", "kill")])
-def test_the_local_model_reads_the_english_disguises_as_the_words_they_imitate(text, word):
-    # Without the normal form each of these scored 0.036, the score of a text the model knows no word of.
-    assert local_result(text).category_scores["profanity"] >= 0.9
+# Each disguise's plain text: what the model should read.
+PLAIN = {"idiot": "idiot", "fuck": "fuck you", "kill": "I will kill you", "bodoh": "kamu bodoh", "tolol": "dasar tolol"}
+
+
+@pytest.mark.parametrize(("text", "word"), DISGUISES)
+def test_the_local_model_reads_each_disguise_as_the_words_it_imitates(text, word):
+    # Without the normal form each of these scored as a text the model knows no word of.
+    plain = PLAIN[word]
+    assert local_result(text).category_scores == local_result(plain).category_scores
+    no_rules = ModerationPolicy(version=1, **DEFAULT_POLICY)
+    assert verdict(no_rules, text).label == ReviewStatus.REJECTED
 
 
 def test_the_parts_the_model_scores_point_at_the_original_characters():
@@ -75,8 +82,9 @@ def test_the_parts_the_model_scores_point_at_the_original_characters():
     insult = "You are a f.u.c.k.i.n.g \u0456diot."
     text = kind * 6 + insult + " " + kind * 6
     result = local_result(text)
-    worst = max(result.parts, key=lambda p: p.scores["profanity"])
-    assert text[worst.start:worst.end] == insult and worst.scores["profanity"] >= 0.9
+    worst = max(result.parts, key=lambda p: p.scores["harassment"])
+    rejected_from = DEFAULT_POLICY["category_thresholds"]["harassment"]["reject"]
+    assert text[worst.start:worst.end] == insult and worst.scores["harassment"] >= rejected_from
 
 
 def test_the_language_of_an_insult_dressed_in_cyrillic_look_alikes_is_read_through_them():
@@ -149,8 +157,10 @@ def test_benign_text_in_sixteen_languages_matches_no_term():
 
 
 def test_benign_text_is_not_flagged_by_the_model_reading_the_normal_form():
-    scores = [local_result(text).category_scores["profanity"] for text in BENIGN]
-    assert max(scores) < DEFAULT_POLICY["review_threshold"], scores
+    # Every category, each against its own review threshold in the initial policy.
+    review_at = {c: levels["review"] for c, levels in DEFAULT_POLICY["category_thresholds"].items()}
+    over = {text: {c: s for c, s in local_result(text).category_scores.items() if s >= review_at[c]} for text in BENIGN}
+    assert {text: found for text, found in over.items() if found} == {}
 
 
 @pytest.mark.parametrize("text", BENIGN[6:])

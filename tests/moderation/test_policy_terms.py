@@ -116,21 +116,33 @@ class TestPipeline:
         # Short texts rarely separate Indonesian from Malay: the id rule applies to either.
         assert review["status"] == "rejected" and review["language"] in ("id", "ms")
         decision = review["decision"]
-        assert decision["policy_version"] == 2 and decision["model_used"] is False
+        # The model judges Indonesian too (and rejects this): the rule is named beside it.
+        assert decision["policy_version"] == 2 and decision["model_used"] is True
         assert 'rule insult:reject:id matched term "bodoh" at 6-11 (category insult)' in decision["explanation"]
         assert decision["rules"] == [  # the default list's rule for bodoh matched too
             {"rule": "insult:manual_review:id", "category": "insult", "action": "manual_review", "term": "bodoh"},
             {"rule": "insult:reject:id", "category": "insult", "action": "reject", "term": "bodoh"},
         ]
         # The statement of reasons names the rule too, not only the explanation.
-        assert decision["reasons"] == [{"category": "insult", "score": None, "rule": "insult:reject:id", "term": "bodoh"}]
+        assert {"category": "insult", "score": None, "rule": "insult:reject:id", "term": "bodoh"} in decision["reasons"]
         timeline = http.get(f"{URL}{review['id']}/timeline/").json()
         assert any("rule insult:reject:id" in str(entry["detail"]) for entry in timeline), timeline
 
-    def test_before_the_list_the_same_text_is_not_approved_on_a_meaningless_english_score(self, local, http):
+    def test_before_the_list_the_model_itself_rejects_the_same_text_as_harassment(self, local, http):
         review = moderate(http, "dasar bodoh kamu")
-        assert review["status"] == "manual_review"
-        assert "its score is not used" in review["decision"]["explanation"]
+        assert review["status"] == "rejected" and review["decision"]["model_used"] is True
+        assert "harassment=" in review["decision"]["explanation"]
+        # The default list only sends bodoh to a human: the rejection is the model's.
+        assert [r["action"] for r in review["decision"]["rules"]] == ["manual_review"]
+
+    def test_a_rule_catches_what_the_model_lets_through(self, local, http, id_list):
+        # "The comedy film is funny and a bit stupid": no insult to the model, a match to a blunt rule.
+        text = "film komedi itu lucu dan agak bodoh"
+        before = moderate(http, text)  # the default list sends bodoh to a human; the model alone approves
+        assert before["status"] == "manual_review"
+        assert "every category below its thresholds" in before["decision"]["explanation"]
+        run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
+        assert moderate(http, text)["status"] == "rejected"
 
     def test_english_is_still_judged_by_the_model(self, local, http, id_list):
         run("import", str(id_list), "--category", "insult", "--action", "reject", "--language", "id", "--publish")
@@ -196,7 +208,8 @@ class TestAdminEditor:
         allow = tmp_path / "id-allow.txt"
         allow.write_text("tidak bodoh\n", encoding="utf-8")
         run("import", str(allow), "--category", "insult", "--action", "allow", "--language", "id", "--publish")
-        texts = ["dasar bodoh kamu", "rapat dipindah ke jam tiga sore", "shut up you fucking idiot",
+        texts = ["dasar bodoh kamu", "film komedi itu lucu dan agak bodoh", "rapat dipindah ke jam tiga sore",
+                 "shut up you fucking idiot",
                  "Thanks for the lovely dinner, see you on Sunday!", "kamu b0d0h sekali",
                  # Each of these tells a dry run that ignored part of the policy from publishing:
                  "my Indonesian friend taught me that bodoh means stupid",  # the rule's language scope (en)
@@ -204,8 +217,8 @@ class TestAdminEditor:
                  "kamu tidak bodoh"]                                        # the allow exception
         page = staff.post(TERMS_URL, form(preview="1", dry_texts="\n".join(texts)))
         predicted = {row.text: row.draft.label for row in page.context["rows"]}
-        assert predicted["dasar bodoh kamu"] == "rejected"
-        assert any(row.changed for row in page.context["rows"])
+        assert predicted["dasar bodoh kamu"] == predicted["film komedi itu lucu dan agak bodoh"] == "rejected"
+        assert [row.text for row in page.context["rows"] if row.changed] == ["film komedi itu lucu dan agak bodoh"]
 
         published = staff.post(TERMS_URL, previewed(page))
         assert published.status_code == 302 and services.policy_active().version == 3
@@ -214,7 +227,7 @@ class TestAdminEditor:
         assert decided == predicted
 
     def test_a_dry_run_over_the_last_reviews_compares_draft_and_active(self, staff, local, http):
-        moderate(http, "dasar bodoh kamu")
+        moderate(http, "film komedi itu lucu dan agak bodoh")  # the model approves it, the default list holds it
         page = staff.post(TERMS_URL, form(preview="1", dry_last="5"))
         [row] = page.context["rows"]
         assert (row.active.label, row.draft.label) == ("manual_review", "rejected")

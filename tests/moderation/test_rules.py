@@ -74,12 +74,20 @@ def test_a_rule_scoped_to_indonesian_applies_when_malay_leads_too():
 
 def test_the_model_is_not_used_for_a_language_it_cannot_judge_and_the_fallback_decides():
     text = "rapat dipindah ke jam tiga sore"
-    to_human = decide(policy(), scored(0.7), text=text, detection=SURE_ID)
+    english_only = {"model_languages": ["en"]}  # a model of one language (the bundled one reads id too)
+    to_human = decide(policy(**english_only), scored(0.7), text=text, detection=SURE_ID)
     assert to_human.label == "manual_review" and not to_human.model_used and to_human.score is None
     assert "the model judges only en and this text reads as id (id 0.91): its score is not used" in to_human.explanation
     assert "no rule matched" in to_human.explanation
-    approved = decide(policy(unjudged_label="approved"), scored(0.7), text=text, detection=SURE_ID)
+    approved = decide(policy(unjudged_label="approved", **english_only), scored(0.7), text=text, detection=SURE_ID)
     assert approved.label == "approved"
+
+
+def test_the_bundled_model_judges_indonesian_and_malay_by_default():
+    assert policy().model_languages == ["en", "id", "ms"]
+    for detection in (SURE_ID, Detection("ms", (("ms", 0.9),))):
+        verdict = decide(policy(), scored(0.7), text="kamu bodoh sekali", detection=detection)
+        assert verdict.model_used and verdict.label == "manual_review"
 
 
 def test_an_unsure_detection_leaves_the_judgement_to_the_model():

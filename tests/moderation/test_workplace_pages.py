@@ -16,8 +16,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from moderation import services
 from moderation.admin import paginator
-from moderation.models import Cause, ContentReview, ModeratorNote, ReviewQueue
+from moderation.models import Cause, ContentReview, ModerationPolicy, ModeratorNote, ReviewQueue
 from moderation.observability import workplace
+from moderation.verdicts import thresholds_for
 from tests.helpers import decided, result
 from tests.moderation.test_queues import enter, scored
 
@@ -43,7 +44,7 @@ def submitted(client, **content) -> ContentReview:
     review, _ = services.review_submit(client=client, external_id=content.pop("external_id", "x-" + str(id(content))),
                                        kind=content.pop("kind", "text"), **content)
     request = services.review_claim(review_id=review.pk, worker_id="w")
-    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.7), cause="provider_result")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(0.65), cause="provider_result")
     review.refresh_from_db()
     return review
 
@@ -58,7 +59,7 @@ class TestTheList:
         assert "&lt;b&gt;shouting&lt;/b&gt;" in html and "<b>shouting</b>" not in html
         assert "word " * 30 in html and "word " * 60 not in html  # about 200 characters
         assert "image at <code>cdn.example.org</code>" in html
-        assert "harassment 0.70" in html and "Low-confidence model results" in html
+        assert "harassment 0.65" in html and "Low-confidence model results" in html
 
     def test_the_list_is_newest_first(self, moderator, api_client):
         older, newer = submitted(api_client, external_id="a", text="older"), submitted(api_client, external_id="b", text="newer")
@@ -105,7 +106,9 @@ class TestTheReviewPage:
         review = scored(api_client, 0.62)
         html = moderator.get(page_of(review)).content.decode()
         row = html.split('id="scores"')[1].split("</tbody>")[0]
-        assert "harassment" in row and "0.620" in row and "0.5" in row and "0.9" in row and "manual_review" in row
+        review_at, reject_at = thresholds_for(ModerationPolicy.objects.order_by("-version").first(), "harassment")
+        assert "harassment" in row and "0.620" in row and "manual_review" in row
+        assert str(review_at) in row and str(reject_at) in row
 
     def test_the_page_documents_its_keyboard_shortcuts(self, moderator, api_client):
         html = moderator.get(page_of(scored(api_client, 0.6))).content.decode()
@@ -126,7 +129,7 @@ class TestDecideAndNext:
     def test_decide_and_next_rejects_with_a_category_and_opens_the_next_review_of_the_same_queue(
         self, moderator, api_client
     ):
-        first, second = scored(api_client, 0.8), scored(api_client, 0.7)
+        first, second = scored(api_client, 0.66), scored(api_client, 0.62)
         enter(decided(api_client, "rejected"), Cause.APPEAL)  # more urgent, but another queue
         opened = moderator.post(f"{LIST}review-next/", {"queue": ReviewQueue.LOW_CONFIDENCE})
         assert opened["Location"] == page_of(first) + "?queue=low_confidence"
@@ -140,7 +143,7 @@ class TestDecideAndNext:
         assert ContentReview.objects.get(pk=second.pk).leased_to == moderator.user
 
     def test_a_rejection_without_a_category_is_refused_on_the_page(self, moderator, api_client):
-        review = scored(api_client, 0.7)
+        review = scored(api_client, 0.65)
         response = moderator.post(f"{LIST}{review.pk}/act/override/", {
             "label": "rejected", "reason": "insult", "version": review.version}, follow=True)
         assert any("a rejection needs a violation category" in str(m) for m in response.context["messages"])
@@ -148,14 +151,14 @@ class TestDecideAndNext:
         assert review.status == "manual_review"
 
     def test_the_last_review_of_a_queue_leads_back_to_the_queues(self, moderator, api_client):
-        review = scored(api_client, 0.7)
+        review = scored(api_client, 0.65)
         response = moderator.post(f"{LIST}{review.pk}/act/override/", {
             "label": "approved", "reason": "fine", "version": review.version, "queue": "low_confidence",
             "decide_and_next": "1"}, follow=True)
         assert "The low-confidence model results queue is empty." in [str(m) for m in response.context["messages"]]
 
     def test_next_review_leaves_this_one_in_its_queue(self, moderator, api_client):
-        first, second = scored(api_client, 0.8), scored(api_client, 0.7)
+        first, second = scored(api_client, 0.66), scored(api_client, 0.62)
         moderator.post(f"{LIST}review-next/", {"queue": "low_confidence"})
         response = moderator.post(f"{LIST}{first.pk}/skip/", {"queue": "low_confidence"})
         assert response["Location"] == page_of(second) + "?queue=low_confidence"
@@ -165,7 +168,7 @@ class TestDecideAndNext:
 @pytest.mark.django_db
 class TestTheQueues:
     def test_the_queue_page_shows_depth_and_oldest_age_and_the_queue_in_priority_order(self, moderator, api_client):
-        unsure, likely = scored(api_client, 0.55), scored(api_client, 0.85)
+        unsure, likely = scored(api_client, 0.55), scored(api_client, 0.66)
         ContentReview.objects.filter(pk=unsure.pk).update(queued_at=timezone.now() - timedelta(hours=2))
         html = moderator.get(QUEUES + "?queue=low_confidence").content.decode()
         row = html.split('id="queue-low_confidence"')[1].split("</tr>")[0]
@@ -230,7 +233,7 @@ class TestQualityFigures:
         scored(api_client, 0.6)
         review = decided(api_client, "rejected")
         services.review_override(review_id=review.pk, label="approved", reason="fine", moderator=moderator.user)
-        waited = scored(api_client, 0.7)  # left the queue after 90 s: the time-in-queue figures
+        waited = scored(api_client, 0.65)  # left the queue after 90 s: the time-in-queue figures
         services.review_override(review_id=waited.pk, label="approved", reason="ok",
                                  moderator=django_user_model.objects.create_user("sam"))
         with connection.cursor() as cursor:  # the log is append-only: triggers briefly off (test only)

@@ -1,0 +1,146 @@
+"""Outside test sets: public labelled data the model never trained on and no threshold was chosen on.
+
+    python -m training.outside [--mirror /work/.mirror] [--output /tmp/outside]
+
+Reads each set from a fetched copy (a bare git directory per repository, at the commit named
+below) and writes it as a CSV that `manage.py evaluate_policy --data FILE` reads (text, label,
+language, and the set's functionality or source in `category`, so the figures come per
+functionality). Two of these sets have no licence: they are read here and written only to
+`--output` (outside the repository by default), never committed. It also prints the model's own
+figures under the initial policy's thresholds (no language detection, no rules), per set and,
+for the functional suites, per functionality:
+
+- surge-ai/toxicity (en, MIT): 1,000 social media comments, toxic or not;
+- HateCheck (en, CC BY 4.0): 3,728 functional cases (hateful / non-hateful), 29 functionalities;
+- SEAHateCheck, Indonesian gold cases (no licence: test only): 8,190 cases, 22 functionalities;
+- Indonesian online news comments (no licence: test only): 3,184 comments, abusive (2, 3) or not (1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import subprocess
+import zipfile
+from collections import defaultdict
+from pathlib import Path
+from xml.etree import ElementTree
+
+import numpy as np
+
+from moderation.providers.local_model import MODEL_PATH, load
+from moderation.text.normal import normalize
+
+SETS = {
+    "surge-en": ("surge-ai/toxicity", "ea80324b95ed7e3cc787bdb6faeb763fcc0ae258", "toxicity_en.csv"),
+    "hatecheck-en": ("paul-rottger/hatecheck-data", "d84302298ceeb34f4b0dde2d8a1f4932c2caa612", "test_suite_cases.csv"),
+    "seahatecheck-id": ("Social-AI-Studio/SEAHateCheck", "ad83e4cc8d6b24db34c629c3789c2e49cf400685",
+                        "dataset/gold_label_all/id.csv"),
+    "news-comments-id": ("dhamirdesrul/Indonesian-Online-News-Comments", "8507c86194ddfc807b7905ae09948342c15ef031",
+                         "Dataset/Abusive Language Detection on Indonesian Online News Comments Dataset .xlsx"),
+}
+_SHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+
+
+def read(mirror: Path, name: str) -> bytes:
+    repo, commit, path = SETS[name]
+    base = mirror / repo.replace("/", "+") / "repo"
+    git_dir = base / ".git" if (base / ".git").is_dir() else base
+    run = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True, check=False)
+    if run.returncode:
+        raise SystemExit(f"cannot read {repo}@{commit[:12]}:{path} under {mirror}: {run.stderr.decode().strip()}")
+    return run.stdout
+
+
+def xlsx_rows(data: bytes) -> list[list[str]]:
+    """The first sheet of an .xlsx as rows of strings (shared strings resolved)."""
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    shared = [
+        "".join(t.text or "" for t in item.iter(f"{_SHEET}t"))
+        for item in ElementTree.fromstring(archive.read("xl/sharedStrings.xml")).findall(f"{_SHEET}si")
+    ]
+    rows = []
+    for row in ElementTree.fromstring(archive.read("xl/worksheets/sheet1.xml")).iter(f"{_SHEET}row"):
+        values = []
+        for cell in row.findall(f"{_SHEET}c"):
+            value = cell.find(f"{_SHEET}v")
+            text = value.text if value is not None and value.text is not None else ""
+            values.append(shared[int(text)] if cell.get("t") == "s" else text)
+        rows.append(values)
+    return rows
+
+
+def examples(mirror: Path, name: str) -> list[dict]:
+    """Rows of {text, label, language, category} of one set."""
+    data = read(mirror, name)
+    if name == "surge-en":
+        return [{"text": r["text"], "label": int(r["is_toxic"] == "Toxic"), "language": "en", "category": "surge"}
+                for r in csv.DictReader(io.StringIO(data.decode("utf-8")))]
+    if name == "hatecheck-en":
+        return [{"text": r["test_case"].strip(), "label": int(r["label_gold"] == "hateful"), "language": "en",
+                 "category": r["functionality"]} for r in csv.DictReader(io.StringIO(data.decode("utf-8")))]
+    if name == "seahatecheck-id":
+        return [{"text": r["c_testcase"].strip(), "label": int(r["t_gold"] == "hateful"), "language": "id",
+                 "category": r["t_function"]} for r in csv.DictReader(io.StringIO(data.decode("utf-8-sig")))]
+    rows = xlsx_rows(data)[1:]  # news comments: Kalimat, label (1 not abusive, 2 abusive, 3 abusive and offensive)
+    return [{"text": " ".join(r[0].split()), "label": int(r[1] in ("2", "3")), "language": "id", "category": "news"}
+            for r in rows if len(r) >= 2 and r[0].strip() and r[1] in ("1", "2", "3")]
+
+
+def decided(p: np.ndarray, model) -> np.ndarray:
+    """0 approved, 1 to a human, 2 rejected under the thresholds the training chose, which the
+    initial policy takes (tests/moderation/test_local_model.py holds them equal): the model alone."""
+    levels = model.meta["thresholds"]
+    review = np.array([levels[c]["review"] for c in model.categories])
+    reject = np.array([levels[c]["reject"] for c in model.categories])
+    return np.where((p >= reject).any(axis=1), 2, np.where((p >= review).any(axis=1), 1, 0))
+
+
+def figures(label: np.ndarray, outcome: np.ndarray) -> str:
+    flagged = outcome > 0
+    tp = int((flagged & (label == 1)).sum())
+    precision = tp / max(int(flagged.sum()), 1)
+    recall = tp / max(int(label.sum()), 1)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    accuracy = float((flagged == (label == 1)).mean())
+    return (f"n={len(label):5} P {precision:.3f} R {recall:.3f} F1 {f1:.3f} accuracy {accuracy:.3f} "
+            f"to humans {(outcome == 1).mean():.1%}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
+    parser.add_argument("--output", type=Path, default=Path("/tmp/outside"),
+                        help="where the CSVs go: never inside the repository (two sets have no licence)")
+    parser.add_argument("--sets", nargs="*", default=list(SETS))
+    parser.add_argument("--model", type=Path, default=MODEL_PATH, help="a model file other than the shipped one")
+    args = parser.parse_args(argv)
+    if args.output.resolve().is_relative_to(Path(__file__).resolve().parents[1]):
+        parser.error("--output must lie outside the repository: two of these sets may not be committed")
+    args.output.mkdir(parents=True, exist_ok=True)
+    model = load(args.model)
+    for name in args.sets:
+        rows = examples(args.mirror, name)
+        path = args.output / f"{name}.csv"
+        with path.open("w", encoding="utf-8", newline="") as out:
+            writer = csv.DictWriter(out, fieldnames=["text", "label", "language", "category"], lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+        p = model.predict([normalize(r["text"]).text for r in rows])
+        outcome = decided(p, model)
+        label = np.array([r["label"] for r in rows])
+        print(f"{name:18} {figures(label, outcome)}  -> {path}")
+        if name in ("hatecheck-en", "seahatecheck-id"):
+            by = defaultdict(list)
+            for k, r in enumerate(rows):
+                by[r["category"]].append(k)
+            for functionality, where in sorted(by.items()):
+                idx = np.array(where)
+                kind = "hateful" if label[idx].mean() > 0.5 else "non-hateful"
+                correct = float(((outcome[idx] > 0) == (label[idx] == 1)).mean())
+                print(f"    {functionality:28} {kind:11} n={len(idx):4} correct {correct:.1%}")
+
+
+if __name__ == "__main__":
+    main()
