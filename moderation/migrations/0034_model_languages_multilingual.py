@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0032_history_of_queues_and_api_clients'),
+        ('moderation', '0033_rate_counts'),
     ]
 
     operations = [
