@@ -5,6 +5,8 @@ screenshot goes to docs/screenshots/."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from moderation import services
@@ -70,5 +72,11 @@ def test_a_supervisor_previews_a_term_then_publishes_exactly_what_was_previewed(
     assert kept == "muppet\nnitwit" and "+muppet +nitwit" in diff_now
     assert message == "Published policy version 2."
     assert ModerationPolicy.objects.count() == 2
-    assert services.policy_active().term_lists == [
-        {"category": "harassment", "action": "reject", "language": "", "terms": ["muppet", "nitwit"]}]
+    # The new list beside version 1's (the default term lists a fresh installation starts with).
+    assert sorted(map(_canonical, services.policy_active().term_lists)) == sorted(map(_canonical, [
+        {"category": "harassment", "action": "reject", "language": "", "terms": ["muppet", "nitwit"]},
+        *ModerationPolicy.objects.get(version=1).term_lists]))
+
+
+def _canonical(term_list: dict) -> str:
+    return json.dumps(term_list, sort_keys=True)

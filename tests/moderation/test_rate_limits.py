@@ -19,6 +19,7 @@ from rest_framework.test import APIClient
 
 from moderation.models import RateCount
 from moderation.privacy import retention
+from lab.race_lab import database_url
 from moderation.web.throttles import RefusalMemo, rate_hit, refusal_wait, refusals
 
 URL = "/api/v1/reviews/"
@@ -63,8 +64,7 @@ class TestTheSharedCount:
 def hits_from_another_process(key: str, n: int, limit: int) -> list[float]:
     """`n` counts of `key` from a Python process of its own (another web worker), on the test
     database."""
-    database = connection.settings_dict
-    url = f"postgres://{database['USER']}@{database['HOST']}:{database['PORT']}/{database['NAME']}"
+    url = database_url()  # (a TCP address, or the embedded server's socket directory)
     program = ("import json, django; django.setup()\n"
                "from moderation.web.throttles import rate_hit\n"
                f"print(json.dumps([rate_hit(key={key!r}, limit={limit}, period=60) for _ in range({n})]))")
