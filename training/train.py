@@ -14,7 +14,11 @@
 5. Thresholds per category from the calibration split: reject where precision reaches
    REJECT_PRECISION, review where "not approved" F1 is best with at most MAX_TO_HUMANS sent
    to a person (coordinate ascent over the categories).
-6. Export: weights as float16 in a compressed .npz; the held-out rows as CSV for
+6. Operating points per category on the held-out split: precision, recall and the share of
+   texts at or above each threshold from 0.05 to 0.95 (OPERATING_THRESHOLDS), stored in the
+   model file's meta, so that the policy page shows what moving a threshold costs for the model
+   it ships with (docs/model-card.md, "Operating points").
+7. Export: weights as float16 in a compressed .npz; the held-out rows as CSV for
    `make evaluate`; the figures printed (training/RESULTS.md records them).
 
 Fixed seeds: the same data gives the same model, byte for byte.
@@ -60,6 +64,8 @@ REJECT_PRECISION = 0.92
 REJECT_FLOOR = 0.5
 MAX_TO_HUMANS = 0.2
 THRESHOLD_LANGUAGES = ("en", "id")
+# The thresholds the policy page shows figures for: 0.05, 0.10, ... 0.95.
+OPERATING_THRESHOLDS = tuple(round(0.05 * k, 2) for k in range(1, 20))
 HELDOUT_DIR = Path(__file__).resolve().parent / "heldout"
 
 
@@ -142,6 +148,27 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = 10) -> tuple[float, list[tuple
             total += inside.sum() * abs(mean_p - share)
             table.append((f"{low:.1f}-{high:.1f}", int(inside.sum()), mean_p, share))
     return total / max(len(p), 1), table
+
+
+def operating_points(p: np.ndarray, y: np.ndarray, thresholds: tuple[float, ...] = OPERATING_THRESHOLDS) -> list[list]:
+    """One category's [threshold, precision, recall, share] at each threshold, from its scores `p`
+    and 0/1 truths `y` (the rows whose source tells about the category): precision is the share
+    of the texts scored at or above the threshold that are the category, recall the share of the
+    category's texts scored at or above it, share the part of all `p` at or above it. A precision
+    with nothing at or above, or a recall with no text of the category, is None (no figure)."""
+    p, y = np.asarray(p, dtype=np.float64), np.asarray(y).astype(bool)
+    positives = int(y.sum())
+    table = []
+    for t in thresholds:
+        over = p >= t
+        flagged, hits = int(over.sum()), int((over & y).sum())
+        table.append([float(t), round(hits / flagged, 4) if flagged else None,
+                      round(hits / positives, 4) if positives else None, round(flagged / len(p), 4) if len(p) else None])
+    return table
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
 
 
 def outcome(p: np.ndarray, review: np.ndarray, reject: np.ndarray) -> np.ndarray:
@@ -252,13 +279,19 @@ def main(argv: list[str] | None = None) -> None:
               f"b={platts[category][1]:.3f}")
     held = parts["heldout"].rows
     print("reliability on the held-out split (calibrated score against the share that truly is the category):")
-    eces = {}
+    eces, points = {}, {}
     for c, category in enumerate(CATEGORIES):
         known, y = targets(held, category)
         e, table = ece(p_held[known, c], y[known])
         eces[category] = e
+        points[category] = {"texts": int(known.sum()), "positives": int(y[known].sum()),
+                            "points": operating_points(p_held[known, c], y[known])}
         print(f"  {category:11} ECE {e:.3f} over {int(known.sum())} texts: "
               + "; ".join(f"{b} n={n} p={mp:.2f} pos={s:.2f}" for b, n, mp, s in table))
+    print("operating points on the held-out split (threshold: precision / recall / share at or above; in the model's meta):")
+    for category, found in points.items():
+        print(f"  {category:11} over {found['texts']} texts, {found['positives']} of the category: " + "; ".join(
+            f"{t:.2f} {_figure(pr)}/{_figure(rc)}/{_figure(sh)}" for t, pr, rc, sh in found["points"]))
     print("held out, decided with these thresholds (not approved = rejected or sent to a human):")
     decided = outcome(p_held, review, reject)
     label = np.array([r.label for r in held])
@@ -272,7 +305,7 @@ def main(argv: list[str] | None = None) -> None:
             "word_features": WORD_FEATURES, "char_range": list(CHAR_RANGE), "word_range": list(WORD_RANGE),
             "token_pattern": TOKEN_PATTERN, "thresholds": {cat: {"review": float(review[c]), "reject": float(reject[c])}
                                                           for c, cat in enumerate(CATEGORIES)},
-            "ece": {k: round(v, 4) for k, v in eces.items()}, "seed": SEED, "alpha": args.alpha, "technique": args.technique,
+            "ece": {k: round(v, 4) for k, v in eces.items()}, "operating_points": points, "seed": SEED, "alpha": args.alpha, "technique": args.technique,
             "languages": sorted({r.language for r in rows})}
     export(args.output, weights, bias, meta)
     for language in ("en", "id"):

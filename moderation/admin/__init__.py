@@ -25,6 +25,7 @@ from moderation.admin.bulk_jobs import BulkJobAdmin
 from moderation.admin.reporters import ReporterAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
+from moderation.admin.operating_points import operating_points_panel
 from moderation.admin.transparency_report import transparency_report_view
 from moderation.admin.visibility import ReviewScoped
 from moderation.admin.term_lists import term_lists_view
@@ -172,6 +173,13 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         latest = services.policy_active()
         return {**{field: getattr(latest, field) for field in PolicyForm.Meta.fields if field != "notes"},
                 "based_on": latest.version}
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        # What each threshold costs with the local model, the version's own marked (a new
+        # version's form: the active one's, which it starts from). Every role that may read
+        # the version sees it (moderation/admin/operating_points.py).
+        context["operating_points"] = operating_points_panel(obj or services.policy_active())
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     def has_change_permission(self, request, obj=None) -> bool:
         return obj is None and super().has_change_permission(request, obj)

@@ -66,6 +66,13 @@ def predictor():
     return _model
 
 
+def operating_points() -> dict:
+    """{category: CategoryPoints} of the loaded model: precision, recall and the share flagged at
+    each threshold from 0.05 to 0.95 on the held-out split of its training data
+    (moderation.providers.local_model.CategoryPoints; docs/model-card.md, "Operating points")."""
+    return predictor().operating_points
+
+
 class LocalProvider:
     name = "local"
     kinds = frozenset({"text", "metadata"})  # a text model: images go to the banks and image_fallback

@@ -125,6 +125,54 @@ def hashed(grams_per_text: list[list[str]], n_features: int) -> tuple[np.ndarray
 
 
 @dataclass(frozen=True)
+class OperatingPoint:
+    """What one threshold gives on the held-out split of the model's training data: the share of
+    texts scored at or above it that are the category (precision), the share of the category's
+    texts scored at or above it (recall), and the share of all texts at or above it. None: no
+    figure (nothing scored that high; no text of the category)."""
+
+    threshold: float
+    precision: float | None
+    recall: float | None
+    share: float | None
+
+
+@dataclass(frozen=True)
+class CategoryPoints:
+    """One category's operating points (training/train.py, `operating_points`), over `texts`
+    held-out texts whose source tells about the category, `positives` of them the category."""
+
+    texts: int
+    positives: int
+    points: tuple[OperatingPoint, ...]
+
+
+def _figure(value: object) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ValueError(f"not a figure between 0 and 1: {value!r}")
+    return float(value)
+
+
+def operating_points_of(meta: dict) -> dict[str, CategoryPoints]:
+    """The operating points a model file's meta holds, per category; {} for a file trained before
+    they were recorded. ValueError when they are malformed."""
+    recorded = meta.get("operating_points", {})
+    if not isinstance(recorded, dict):
+        raise ValueError(f"operating points: expected an object per category, not {type(recorded).__name__}")
+    found = {}
+    for category, stored in recorded.items():
+        try:
+            points = tuple(OperatingPoint(float(_figure(t)), _figure(p), _figure(r), _figure(s))
+                           for t, p, r, s in stored["points"])
+            found[category] = CategoryPoints(int(stored["texts"]), int(stored["positives"]), points)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"operating points of {category}: {exc}") from exc
+    return found
+
+
+@dataclass(frozen=True)
 class LocalModel:
     categories: tuple[str, ...]
     weights: np.ndarray      # (char features + word features, categories), float32
@@ -135,6 +183,9 @@ class LocalModel:
     word_range: tuple[int, int]
     token_pattern: re.Pattern
     meta: dict
+    # Per category, precision, recall and the share flagged at thresholds 0.05 to 0.95 on the
+    # held-out split (docs/model-card.md, "Operating points"); {} for an older file.
+    operating_points: dict[str, CategoryPoints]
 
     def features(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The stacked rows (char then word features) of each text, as (row, column, value)."""
@@ -176,9 +227,14 @@ def load(path: Path = MODEL_PATH, *, categories: tuple[str, ...] | None = None) 
     if categories is not None and tuple(meta["categories"]) != tuple(categories):
         raise ModelFileError(f"{path} scores {meta['categories']}, not {list(categories)}: run `make model`")
     categories = tuple(meta["categories"])
+    try:
+        points = operating_points_of(meta)
+    except ValueError as exc:
+        raise ModelFileError(f"{path}: {exc}: run `make model`") from exc
     expected = (meta["char_features"] + meta["word_features"], len(categories))
     if weights.shape != expected or bias.shape != (len(categories),):
         raise ModelFileError(f"{path}: weights {weights.shape}, bias {bias.shape}; expected {expected}")
     return LocalModel(categories=categories, weights=weights, bias=bias, char_features=meta["char_features"],
                       word_features=meta["word_features"], char_range=tuple(meta["char_range"]),
-                      word_range=tuple(meta["word_range"]), token_pattern=re.compile(meta["token_pattern"]), meta=meta)
+                      word_range=tuple(meta["word_range"]), token_pattern=re.compile(meta["token_pattern"]), meta=meta,
+                      operating_points=points)

@@ -126,3 +126,40 @@ def test_the_default_policy_takes_the_thresholds_the_training_chose():
     chosen = local_model.load().meta["thresholds"]
     assert DEFAULT_POLICY["category_thresholds"] == {
         category: {"review": levels["review"], "reject": levels["reject"]} for category, levels in chosen.items()}
+
+
+def test_the_model_file_ships_its_held_out_operating_points():
+    from training.train import OPERATING_THRESHOLDS
+
+    model = local_model.load()
+    assert set(model.operating_points) == set(model.categories)
+    for category, found in model.operating_points.items():
+        stored = model.meta["operating_points"][category]
+        assert (found.texts, found.positives) == (stored["texts"], stored["positives"]) and 0 < found.positives < found.texts
+        assert tuple(p.threshold for p in found.points) == OPERATING_THRESHOLDS
+        assert [[p.threshold, p.precision, p.recall, p.share] for p in found.points] == stored["points"]
+        # Raising a threshold flags fewer texts and finds fewer of the category, never more.
+        recalls, shares = [p.recall for p in found.points], [p.share for p in found.points]
+        assert recalls == sorted(recalls, reverse=True) and shares == sorted(shares, reverse=True), category
+
+
+def test_malformed_operating_points_are_refused_with_a_clear_error(tmp_path):
+    import io
+    import json
+
+    with np.load(local_model.MODEL_PATH, allow_pickle=False) as stored:
+        arrays = {name: stored[name] for name in stored.files}
+    meta = json.loads(str(arrays["meta"]))
+    meta["operating_points"]["hate"]["points"][3] = [0.2, 1.5, 0.3, 0.1]
+    buffer = io.BytesIO()
+    np.savez(buffer, **{**arrays, "meta": np.array(json.dumps(meta))})
+    damaged = tmp_path / "damaged.npz"
+    damaged.write_bytes(buffer.getvalue())
+
+    with pytest.raises(local_model.ModelFileError, match="operating points of hate: not a figure between 0 and 1: 1.5"):
+        local_model.load(damaged)
+    del meta["operating_points"]
+    buffer = io.BytesIO()
+    np.savez(buffer, **{**arrays, "meta": np.array(json.dumps(meta))})
+    damaged.write_bytes(buffer.getvalue())
+    assert local_model.load(damaged).operating_points == {}  # a file from before they were recorded
