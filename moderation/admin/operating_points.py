@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
 from moderation.models import ModerationPolicy
 from moderation.providers import local
-from moderation.providers.local_model import CategoryPoints, ModelFileError, OperatingPoint
 from moderation.verdicts import thresholds_for
+
+if TYPE_CHECKING:  # (the model's module imports NumPy: a web process that never opens this page need not)
+    from moderation.providers.local_model import CategoryPoints, OperatingPoint
 
 logger = logging.getLogger(__name__)
 
@@ -112,6 +115,8 @@ def operating_points_panel(policy: ModerationPolicy) -> Panel:
     if provider != "local":
         return Panel(policy, provider, note=f"Precision and recall per threshold are known for the bundled local model only; "
                                             f"this installation's provider is {provider}.")
+    from moderation.providers.local_model import ModelFileError
+
     try:
         points = local.operating_points()
     except ModelFileError as exc:  # the moderation itself fails loudly on it; this page still opens
