@@ -9,7 +9,6 @@ import math
 import os
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -20,6 +19,7 @@ from rest_framework.test import APIClient
 from moderation.models import RateCount
 from moderation.privacy import retention
 from lab.race_lab import database_url
+from tests.helpers import collide
 from moderation.web.throttles import RefusalMemo, rate_hit, refusal_wait, refusals
 
 URL = "/api/v1/reviews/"
@@ -86,22 +86,8 @@ def test_two_web_workers_share_one_limit(fresh_throttles):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_requests_of_one_caller_let_exactly_the_limit_through(fresh_throttles):
-    barrier, waits, lock = threading.Barrier(8), [], threading.Lock()
-
-    def worker():
-        try:
-            barrier.wait()
-            mine = [rate_hit(key="c", limit=20, period=60) for _ in range(5)]
-            with lock:
-                waits.extend(mine)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    waits = [wait for mine in collide(8, lambda _: [rate_hit(key="c", limit=20, period=60) for _ in range(5)])
+             for wait in mine]
 
     assert len(waits) == 40 and waits.count(0.0) == 20
 
