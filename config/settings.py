@@ -373,6 +373,8 @@ if CALLBACK_RETENTION_DAYS < 7:
 Q_RESULT_RETENTION_DAYS = _env_number("Q_RESULT_RETENTION_DAYS", 7.0)  # django-q2's task results
 NOTIFICATION_ATTEMPT_RETENTION_DAYS = _env_number("NOTIFICATION_ATTEMPT_RETENTION_DAYS", 30.0)  # of delivered ones
 PIPELINE_EVENT_RETENTION_DAYS = _env_number("PIPELINE_EVENT_RETENTION_DAYS", 90.0)
+# Provider answers kept for backtests and shadow runs (docs/quality.md): asked again after this.
+PROVIDER_ANSWER_RETENTION_DAYS = _env_number("PROVIDER_ANSWER_RETENTION_DAYS", 30.0)
 # Image and audio bytes, counted from the review's final decision; their hashes stay.
 MEDIA_RETENTION_DAYS = _env_number("MEDIA_RETENTION_DAYS", 30.0)
 # (Expired idempotency records: IDEMPOTENCY_TTL_H, above.)

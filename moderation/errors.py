@@ -184,6 +184,15 @@ class DraftChanged(DraftNotPreviewed):
         self.actual = actual
 
 
+class DraftStale(ModerationError):
+    """A policy draft that cannot be activated: it is not a draft, or the active version is no
+    longer the one it was drafted from (or the one its figures were compared with)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 class UnsafeWebhookUrl(ModerationError):
     """A webhook URL that may not be used: not https without DEBUG, or a name that resolves to
     an address the platform must not send to (moderation/netguard.py)."""

@@ -37,6 +37,10 @@ VIEW_ALL = [
     "moderation.view_hashbankentry",
     "moderation.view_hashbankchange",
     "moderation.view_moderationqueue",  # the review queues and who may work each (docs/workplace.md)
+    # Backtests and shadow runs of policy versions (docs/quality.md): figures, and changed or
+    # disagreeing reviews only where the viewer may open them.
+    "moderation.view_backtest",
+    "moderation.view_shadowrun",
 ]
 # Who may override a review may act on its author, and mute or unmute a reporter.
 # Who decides sees the images and hears the audio they decide on (blurred and grey until asked:

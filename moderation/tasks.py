@@ -26,6 +26,7 @@ from django.conf import settings
 from audit import context, tracing
 from callbacks.services import callbacks_sweep
 from moderation import services
+from moderation.quality import backtests, shadows
 from moderation.privacy import retention
 from moderation.jobs import new_job_id, worker_id
 
@@ -84,7 +85,7 @@ def sweep(job_id: str = "", web_request_id: str = "", trace_parent: str = "") ->
         expired = services.idempotency_records_expire()
         summary = f"{len(callbacks)} callbacks processed, {expired} idempotency records expired, " + (
             services.reviews_sweep().summary()
-        ) + f", {len(services.bulk_jobs_resume())} bulk jobs resumed"
+        ) + f", {len(services.bulk_jobs_resume())} bulk jobs resumed, {len(backtests.backtests_resume())} backtests resumed"
         # django-q2 stores no successful results (settings.Q_CLUSTER["save_limit"]): /readyz
         # reads this instead. Written once the sweep completed; a failing sweep is stored as a
         # failed task and beats nothing.
@@ -109,6 +110,24 @@ def bulk_job_run(bulk_job_id: int, job_id: str = "", web_request_id: str = "", t
             _job_span(trace_parent, "bulk_job_run", bulk_job_id=bulk_job_id):
         slice_s = min(services.BULK_SLICE_S, settings.Q_TASK_TIMEOUT_S / 2)
         return services.bulk_job_run(job_id=bulk_job_id, deadline=time.monotonic() + slice_s)
+
+
+def backtest_run(backtest_id: int, job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """One slice of a backtest (moderation/quality/backtests.py): at most BACKTEST_SLICE_S, within
+    the task's timeout, then the rest is enqueued behind the pipeline's own jobs."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id(), request_id=web_request_id or None), \
+            _job_span(trace_parent, "backtest_run", backtest_id=backtest_id):
+        slice_s = min(backtests.BACKTEST_SLICE_S, settings.Q_TASK_TIMEOUT_S / 2)
+        return backtests.backtest_run(backtest_id=backtest_id, deadline=time.monotonic() + slice_s)
+
+
+def shadows_run(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """Scheduled every minute on the notification cluster (moderation/defaults.py), never on the
+    moderation cluster that makes the live decisions: every live shadow judges what was decided
+    since its last run (moderation/quality/shadows.py)."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), _job_span(trace_parent, "shadows_run"):
+        slice_s = min(shadows.SHADOW_SLICE_S, settings.Q_TASK_TIMEOUT_S / 2)
+        return f"{shadows.shadows_run(deadline=time.monotonic() + slice_s)} decisions judged in shadow"
 
 
 def notifier_heartbeat(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

@@ -21,7 +21,9 @@ from moderation.admin import pipeline_records  # noqa: F401  (registers the tran
 from moderation.admin import queues  # noqa: F401  (registers the review queues' admin)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
+from moderation.admin.backtests import BacktestAdmin, activate_view, backtest_start_view, policy_quality_panel
 from moderation.admin.bulk_jobs import BulkJobAdmin
+from moderation.admin.shadows import ShadowRunAdmin, policy_shadow_panel, shadow_start_view
 from moderation.admin.reporters import ReporterAdmin
 from moderation.admin.reviews import ReviewAdmin
 from moderation.admin.notice_templates import notice_templates_view
@@ -35,7 +37,9 @@ from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTIC
 from moderation.text.rules import rule_name
 from moderation.models import (
     ApiClient,
+    Backtest,
     BulkJob,
+    ShadowRun,
     default_dsa_mapping,
     Author,
     ContentReview,
@@ -54,6 +58,8 @@ from moderation.models import (
 admin.site.register(ContentReview, ReviewAdmin)
 admin.site.register(Author, AuthorAdmin)
 admin.site.register(BulkJob, BulkJobAdmin)
+admin.site.register(Backtest, BacktestAdmin)
+admin.site.register(ShadowRun, ShadowRunAdmin)
 admin.site.register(Reporter, ReporterAdmin)
 admin.site.index_template = "admin/moderation_index.html"
 admin.site.site_header = "Moderation"
@@ -99,6 +105,9 @@ class PolicyForm(forms.ModelForm):
     # The version the form was filled from: publishing refuses if another was published since
     # (its changes, e.g. imported terms, would otherwise be dropped).
     based_on = forms.IntegerField(required=False, widget=forms.HiddenInput)
+    as_draft = forms.BooleanField(
+        required=False, label="Save as a draft",
+        help_text="A draft acts on nothing: backtest it on its page, then activate it (docs/quality.md).")
 
     class Meta:
         model = ModerationPolicy
@@ -148,8 +157,14 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
 
     form = PolicyForm
 
-    list_display = ["version", "review_threshold", "reject_threshold", "flagged_label", "report_threshold", "rules", "created_by", "created_at"]
-    fields = [*PolicyForm.Meta.fields, "based_on"]
+    list_display = ["version", "state", "review_threshold", "reject_threshold", "flagged_label", "report_threshold", "rules", "created_by", "created_at"]
+    fields = [*PolicyForm.Meta.fields, "based_on", "as_draft"]
+
+    @admin.display(description="state")
+    def state(self, policy):
+        if policy.is_draft:
+            return f"draft of v{policy.drafted_from}"
+        return "activated draft" if policy.activated_at else "published"
     change_list_template = "admin/moderation/moderationpolicy/change_list.html"
 
     @admin.display(description="rules")
@@ -162,7 +177,16 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
                path("routing/", self.admin_site.admin_view(lambda request: routing_view(self, request)),
                     name="moderation_moderationpolicy_routing"),
                path("notices/", self.admin_site.admin_view(lambda request: notice_templates_view(self, request)),
-                    name="moderation_moderationpolicy_notices")]
+                    name="moderation_moderationpolicy_notices"),
+               path("<int:policy_id>/backtest/",
+                    self.admin_site.admin_view(lambda request, policy_id: backtest_start_view(self, request, policy_id)),
+                    name="moderation_moderationpolicy_backtest"),
+               path("<int:policy_id>/activate/",
+                    self.admin_site.admin_view(lambda request, policy_id: activate_view(self, request, policy_id)),
+                    name="moderation_moderationpolicy_activate"),
+               path("<int:policy_id>/shadow/",
+                    self.admin_site.admin_view(lambda request, policy_id: shadow_start_view(self, request, policy_id)),
+                    name="moderation_moderationpolicy_shadow")]
         return own + super().get_urls()
 
     def get_fields(self, request, obj=None):
@@ -179,6 +203,8 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         # version's form: the active one's, which it starts from). Every role that may read
         # the version sees it (moderation/admin/operating_points.py).
         context["operating_points"] = operating_points_panel(obj or services.policy_active())
+        context["quality"] = policy_quality_panel(obj, request)
+        context["shadow"] = policy_shadow_panel(obj)
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     def has_change_permission(self, request, obj=None) -> bool:
@@ -192,8 +218,9 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         # take the model's default, and the banks would be dropped).
         media = {name: form.cleaned_data[name] for name in MEDIA_FIELDS}
         published = services.policy_publish(**{**services.policy_fields(obj), **media}, notes=obj.notes,
-                                             created_by=request.user, based_on=form.cleaned_data.get("based_on"))
-        obj.pk, obj.version = published.pk, published.version
+                                             created_by=request.user, based_on=form.cleaned_data.get("based_on"),
+                                             draft=form.cleaned_data.get("as_draft", False))
+        obj.pk, obj.version, obj.is_draft = published.pk, published.version, published.is_draft
 
 
 @admin.register(ProviderCircuit)

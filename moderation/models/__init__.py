@@ -1,6 +1,6 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
 authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), custom review queues (queues.py), erasure tombstones
-(erasure.py) and the periodic jobs' heartbeats (heartbeats.py)."""
+(erasure.py), the periodic jobs' heartbeats (heartbeats.py), and backtests, provider answers and shadow runs (quality.py)."""
 
 from moderation.models.core import *  # noqa: F403
 from moderation.models.core import __all__ as _core
@@ -37,6 +37,15 @@ from moderation.models.bulk import (
 )
 from moderation.models.erasure import ERASED, ContentErasure
 from moderation.models.heartbeats import Heartbeat
+from moderation.models.quality import (
+    BACKTEST_LIVE_STATUSES,
+    Backtest,
+    BacktestItem,
+    BacktestStatus,
+    ProviderAnswer,
+    ShadowRun,
+    ShadowVerdict,
+)
 from moderation.models.media import (
     BANK_NAME_MAX,
     ENTRY_LABEL_MAX,
@@ -95,4 +104,5 @@ __all__ = [
     "MediaSource", "ReviewMedia", "QUEUE_SLUG_MAX", "ModerationQueue",
     "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
     "APPROVAL_KEY", "default_canned_reasons",
+    "BACKTEST_LIVE_STATUSES", "Backtest", "BacktestItem", "BacktestStatus", "ProviderAnswer", "ShadowRun", "ShadowVerdict",
 ]

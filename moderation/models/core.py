@@ -858,6 +858,16 @@ class ModerationPolicy(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # A draft acts on nothing (docs/quality.md, "Drafts"): backtests and shadow runs judge with it,
+    # and activating it (moderation.services.policy.policy_activate, one guarded and audited step)
+    # makes it the active version. `drafted_from`: the active version it was made from; it can be
+    # activated only while that one is still the active version.
+    is_draft = models.BooleanField(default=False, db_default=False)
+    drafted_from = models.PositiveIntegerField(null=True, blank=True)
+    activated_at = models.DateTimeField(null=True, blank=True)
+    activated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
 
     history = HistoricalRecords(get_user=history_user)
 
@@ -873,9 +883,11 @@ class ModerationPolicy(models.Model):
             ),
             models.CheckConstraint(condition=Q(report_threshold__gte=1), name="policy_report_threshold_positive"),
         ]
+        # The active version is the newest that is not a draft: read on every decision.
+        indexes = [models.Index(fields=["-version"], name="policy_published_idx", condition=Q(is_draft=False))]
 
     def __str__(self) -> str:
-        return f"policy v{self.version}"
+        return f"policy v{self.version}" + (" (draft)" if self.is_draft else "")
 
 
 __all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "LOCAL_MODEL_LANGUAGES", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

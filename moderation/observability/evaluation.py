@@ -68,6 +68,7 @@ class Judged:
     score: float | None  # the verdict's top category score (None: the model's was not used)
     rules: tuple[str, ...] = ()  # the rules that matched (not the allow rules)
     error: str = ""  # the provider's error: the text counts as sent to a human
+    category: str = ""  # the category that decided (the verdict's), "" for an approval
 
 
 # --- reading a labelled file --------------------------------------------------------------------
@@ -191,6 +192,23 @@ def examples_judge(examples: list[Example], *, policy: ModerationPolicy, provide
     detected as a worker detects it, the provider asked in batches (`model_results`), then
     `decide`. EvaluationError when the provider cannot answer here: unknown, or one that calls
     back (the webhook protocol's: evaluate with the local model instead). Writes nothing."""
+    provider = inline_provider(provider_name)
+    texts = [example.text for example in examples]
+    answered = Answered(detections=examples_detect(examples), answers=model_results(texts, provider=provider))
+    return examples_decide(examples, answered, policy=policy, provider_name=provider_name)
+
+
+@dataclass(frozen=True)
+class Answered:
+    """The languages detected and the provider's answers for a list of examples, in order: what
+    any number of policy versions then decide from (`examples_decide`) without asking again."""
+
+    detections: list
+    answers: list
+
+
+def inline_provider(provider_name: str):
+    """The provider `provider_name`, if it answers in the call (EvaluationError otherwise)."""
     try:
         provider = get_provider(provider_name)
     except LookupError as exc:
@@ -198,11 +216,21 @@ def examples_judge(examples: list[Example], *, policy: ModerationPolicy, provide
     if not provider_answers_inline(provider):
         raise EvaluationError(f"the {provider_name} provider answers by callback, not in the call: it cannot "
                               "judge texts outside a review; evaluate with --provider local")
+    return provider
+
+
+def examples_detect(examples: list[Example]) -> list:
+    """Each text's language, detected as a worker detects it (in batches of DETECT_TEXTS)."""
     texts = [example.text for example in examples]
-    detections = [detection for start in range(0, len(texts), DETECT_TEXTS)
-                  for detection in detect_many(texts[start:start + DETECT_TEXTS])]
+    return [detection for start in range(0, len(texts), DETECT_TEXTS)
+            for detection in detect_many(texts[start:start + DETECT_TEXTS])]
+
+
+def examples_decide(examples: list[Example], answered: Answered, *, policy: ModerationPolicy,
+                    provider_name: str) -> list[Judged]:
+    """What `policy` decides of each example from its detected language and provider answer."""
     judged = []
-    for example, detection, answer in zip(examples, detections, model_results(texts, provider=provider), strict=True):
+    for example, detection, answer in zip(examples, answered.detections, answered.answers, strict=True):
         if isinstance(answer, Accepted):
             raise EvaluationError(f"the {provider_name} provider accepted row {example.row} to answer later "
                                   "(by callback): evaluate with --provider local")
@@ -211,8 +239,21 @@ def examples_judge(examples: list[Example], *, policy: ModerationPolicy, provide
             continue
         verdict = decide(policy, answer, text=example.text, detection=detection)
         rules = tuple(dict.fromkeys(m.rule for m in verdict.rule_matches if m.action != RuleAction.ALLOW))
-        judged.append(Judged(example, ReviewStatus(verdict.label), verdict.score, rules))
+        judged.append(Judged(example, ReviewStatus(verdict.label), verdict.score, rules,
+                             category=_deciding_category(verdict, answer)))
     return judged
+
+
+def _deciding_category(verdict, answer) -> str:
+    """The category a verdict that holds the text back acts on: its first rule's that rejects or
+    asks for review, else the highest-scoring one; "" for an approval."""
+    if verdict.label == ReviewStatus.APPROVED:
+        return ""
+    for match in verdict.rule_matches:
+        if match.action != RuleAction.ALLOW:
+            return match.category
+    scores = verdict.scores if verdict.scores is not None else answer.category_scores
+    return max(scores, key=lambda name: (scores[name], name)) if scores else ""
 
 
 # --- the figures ----------------------------------------------------------------------------------

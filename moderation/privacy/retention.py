@@ -36,6 +36,7 @@ from moderation.models import (
     MediaRemoval,
     NotificationAttempt,
     NotificationStatus,
+    ProviderAnswer,
     RateCount,
     ReviewMedia,
     ReviewStatus,
@@ -133,6 +134,8 @@ TARGETS = (
            _event_tally),
     Target("images' bytes", "MEDIA_RETENTION_DAYS", _media, remove=_media_remove, age="final for more than",
            lock=_media_lock),
+    Target("kept provider answers", "PROVIDER_ANSWER_RETENTION_DAYS", lambda now: ProviderAnswer.objects.filter(
+        created_at__lt=_days("PROVIDER_ANSWER_RETENTION_DAYS", now))),
     Target("rate-limit counts", "RATE_COUNT_RETENTION_H", lambda now: RateCount.objects.filter(
         touched_at__lt=now - timedelta(hours=settings.RATE_COUNT_RETENTION_H)), age="untouched for more than"),
 )

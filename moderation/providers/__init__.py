@@ -69,6 +69,11 @@ def register(name: str, factory: Callable[[], Provider]) -> None:
     _instances.pop(name, None)
 
 
+def provider_names() -> list[str]:
+    """The names `get_provider` knows, sorted."""
+    return sorted(_factories)
+
+
 def unregister(name: str) -> None:
     _factories.pop(name, None)
     _instances.pop(name, None)

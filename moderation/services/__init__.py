@@ -66,7 +66,7 @@ from moderation.services.routing import (
     review_queues,
     route_facts,
 )
-from moderation.services.policy import content_language, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change, policy_publish_previewed
+from moderation.services.policy import content_language, policy_activate, policy_active, policy_draft, policy_fields, policy_publish, policy_publish_change, policy_publish_previewed
 from moderation.services.reconcile import review_reconcile, review_supersede, reviews_sweep, reviews_worker_lost
 from moderation.services.submission import review_submit
 from moderation.services.reports import ReportFiled, report_file
@@ -131,6 +131,7 @@ __all__ = [
     "notifications_resend",
     "notifications_resendable",
     "content_language",
+    "policy_activate",
     "policy_active",
     "policy_draft",
     "policy_fields",

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from threading import Lock
 
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Max, Subquery
+from django.db.models import Max, Q, Subquery
+from django.utils import timezone
 
-from moderation.errors import DraftChanged, DraftNotPreviewed, PolicyChanged
+from moderation.errors import DraftChanged, DraftNotPreviewed, DraftStale, PolicyChanged
 from moderation.text.default_terms import default_term_lists
 from moderation.text.language import Detection, configured_languages, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
@@ -17,6 +19,8 @@ from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTIC
 from moderation.text.rules import term_lists_digest
 from moderation.services.routing import review_queue_slugs
 from moderation.verdicts import rule_text
+
+logger = logging.getLogger(__name__)
 
 _PUBLISH_LOCK = 0x6D6F6470  # advisory lock id: serialises version numbering
 
@@ -68,14 +72,15 @@ DEFAULT_TERMS_NOTE = " The default term lists (moderation/data/terms) for: {lang
 
 
 def policy_active() -> ModerationPolicy:
-    """The newest version (post_migrate publishes the default one, so there always is one)."""
-    return ModerationPolicy.objects.order_by("-version").first() or policy_ensure_default()
+    """The newest version that is not a draft (post_migrate publishes the default one, so there
+    always is one). A draft acts on nothing until it is activated (`policy_activate`)."""
+    return ModerationPolicy.objects.filter(is_draft=False).order_by("-version").first() or policy_ensure_default()
 
 
 def policy_active_id_subquery() -> Subquery:
     """The newest version's id, as a subquery: a statement the hot path sends anyway carries it
     (finalize's read of the operation), and `policy_published` turns it into the policy."""
-    return Subquery(ModerationPolicy.objects.order_by("-version").values("pk")[:1])
+    return Subquery(ModerationPolicy.objects.filter(is_draft=False).order_by("-version").values("pk")[:1])
 
 
 _PUBLISHED: OrderedDict = OrderedDict()
@@ -110,7 +115,7 @@ def policy_ensure_default() -> ModerationPolicy:
     operator adopts them as a new version with `manage.py policy_terms defaults --publish`
     (docs/policy-rules.md, "Default term lists").
     """
-    existing = ModerationPolicy.objects.order_by("-version").first()
+    existing = ModerationPolicy.objects.filter(is_draft=False).order_by("-version").first()
     if existing is not None:
         return existing
     languages = configured_languages()
@@ -147,9 +152,14 @@ def policy_publish(
     notes: str = "",
     created_by=None,
     based_on: int | None = None,
+    draft: bool = False,
     **workplace,
 ) -> ModerationPolicy:
     """Publish a new policy version; past versions stay as they were (decisions point at them).
+
+    `draft`: the version is made a draft of the active one, which acts on nothing until
+    `policy_activate` (docs/quality.md, "Drafts"). Drafts take their number from the same
+    sequence, so a version number names one version whatever it became.
 
     `workplace` holds the review-queue fields (`categories` and the priority weights,
     moderation.validation.PRIORITY_WEIGHTS), the rules for authors (AUTHOR_FIELDS) and the
@@ -178,10 +188,43 @@ def policy_publish(
     if errors:
         raise ValidationError(errors)
     _lock_publishing()
-    latest = ModerationPolicy.objects.aggregate(v=Max("version"))["v"] or 0
-    if based_on is not None and based_on != latest:
-        raise PolicyChanged(expected=based_on, actual=latest)
-    return ModerationPolicy.objects.create(version=latest + 1, notes=notes, created_by=created_by, **fields)
+    numbers = ModerationPolicy.objects.aggregate(any=Max("version"), active=Max("version", filter=Q(is_draft=False)))
+    latest, active = numbers["any"] or 0, numbers["active"] or 0
+    if based_on is not None and based_on != active:
+        raise PolicyChanged(expected=based_on, actual=active)
+    return ModerationPolicy.objects.create(version=latest + 1, notes=notes, created_by=created_by, is_draft=draft,
+                                           drafted_from=active if draft else None, **fields)
+
+
+@transaction.atomic
+def policy_activate(*, version: int, user, expected_active: int | None = None) -> ModerationPolicy:
+    """Make the draft `version` the active version: one step, under the publishing lock, audited
+    (the version's history records who and when; the log says it too).
+
+    Refused (DraftStale, nothing written) when it is not a draft, or when the active version is
+    no longer the one it was drafted from: activating it would silently undo what was published
+    since. `expected_active`: the active version the person saw beside the draft's backtest; a
+    different one refuses too, so nobody activates on figures compared with a version gone.
+    """
+    _lock_publishing()
+    draft = ModerationPolicy.objects.select_for_update().filter(version=version).first()
+    if draft is None:
+        raise DraftStale(f"there is no policy v{version}")
+    if not draft.is_draft:
+        raise DraftStale(f"{draft} is not a draft: it was activated {draft.activated_at:%Y-%m-%d %H:%M} UTC"
+                         if draft.activated_at else f"{draft} is not a draft")
+    active = policy_active()
+    if draft.drafted_from != active.version:
+        raise DraftStale(f"{draft} was drafted from v{draft.drafted_from}, but {active} was published since: "
+                         "make the draft again from the active version")
+    if expected_active is not None and expected_active != active.version:
+        raise DraftStale(f"the active version is now v{active.version}, not v{expected_active}: "
+                         "compare the figures again")
+    draft.is_draft, draft.activated_at, draft.activated_by = False, timezone.now(), user
+    draft._history_user = user
+    draft.save(update_fields=["is_draft", "activated_at", "activated_by"])
+    logger.info("policy v%s activated by %s (it was drafted from v%s)", draft.version, user, draft.drafted_from)
+    return draft
 
 
 def policy_publish_previewed(

@@ -236,3 +236,17 @@ def test_an_image_whose_review_is_locked_is_left_to_the_next_prune(api_client, s
 
     assert media_of(busy).data is not None and media_of(idle).data is None
     assert retention.prune(for_real=True)["images' bytes"] == 1
+
+
+@pytest.mark.django_db
+def test_kept_provider_answers_older_than_their_setting_are_pruned(settings):
+    from moderation.models import ProviderAnswer
+
+    settings.PROVIDER_ANSWER_RETENTION_DAYS = 30
+    result = {"model": "m", "flagged": False, "categories": {}, "category_scores": {}, "parts": []}
+    ProviderAnswer.objects.create(key="a" * 64, model="local:m", result=result)
+    ProviderAnswer.objects.create(key="b" * 64, model="local:m", result=result)
+    ProviderAnswer.objects.filter(key="a" * 64).update(created_at=timezone.now() - timedelta(days=31))
+
+    assert retention.prune(for_real=True)["kept provider answers"] == 1
+    assert list(ProviderAnswer.objects.values_list("key", flat=True)) == ["b" * 64]

@@ -56,9 +56,10 @@ class Command(BaseCommand):
 
 
 def _policy(version: int | None) -> ModerationPolicy:
-    """The version asked for, or the newest (read only: never the default published here)."""
+    """The version asked for (a draft too), or the active one (read only: never the default
+    published here)."""
     policies = ModerationPolicy.objects.order_by("-version")
-    chosen = policies.first() if version is None else policies.filter(version=version).first()
+    chosen = policies.filter(is_draft=False).first() if version is None else policies.filter(version=version).first()
     if chosen is None:
         newest = policies.values_list("version", flat=True).first()
         raise CommandError(f"no policy version {version} (the newest is {newest})" if newest
