@@ -373,6 +373,11 @@ if CALLBACK_RETENTION_DAYS < 7:
 Q_RESULT_RETENTION_DAYS = _env_number("Q_RESULT_RETENTION_DAYS", 7.0)  # django-q2's task results
 NOTIFICATION_ATTEMPT_RETENTION_DAYS = _env_number("NOTIFICATION_ATTEMPT_RETENTION_DAYS", 30.0)  # of delivered ones
 PIPELINE_EVENT_RETENTION_DAYS = _env_number("PIPELINE_EVENT_RETENTION_DAYS", 90.0)
+# Anomaly alarms (docs/quality.md, "Anomaly alarms"): a signal of the last hour (the rejection
+# rate, the share sent to humans, a rule's match rate) out of its band around its 7-day baseline.
+ANOMALY_BAND = _env_number("ANOMALY_BAND", 0.5)  # relative: 0.5 = 50% above or below the baseline
+ANOMALY_MIN_DELTA = _env_number("ANOMALY_MIN_DELTA", 0.02)  # and at least this much, absolute
+ANOMALY_MIN_DECISIONS = int(_env_number("ANOMALY_MIN_DECISIONS", 100, int))  # in the hour and in the baseline
 # Provider answers kept for backtests and shadow runs (docs/quality.md): asked again after this.
 PROVIDER_ANSWER_RETENTION_DAYS = _env_number("PROVIDER_ANSWER_RETENTION_DAYS", 30.0)
 # Image and audio bytes, counted from the review's final decision; their hashes stay.

@@ -26,7 +26,7 @@ from django.conf import settings
 from audit import context, tracing
 from callbacks.services import callbacks_sweep
 from moderation import services
-from moderation.quality import backtests, shadows
+from moderation.quality import alarms, backtests, shadows
 from moderation.privacy import retention
 from moderation.jobs import new_job_id, worker_id
 
@@ -121,13 +121,16 @@ def backtest_run(backtest_id: int, job_id: str = "", web_request_id: str = "", t
         return backtests.backtest_run(backtest_id=backtest_id, deadline=time.monotonic() + slice_s)
 
 
-def shadows_run(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
-    """Scheduled every minute on the notification cluster (moderation/defaults.py), never on the
-    moderation cluster that makes the live decisions: every live shadow judges what was decided
-    since its last run (moderation/quality/shadows.py)."""
-    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), _job_span(trace_parent, "shadows_run"):
+def quality_minute(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """Scheduled every minute on the notification cluster (services.notifier_schedule_ensure),
+    never on the moderation cluster that makes the live decisions: the automatic decisions are
+    counted per hour for the anomaly alarms (moderation/quality/alarms.py), and every live shadow
+    judges what was decided since its last run (moderation/quality/shadows.py)."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()), _job_span(trace_parent, "quality_minute"):
+        counted = alarms.decisions_roll_up()
         slice_s = min(shadows.SHADOW_SLICE_S, settings.Q_TASK_TIMEOUT_S / 2)
-        return f"{shadows.shadows_run(deadline=time.monotonic() + slice_s)} decisions judged in shadow"
+        judged = shadows.shadows_run(deadline=time.monotonic() + slice_s)
+        return f"{counted} decisions counted, {judged} judged in shadow"
 
 
 def notifier_heartbeat(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:

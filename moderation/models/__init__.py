@@ -42,7 +42,9 @@ from moderation.models.quality import (
     Backtest,
     BacktestItem,
     BacktestStatus,
+    DecisionRollup,
     ProviderAnswer,
+    QualityCursor,
     ShadowRun,
     ShadowVerdict,
 )
@@ -104,5 +106,5 @@ __all__ = [
     "MediaSource", "ReviewMedia", "QUEUE_SLUG_MAX", "ModerationQueue",
     "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
     "APPROVAL_KEY", "default_canned_reasons",
-    "BACKTEST_LIVE_STATUSES", "Backtest", "BacktestItem", "BacktestStatus", "ProviderAnswer", "ShadowRun", "ShadowVerdict",
+    "BACKTEST_LIVE_STATUSES", "Backtest", "BacktestItem", "BacktestStatus", "DecisionRollup", "ProviderAnswer", "QualityCursor", "ShadowRun", "ShadowVerdict",
 ]

@@ -158,3 +158,29 @@ class ShadowVerdict(models.Model):
     @property
     def agrees(self) -> bool:
         return self.label == self.live_label
+
+
+class DecisionRollup(models.Model):
+    """Automatic decisions counted per hour: by label (`label:rejected`) and by the rules that
+    matched them (`rule:<name>`), for the anomaly alarms (moderation/quality/alarms.py). Filled a
+    minute behind the live path by a scheduled task, never by the live path itself."""
+
+    hour = models.DateTimeField()
+    key = models.CharField(max_length=300)
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["hour", "key"], name="rollup_hour_key")]
+
+    def __str__(self) -> str:
+        return f"{self.key} at {self.hour:%Y-%m-%d %H}:00: {self.count}"
+
+
+class QualityCursor(models.Model):
+    """How far a scheduled quality task has read the provider decisions (their ids grow)."""
+
+    name = models.CharField(max_length=32, primary_key=True)
+    last_id = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name} at decision {self.last_id}"

@@ -40,7 +40,7 @@ from prometheus_client.core import (
 
 from audit.models import EventKind, PipelineEvent, PrunedTally
 from callbacks.models import ProviderCallback
-from moderation.observability import workplace
+from moderation.observability import anomalies, workplace
 from moderation.observability.access import is_operator
 from moderation.services.reporters import ACCURACY_BANDS, UNRATED, reporter_counts
 from moderation.selectors import stuck_requests
@@ -140,6 +140,24 @@ class PipelineCollector:
         yield from self._authors()
         yield from self._reporters()
         yield from self._statements()
+        yield from self._anomalies()
+
+    def _anomalies(self):
+        """The anomaly alarms (moderation/observability/anomalies.py): each signal's share of the
+        last full hour's automatic decisions and of its 7-day baseline, and 1 where it is out of
+        its band (the alert rule ModerationDecisionAnomaly reads that)."""
+        share = GaugeMetricFamily("moderation_decision_share", "Share of the automatic decisions: rejected, sent to "
+                                  "humans, or matched by a rule; the last full hour and its 7-day baseline.",
+                                  labels=["signal", "window"])
+        out = GaugeMetricFamily("moderation_anomaly", "1 when a signal's last hour is out of its band around its "
+                                "7-day baseline (ANOMALY_BAND).", labels=["signal"])
+        _, figures = anomalies.signal_figures()
+        for f in figures:
+            share.add_metric([f.signal, "1h"], f.now)
+            share.add_metric([f.signal, "7d"], f.baseline)
+            out.add_metric([f.signal], 1.0 if f.out_of_band else 0.0)
+        yield share
+        yield out
 
     def _workplace(self):
         """The review queues and the humans' work (moderation.observability.workplace)."""

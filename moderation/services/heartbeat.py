@@ -26,24 +26,24 @@ def notifier_schedule_ensure() -> None:
     Q_NAME changed is bound without a migrate."""
     from django_q.models import Schedule
 
-    names = (notifier(), statements_schedule(), shadows_schedule())
+    names = (notifier(), statements_schedule(), quality_schedule())
     if Schedule.objects.filter(name__in=names, cluster=settings.NOTIFY_CLUSTER).count() == len(names):
         return
     # The heartbeat, and the statements of reasons to the DSA Transparency Database
-    # (moderation.tasks.statements_submit): outbound work, the notification cluster's. And the shadow
-    # runs (moderation.tasks.shadows_run, every minute): judging in shadow never takes a worker from
-    # the moderation cluster, which makes the live decisions.
-    funcs = ("moderation.tasks.notifier_heartbeat", "moderation.tasks.statements_submit", "moderation.tasks.shadows_run")
+    # (moderation.tasks.statements_submit): outbound work, the notification cluster's. And the quality
+    # minute (moderation.tasks.quality_minute: the anomaly alarms' counts, the shadow runs): it never
+    # takes a worker from the moderation cluster, which makes the live decisions.
+    funcs = ("moderation.tasks.notifier_heartbeat", "moderation.tasks.statements_submit", "moderation.tasks.quality_minute")
     for name, func in zip(names, funcs, strict=True):
-        every = 1 if func.endswith("shadows_run") else NOTIFIER_EVERY_MIN
+        every = 1 if func.endswith("quality_minute") else NOTIFIER_EVERY_MIN
         beat = {"func": func, "schedule_type": Schedule.MINUTES, "minutes": every, "repeats": -1,
                 "cluster": settings.NOTIFY_CLUSTER}
         Schedule.objects.update_or_create(name=name, defaults=beat, create_defaults={**beat, "next_run": timezone.now()})
 
 
-def shadows_schedule() -> str:
-    """The name of this deployment's schedule that runs the shadows (moderation/quality/shadows.py)."""
-    return f"shadows:{settings.NOTIFY_CLUSTER}"[:64]
+def quality_schedule() -> str:
+    """The name of this deployment's schedule of the quality minute (moderation/quality/)."""
+    return f"quality:{settings.NOTIFY_CLUSTER}"[:64]
 
 
 def statements_schedule() -> str:

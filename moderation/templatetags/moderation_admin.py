@@ -1,5 +1,6 @@
 from django import template
 
+from moderation.observability.anomalies import anomalies
 from moderation.observability.dashboard import dashboard_figures
 
 register = template.Library()
@@ -9,6 +10,12 @@ register = template.Library()
 def moderation_dashboard(context):
     """The index's figures, of the reviews the logged-in user may see."""
     return dashboard_figures(viewer=context["request"].user)
+
+
+@register.simple_tag
+def moderation_anomalies():
+    """The signals out of their band in the last full hour (docs/quality.md, "Anomaly alarms")."""
+    return anomalies()
 
 
 @register.filter

@@ -15,7 +15,6 @@ from django.db import connection
 
 from moderation import services, tasks
 from moderation.models import Backtest, BacktestStatus, ModerationPolicy, ReviewStatus, ShadowRun, ShadowVerdict
-from moderation.quality import shadows
 from tests.browser.test_moderator_flow import CHROMIUM, chromium, log_in, shots, staff  # noqa: F401  (shots: a fixture)
 from tests.helpers import queued_tasks, submit
 
@@ -44,7 +43,9 @@ def judged_live(client, text):
     return review
 
 
-def test_draft_backtest_shadow_activate(live_server, api_client, django_user_model, settings, shots):  # noqa: F811
+def test_draft_backtest_shadow_activate(live_server, api_client, django_user_model, settings, shots,  # noqa: F811
+                                        monkeypatch):
+    monkeypatch.setattr("moderation.quality.shadows.SETTLED_S", 0)  # judged at once, not a minute later
     settings.MODERATION_PROVIDER, settings.MODERATION_BATCH_SIZE = "local", 16
     lead = staff(django_user_model, "lena", "moderator")
     for text, label, category in DECIDED:
@@ -70,7 +71,7 @@ def test_draft_backtest_shadow_activate(live_server, api_client, django_user_mod
             assert shadow_asked.wait(60)
             for text in LIVE:
                 judged_live(api_client, text)
-            tasks.shadows_run()
+            tasks.quality_minute()
             shadow_done.set()
         finally:
             backtest_done.set(), shadow_done.set()

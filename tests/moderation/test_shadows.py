@@ -24,6 +24,12 @@ TEXTS = ["you are a worthless idiot and everyone hates you", "Thanks for the hel
          "what a stupid idea, honestly", "Terima kasih atas bantuannya kemarin"]
 
 
+@pytest.fixture(autouse=True)
+def decisions_settle_at_once(monkeypatch):
+    """A shadow judges a decision once it is a minute old (alarms.SETTLED_S): here, at once."""
+    monkeypatch.setattr("moderation.quality.shadows.SETTLED_S", 0)
+
+
 def judged_live(api_client, text: str):
     """A review the live pipeline decided with the local model."""
     review = submit(api_client, text=text)
