@@ -79,11 +79,11 @@ class Checkout:
             raise RuntimeError(f"create_api_client printed no client id: {out[0]!r}")
         return client_id, out[-1].strip()
 
-    def python(self, database_url: str, code: str, data) -> object:
-        """Run `code` with the checkout's Django set up on `database_url`; it reads `data` (JSON)
-        as `data` and its last printed line is the answer (JSON)."""
+    def python(self, database_url: str, code: str, data, env: dict | None = None) -> object:
+        """Run `code` with the checkout's Django set up on `database_url` (and `env`); it reads
+        `data` (JSON) as `data` and its last printed line is the answer (JSON)."""
         program = ("import json, sys, django\ndjango.setup()\ndata = json.load(sys.stdin)\n" + code)
-        out = self._run(["-c", program], database_url, stdin=json.dumps(data), what="a benchmark step")
+        out = self._run(["-c", program], database_url, stdin=json.dumps(data), what="a benchmark step", env=env)
         return json.loads(out.strip().splitlines()[-1])
 
     def violations(self, database_url: str, review_ids: list[str]) -> list[str]:

@@ -378,6 +378,9 @@ PIPELINE_EVENT_RETENTION_DAYS = _env_number("PIPELINE_EVENT_RETENTION_DAYS", 90.
 ANOMALY_BAND = _env_number("ANOMALY_BAND", 0.5)  # relative: 0.5 = 50% above or below the baseline
 ANOMALY_MIN_DELTA = _env_number("ANOMALY_MIN_DELTA", 0.02)  # and at least this much, absolute
 ANOMALY_MIN_DECISIONS = int(_env_number("ANOMALY_MIN_DECISIONS", 100, int))  # in the hour and in the baseline
+# The quality minute reads a decision once it is this old (docs/quality.md): ids are taken at
+# insert, and a decision whose transaction commits later than a higher id's must not be passed.
+QUALITY_SETTLE_S = _env_number("QUALITY_SETTLE_S", 60.0)
 # Provider answers kept for backtests and shadow runs (docs/quality.md): asked again after this.
 PROVIDER_ANSWER_RETENTION_DAYS = _env_number("PROVIDER_ANSWER_RETENTION_DAYS", 30.0)
 # Image and audio bytes, counted from the review's final decision; their hashes stay.

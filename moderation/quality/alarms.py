@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -15,9 +16,13 @@ from moderation.models import Decision, DecisionRollup, QualityCursor
 
 ROLLUP = "rollup"
 ROLLUP_BATCH = 50_000
-# A decision is counted once it is this old: ids are taken at insert, so a decision committed
-# after a higher id's would otherwise be passed by the cursor. No finalize transaction runs this long.
-SETTLED_S = 60
+
+
+def settled_before(now: datetime) -> datetime:
+    """A decision is read once it is QUALITY_SETTLE_S old: ids are taken at insert, so a decision
+    committed after a higher id's would otherwise be passed by the cursor. No finalize transaction
+    runs that long."""
+    return now - timedelta(seconds=settings.QUALITY_SETTLE_S)
 
 
 def decisions_roll_up(*, now: datetime | None = None) -> int:
@@ -49,7 +54,7 @@ def decisions_roll_up(*, now: datetime | None = None) -> int:
                     ON CONFLICT (hour, key) DO UPDATE SET count = {rollup}.count + EXCLUDED.count
                 )
                 SELECT count(*), max(id) FROM d""",
-                {"after": cursor.last_id, "settled": now - timedelta(seconds=SETTLED_S), "batch": ROLLUP_BATCH})
+                {"after": cursor.last_id, "settled": settled_before(now), "batch": ROLLUP_BATCH})
             counted, last = db.fetchone()
         if last is not None:
             QualityCursor.objects.filter(name=ROLLUP).update(last_id=last)

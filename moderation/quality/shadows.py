@@ -3,7 +3,7 @@ traffic beside the active version, acting on nothing (docs/quality.md, "Shadow r
 
 The live path does not know a shadow exists: nothing is added to a submission, a dispatch or a
 finalize. A scheduled task on the notification cluster (`moderation.tasks.quality_minute`, every minute) takes, per
-live shadow, the provider decisions made since its cursor (settled: a minute old, alarms.SETTLED_S), judges their texts with the shadow's
+live shadow, the provider decisions made since its cursor (settled: QUALITY_SETTLE_S old), judges their texts with the shadow's
 policy and provider, and writes one verdict each to its own table, then moves the cursor: all in
 one transaction that holds the shadow's row (SKIP LOCKED, so two clusters never judge one batch
 twice). A shadow whose provider raises, hangs until its timeout or answers garbage records the
@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 
 from django.db import connection, transaction
 from django.db.models import F, Max
@@ -43,7 +43,7 @@ from moderation.observability.evaluation import (
     examples_detect,
     inline_provider,
 )
-from moderation.quality.alarms import SETTLED_S
+from moderation.quality.alarms import settled_before
 from moderation.quality.replay import AnswerCount, answer_model, kept_answers
 from moderation.verdicts import rule_text
 
@@ -103,9 +103,8 @@ def _judge_batch(shadow_id: int) -> int:
                   .filter(pk=shadow_id, stopped_at__isnull=True).first())
         if shadow is None:
             return 0
-        settled = timezone.now() - timedelta(seconds=SETTLED_S)
         decisions = list(Decision.objects.filter(source=DecisionSource.PROVIDER, id__gt=shadow.cursor,
-                                                 created_at__lt=settled)
+                                                 created_at__lt=settled_before(timezone.now()))
                          .select_related("review__content").order_by("id")[:SHADOW_BATCH])
         if not decisions:
             return 0

@@ -396,7 +396,6 @@ NOT_SETTINGS = {
     "MATCH_BUDGET": ROOT / "moderation" / "text" / "rules.py",  # constants of the code
     "MAX_PARTS": ROOT / "moderation" / "text" / "parts.py",
     "BACKTEST_SLICE_S": ROOT / "moderation" / "quality" / "backtests.py",
-    "SETTLED_S": ROOT / "moderation" / "quality" / "alarms.py",
     "REVIEW_FILTERS": ROOT / "moderation" / "admin" / "filters.py",
     "TEXT_SEARCH_CONFIGS": ROOT / "moderation" / "models" / "core.py",
     "MATCHED_IDS_UP_TO": ROOT / "moderation" / "observability" / "search.py",

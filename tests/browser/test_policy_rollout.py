@@ -43,9 +43,8 @@ def judged_live(client, text):
     return review
 
 
-def test_draft_backtest_shadow_activate(live_server, api_client, django_user_model, settings, shots,  # noqa: F811
-                                        monkeypatch):
-    monkeypatch.setattr("moderation.quality.shadows.SETTLED_S", 0)  # judged at once, not a minute later
+def test_draft_backtest_shadow_activate(live_server, api_client, django_user_model, settings, shots):  # noqa: F811
+    settings.QUALITY_SETTLE_S = 0  # judged at once, not a minute later
     settings.MODERATION_PROVIDER, settings.MODERATION_BATCH_SIZE = "local", 16
     lead = staff(django_user_model, "lena", "moderator")
     for text, label, category in DECIDED:

@@ -25,9 +25,9 @@ TEXTS = ["you are a worthless idiot and everyone hates you", "Thanks for the hel
 
 
 @pytest.fixture(autouse=True)
-def decisions_settle_at_once(monkeypatch):
-    """A shadow judges a decision once it is a minute old (alarms.SETTLED_S): here, at once."""
-    monkeypatch.setattr("moderation.quality.shadows.SETTLED_S", 0)
+def decisions_settle_at_once(settings):
+    """A shadow judges a decision once it is QUALITY_SETTLE_S old: here, at once."""
+    settings.QUALITY_SETTLE_S = 0
 
 
 def judged_live(api_client, text: str):

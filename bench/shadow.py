@@ -1,0 +1,99 @@
+"""The live decision's latency with a shadow run on and off, in the same run (docs/quality.md,
+"Shadow runs"; issue acceptance: p95 changes by at most 10%).
+
+    python -m bench.shadow [--reviews 3000] [--rounds 2] [--server granian]
+
+The platform as bench/e2e.py starts it (the web server, the moderation cluster with the local
+model, and the notification cluster, which runs the quality minute), on the ORM broker. Each
+round runs twice, alternating: with no shadow, then with the active version in shadow beside
+itself with the local model (the shadow asks the model again for every decision: the most work a
+shadow of a local version does). QUALITY_SETTLE_S is 1 s here, so the shadow judges while the
+load runs rather than a minute later. Printed per run: reviews/s, the live latency from
+submission to final decision (p50, p95, p99), and how many decisions the shadow had judged
+when the run ended and a minute later.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from bench import checkout, common, wrk
+from bench.e2e import _wait_final, finished
+from bench.submit import TEXTS
+
+SHADOW_START = """
+from moderation.quality.shadows import shadow_start
+from moderation.services import notifier_schedule_ensure, policy_active
+notifier_schedule_ensure()
+shadow = shadow_start(policy=policy_active(), provider_name="local", user=None)
+print(json.dumps(shadow.pk))
+"""
+
+
+def one(code: checkout.Checkout, *, shadow: bool, reviews: int, connections: int, server: str, tag: str) -> dict:
+    name = f"shadow_{'on' if shadow else 'off'}_{tag}"
+    url = code.database(name)
+    client_id, token = code.create_client(url, f"bench-{name}")
+    env = {"DATABASE_URL": url, "MODERATION_PROVIDER": "local", "REDIS_URL": "", "Q_NAME": f"bench-{name}",
+           "QUALITY_SETTLE_S": "1"}
+    if shadow:
+        code.python(url, SHADOW_START, None, env={"Q_NAME": f"bench-{name}", "MODERATION_PROVIDER": "local"})
+    with common.Platform(web_workers=3, clusters=1, q_workers=2, env=env, server=server) as platform:
+        warm = wrk.submissions(platform.port, token, tag="warm", count=20, texts=TEXTS, connections=connections)
+        _wait_final(url, None, 300, warm.requests)
+        started = checkout.query(url, "SELECT now()")[0][0]
+        load = wrk.submissions(platform.port, token, tag="run", count=reviews, texts=TEXTS, connections=connections,
+                               max_seconds=600)
+        ids, _ = _wait_final(url, started, 600, load.ok)
+        judged_at_end = _judged(url)
+        if shadow:
+            time.sleep(65)  # the quality minute's next run
+        judged_later = _judged(url)
+    final, window = finished(url, started)
+    latencies = [row[0] * 1000 for row in checkout.query(
+        url, "SELECT extract(epoch FROM completed_at - created_at)::float FROM moderation_contentreview "
+             "WHERE created_at >= %s AND completed_at IS NOT NULL", [started])]
+    return {"shadow": shadow, "reviews": len(ids), "rate": final / window if window else 0.0,
+            "p50": common.percentile(latencies, 50), "p95": common.percentile(latencies, 95),
+            "p99": common.percentile(latencies, 99), "judged_at_end": judged_at_end, "judged_later": judged_later}
+
+
+def _judged(url: str) -> int:
+    return checkout.query(url, "SELECT count(*) FROM moderation_shadowverdict")[0][0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--reviews", type=int, default=3000)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=8)
+    parser.add_argument("--server", choices=sorted(common.SERVERS), default="granian")
+    args = parser.parse_args()
+    common.setup_driver()
+    code = checkout.this()
+    print(f"Shadow on and off: {args.reviews} reviews from {args.connections} wrk connections, {args.server}, "
+          f"the local model, {os.cpu_count()} CPUs, {args.rounds} rounds", flush=True)
+    rows, by_mode = [], {False: [], True: []}
+    for round_no in range(args.rounds):
+        for shadow in (False, True):
+            result = one(code, shadow=shadow, reviews=args.reviews, connections=args.connections, server=args.server,
+                         tag=str(round_no))
+            by_mode[shadow].append(result)
+            rows.append([round_no + 1, "on" if shadow else "off", result["reviews"], f"{result['rate']:.1f}",
+                         f"{result['p50']:.0f}", f"{result['p95']:.0f}", f"{result['p99']:.0f}",
+                         result["judged_at_end"] if shadow else "-", result["judged_later"] if shadow else "-"])
+            print(common.table(["round", "shadow", "reviews", "reviews/s", "p50 ms", "p95 ms", "p99 ms",
+                                "judged by the end", "a minute later"], rows[-1:]), flush=True)
+    print(common.table(["round", "shadow", "reviews", "reviews/s", "p50 ms", "p95 ms", "p99 ms", "judged by the end",
+                        "a minute later"], rows))
+    off = sorted(r["p95"] for r in by_mode[False])
+    on = sorted(r["p95"] for r in by_mode[True])
+    median = lambda values: values[len(values) // 2]  # noqa: E731
+    print(f"live p95, median of the rounds: off {median(off):.0f} ms, on {median(on):.0f} ms: "
+          f"ratio on/off {median(on) / median(off):.2f} (target: at most 1.10)")
+
+
+if __name__ == "__main__":
+    main()
