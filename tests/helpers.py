@@ -47,8 +47,10 @@ def result(score: float, *, model: str = "test-model", provider_request_id: str 
     )
 
 
-# Scores the initial policy maps to each label for `result`'s category, harassment (moderation/
-# services/policy.py DEFAULT_POLICY: review from 0.33, reject from 0.68; other categories 0.5 and 0.9).
+# Scores the initial policy maps to each label for `result`'s category, harassment: a provider's
+# category (OpenAI's name) the local model does not score, so the initial policy (moderation/
+# services/policy.py DEFAULT_POLICY) gives it no thresholds of its own: review from 0.5, reject
+# from 0.9.
 SCORE_FOR = {"approved": 0.1, "manual_review": 0.6, "rejected": 0.95}
 
 

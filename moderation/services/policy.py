@@ -55,8 +55,8 @@ DEFAULT_POLICY = {
     "reject_threshold": 0.9,
     "review_threshold": 0.5,
     "category_thresholds": {
-        "harassment": {"review": 0.33, "reject": 0.68},
-        "violence": {"review": 0.33, "reject": 0.62},
+        "insult": {"review": 0.33, "reject": 0.68},
+        "threat": {"review": 0.33, "reject": 0.62},
         "hate": {"review": 0.34, "reject": 0.88},
         "sexual": {"review": 0.44, "reject": 0.5},
         "profanity": {"review": 0.3, "reject": 0.5},

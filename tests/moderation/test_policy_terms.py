@@ -128,10 +128,10 @@ class TestPipeline:
         timeline = http.get(f"{URL}{review['id']}/timeline/").json()
         assert any("rule insult:reject:id" in str(entry["detail"]) for entry in timeline), timeline
 
-    def test_before_the_list_the_model_itself_rejects_the_same_text_as_harassment(self, local, http):
+    def test_before_the_list_the_model_itself_rejects_the_same_text_as_insult(self, local, http):
         review = moderate(http, "dasar bodoh kamu")
         assert review["status"] == "rejected" and review["decision"]["model_used"] is True
-        assert "harassment=" in review["decision"]["explanation"]
+        assert "insult=" in review["decision"]["explanation"]
         # The default list only sends bodoh to a human: the rejection is the model's.
         assert [r["action"] for r in review["decision"]["rules"]] == ["manual_review"]
 
