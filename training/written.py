@@ -230,6 +230,173 @@ ID_TEMPLATES = [
     ("id-emo-03", (), "emoji", "{happy} makasih {you}"),
 ]
 
+# A second round of templates (training/RESULTS.md, "more frames"): the first round's held-out
+# templates showed that a frame seen in no other template is a frame the model cannot read
+# (threats 37% found, identity attacks 50%). More frames per category, each drawing its abusive
+# words from the slots, and benign frames that share those words.
+ID_TEMPLATES += [
+    # insult
+    ("id-ins-25", ("insult",), "insult", "{you} tuh {insult} banget ya, gak pernah mikir"),
+    ("id-ins-26", ("insult",), "insult", "udah {adj}, sok tau lagi"),
+    ("id-ins-27", ("insult",), "insult", "pantesan {you} gak punya temen, {insult} sih"),
+    ("id-ins-28", ("insult",), "insult", "{name} {insult}, dari dulu gak berubah"),
+    ("id-ins-29", ("insult",), "insult", "mikir pake otak dong {insult}"),
+    ("id-ins-30", ("insult",), "insult", "gak usah komen kalau {adj}, {insult}"),
+    ("id-ins-31", ("insult",), "insult", "emang dasar {insult}, diajarin berkali-kali gak ngerti"),
+    ("id-ins-32", ("insult",), "insult", "{you} itu {animal} berkedok manusia"),
+    ("id-ins-33", ("insult",), "insult", "ngaca dulu {you}, muka kayak {animal} aja belagu"),
+    ("id-ins-34", ("insult",), "insult", "orang tua {you} pasti malu punya anak {adj} kayak gitu"),
+    ("id-ins-35", ("insult",), "insult", "semua yang {you} tulis sampah, dasar {insult}"),
+    ("id-ins-36", ("insult",), "insult", "wasit {insult}, buta ya matanya"),
+    # threat
+    ("id-thr-24", ("threat",), "threat", "jangan sampai gue ketemu {you}, langsung gue {tv}"),
+    ("id-thr-25", ("threat",), "threat", "aku bersumpah akan {tv} {you}"),
+    ("id-thr-26", ("threat",), "threat", "gue cari {you} sampai ketemu terus gue {tv}"),
+    ("id-thr-27", ("threat",), "threat", "hati-hati kalau pulang malam, {you} bisa gue {tv}"),
+    ("id-thr-28", ("threat",), "threat", "{name} harus di{tv} secepatnya"),
+    ("id-thr-29", ("threat",), "threat", "siapa pun yang bela {name} akan gue {tv}"),
+    ("id-thr-30", ("threat",), "threat", "kalau berani, datang sini biar gue {tv}"),
+    ("id-thr-31", ("threat",), "threat", "gue kirim orang buat {tv} {you}"),
+    ("id-thr-32", ("threat",), "threat", "{tvk} {you} nanti, lihat saja"),
+    ("id-thr-33", ("threat",), "threat", "{you} bakal pulang tinggal nama kalau masih di sini"),
+    ("id-thr-34", ("threat",), "threat", "gue pastikan {you} masuk rumah sakit besok"),
+    ("id-thr-35", ("threat",), "threat", "bakal gue {tv} {you} di depan keluarga {you}"),
+    ("id-thr-36", ("threat",), "threat", "ingat ya, nyawa {you} ada di tangan gue"),
+    ("id-thr-37", ("threat",), "threat", "besok {you} nggak bakal bangun lagi"),
+    ("id-thr-38", ("threat",), "threat", "sekali lagi {you} lewat sini, gue {tv}"),
+    ("id-thr-39", ("threat",), "threat", "{you} mau mati ya? sini gue {tv}"),
+    ("id-thr-40", ("threat",), "threat", "darah {you} bakal tumpah di jalan"),
+    ("id-thr-41", ("threat",), "threat", "tunggu pembalasan gue, {you} akan gue {tv}"),
+    ("id-thr-42", ("threat", "insult"), "threat", "dasar {insult}, tunggu aja gue {tv} {you}"),
+    ("id-thr-43", ("threat",), "threat", "anak {you} yang gue {tv} duluan"),
+    ("id-thr-44", ("threat",), "threat", "orang kayak {name} pantas di{tv} rame-rame"),
+    ("id-thr-45", ("threat",), "threat", "{tvk} kau sampai tidak bisa jalan"),
+    # identity attacks
+    ("id-hat-33", ("hate",), "identity", "{group} itu sumber masalah di negeri ini"),
+    ("id-hat-34", ("hate",), "identity", "jangan mau bertetangga sama {group}, mereka {negattr}"),
+    ("id-hat-35", ("hate",), "identity", "{group} harus dikeluarkan dari sekolah kita"),
+    ("id-hat-36", ("hate",), "identity", "{group} gak usah dikasih hak apa-apa"),
+    ("id-hat-37", ("hate",), "identity", "dasar {group}, kerjaannya cuma bikin onar"),
+    ("id-hat-38", ("hate",), "identity", "pokoknya {group} itu {negattr} semua"),
+    ("id-hat-39", ("hate",), "identity", "{group} sama aja kayak {dehum}"),
+    ("id-hat-40", ("hate",), "identity", "tolak {group} masuk kampung kita"),
+    ("id-hat-41", ("hate",), "identity", "{group} tidak layak tinggal di sini"),
+    ("id-hat-42", ("hate", "threat"), "identity", "{group} harus di{tv} semua"),
+    ("id-hat-43", ("hate",), "identity", "gue gak sudi satu kantor sama {group}"),
+    ("id-hat-44", ("hate",), "identity", "jangan pilih pemimpin {group}, mereka {negattr}"),
+    ("id-hat-45", ("hate",), "identity", "{group} itu aib bangsa"),
+    ("id-hat-46", ("hate",), "identity", "dunia lebih baik kalau {group} lenyap"),
+    ("id-hat-47", ("hate",), "identity", "makin banyak {group}, makin hancur negeri ini"),
+    ("id-hat-48", ("hate",), "identity", "{group} harusnya dikurung saja"),
+    # sexual
+    ("id-sex-21", ("sexual",), "sexual", "{you} cantik, mau dong {sexverb} bareng"),
+    ("id-sex-22", ("sexual",), "sexual", "pap {sexnoun} dong {you}"),
+    ("id-sex-23", ("sexual",), "sexual", "lagi sange nih, {you} mau {sexverb}?"),
+    ("id-sex-24", ("sexual",), "sexual", "open VCS, bisa lihat {sexnoun} aku"),
+    ("id-sex-25", ("sexual",), "sexual", "pengen jilat {sexnoun} {you}"),
+    ("id-sex-26", ("sexual",), "sexual", "{name} pasti enak di{sexverb}"),
+    ("id-sex-27", ("sexual",), "sexual", "tarif {you} berapa sejam?"),
+    ("id-sex-28", ("sexual",), "sexual", "dm aku kalau mau liat {sexnoun} gratis"),
+    ("id-sex-29", ("sexual", "insult"), "sexual", "{sexinsult} kayak {you} pasti sering {sexverb}"),
+    ("id-sex-30", ("sexual",), "sexual", "{you} udah pernah {sexverb} belum?"),
+    ("id-sex-31", ("sexual",), "sexual", "bajunya ketat, {sexnoun}nya kelihatan"),
+    ("id-sex-32", ("sexual",), "sexual", "malam ini {sexverb} di hotel yuk"),
+    # profanity: swearing at no one
+    ("id-pro-11", ("profanity",), "profanity", "{prof}, laptopnya mati pas lagi kerja"),
+    ("id-pro-12", ("profanity",), "profanity", "asli {prof}, gak nyangka endingnya gitu"),
+    ("id-pro-13", ("profanity",), "profanity", "{prof} banget hari ini, semuanya berantakan"),
+    ("id-pro-14", ("profanity",), "profanity", "ya {prof}, ketinggalan kereta"),
+    ("id-pro-15", ("profanity",), "profanity", "{prof} kenceng banget hujannya"),
+    ("id-pro-16", ("profanity",), "profanity", "gila {prof}, mahal amat"),
+    ("id-pro-17", ("profanity",), "profanity", "{prof} gue kebangun kesiangan"),
+    # benign counterparts that share those words
+    ("id-neg-08", (), "negation", "aku nggak pernah bilang {you} {adj}"),
+    ("id-neg-09", (), "negation", "{name} bukan {insult}, dia cuma lagi capek"),
+    ("id-neg-10", (), "negation", "gak ada yang mau {tv} {you}, santai aja"),
+    ("id-neg-11", (), "negation", "{group} bukan {negattr}, itu cuma stereotip"),
+    ("id-neg-12", (), "negation", "tidak benar kalau {group} itu {dehum}"),
+    ("id-ctr-08", (), "counter", "komentar yang menyebut orang lain {insult} sebaiknya dihapus"),
+    ("id-ctr-09", (), "counter", "mengancam akan mem{tv} orang itu tindak pidana"),
+    ("id-ctr-10", (), "counter", "stop bilang {group} {negattr}, itu tidak adil"),
+    ("id-ctr-11", (), "counter", "pelecehan seksual di media sosial harus dilaporkan"),
+    ("id-ctr-12", (), "counter", "aku nggak setuju kalau {group} disebut {dehum}"),
+    ("id-quo-05", (), "quote", "berita: pria ditangkap karena mengancam mem{tv} tetangganya"),
+    ("id-quo-06", (), "quote", "korban mengaku sering dipanggil '{insult}' oleh temannya"),
+    ("id-quo-07", (), "quote", "polisi menyelidiki kasus pembunuhan di {city}"),
+    ("id-lit-10", (), "literal", "ayo habisi makanannya, jangan disisakan"),
+    ("id-lit-11", (), "literal", "hajar terus latihannya, pertandingan tinggal seminggu"),
+    ("id-lit-12", (), "literal", "mati lampu lagi di {city}"),
+    ("id-lit-13", (), "literal", "aku mati gaya di rumah, bosen banget"),
+    ("id-lit-14", (), "literal", "di game itu kita harus {tv} monster terakhir"),
+    ("id-lit-15", (), "literal", "susu sapi segar dijual di pasar"),
+    ("id-lit-16", (), "literal", "dokter memeriksa paha pasien yang cedera"),
+    ("id-lit-17", (), "literal", "tukang daging memotong {animal_lit} untuk kurban"),
+    ("id-lit-18", (), "literal", "ketawa sampai mati gara-gara videonya"),
+    ("id-lit-19", (), "literal", "pemburu menembak babi hutan di ladang"),
+    ("id-grp-14", (), "identity-neutral", "{group} di {city} mengadakan acara bakti sosial"),
+    ("id-grp-15", (), "identity-neutral", "sejarah {group} di Indonesia sangat panjang"),
+    ("id-grp-16", (), "identity-positive", "bangga punya sahabat {group} yang {posattr}"),
+    ("id-grp-17", (), "identity-neutral", "pemerintah membangun sekolah untuk anak-anak {group}"),
+    ("id-pos-05", (), "praise", "{you} hebat banget, terus semangat ya"),
+    ("id-pos-06", (), "praise", "{name} orangnya {posattr}, aku suka kerja bareng dia"),
+    ("id-pos-07", (), "praise", "makasih {you}, bantuannya berarti banget"),
+]
+# Comments on the news (a domain of its own: public figures, parties, institutions), abusive and
+# benign, from the project's own knowledge of Indonesian political slang ("cebong", "kadrun",
+# "buzzer", "antek asing"), not from any test set.
+ID_TEMPLATES += [
+    ("id-nws-01", ("insult",), "insult", "{official} {insult}, kerjanya cuma makan gaji buta"),
+    ("id-nws-02", ("insult",), "insult", "dasar {polinsult}, otaknya di dengkul"),
+    ("id-nws-03", ("insult",), "insult", "{official} itu {adj}, rakyat jadi korban"),
+    ("id-nws-04", ("insult",), "insult", "{polinsult} pada ngamuk lagi wkwk, {adj} semua"),
+    ("id-nws-05", ("insult",), "insult", "pejabat {adj} kayak gitu mending mundur aja"),
+    ("id-nws-06", ("insult",), "insult", "{official} maling duit rakyat, dasar {insult}"),
+    ("id-nws-07", ("insult",), "insult", "komentar para {polinsult} memang {adj}"),
+    ("id-nws-08", ("insult",), "insult", "rezim {adj}, {official} cuma boneka"),
+    ("id-nws-09", ("insult",), "insult", "yang nulis berita ini {insult}, wartawan bayaran"),
+    ("id-nws-10", ("insult",), "insult", "{official} muka tembok, gak punya malu"),
+    ("id-nws-11", ("insult",), "insult", "{name} itu {polinsult} {adj}"),
+    ("id-nws-12", ("insult",), "insult", "semoga {official} yang {adj} ini cepat dipenjara"),
+    ("id-nws-13", ("insult", "threat"), "threat", "{official} korup harus di{tv} rame-rame"),
+    ("id-nws-14", ("insult",), "insult", "otak {official} isinya cuma duit, {insult}"),
+    ("id-nws-15", ("insult",), "insult", "percuma punya {official} {adj} begini"),
+    ("id-nws-16", (), "news-benign", "semoga {official} amanah menjalankan tugasnya"),
+    ("id-nws-17", (), "news-benign", "kebijakan {official} kali ini cukup bagus"),
+    ("id-nws-18", (), "news-benign", "kapan jalan di {city} diperbaiki, pak?"),
+    ("id-nws-19", (), "news-benign", "saya setuju dengan usulan {official}"),
+    ("id-nws-20", (), "news-benign", "beritanya kurang lengkap, mohon dicek lagi"),
+    ("id-nws-21", (), "news-benign", "{official} harus transparan soal anggaran"),
+    ("id-nws-22", (), "news-benign", "saya kurang setuju, tapi mari kita lihat hasilnya"),
+    ("id-nws-23", (), "news-benign", "semoga kasus korupsi di {city} cepat diusut tuntas"),
+    ("id-nws-24", (), "news-benign", "terima kasih {official}, bantuannya sudah sampai"),
+    ("id-nws-25", (), "news-benign", "harga kebutuhan pokok di {city} naik lagi, tolong diperhatikan"),
+    ("id-nws-26", (), "news-benign", "pemilu nanti jangan golput ya"),
+    ("id-nws-27", (), "news-benign", "kritik boleh, tapi tetap sopan"),
+    ("id-nws-28", (), "news-benign", "mantap, semoga {city} makin maju"),
+    ("id-nws-29", (), "news-benign", "{official} menjelaskan alasan kenaikan harga BBM"),
+    ("id-nws-30", (), "news-benign", "data yang disampaikan {official} perlu diverifikasi"),
+]
+# Insult words at things and at oneself (HateCheck's "abuse against objects", and self-mockery):
+# no person is insulted, so no abuse; without them "the film is a bit silly" was rejected.
+ID_TEMPLATES += [
+    ("id-obj-01", (), "object", "ceritanya agak {adj} tapi aku tetap suka"),
+    ("id-obj-02", (), "object", "aku {adj} banget, kunci motor ketinggalan lagi"),
+    ("id-obj-03", (), "object", "soal ujian tadi bikin aku merasa {adj}"),
+    ("id-obj-04", (), "object", "printer kantor ini {adj}, macet terus"),
+    ("id-obj-05", (), "object", "duh {adj} banget aku, salah naik bus"),
+    ("id-obj-06", (), "object", "lagunya {adj} sih, tapi bikin nagih"),
+    ("id-obj-07", (), "object", "aturan parkirnya agak {adj}, semoga diperbaiki"),
+    ("id-obj-08", (), "object", "hp-ku {adj}, baterainya cepat habis"),
+    ("id-obj-09", (), "object", "leluconnya {adj} tapi lucu juga"),
+    ("id-obj-10", (), "object", "maaf ya, tadi aku {adj} lupa balas pesanmu"),
+]
+ID_OFFICIALS = ["pemerintah", "presiden", "menteri", "DPR", "anggota dewan", "gubernur", "bupati", "walikota", "pejabat",
+                "polisi", "pak lurah", "partai itu", "KPK", "wakil rakyat", "camat"]
+ID_POLITICAL_INSULTS = ["cebong", "kadrun", "kampret", "buzzer", "antek asing", "koruptor", "tikus berdasi",
+                        "penjilat", "kaum sumbu pendek", "kecebong", "bani taplak"]
+ID_CITIES = ["Jakarta", "Bandung", "Surabaya", "Medan", "Makassar", "Semarang", "Palembang", "Denpasar", "Yogyakarta",
+             "Pontianak", "Manado", "Padang"]
+
 ID_EVERYDAY = """Terima kasih atas bantuannya kemarin
 Selamat pagi semua
 Selamat siang, apa kabar?
@@ -363,7 +530,8 @@ def _id_slots(rng: random.Random, terms: dict) -> dict:
         "animal_lit": rng.choice(ID_ANIMALS_LITERAL), "whitelist": rng.choice(whitelist),
         "regional": rng.choice(regional) if regional else rng.choice(insults),
         "finger": rng.choice(EN_FINGER), "happy": rng.choice(EN_HAPPY), "negattr": rng.choice(ID_NEG_ATTR),
-        "disgust": rng.choice(ID_DISGUST), "posattr": rng.choice(ID_POS_ATTR),
+        "disgust": rng.choice(ID_DISGUST), "posattr": rng.choice(ID_POS_ATTR), "city": rng.choice(ID_CITIES),
+        "official": rng.choice(ID_OFFICIALS), "polinsult": rng.choice(ID_POLITICAL_INSULTS),
     }
 
 
@@ -401,7 +569,10 @@ UNTWINNABLE = ("{tv", "{tvk", "{sex", "{prof", "{animal}", "{finger", "{disgust"
                "mati", "najis", "benci", "diusir", "penipu", "binatang", "sampah", "rusak", "penyakit", "rendah",
                "gunanya", "serang", "pantas", "harganya", "tarif", "telanjang", "bugil", "kosong", "jijik", "parang",
                "mampus", "leher", "kepala", "nyawa", "kuhabisi", "nama", "pergi", "tempat", "manusia", "pulang", "bau", "sok",
-               "diam", "diem", "mending", "kerja yang benar", "becus", "makan uang")
+               "diam", "diem", "mending", "kerja yang benar", "becus", "makan uang", "mikir", "malu", "belagu", "ngaca",
+               "berkedok", "temen", "ngerti", "buta", "masalah", "onar", "aib", "hancur", "lenyap", "dikurung",
+               "dikeluarkan", "tolak", "sudi", "hak apa-apa", "layak", "komen", "maling", "gaji buta", "dengkul",
+               "boneka", "bayaran", "tembok", "dipenjara", "duit", "percuma", "{polinsult}")
 
 
 def _twin(pattern: str, positive: tuple) -> bool:
@@ -585,7 +756,8 @@ EN_TEMPLATES = [
 EN_NICE = ["lovely", "amazing", "kind", "wonderful", "great", "brilliant", "awesome", "sweet", "beautiful", "smart",
            "funny", "the best", "so helpful", "a star", "right"]
 EN_FINGER = ["🖕", "🖕🖕", "🖕🖕🖕", "🖕🏻", "🖕🏿🖕🏿", "🖕🏽🖕🏽🖕🏽", "🖕😡", "🖕🖕🖕🖕", "😡🖕"]
-EN_HAPPY = ["😂", "😂😂", "❤️", "👍", "🙏", "🎉", "😊", "🥰", "👏👏", "🔥🔥", "😍", "✨", "💯", "🤣🤣", "👌"]
+EN_HAPPY = ["😂", "😂😂", "❤️", "👍", "🙏", "🎉", "😊", "🥰", "👏👏", "🔥🔥", "😍", "✨", "💯", "🤣🤣", "👌", "🏳️‍🌈", "🏳️‍🌈❤️",
+            "🏳️‍⚧️"]
 EN_WORDS = """hello
 thanks
 ok

@@ -87,15 +87,18 @@ def test_a_result_without_parts_is_judged_by_its_whole_scores_under_every_rule()
 def test_the_explanation_says_the_text_was_judged_by_parts_and_gives_the_whole_score():
     verdict = evaluate(policy(PartRule.MAX), scored(0.01, 0.2, 0.95))
     assert verdict.label == ReviewStatus.REJECTED and verdict.score == 0.95
-    assert verdict.explanation == ("policy v1: insult=0.950 >= reject 0.68 (judged by parts, the worst part of 2; "
+    reject_at = DEFAULT_POLICY["category_thresholds"]["insult"]["reject"]
+    assert verdict.explanation == (f"policy v1: insult=0.950 >= reject {reject_at} (judged by parts, the worst part of 2; "
                                    "the whole text: insult=0.010)")
     assert evaluate(policy(PartRule.WHOLE), scored(0.01, 0.2, 0.95)).label == ReviewStatus.APPROVED
 
 
 def test_only_the_parts_over_a_threshold_are_kept_with_their_level_and_the_first_fifty():
-    record = parts_record(policy(PartRule.MAX), scored(0.1, 0.2, 0.6, 0.95))
+    levels = DEFAULT_POLICY["category_thresholds"]["insult"]
+    between = round((levels["review"] + levels["reject"]) / 2, 3)  # over review, under reject
+    record = parts_record(policy(PartRule.MAX), scored(0.1, 0.2, between, 0.95))
     assert record == {"rule": "max", "count": 3, "whole": {"insult": 0.1}, "more": 0, "crossed": [
-        {"start": 10, "end": 15, "scores": {"insult": 0.6}, "level": "review"},
+        {"start": 10, "end": 15, "scores": {"insult": between}, "level": "review"},
         {"start": 20, "end": 25, "scores": {"insult": 0.95}, "level": "reject"}]}
     many = parts_record(policy(PartRule.MAX), scored(0.1, *[0.97] * (MAX_STORED_PARTS + 7)))
     assert len(many["crossed"]) == MAX_STORED_PARTS and many["more"] == 7

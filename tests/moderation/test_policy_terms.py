@@ -136,8 +136,10 @@ class TestPipeline:
         assert [r["action"] for r in review["decision"]["rules"]] == ["manual_review"]
 
     def test_a_rule_catches_what_the_model_lets_through(self, local, http, id_list):
-        # "The comedy film is funny and a bit stupid": no insult to the model, a match to a blunt rule.
-        text = "film komedi itu lucu dan agak bodoh"
+        # "The film is funny, but a bit stupid": no insult to the model, a match to a blunt rule. (The
+        # model sends "film komedi itu lucu dan agak bodoh" to a human itself: its frame "... itu
+        # ... bodoh" is an insult's, training/RESULTS.md.)
+        text = "filmnya lucu, tapi agak bodoh"
         before = moderate(http, text)  # the default list sends bodoh to a human; the model alone approves
         assert before["status"] == "manual_review"
         assert "every category below its thresholds" in before["decision"]["explanation"]
