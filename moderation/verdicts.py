@@ -65,9 +65,24 @@ def match_bank(match: dict) -> str:
     return rule.removeprefix(BANK_RULE_PREFIX) if isinstance(rule, str) and rule.startswith(BANK_RULE_PREFIX) else ""
 
 
+# The names the local model's first version gave two of its categories (docs/design.md, "Policy
+# versions"): a version published then set {"harassment": ...} for what the model now scores as
+# `insult`. Versions are never edited in place, so its thresholds are read under the new name.
+LEGACY_CATEGORY_NAMES = {"insult": "harassment", "threat": "violence"}
+
+
+def category_override(thresholds: dict, category: str) -> dict:
+    """A version's own thresholds for `category`: its entry, or, when it has none, the entry of
+    the category's legacy name (LEGACY_CATEGORY_NAMES); {} when neither is set."""
+    if category in thresholds:
+        return thresholds[category]
+    return thresholds.get(LEGACY_CATEGORY_NAMES.get(category, category), {})
+
+
 def thresholds_for(policy: ModerationPolicy, category: str) -> tuple[float, float]:
-    """(review, reject) thresholds of one category."""
-    override = policy.category_thresholds.get(category, {})
+    """(review, reject) thresholds of one category: its own (`category_override`, which reads a
+    legacy name too), else the version's general ones."""
+    override = category_override(policy.category_thresholds, category)
     return (
         float(override.get("review", policy.review_threshold)),
         float(override.get("reject", policy.reject_threshold)),

@@ -47,12 +47,19 @@ def result(score: float, *, model: str = "test-model", provider_request_id: str 
     )
 
 
-# Scores the initial policy maps to each label for `result`'s category, harassment (moderation/
-# services/policy.py DEFAULT_POLICY: review from 0.33, reject from 0.68; other categories 0.5 and 0.9).
+# Scores the initial policy maps to each label for `result`'s category, harassment: a provider's
+# category (OpenAI's name) the local model does not score, so the initial policy (moderation/
+# services/policy.py DEFAULT_POLICY) gives it no thresholds of its own: review from 0.5, reject
+# from 0.9.
 SCORE_FOR = {"approved": 0.1, "manual_review": 0.6, "rejected": 0.95}
 
 
-def submit(client, *, text: str = "a perfectly friendly sentence", external_id: str | None = None) -> ContentReview:
+# A text the local model approves (the simulator judges texts with it too). Not "a perfectly
+# friendly sentence", which it sends to a human (insult 0.37: docs/model-card.md, failure modes).
+FRIENDLY = "thanks for the lovely dinner, see you at the party"
+
+
+def submit(client, *, text: str = FRIENDLY, external_id: str | None = None) -> ContentReview:
     review, _ = services.review_submit(
         client=client, external_id=external_id or uuid.uuid4().hex, kind="text", text=text
     )

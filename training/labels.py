@@ -1,8 +1,10 @@
 """The model's categories and what one labelled row is.
 
 The categories are the policy's own names (moderation.models.DEFAULT_CATEGORIES, the DSA mapping
-and the canned reasons name them): a score the local model reports is a category a policy
-already acts on and a statement of reasons already names.
+and the canned reasons name them) and the public contract's (insult, threat, hate, sexual,
+profanity): a score the local model reports is a category a policy already acts on and a
+statement of reasons already names. Models trained before insult and threat were named so called
+them harassment and violence (moderation.verdicts.LEGACY_CATEGORY_NAMES).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-# insult -> harassment, threat -> violence, identity attack -> hate.
-CATEGORIES = ("harassment", "violence", "hate", "sexual", "profanity")
+# an identity attack is `hate`.
+CATEGORIES = ("insult", "threat", "hate", "sexual", "profanity")
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 

@@ -90,9 +90,9 @@ def davidson(m: Mirror) -> list[Row]:
     for r in m.csv(repo, "data/labeled_data.csv"):
         text = tidy(r["tweet"])
         if r["class"] == "0":  # hate speech (mostly slurs, with profanity)
-            rows.append(Row(text, "en", "davidson", ("hate",), ("harassment", "profanity", "sexual")))
+            rows.append(Row(text, "en", "davidson", ("hate",), ("insult", "profanity", "sexual")))
         elif r["class"] == "1":  # offensive: mostly profanity and insults, not hate
-            rows.append(Row(text, "en", "davidson", ("profanity",), ("harassment", "sexual")))
+            rows.append(Row(text, "en", "davidson", ("profanity",), ("insult", "sexual")))
         else:
             rows.append(Row(text, "en", "davidson"))
     offensive = [r for r in rows if r.positive == ("profanity",)]
@@ -114,9 +114,9 @@ def mlma(m: Mirror) -> list[Row]:
             elif "normal" in kinds:
                 continue  # annotators disagreed whether it is normal at all
             elif kinds & {"hateful", "fearful"}:
-                rows.append(Row(text, language, "mlma", ("hate",), ("harassment", "profanity", "sexual")))
+                rows.append(Row(text, language, "mlma", ("hate",), ("insult", "profanity", "sexual")))
             else:  # offensive, abusive, disrespectful
-                rows.append(Row(text, language, "mlma", ("harassment",), ("hate", "profanity", "sexual")))
+                rows.append(Row(text, language, "mlma", ("insult",), ("hate", "profanity", "sexual")))
     return rows
 
 
@@ -141,7 +141,7 @@ def convabuse(m: Mirror) -> list[Row]:
                 if not any(votes):
                     rows.append(Row(text, "en", "convabuse"))
                 continue  # abusive for a minority: neither a clean negative nor a positive
-            positive = {"harassment"}
+            positive = {"insult"}
             half = len(votes) / 2
             if kinds["sex_harassment"] >= half:
                 positive.add("sexual")
@@ -158,8 +158,8 @@ def hatemoji(m: Mirror) -> list[Row]:
         for r in m.csv(repo, f"HatemojiBuild/{split}.csv"):
             text = _SPACES.sub(" ", r["text"]).strip()
             if r["label_gold"] == "1":
-                positive = ("hate", "violence") if r["type"] == "threateninglanguage" else ("hate",)
-                unknown = ("harassment", "profanity") + (() if "violence" in positive else ("violence",))
+                positive = ("hate", "threat") if r["type"] == "threateninglanguage" else ("hate",)
+                unknown = ("insult", "profanity") + (() if "threat" in positive else ("threat",))
                 rows.append(Row(text, "en", "hatemoji", positive, unknown, group=f"hatemoji-{r['entry_id']}"))
             else:
                 rows.append(Row(text, "en", "hatemoji", group=f"hatemoji-{r['entry_id']}"))
@@ -178,7 +178,7 @@ def toxigen(m: Mirror) -> list[Row]:
             text = _SPACES.sub(" ", line.lstrip("- ")).strip()
             if text:
                 rows.append(Row(text, "en", "toxigen", ("hate",) if hateful else (),
-                                ("harassment", "profanity") if hateful else ()))
+                                ("insult", "profanity") if hateful else ()))
     return rows
 
 
@@ -194,11 +194,11 @@ def germeval(m: Mirror) -> list[Row]:
             if fine == "OTHER":
                 rows.append(Row(text, "de", "germeval"))
             elif fine == "PROFANITY":
-                rows.append(Row(text, "de", "germeval", ("profanity",), ("harassment",)))
+                rows.append(Row(text, "de", "germeval", ("profanity",), ("insult",)))
             elif fine == "INSULT":
-                rows.append(Row(text, "de", "germeval", ("harassment",), ("profanity",)))
+                rows.append(Row(text, "de", "germeval", ("insult",), ("profanity",)))
             elif fine == "ABUSE":  # degrading a person or a group: often an identity attack
-                rows.append(Row(text, "de", "germeval", ("harassment",), ("hate", "profanity")))
+                rows.append(Row(text, "de", "germeval", ("insult",), ("hate", "profanity")))
     return rows
 
 
@@ -217,7 +217,7 @@ def jigsaw_templates(m: Mirror) -> list[Row]:
             text = _SPACES.sub(" ", r["phrase"]).strip()
             toxic = r["toxicity"] == "toxic"
             rows.append(Row(text, language, "jigsaw-templates", ("hate",) if toxic else (),
-                            ("harassment", "profanity") if toxic else (), group=f"jigsaw-{language}-{r['template']}"))
+                            ("insult", "profanity") if toxic else (), group=f"jigsaw-{language}-{r['template']}"))
     return rows
 
 
@@ -230,7 +230,7 @@ def toxic_spans(m: Mirror) -> list[Row]:
         for r in m.csv(repo, f"SemEval2021/data/{name}.csv"):
             text = _SPACES.sub(" ", r["text"]).strip()
             if 10 <= len(text) <= 240 and r["spans"].strip("[] "):
-                rows.append(Row(text, "en", "toxic-spans", ("harassment",), ALL_BUT["harassment"]))
+                rows.append(Row(text, "en", "toxic-spans", ("insult",), ALL_BUT["insult"]))
     random.Random(SEED).shuffle(rows)
     return rows[:3000]
 

@@ -8,9 +8,9 @@ spelling variants and the lists that hold it; and the whitelist. Deterministic:
 
     python -m training.terms --mirror /work/.mirror
 
-Curation: SideeID's own category decides (insult -> harassment, slur -> hate, sexual -> sexual,
+Curation: SideeID's own category decides (insult -> insult, slur -> hate, sexual -> sexual,
 profanity and disgusting -> profanity); drugs and blasphemy are left out (not abuse by
-themselves). A term of the other three lists that SideeID lacks goes in, as harassment, only
+themselves). A term of the other three lists that SideeID lacks goes in, as an insult, only
 when two of them hold it (as sexual when it names a sexual act or organ: SEXUAL). Everyday words the lists hold are left out (NOT_ABUSE): "lu" (you),
 "cina" and "keling" (names a group: an identity attack is how a text uses it, which the
 written templates show), "cacat", "autis", "seks", "kondom", "bocah" (child), "alay"...
@@ -34,7 +34,7 @@ LISTS = {
     "ayahaceh/kata-kotor": "605267f936d8938779628cf85bcf389d1ca8a560",
     "drizki/indonesian-badwords": "e6d29aaf5793c6d1e0f484d0b87c83cbf54f3b33",
 }
-CATEGORY = {"insult": "harassment", "slur": "hate", "sexual": "sexual", "profanity": "profanity",
+CATEGORY = {"insult": "insult", "slur": "hate", "sexual": "sexual", "profanity": "profanity",
             "disgusting": "profanity"}
 NOT_ABUSE = {
     "lu", "sia", "bui", "biang", "kere", "cina", "keling", "londo", "cacat", "autis", "gembel", "seks", "kondom",
@@ -91,7 +91,7 @@ def build(mirror: Path) -> dict:
         held = [name for name, words in others.items() if word in {w.casefold() for w in words}]
         if word in terms or word in NOT_ABUSE or len(held) < 2 or not re.fullmatch(r"[a-z' ]{3,}", word):
             continue
-        terms[word] = {"category": "sexual" if word in SEXUAL else "harassment", "region": "general", "variants": [], "lists": held}
+        terms[word] = {"category": "sexual" if word in SEXUAL else "insult", "region": "general", "variants": [], "lists": held}
     whitelist = sorted(set(json.loads(m.text("joshuamanly/kata-kasar", "src/dictionary/whitelist.json"))["id"]))
     return {"commits": LISTS, "terms": dict(sorted(terms.items())), "whitelist": whitelist}
 

@@ -694,8 +694,9 @@ def default_model_languages() -> list[str]:
 
 
 # The violation categories a new installation starts with: the OpenAI moderation names the
-# providers score, the local model's `profanity`, `spam`, which no model here scores, and the
-# default term lists' `insult` and `threat` (moderation/data/terms).
+# providers score (`harassment`, `violence`...), the local model's `insult`, `threat`, `hate`,
+# `sexual` and `profanity` (the default term lists' too: moderation/data/terms), and `spam`,
+# which no model here scores.
 DEFAULT_CATEGORIES = ["harassment", "hate", "illicit", "insult", "profanity", "self-harm", "sexual", "spam", "threat",
                       "violence"]
 

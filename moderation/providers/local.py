@@ -1,8 +1,8 @@
 """The default provider: the project's own multilingual model, run in-process and offline.
 
 The model (moderation/providers/local_model.py, trained by `make model`: training/, docs/model-card.md)
-scores five of the policy's categories, each a calibrated probability: `harassment` (insults),
-`violence` (threats), `hate` (identity attacks), `sexual` and `profanity`. It was trained on
+scores five of the policy's categories, each a calibrated probability: `insult`, `threat`,
+`hate` (identity attacks), `sexual` and `profanity`. It was trained on
 English, Indonesian, German, French and Arabic; it reads no language tag, so a text whose
 language is unsure is judged by the one model that knows them all, and the worst category counts.
 
@@ -43,10 +43,12 @@ logger = logging.getLogger(__name__)
 # A category is flagged when the model finds it more likely than not (its scores are calibrated
 # probabilities); the policy's thresholds decide, this only feeds its `flagged_label`.
 FLAG_AT = 0.5
-# The model's categories, in the policy's names (insults are `harassment`, threats `violence`,
-# identity attacks `hate`): the loader refuses a model file that scores others.
-CATEGORIES = ("harassment", "violence", "hate", "sexual", "profanity")
-MODEL_NAME = "local-multilingual-1"
+# The model's categories, in the policy's names (identity attacks are `hate`): the loader refuses
+# a model file that scores others. Version 1 of the model called insults `harassment` and threats
+# `violence`: a policy version published then still applies its thresholds to these scores
+# (moderation.verdicts.LEGACY_CATEGORY_NAMES).
+CATEGORIES = ("insult", "threat", "hate", "sexual", "profanity")
+MODEL_NAME = "local-multilingual-2"
 
 _lock = threading.Lock()
 _model = None
@@ -67,10 +69,14 @@ def predictor():
 
 
 def operating_points() -> dict:
-    """{category: CategoryPoints} of the loaded model: precision, recall and the share flagged at
+    """{category: CategoryPoints} of the model file: precision, recall and the share flagged at
     each threshold from 0.05 to 0.95 on the held-out split of its training data
-    (moderation.providers.local_model.CategoryPoints; docs/model-card.md, "Operating points")."""
-    return predictor().operating_points
+    (moderation.providers.local_model.CategoryPoints; docs/model-card.md, "Operating points").
+    Read from the file's meta alone, each time: the policy page's web process never loads (nor
+    keeps) the weights a moderation worker scores with."""
+    from moderation.providers.local_model import read_operating_points
+
+    return read_operating_points(categories=CATEGORIES)
 
 
 class LocalProvider:

@@ -212,25 +212,51 @@ class LocalModel:
         return [dict(zip(self.categories, map(float, row), strict=True)) for row in self.predict(texts)]
 
 
+def _meta(stored: np.lib.npyio.NpzFile, path: Path) -> dict:
+    meta = json.loads(str(stored["meta"]))
+    if meta.get("format") != FORMAT:
+        raise ModelFileError(f"{path}: format {meta.get('format')}, this code reads format {FORMAT}: run `make model`")
+    return meta
+
+
+def _check_categories(meta: dict, path: Path, categories: tuple[str, ...] | None) -> tuple[str, ...]:
+    if categories is not None and tuple(meta["categories"]) != tuple(categories):
+        raise ModelFileError(f"{path} scores {meta['categories']}, not {list(categories)}: run `make model`")
+    return tuple(meta["categories"])
+
+
+def _points(meta: dict, path: Path) -> dict[str, CategoryPoints]:
+    try:
+        return operating_points_of(meta)
+    except ValueError as exc:
+        raise ModelFileError(f"{path}: {exc}: run `make model`") from exc
+
+
+def read_operating_points(path: Path = MODEL_PATH, *, categories: tuple[str, ...] | None = None) -> dict[str, CategoryPoints]:
+    """The operating points in the model file `path`, read from its `meta` member alone: the
+    weights are neither decompressed nor kept (the policy page's web process needs only these
+    figures). ModelFileError as `load`."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:  # an NpzFile reads a member when asked for it
+            meta = _meta(stored, path)
+    except (OSError, KeyError, ValueError) as exc:
+        raise ModelFileError(f"cannot read the local model {path}: {exc}") from exc
+    _check_categories(meta, path, categories)
+    return _points(meta, path)
+
+
 def load(path: Path = MODEL_PATH, *, categories: tuple[str, ...] | None = None) -> LocalModel:
     """The model in `path`; ModelFileError when it is unreadable, or scores other `categories`
     than the caller's."""
     try:
         with np.load(path, allow_pickle=False) as stored:
-            meta = json.loads(str(stored["meta"]))
-            if meta.get("format") != FORMAT:
-                raise ModelFileError(f"{path}: format {meta.get('format')}, this code reads format {FORMAT}: run `make model`")
+            meta = _meta(stored, path)
             weights = stored["weights"].astype(np.float32)
             bias = stored["bias"].astype(np.float64)
     except (OSError, KeyError, ValueError) as exc:
         raise ModelFileError(f"cannot read the local model {path}: {exc}") from exc
-    if categories is not None and tuple(meta["categories"]) != tuple(categories):
-        raise ModelFileError(f"{path} scores {meta['categories']}, not {list(categories)}: run `make model`")
-    categories = tuple(meta["categories"])
-    try:
-        points = operating_points_of(meta)
-    except ValueError as exc:
-        raise ModelFileError(f"{path}: {exc}: run `make model`") from exc
+    categories = _check_categories(meta, path, categories)
+    points = _points(meta, path)
     expected = (meta["char_features"] + meta["word_features"], len(categories))
     if weights.shape != expected or bias.shape != (len(categories),):
         raise ModelFileError(f"{path}: weights {weights.shape}, bias {bias.shape}; expected {expected}")

@@ -44,7 +44,7 @@ def test_the_counters_after_a_lost_claim_duplicate_callbacks_and_a_late_result_a
     other, old = claimed(api_client)
     new = services.review_supersede(review_id=other.pk, reason="silent")
     deliver(completed(new.idempotency_key, score=0.1), event_id="evt_b")
-    deliver(completed(old.idempotency_key, score=0.9), event_id="evt_c")
+    deliver(completed(old.idempotency_key, score=0.95), event_id="evt_c")
 
     m = scrape(client)
 

@@ -236,7 +236,7 @@ def test_the_openai_form_gets_a_text_judged_by_the_local_model(api_client, opena
     assert tasks.moderate_review(review.pk) == "finalized applied"
 
     review.refresh_from_db()
-    assert review.status == ReviewStatus.REJECTED and review.decision.category_scores["harassment"] > 0.9
+    assert review.status == ReviewStatus.REJECTED and review.decision.category_scores["insult"] > 0.9
 
 
 def test_the_openai_form_refuses_an_image_sent_by_url():

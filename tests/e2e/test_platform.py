@@ -107,5 +107,5 @@ def test_submissions_over_http_are_moderated_by_the_cluster_with_the_local_model
     assert final["friendly"]["status"] == "approved"
     assert final["abusive"]["status"] == "rejected"
     decision = final["abusive"]["decision"]
-    assert decision["model"] == "local-multilingual-1"
+    assert decision["model"] == "local-multilingual-2"
     assert decision["policy_version"] == 1 and decision["source"] == "provider"

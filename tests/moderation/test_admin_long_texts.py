@@ -42,14 +42,14 @@ def test_the_sentence_that_crossed_is_highlighted_escaped_with_its_markers_and_t
     services.policy_publish(reject_threshold=0.9, review_threshold=0.5, term_lists=[
         {"category": "insult", "action": "manual_review", "language": "", "terms": ["piece of shit. Our"]}])
     review = judged_by_the_local_model(api_client, GARDEN * 6 + BAD + " " + GARDEN * 6)
-    assert review.status == "rejected" and review.decision.parts["whole"]["harassment"] < 0.28
+    assert review.status == "rejected" and review.decision.parts["whole"]["insult"] < 0.28
 
     panel = content_panel(moderator.get(page_of(review)).content.decode())
 
     # The term spans the part's end: marked on each side of it, so the elements nest.
     mark = '<mark class="rule-match rule-manual_review" title="insult:manual_review: piece of shit. Our">'
     (crossed,) = review.decision.parts["crossed"]
-    title = f'Crossed a threshold: harassment {crossed["scores"]["harassment"]:.3f}'  # the model's score of the part
+    title = f'Crossed a threshold: insult {crossed["scores"]["insult"]:.3f}'  # the model's score of the part
     assert (f'<span class="flagged-part flagged-reject" id="flagged-part-0" title="{title}">'
             f"&lt;b&gt;You&lt;/b&gt; are a fucking id{ZWSP_MARKER}iot and a worthless {mark}piece of shit.</mark></span>"
             f"{mark} Our</mark> community garden") in panel

@@ -93,43 +93,75 @@ def test_precision_and_recall_are_not_swapped_on_the_page(local, superuser):
 
 
 def test_the_versions_own_thresholds_are_marked_exactly_or_nearest(local, superuser):
-    policy = publish(category_thresholds={"harassment": {"review": 0.3, "reject": 0.7},
-                                          "violence": {"review": 0.33, "reject": 0.68}},
+    policy = publish(category_thresholds={"insult": {"review": 0.3, "reject": 0.7},
+                                          "threat": {"review": 0.33, "reject": 0.68}},
                      review_threshold=0.5, reject_threshold=0.9)
     html = page(superuser, policy)
 
-    assert row_of(html, "harassment", "0.30")["policy-mark"] == "review 0.3"
-    assert row_of(html, "harassment", "0.70")["policy-mark"] == "reject 0.7"
-    assert row_of(html, "violence", "0.35")["policy-mark"] == "≈ review 0.33"
-    assert row_of(html, "violence", "0.70")["policy-mark"] == "≈ reject 0.68"
-    assert row_of(html, "violence", "0.30")["policy-mark"] == "" and not row_of(html, "violence", "0.30")["marked"]
-    assert row_of(html, "violence", "0.35")["marked"]
+    assert row_of(html, "insult", "0.30")["policy-mark"] == "review 0.3"
+    assert row_of(html, "insult", "0.70")["policy-mark"] == "reject 0.7"
+    assert row_of(html, "threat", "0.35")["policy-mark"] == "≈ review 0.33"
+    assert row_of(html, "threat", "0.70")["policy-mark"] == "≈ reject 0.68"
+    assert row_of(html, "threat", "0.30")["policy-mark"] == "" and not row_of(html, "threat", "0.30")["marked"]
+    assert row_of(html, "threat", "0.35")["marked"]
     # A category without an override takes the version's own review and reject thresholds.
     assert row_of(html, "hate", "0.50")["policy-mark"] == "review 0.5"
     assert row_of(html, "hate", "0.90")["policy-mark"] == "reject 0.9"
     marks = re.findall(r'class="policy-mark">(.*?)</td>', html)
     assert len([m for m in marks if m]) == 2 * len(CATEGORIES)
     # The summary line reads off the marked row's figures.
-    point = next(p for p in stored_points()["violence"]["points"] if p[0] == 0.35)
+    point = next(p for p in stored_points()["threat"]["points"] if p[0] == 0.35)
     assert f"Review 0.33: ≈ row 0.35, precision {point[1]:.2f}, recall {point[2]:.2f}" in unescape(html)
+
+
+def test_a_version_published_under_the_models_first_names_marks_its_thresholds_on_insult_and_threat(local, superuser):
+    # Version 1 of the model called insults `harassment` and threats `violence`: a version
+    # published then is never edited, and its thresholds still stand for the renamed categories.
+    policy = publish(category_thresholds={"harassment": {"review": 0.3, "reject": 0.7}, "violence": {"review": 0.45, "reject": 0.8}},
+                     review_threshold=0.5, reject_threshold=0.9)
+    html = page(superuser, policy)
+
+    assert row_of(html, "insult", "0.30")["policy-mark"] == "review 0.3"
+    assert row_of(html, "insult", "0.70")["policy-mark"] == "reject 0.7"
+    assert row_of(html, "threat", "0.45")["policy-mark"] == "review 0.45"
+    assert row_of(html, "threat", "0.80")["policy-mark"] == "reject 0.8"
+    assert 'id="operating-points-harassment"' not in html  # the model scores no such category
+
+
+def test_the_page_reads_the_model_files_figures_without_its_weights(local, superuser, monkeypatch):
+    from moderation.providers import local as local_provider
+
+    read = []
+    member = np.lib.npyio.NpzFile.__getitem__
+
+    def recorded(self, key):
+        read.append(key)
+        return member(self, key)
+
+    monkeypatch.setattr(np.lib.npyio.NpzFile, "__getitem__", recorded)
+    monkeypatch.setattr(local_provider, "_model", None)  # as in a web process that never scored a text
+    html = page(superuser, services.policy_active())
+
+    assert 'id="operating-points-insult"' in html and read == ["meta"]
+    assert local_provider._model is None  # nor is the model kept for later
 
 
 def test_an_auditor_and_every_other_reader_see_the_table(local, django_user_model):
     policy = services.policy_active()
-    _, precision, recall, _ = next(p for p in stored_points()["harassment"]["points"] if p[0] == 0.5)
+    _, precision, recall, _ = next(p for p in stored_points()["insult"]["points"] if p[0] == 0.5)
     for role in ("auditor", "moderator", "supervisor"):
-        cells = row_of(page(staff_browser(django_user_model, f"{role}-1", role), policy), "harassment", "0.50")
+        cells = row_of(page(staff_browser(django_user_model, f"{role}-1", role), policy), "insult", "0.50")
         assert (cells["precision"], cells["recall"]) == (f"{precision:.2f}", f"{recall:.2f}"), role
 
 
 def test_the_form_of_a_new_version_marks_the_thresholds_it_starts_from(local, superuser):
-    publish(category_thresholds={"harassment": {"review": 0.3, "reject": 0.75}})
+    publish(category_thresholds={"insult": {"review": 0.3, "reject": 0.75}})
     response = superuser.get("/admin/moderation/moderationpolicy/add/")
 
     assert response.status_code == 200
     html = response.content.decode()
-    assert row_of(html, "harassment", "0.30")["policy-mark"] == "review 0.3"
-    assert row_of(html, "harassment", "0.75")["policy-mark"] == "reject 0.75"
+    assert row_of(html, "insult", "0.30")["policy-mark"] == "review 0.3"
+    assert row_of(html, "insult", "0.75")["policy-mark"] == "reject 0.75"
     assert "this form's starting point" in unescape(html)
 
 

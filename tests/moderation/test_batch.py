@@ -21,7 +21,9 @@ from tests.helpers import collide, count_model_calls, queued_tasks, silent_for, 
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("on_commit_callbacks_run")]
 
-TEXTS = ["thanks, see you on sunday", "shut up, you idiot", "a perfectly friendly sentence"]
+# Two the local model approves, one it rejects (it sends a short "a perfectly friendly sentence"
+# to a human: docs/model-card.md, failure modes).
+TEXTS = ["thanks, see you on sunday", "shut up, you idiot", "thanks for the lovely dinner, see you at the party"]
 
 
 

@@ -102,7 +102,7 @@ def test_a_batch_scores_each_text_as_it_would_alone():
 
 def test_the_worker_reads_the_model_without_importing_scikit_learn_or_scipy():
     code = ("import sys; from moderation.providers.local import predictor; p = predictor()(['you idiot']); "
-            "assert p[0]['harassment'] > 0.5, p; "
+            "assert p[0]['insult'] > 0.5, p; "
             "print(sorted(m for m in ('sklearn', 'scipy') if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
@@ -158,8 +158,16 @@ def test_malformed_operating_points_are_refused_with_a_clear_error(tmp_path):
 
     with pytest.raises(local_model.ModelFileError, match="operating points of hate: not a figure between 0 and 1: 1.5"):
         local_model.load(damaged)
+    with pytest.raises(local_model.ModelFileError, match="operating points of hate: not a figure between 0 and 1: 1.5"):
+        local_model.read_operating_points(damaged)  # the policy page's reader refuses it alike
     del meta["operating_points"]
     buffer = io.BytesIO()
     np.savez(buffer, **{**arrays, "meta": np.array(json.dumps(meta))})
     damaged.write_bytes(buffer.getvalue())
     assert local_model.load(damaged).operating_points == {}  # a file from before they were recorded
+
+
+def test_the_operating_points_read_from_the_meta_alone_are_the_loaded_models():
+    assert local_model.read_operating_points() == local_model.load().operating_points
+    with pytest.raises(local_model.ModelFileError, match=r"scores \['insult', 'threat'.*not \['harassment'"):
+        local_model.read_operating_points(categories=("harassment", "violence", "hate", "sexual", "profanity"))

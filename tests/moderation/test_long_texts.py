@@ -32,15 +32,15 @@ def policy(rule: str, **fields) -> ModerationPolicy:
 
 
 def scored(whole: float, *parts: float) -> ModerationResult:
-    return ModerationResult(model="m", flagged=False, categories={"harassment": False}, category_scores={"harassment": whole},
-                            parts=tuple(PartScore(10 * i, 10 * i + 5, {"harassment": s}) for i, s in enumerate(parts)))
+    return ModerationResult(model="m", flagged=False, categories={"insult": False}, category_scores={"insult": whole},
+                            parts=tuple(PartScore(10 * i, 10 * i + 5, {"insult": s}) for i, s in enumerate(parts)))
 
 
 def test_the_whole_of_the_long_example_is_diluted_but_its_insult_is_not():
     result = moderate(content_type="text", text=LONG)
-    assert len(LONG) > 5000 and result.category_scores["harassment"] < 0.05 and result.flagged is False
-    worst = max(result.parts, key=lambda p: p.scores["harassment"])
-    assert LONG[worst.start:worst.end] == INSULT and worst.scores["harassment"] > 0.9
+    assert len(LONG) > 5000 and result.category_scores["insult"] < 0.05 and result.flagged is False
+    worst = max(result.parts, key=lambda p: p.scores["insult"])
+    assert LONG[worst.start:worst.end] == INSULT and worst.scores["insult"] > 0.9
 
 
 def test_the_whole_text_and_every_part_are_scored_in_one_model_call(monkeypatch):
@@ -56,14 +56,14 @@ def test_the_whole_text_and_every_part_are_scored_in_one_model_call(monkeypatch)
 
 def test_a_text_of_one_sentence_has_no_parts_and_scores_as_before():
     result = moderate(content_type="text", text="shut up you fucking idiot")
-    assert result.parts == () and result.category_scores["harassment"] > 0.9
+    assert result.parts == () and result.category_scores["insult"] > 0.9
 
 
 def test_the_parts_of_metadata_lie_in_the_text_the_rules_read():
     metadata = {"title": "Garden news", "body": GARDEN * 3 + INSULT + " " + GARDEN, "tags": ["", "compost"]}
     result = moderate(content_type="metadata", metadata=metadata)
     joined = "\n".join(["Garden news", metadata["body"], "", "compost"])  # moderation.verdicts.rule_text
-    worst = max(result.parts, key=lambda p: p.scores["harassment"])
+    worst = max(result.parts, key=lambda p: p.scores["insult"])
     assert joined[worst.start:worst.end] == INSULT
 
 
@@ -71,32 +71,35 @@ def test_the_parts_of_metadata_lie_in_the_text_the_rules_read():
     (PartRule.MAX, 0.9), (PartRule.TOP2_MEAN, 0.6), (PartRule.TOP3_MEAN, 0.5), (PartRule.WHOLE, 0.2),
 ])
 def test_the_policys_part_rule_says_how_the_parts_count(rule, expected):
-    assert judged_scores(policy(rule), scored(0.2, 0.1, 0.9, 0.3, 0.3)) == {"harassment": pytest.approx(expected)}
+    assert judged_scores(policy(rule), scored(0.2, 0.1, 0.9, 0.3, 0.3)) == {"insult": pytest.approx(expected)}
 
 
 @pytest.mark.parametrize("rule", list(PartRule))
 def test_no_rule_judges_a_text_below_its_whole_score(rule):
-    assert judged_scores(policy(rule), scored(0.7, 0.1, 0.2, 0.1))["harassment"] == 0.7
+    assert judged_scores(policy(rule), scored(0.7, 0.1, 0.2, 0.1))["insult"] == 0.7
 
 
 def test_a_result_without_parts_is_judged_by_its_whole_scores_under_every_rule():
     for rule in PartRule:
-        assert judged_scores(policy(rule), scored(0.4)) == {"harassment": 0.4}
+        assert judged_scores(policy(rule), scored(0.4)) == {"insult": 0.4}
 
 
 def test_the_explanation_says_the_text_was_judged_by_parts_and_gives_the_whole_score():
     verdict = evaluate(policy(PartRule.MAX), scored(0.01, 0.2, 0.95))
     assert verdict.label == ReviewStatus.REJECTED and verdict.score == 0.95
-    assert verdict.explanation == ("policy v1: harassment=0.950 >= reject 0.68 (judged by parts, the worst part of 2; "
-                                   "the whole text: harassment=0.010)")
+    reject_at = DEFAULT_POLICY["category_thresholds"]["insult"]["reject"]
+    assert verdict.explanation == (f"policy v1: insult=0.950 >= reject {reject_at} (judged by parts, the worst part of 2; "
+                                   "the whole text: insult=0.010)")
     assert evaluate(policy(PartRule.WHOLE), scored(0.01, 0.2, 0.95)).label == ReviewStatus.APPROVED
 
 
 def test_only_the_parts_over_a_threshold_are_kept_with_their_level_and_the_first_fifty():
-    record = parts_record(policy(PartRule.MAX), scored(0.1, 0.2, 0.6, 0.95))
-    assert record == {"rule": "max", "count": 3, "whole": {"harassment": 0.1}, "more": 0, "crossed": [
-        {"start": 10, "end": 15, "scores": {"harassment": 0.6}, "level": "review"},
-        {"start": 20, "end": 25, "scores": {"harassment": 0.95}, "level": "reject"}]}
+    levels = DEFAULT_POLICY["category_thresholds"]["insult"]
+    between = round((levels["review"] + levels["reject"]) / 2, 3)  # over review, under reject
+    record = parts_record(policy(PartRule.MAX), scored(0.1, 0.2, between, 0.95))
+    assert record == {"rule": "max", "count": 3, "whole": {"insult": 0.1}, "more": 0, "crossed": [
+        {"start": 10, "end": 15, "scores": {"insult": between}, "level": "review"},
+        {"start": 20, "end": 25, "scores": {"insult": 0.95}, "level": "reject"}]}
     many = parts_record(policy(PartRule.MAX), scored(0.1, *[0.97] * (MAX_STORED_PARTS + 7)))
     assert len(many["crossed"]) == MAX_STORED_PARTS and many["more"] == 7
     assert parts_record(policy(PartRule.MAX), scored(0.1)) == {}
@@ -118,8 +121,8 @@ def test_the_five_kilobyte_example_is_no_longer_approved(api_client, local):
     review = ContentReview.objects.select_related("decision").get(pk=review.pk)
     decision = review.decision
     assert review.status == ReviewStatus.REJECTED
-    assert decision.category_scores["harassment"] > 0.9 and decision.score > 0.9
-    assert decision.parts["rule"] == "max" and decision.parts["whole"]["harassment"] < 0.05
+    assert decision.category_scores["insult"] > 0.9 and decision.score > 0.9
+    assert decision.parts["rule"] == "max" and decision.parts["whole"]["insult"] < 0.05
     assert [(LONG[p["start"]:p["end"]], p["level"]) for p in decision.parts["crossed"]] == [(INSULT, "reject")]
     assert "judged by parts" in decision.explanation
     assert INSULT not in str(decision.parts) and "idiot" not in decision.explanation  # offsets, never words
@@ -133,7 +136,7 @@ def test_under_a_version_whose_rule_is_whole_the_same_text_is_approved_and_keeps
 
     review = ContentReview.objects.select_related("decision__policy").get(pk=review.pk)
     assert review.status == ReviewStatus.APPROVED and review.decision.policy.part_rule == "whole"
-    assert review.decision.category_scores["harassment"] < 0.05
+    assert review.decision.category_scores["insult"] < 0.05
     assert len(review.decision.parts["crossed"]) == 1  # still shown to whoever looks at it
 
 

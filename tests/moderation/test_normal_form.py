@@ -82,9 +82,9 @@ def test_the_parts_the_model_scores_point_at_the_original_characters():
     insult = "You are a f.u.c.k.i.n.g \u0456diot."
     text = kind * 6 + insult + " " + kind * 6
     result = local_result(text)
-    worst = max(result.parts, key=lambda p: p.scores["harassment"])
-    rejected_from = DEFAULT_POLICY["category_thresholds"]["harassment"]["reject"]
-    assert text[worst.start:worst.end] == insult and worst.scores["harassment"] >= rejected_from
+    worst = max(result.parts, key=lambda p: p.scores["insult"])
+    rejected_from = DEFAULT_POLICY["category_thresholds"]["insult"]["reject"]
+    assert text[worst.start:worst.end] == insult and worst.scores["insult"] >= rejected_from
 
 
 def test_the_language_of_an_insult_dressed_in_cyrillic_look_alikes_is_read_through_them():

@@ -5,7 +5,8 @@ from django.core.exceptions import ValidationError
 
 from moderation import services
 from moderation.models import ModerationPolicy
-from moderation.verdicts import evaluate
+from moderation.providers.local import CATEGORIES
+from moderation.verdicts import LEGACY_CATEGORY_NAMES, evaluate, thresholds_for
 from tests.helpers import collide
 
 
@@ -42,6 +43,29 @@ def test_category_thresholds_override_the_defaults():
     assert verdict.label == "rejected"
     assert "violence=0.350 >= reject 0.3" in verdict.explanation
     assert verdict.score == 0.35
+
+
+def test_a_version_naming_the_models_first_category_names_still_applies_them_to_insult_and_threat():
+    # The local model's version 1 called insults `harassment` and threats `violence`; a version
+    # published then is never edited (docs/design.md, "Providers"), so its thresholds must hold.
+    legacy = policy(category_thresholds={"harassment": {"review": 0.2, "reject": 0.4}, "violence": {"reject": 0.3}})
+    assert thresholds_for(legacy, "insult") == (0.2, 0.4) and thresholds_for(legacy, "threat") == (0.5, 0.3)
+    verdict = evaluate(legacy, scores(insult=0.45, threat=0.1))
+    assert verdict.label == "rejected" and "insult=0.450 >= reject 0.4" in verdict.explanation
+    assert evaluate(legacy, scores(insult=0.25)).label == "manual_review"
+    assert evaluate(legacy, scores(threat=0.35)).label == "rejected"
+    # A provider that scores `harassment` itself (OpenAI's name) is judged by that entry, as before.
+    assert thresholds_for(legacy, "harassment") == (0.2, 0.4)
+
+
+def test_a_categorys_own_entry_wins_over_its_legacy_name_and_never_lends_it_the_other_way():
+    both = policy(category_thresholds={"insult": {"review": 0.6, "reject": 0.8}, "harassment": {"review": 0.1, "reject": 0.2}})
+    assert thresholds_for(both, "insult") == (0.6, 0.8)
+    assert evaluate(both, scores(insult=0.3)).label == "approved"
+    only_new = policy(category_thresholds={"insult": {"reject": 0.3}})
+    assert thresholds_for(only_new, "harassment") == (0.5, 0.9)  # insult's thresholds are not harassment's
+    assert thresholds_for(only_new, "hate") == (0.5, 0.9)
+    assert set(LEGACY_CATEGORY_NAMES) <= set(CATEGORIES)
 
 
 def test_a_flag_below_every_threshold_follows_the_policys_flagged_label():

@@ -128,16 +128,18 @@ class TestPipeline:
         timeline = http.get(f"{URL}{review['id']}/timeline/").json()
         assert any("rule insult:reject:id" in str(entry["detail"]) for entry in timeline), timeline
 
-    def test_before_the_list_the_model_itself_rejects_the_same_text_as_harassment(self, local, http):
+    def test_before_the_list_the_model_itself_rejects_the_same_text_as_insult(self, local, http):
         review = moderate(http, "dasar bodoh kamu")
         assert review["status"] == "rejected" and review["decision"]["model_used"] is True
-        assert "harassment=" in review["decision"]["explanation"]
+        assert "insult=" in review["decision"]["explanation"]
         # The default list only sends bodoh to a human: the rejection is the model's.
         assert [r["action"] for r in review["decision"]["rules"]] == ["manual_review"]
 
     def test_a_rule_catches_what_the_model_lets_through(self, local, http, id_list):
-        # "The comedy film is funny and a bit stupid": no insult to the model, a match to a blunt rule.
-        text = "film komedi itu lucu dan agak bodoh"
+        # "The film is funny, but a bit stupid": no insult to the model, a match to a blunt rule. (The
+        # model sends "film komedi itu lucu dan agak bodoh" to a human itself: its frame "... itu
+        # ... bodoh" is an insult's, training/RESULTS.md.)
+        text = "filmnya lucu, tapi agak bodoh"
         before = moderate(http, text)  # the default list sends bodoh to a human; the model alone approves
         assert before["status"] == "manual_review"
         assert "every category below its thresholds" in before["decision"]["explanation"]

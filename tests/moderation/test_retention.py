@@ -131,7 +131,7 @@ def test_two_prunes_at_once_delete_each_row_once_and_tally_it_once(api_client):
 def test_nothing_younger_than_its_setting_is_pruned(api_client):
     review, request = claimed(api_client)
     deliver(completed(request.idempotency_key), event_id="evt-1")
-    deliver(completed(request.idempotency_key, score=0.9), event_id="evt-2")  # a duplicate result, processed
+    deliver(completed(request.idempotency_key, score=0.95), event_id="evt-2")  # a duplicate result, processed
     ProviderCallback.objects.update(received_at=timezone.now() - timedelta(days=6))
 
     counts = retention.prune(for_real=True)
