@@ -46,7 +46,7 @@ HUMAN = [
 
 # A draft that rejects nothing by itself and asks a human from a score of 0.015: the rejections
 # now wait for a human, and so does a mild approval ("what a stupid idea", hate 0.03).
-TIMID = {name: {"review": 0.015, "reject": 0.99} for name in ("harassment", "violence", "hate", "sexual", "profanity")}
+TIMID = {name: {"review": 0.015, "reject": 0.99} for name in ("insult", "threat", "hate", "sexual", "profanity")}
 
 
 @pytest.fixture
