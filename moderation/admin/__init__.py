@@ -31,7 +31,7 @@ from moderation.admin.visibility import ReviewScoped
 from moderation.admin.term_lists import term_lists_view
 from moderation.admin.routing import routing_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, validate_policy
 from moderation.text.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -104,7 +104,7 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, "notes"]
+                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -136,6 +136,9 @@ class PolicyForm(forms.ModelForm):
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.
         if data.get("canned_reasons") is None:
             data["canned_reasons"] = active.canned_reasons
+        # Definitions left out keep the active version's ({} gives the llm provider none to judge by).
+        if data.get("category_definitions") is None:
+            data["category_definitions"] = active.category_definitions
         errors = validate_policy(data, queues=services.review_queue_slugs())
         if errors:
             raise ValidationError(errors)

@@ -202,7 +202,8 @@ def examples_judge(examples: list[Example], *, policy: ModerationPolicy, provide
     detections = [detection for start in range(0, len(texts), DETECT_TEXTS)
                   for detection in detect_many(texts[start:start + DETECT_TEXTS])]
     judged = []
-    for example, detection, answer in zip(examples, detections, model_results(texts, provider=provider), strict=True):
+    for example, detection, answer in zip(examples, detections, model_results(texts, provider=provider, policy=policy),
+                                         strict=True):
         if isinstance(answer, Accepted):
             raise EvaluationError(f"the {provider_name} provider accepted row {example.row} to answer later "
                                   "(by callback): evaluate with --provider local")
