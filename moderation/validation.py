@@ -71,9 +71,9 @@ def validate_policy(fields: dict, *, queues=None) -> list[str]:
         errors.append(f"part_rule must be one of {', '.join(PartRule.values)}")
     if "routing_rules" in fields:
         errors += validate_routing_rules(fields["routing_rules"], languages=languages,
-                                         categories=_named_categories(fields), queues=queues)
+                                         categories=named_categories(fields), queues=queues)
     if "category_definitions" in fields:
-        errors += validate_category_definitions(fields["category_definitions"], categories=_named_categories(fields))
+        errors += validate_category_definitions(fields["category_definitions"], categories=named_categories(fields))
     return errors
 
 
@@ -82,6 +82,14 @@ def validate_policy(fields: dict, *, queues=None) -> list[str]:
 DEFINITION_FIELDS = ("category_definitions",)
 DEFINITIONS_MAX = 30
 DEFINITION_MAX_CHARS = 4000
+
+
+def definitions_kept(definitions: dict, fields: dict) -> dict:
+    """`definitions` (a version's, well-formed) of the categories a new version's `fields` name:
+    what a version that leaves its definitions out keeps (the active one's, or the shipped ones),
+    so that narrowing the categories does not refuse it for definitions nobody wrote into it."""
+    named = set(named_categories(fields))
+    return {category: text for category, text in definitions.items() if category in named}
 
 
 def validate_category_definitions(value: object, *, categories: list[str]) -> list[str]:
@@ -104,7 +112,7 @@ def validate_category_definitions(value: object, *, categories: list[str]) -> li
     return errors
 
 
-def _named_categories(fields: dict) -> list[str]:
+def named_categories(fields: dict) -> list[str]:
     """The categories a version's fields name (`policy_categories` of fields not yet a version,
     each part read only when well-formed: its own errors are reported apart)."""
     listed = fields.get("categories", DEFAULT_CATEGORIES)

@@ -13,7 +13,7 @@ from moderation.errors import DraftChanged, DraftNotPreviewed, PolicyChanged
 from moderation.text.default_terms import default_term_lists
 from moderation.text.language import Detection, configured_languages, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import term_lists_digest
 from moderation.services.routing import review_queue_slugs
 from moderation.verdicts import rule_text
@@ -179,8 +179,7 @@ def policy_publish(
     }
     if workplace.get("category_definitions") is None:
         # Left out: the shipped definitions of the categories this version has (docs/providers.md).
-        fields["category_definitions"] = {category: text for category, text in fields["category_definitions"].items()
-                                          if category in fields["categories"]}
+        fields["category_definitions"] = definitions_kept(fields["category_definitions"], fields)
     errors = validate_policy(fields, queues=review_queue_slugs())
     if errors:
         raise ValidationError(errors)

@@ -259,3 +259,14 @@ def test_erasure_takes_the_rationale_with_the_content(api_client, fake):
 
     decision = Decision.objects.get(pk=review.decision_id)
     assert decision.rationale == {} and "moron" not in decision.explanation
+
+
+def test_the_admin_form_left_without_definitions_keeps_the_active_ones_of_its_categories(admin_client, db):
+    from tests.moderation.test_admin import WORKPLACE_FIELDS
+
+    response = admin_client.post("/admin/moderation/moderationpolicy/add/", {
+        "reject_threshold": 0.9, "review_threshold": 0.5, "category_thresholds": "{}", "flagged_label": "manual_review",
+        "report_threshold": 3, **WORKPLACE_FIELDS, "categories": '["insult", "spam"]'})
+
+    assert response.status_code == 302
+    assert services.policy_active().category_definitions == {"insult": DEFAULT_CATEGORY_DEFINITIONS["insult"]}
