@@ -127,7 +127,8 @@ def _refusal(address: str) -> str:
     return ""
 
 
-def _is_literal(host: str) -> bool:
+def is_address_literal(host: str) -> bool:
+    """Whether `host` is an IP address as written (no name to resolve)."""
     try:
         ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
@@ -147,7 +148,7 @@ def resolve_public(host: str, port: int) -> list[str]:
         return addresses
     for address in addresses:
         if why := _refusal(address):
-            said = f"{host} {why}" if _is_literal(host) else f"{host} resolves to {address}, which {why}"
+            said = f"{host} {why}" if is_address_literal(host) else f"{host} resolves to {address}, which {why}"
             raise UnsafeWebhookUrl(said)
     return addresses
 
