@@ -6,7 +6,10 @@ never touches one."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings as hypothesis_settings
 from hypothesis import strategies as st
@@ -15,6 +18,7 @@ from lab.fake_llm import FakeLlmServer
 from moderation.models.definitions import DEFAULT_CATEGORY_DEFINITIONS
 from moderation.providers import ModerationInput, Rationale
 from moderation.providers import base as errors
+from moderation.providers.http import retry_after
 from moderation.providers.llm import FORMATS, REDACTED, LlmProvider, answer_text, chat_url, quote_span
 
 KEY = "sk-test-5f1d9c0a7e3b4f21"
@@ -238,3 +242,17 @@ def test_the_verdict_is_found_in_what_reasoning_models_send(content):
 def test_a_completion_without_an_answer_is_malformed(data, words):
     with pytest.raises(errors.MalformedAnswer, match=words):
         answer_text(data)
+
+
+@pytest.mark.parametrize(("header", "seconds"), [
+    ("120", 120.0), ("0", 0.0), (" 7 ", 7.0), ("-5", None), ("soon", None), ("", None), ("1.5", None),
+    ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date long past: no wait
+])
+def test_a_retry_after_is_read_as_seconds_or_a_date_and_anything_else_is_ignored(header, seconds):
+    response = httpx.Response(429, headers={"Retry-After": header} if header else {})
+    assert retry_after(response) == seconds
+
+
+def test_a_retry_after_date_ahead_is_the_seconds_until_then():
+    ahead = format_datetime(datetime.now(UTC) + timedelta(seconds=90), usegmt=True)
+    assert 85 <= retry_after(httpx.Response(429, headers={"Retry-After": ahead})) <= 90
