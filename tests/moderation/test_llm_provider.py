@@ -197,15 +197,12 @@ def test_a_quote_is_found_as_written_or_re_spaced_and_re_cased_never_elsewhere()
 
 
 @hypothesis_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(text=st.text(st.characters(codec="utf-8"), max_size=60),
+@given(text=st.text(st.characters(codec="utf-8"), max_size=60),  # (JSON carries no lone surrogate)
        word=st.sampled_from(["", "moron", "KILL YOU", "\u202eidiot", "bodoh\u200b"]))
 def test_any_unicode_text_is_judged_and_a_span_always_points_at_the_quote(fake, text, word):
     text = f"{text} {word} {text[::-1]}"
-    try:
-        result = LlmProvider().moderate(ask(text))
-    except errors.ProviderError as exc:  # never anything but a provider error
-        assert isinstance(exc, errors.MalformedAnswer | errors.ProviderClientError)
-        return
+    fake.requests.clear()
+    result = LlmProvider().moderate(ask(text))  # the fake quotes as written: never refused as malformed
     rationale = result.rationale
     if rationale is None:  # nothing to read: no call was made
         assert not text.strip() and not fake.requests
