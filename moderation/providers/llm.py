@@ -95,8 +95,9 @@ class _Choice(msgspec.Struct):
 
 class _Completion(msgspec.Struct):
     choices: list[_Choice]
-    id: str = ""
-    model: str = ""
+    # As long as the operation's and the decision's columns hold (ModerationRequest, Decision).
+    id: Annotated[str, msgspec.Meta(max_length=255)] = ""
+    model: Annotated[str, msgspec.Meta(max_length=100)] = ""
 
 
 _decode_verdict = msgspec.json.Decoder(Verdict).decode

@@ -235,6 +235,8 @@ def test_the_verdict_is_found_in_what_reasoning_models_send(content):
     ({"choices": [{"message": {"content": None, "refusal": "I can't help with that."}}]}, "refused"),
     ({"object": "error"}, "not a chat completion"),
     ([1, 2], "not a chat completion"),
+    ({"id": "c" * 256, "choices": [{"message": {"content": VERDICT}}]}, "not a chat completion"),
+    ({"model": "m" * 101, "choices": [{"message": {"content": VERDICT}}]}, "not a chat completion"),
 ])
 def test_a_completion_without_an_answer_is_malformed(data, words):
     with pytest.raises(errors.MalformedAnswer, match=words):
