@@ -291,7 +291,7 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Moderation pipeline: every retrying layer is configured here, in one place -------------
-PROVIDER_CHOICES = ("local", "openai", "webhook")
+PROVIDER_CHOICES = ("local", "openai", "webhook", "llm")
 MODERATION_PROVIDER = env.str("MODERATION_PROVIDER", default="local")
 if MODERATION_PROVIDER not in PROVIDER_CHOICES:
     raise ImproperlyConfigured(
@@ -304,7 +304,9 @@ PROVIDER_TIMEOUT_S = _env_number("PROVIDER_TIMEOUT_S", 10.0)
 PROVIDER_CONNECT_TIMEOUT_S = _env_number("PROVIDER_CONNECT_TIMEOUT_S", 3.0)
 # Re-tries of a failed *connection* only (the request never left): safe without any key.
 PROVIDER_HTTP_RETRIES = int(env.int("PROVIDER_HTTP_RETRIES", default=1))
-PROVIDER_MODEL = env.str("PROVIDER_MODEL", default="omni-moderation-latest")
+# The model an OpenAI-compatible endpoint is asked for: the moderation endpoint's by default; the
+# `llm` provider's chat model has no default (a local server serves whatever was pulled).
+PROVIDER_MODEL = env.str("PROVIDER_MODEL", default="" if MODERATION_PROVIDER == "llm" else "omni-moderation-latest")
 # The content kinds the webhook provider judges (moderation/providers/webhook.py). A generic
 # provider may judge no images: then no image is sent to it, and the banks and the policy's
 # image_fallback decide them. Audio is never sent: the protocol would carry its URL, and no
@@ -326,8 +328,11 @@ PORT = int(_env_number("PORT", 8000, int))
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default=f"http://127.0.0.1:{PORT}").rstrip("/")
 if urlsplit(PUBLIC_BASE_URL).scheme not in ("http", "https") or not urlsplit(PUBLIC_BASE_URL).netloc:
     raise ImproperlyConfigured(f"PUBLIC_BASE_URL must be an http(s) URL, got {PUBLIC_BASE_URL!r}")
-if MODERATION_PROVIDER in ("openai", "webhook") and not PROVIDER_URL:
+if MODERATION_PROVIDER in ("openai", "webhook", "llm") and not PROVIDER_URL:
     raise ImproperlyConfigured(f"PROVIDER_URL is required with MODERATION_PROVIDER={MODERATION_PROVIDER}")
+if MODERATION_PROVIDER == "llm" and not PROVIDER_MODEL:
+    raise ImproperlyConfigured("PROVIDER_MODEL is required with MODERATION_PROVIDER=llm: the chat model's name "
+                               "as the server knows it (e.g. gpt-oss-safeguard:20b on Ollama)")
 
 # Callbacks: the secrets that may sign them (several, separated by spaces or commas, while a
 # secret is being rotated), the largest body accepted, and how old a signature may be.

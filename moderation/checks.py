@@ -7,12 +7,15 @@ test`, CI and a deploy that runs `check --deploy`.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.core.checks import Error, Tags, Warning, register
 from django.db import connections
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
+from moderation.netguard import address_refusal, is_address_literal
 from moderation.retry_budget import TASK_MARGIN_S, provider_worst_case_s
 
 
@@ -81,6 +84,25 @@ def check_job_settings(app_configs=None, **kwargs) -> list:
     except LookupError as exc:
         errors.append(Error(str(exc), hint="Set MODERATION_PROVIDER to an available provider.", id="moderation.E008"))
     return errors
+
+
+@register("moderation")
+def check_provider_key_in_clear(app_configs=None, **kwargs) -> list:
+    """A remote provider's key sent over plain http travels in clear, unless the server is on
+    this machine or a private network (a local model server: docs/providers.md). Only an
+    address written as such is known to be one; a name is not looked up."""
+    url = urlsplit(settings.PROVIDER_URL)
+    if settings.MODERATION_PROVIDER not in ("openai", "webhook", "llm") or not settings.PROVIDER_API_KEY \
+            or url.scheme != "http" or url.hostname is None:
+        return []
+    host = url.hostname
+    if host == "localhost" or (is_address_literal(host) and address_refusal(host)):
+        return []  # loopback or a private address: the key stays off the internet
+    return [Warning(
+        f"PROVIDER_API_KEY is sent over plain http to {host}: anyone on the way can read it.",
+        hint="Use an https PROVIDER_URL, or leave PROVIDER_API_KEY empty for a local model server that needs none.",
+        id="moderation.W004",
+    )]
 
 
 @register(Tags.database)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import time
 from urllib.parse import urlsplit
 
 import httpcore
@@ -29,6 +28,7 @@ import httpx
 from django.conf import settings
 
 from moderation.errors import UnsafeWebhookUrl
+from moderation.http_deadline import DeadlineBackend, DeadlineTransport
 
 
 # The IANA IPv4 and IPv6 Special-Purpose Address Registries (every entry, as of 2025), with
@@ -127,7 +127,8 @@ def _refusal(address: str) -> str:
     return ""
 
 
-def _is_literal(host: str) -> bool:
+def is_address_literal(host: str) -> bool:
+    """Whether `host` is an IP address as written (no name to resolve)."""
     try:
         ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
@@ -147,7 +148,7 @@ def resolve_public(host: str, port: int) -> list[str]:
         return addresses
     for address in addresses:
         if why := _refusal(address):
-            said = f"{host} {why}" if _is_literal(host) else f"{host} resolves to {address}, which {why}"
+            said = f"{host} {why}" if is_address_literal(host) else f"{host} resolves to {address}, which {why}"
             raise UnsafeWebhookUrl(said)
     return addresses
 
@@ -168,50 +169,9 @@ def webhook_url_check(url: str) -> None:
         resolve_public(parts.hostname, port)
 
 
-class _DeadlineStream(httpcore.NetworkStream):
-    """A stream whose every read and write waits at most until the attempt's deadline: a
-    receiver trickling one byte every few seconds cannot stretch an attempt past it."""
-
-    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
-        self._inner, self._deadline = inner, deadline
-
-    def _remaining(self, timeout: float | None, error: type[Exception]) -> float:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise error("the delivery's overall deadline passed")
-        return left if timeout is None else min(timeout, left)
-
-    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        try:
-            return self._inner.read(max_bytes, self._remaining(timeout, httpcore.ReadTimeout))
-        except httpcore.ReadTimeout:
-            self._remaining(None, httpcore.ReadTimeout)  # says so when it was the deadline
-            raise
-
-    def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        try:
-            self._inner.write(buffer, self._remaining(timeout, httpcore.WriteTimeout))
-        except httpcore.WriteTimeout:
-            self._remaining(None, httpcore.WriteTimeout)
-            raise
-
-    def close(self) -> None:
-        self._inner.close()
-
-    def start_tls(self, ssl_context, server_hostname: str | None = None, timeout: float | None = None):
-        inner = self._inner.start_tls(ssl_context, server_hostname, self._remaining(timeout, httpcore.ConnectTimeout))
-        return _DeadlineStream(inner, self._deadline)
-
-    def get_extra_info(self, info: str):
-        return self._inner.get_extra_info(info)
-
-
-class GuardedBackend(httpcore.NetworkBackend):
+class GuardedBackend(DeadlineBackend):
     """httpcore's network backend for webhook deliveries: connects only to vetted addresses
     (see the module docstring), and bounds the whole exchange by `deadline` (time.monotonic)."""
-
-    def __init__(self, deadline: float) -> None:
-        self._inner, self._deadline = httpcore.SyncBackend(), deadline
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options=None) -> httpcore.NetworkStream:
@@ -219,32 +179,11 @@ class GuardedBackend(httpcore.NetworkBackend):
             addresses = resolve_public(host, port)
         except UnsafeWebhookUrl as exc:
             raise httpcore.ConnectError(str(exc)) from exc
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise httpcore.ConnectTimeout("the delivery's overall deadline passed")
-        timeout = left if timeout is None else min(timeout, left)
         # The first vetted address: the socket is opened to this IP, never to the name again.
-        stream = self._inner.connect_tcp(addresses[0], port, timeout, local_address, socket_options)
-        return _DeadlineStream(stream, self._deadline)
-
-    def connect_unix_socket(self, *args, **kwargs):
-        raise httpcore.ConnectError("webhooks are delivered over TCP only")
-
-    def sleep(self, seconds: float) -> None:
-        time.sleep(min(seconds, max(self._deadline - time.monotonic(), 0)))
-
-
-class _GuardedTransport(httpx.HTTPTransport):
-    def __init__(self, deadline: float) -> None:
-        super().__init__(trust_env=False)  # no proxy from the environment: we connect ourselves
-        # httpx offers no way to hand its connection pool a network backend, so the pool it
-        # built is replaced by the same pool with ours (the only difference).
-        self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(trust_env=False), network_backend=GuardedBackend(deadline),
-        )
+        return super().connect_tcp(addresses[0], port, timeout, local_address, socket_options)
 
 
 def guarded_transport(*, deadline: float) -> httpx.HTTPTransport:
     """An httpx transport for one webhook delivery: vetted addresses only, and every byte
     exchanged before `deadline` (time.monotonic())."""
-    return _GuardedTransport(deadline)
+    return DeadlineTransport(GuardedBackend(deadline))

@@ -9,7 +9,7 @@ from django.conf import settings
 
 # Providers that return the same answer for a repeated Idempotency-Key without doing the work
 # again. An OpenAI-compatible /v1/moderations ignores the header; the local model runs in-process.
-KEY_HONOURED = {"webhook": True, "openai": False, "local": False}
+KEY_HONOURED = {"webhook": True, "openai": False, "llm": False, "local": False}
 
 
 @dataclass(frozen=True)
@@ -26,7 +26,7 @@ def layers() -> list[Layer]:
     s, q = settings, settings.Q_CLUSTER
     provider = s.MODERATION_PROVIDER
     honoured = KEY_HONOURED.get(provider, False)
-    remote = provider in ("webhook", "openai")
+    remote = provider in ("webhook", "openai", "llm")
     result = []
     if remote:
         result.append(Layer(
@@ -37,7 +37,8 @@ def layers() -> list[Layer]:
     result.append(Layer(
         "provider attempts (our records)", f"{s.MODERATION_MAX_ATTEMPTS} per operation",
         f"backoff {s.MODERATION_RETRY_BACKOFF_S:g}s doubling to {s.MODERATION_RETRY_BACKOFF_MAX_S:g}s, jittered",
-        "yes", "timeouts, connection errors, 5xx, 429, malformed answers; then manual_review",
+        "yes", "timeouts, connection errors, 5xx, 429 (after its Retry-After, within the cap), malformed answers; "
+        "then manual_review",
         "" if honoured or provider == "local" else
         f"the {provider} provider ignores Idempotency-Key: each attempt is a separate execution there",
     ))

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from moderation.transparency.canned_reasons import validate_canned_reasons
 from moderation.models import DECISION_LABELS, DEFAULT_CATEGORIES, ModerationPolicy, PartRule, ReviewStatus
+from moderation.models.definitions import NO_VIOLATION
 from moderation.transparency.notices import validate_appeal_window, validate_notice_templates
 from moderation.transparency.statements import validate_dsa_mapping
 from moderation.review_queues import validate_routing_rules
@@ -70,11 +71,48 @@ def validate_policy(fields: dict, *, queues=None) -> list[str]:
         errors.append(f"part_rule must be one of {', '.join(PartRule.values)}")
     if "routing_rules" in fields:
         errors += validate_routing_rules(fields["routing_rules"], languages=languages,
-                                         categories=_named_categories(fields), queues=queues)
+                                         categories=named_categories(fields), queues=queues)
+    if "category_definitions" in fields:
+        errors += validate_category_definitions(fields["category_definitions"], categories=named_categories(fields))
     return errors
 
 
-def _named_categories(fields: dict) -> list[str]:
+# The written definitions (the `llm` provider's prompt, moderation/providers/llm.py): a prompt of
+# at most DEFINITIONS_MAX categories of DEFINITION_MAX_CHARS each stays within any model's context.
+DEFINITION_FIELDS = ("category_definitions",)
+DEFINITIONS_MAX = 30
+DEFINITION_MAX_CHARS = 4000
+
+
+def definitions_kept(definitions: dict, fields: dict) -> dict:
+    """`definitions` (a version's, well-formed) of the categories a new version's `fields` name:
+    what a version that leaves its definitions out keeps (the active one's, or the shipped ones),
+    so that narrowing the categories does not refuse it for definitions nobody wrote into it."""
+    named = set(named_categories(fields))
+    return {category: text for category, text in definitions.items() if category in named}
+
+
+def validate_category_definitions(value: object, *, categories: list[str]) -> list[str]:
+    """Errors in a version's written category definitions ({category: text}): each a category
+    the version names (`categories`), each text non-empty and at most DEFINITION_MAX_CHARS."""
+    if not isinstance(value, dict):
+        return ['category_definitions must be an object: {"category": "what it covers, in words"}']
+    if len(value) > DEFINITIONS_MAX:
+        return [f"category_definitions: at most {DEFINITIONS_MAX} categories, got {len(value)}"]
+    errors = []
+    for category, text in value.items():
+        if category == NO_VIOLATION:
+            errors.append(f"category_definitions: {NO_VIOLATION!r} is the answer for no violation, not a category")
+        elif category not in categories:
+            errors.append(f"category_definitions: {category!r} is not one of the version's categories")
+        if not isinstance(text, str) or not text.strip():
+            errors.append(f"category_definitions: {category!r} needs a definition in words")
+        elif len(text) > DEFINITION_MAX_CHARS:
+            errors.append(f"category_definitions: {category!r} is longer than {DEFINITION_MAX_CHARS} characters")
+    return errors
+
+
+def named_categories(fields: dict) -> list[str]:
     """The categories a version's fields name (`policy_categories` of fields not yet a version,
     each part read only when well-formed: its own errors are reported apart)."""
     listed = fields.get("categories", DEFAULT_CATEGORIES)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field, replace
 
 from moderation.text.language import Detection
 from moderation.models import Content, ContentKind, ModerationPolicy, PartRule, ReviewStatus, RuleAction
-from moderation.providers import ModerationResult
+from moderation.models.definitions import NO_VIOLATION
+from moderation.providers import ModerationResult, Rationale
 from moderation.text.values import text_values
 from moderation.text.rules import RuleMatch, rule_matches
 
@@ -32,6 +33,8 @@ class Verdict:
     # what the decision keeps of a text judged by parts (`parts_record`, Decision.parts).
     scores: dict[str, float] | None = None
     parts: dict = field(default_factory=dict)
+    # Why the model judged as it did, when it says (Decision.rationale: Rationale.record()).
+    rationale: dict = field(default_factory=dict)
 
     def stored_matches(self) -> list[dict]:
         """What `Decision.rule_matches` keeps: the rules' matches, then the banks'."""
@@ -112,7 +115,26 @@ def evaluate(policy: ModerationPolicy, result: ModerationResult) -> Verdict:
     if scores != result.category_scores:
         whole = ", ".join(f"{c}={v:.3f}" for c, v in sorted(result.category_scores.items()))
         explanation += f" (judged by parts, {PartRule(policy.part_rule).label.lower()} of {len(result.parts)}; the whole text: {whole})"
-    return Verdict(label=label, score=top, explanation=explanation, scores=scores, parts=parts_record(policy, result))
+    if result.rationale is not None:
+        explanation += f"; {rationale_words(result.rationale)}"
+    return Verdict(label=label, score=top, explanation=explanation, scores=scores, parts=parts_record(policy, result),
+                   rationale=result.rationale.record() if result.rationale is not None else {})
+
+
+# What an explanation quotes of a model's rationale (Decision.rationale keeps it whole).
+RATIONALE_EXPLAINED_CHARS = 500
+
+
+def rationale_words(rationale: Rationale) -> str:
+    """A model's rationale as its decision's explanation says it: the category it named, its
+    score, where the passage it quoted lies (offsets into the text the rules read), its words."""
+    words = " ".join(rationale.text.split())
+    if len(words) > RATIONALE_EXPLAINED_CHARS:
+        words = words[:RATIONALE_EXPLAINED_CHARS - 1].rstrip() + "…"
+    if rationale.category == NO_VIOLATION:
+        return f"the model found no violation: {words}" if words else "the model found no violation"
+    where = f", quoting {rationale.start}-{rationale.end}" if rationale.start is not None else ""
+    return f"the model's rationale ({rationale.category} {rationale.score:.3f}{where}): {words}"
 
 
 # --- long texts judged by parts (docs/workplace.md, "Long texts") -------------------------------
@@ -212,6 +234,7 @@ def decide(policy: ModerationPolicy, result: ModerationResult, *, text: str, det
         model_used=used,
         scores=model.scores if model is not None else None,
         parts=model.parts if model is not None else {},
+        rationale=model.rationale if model is not None else {},
     )
 
 

@@ -33,7 +33,7 @@ from moderation.admin.visibility import ReviewScoped
 from moderation.admin.term_lists import term_lists_view
 from moderation.admin.routing import routing_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -113,7 +113,7 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, "notes"]
+                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -145,6 +145,10 @@ class PolicyForm(forms.ModelForm):
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.
         if data.get("canned_reasons") is None:
             data["canned_reasons"] = active.canned_reasons
+        # Definitions left out keep the active version's, of the categories this one names
+        # ({} gives the llm provider none to judge by).
+        if data.get("category_definitions") is None:
+            data["category_definitions"] = definitions_kept(active.category_definitions, data)
         errors = validate_policy(data, queues=services.review_queue_slugs())
         if errors:
             raise ValidationError(errors)
@@ -214,9 +218,9 @@ class ModerationPolicyAdmin(ReadOnlyHistoryMixin, SimpleHistoryAdmin):
         return False
 
     def save_model(self, request, obj, form, change) -> None:
-        # The image fields as clean() completed them (a field left out of the post would otherwise
-        # take the model's default, and the banks would be dropped).
-        media = {name: form.cleaned_data[name] for name in MEDIA_FIELDS}
+        # The image fields and the definitions as clean() completed them (a field left out of the
+        # post would otherwise take the model's default: the banks dropped, every shipped definition).
+        media = {name: form.cleaned_data[name] for name in (*MEDIA_FIELDS, *DEFINITION_FIELDS)}
         published = services.policy_publish(**{**services.policy_fields(obj), **media}, notes=obj.notes,
                                              created_by=request.user, based_on=form.cleaned_data.get("based_on"),
                                              draft=form.cleaned_data.get("as_draft", False))

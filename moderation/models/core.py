@@ -20,6 +20,7 @@ from simple_history.models import HistoricalRecords
 
 from moderation.db.ids import uuid7
 from moderation.models.canned import default_canned_reasons
+from moderation.models.definitions import DEFAULT_CATEGORY_DEFINITIONS, default_category_definitions
 from moderation.models.transparency import default_dsa_mapping
 
 
@@ -635,6 +636,11 @@ class Decision(models.Model):
     # text's own scores, and the parts that crossed a threshold (offsets into the text the rules
     # read, never its words). {} for a text judged whole (one sentence, a remote provider).
     parts = models.JSONField(default=dict, blank=True, db_default={})
+    # Why a provider that explains itself (the `llm` provider) judged as it did
+    # (moderation.providers.Rationale.record): {"category", "score", "text" (its words), "start",
+    # "end" (the span it quoted, offsets into the text the rules read), "policy_version" (whose
+    # definitions it read)}. {} for every other decision.
+    rationale = models.JSONField(default=dict, blank=True, db_default={})
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -853,6 +859,14 @@ class ModerationPolicy(models.Model):
         default=list, blank=True, db_default=[],
         help_text='Ordered rules, e.g. [{"name": "Indonesian reports", "queue": "reports-id", '
                   '"when": {"language": ["id"], "report_kind": ["user"]}}]; the first match wins.',
+    )
+    # The written definition of each category (docs/providers.md): the `llm` provider's prompt,
+    # versioned like every other field, so two wordings can be compared on the same decisions.
+    # Keys are among `categories`; validated when published (moderation.validation).
+    category_definitions = models.JSONField(
+        default=default_category_definitions, blank=True, db_default=DEFAULT_CATEGORY_DEFINITIONS,
+        help_text='What each category covers, in words, e.g. {"insult": "Words that demean a person ..."}: '
+                  "the llm provider's prompt.",
     )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(

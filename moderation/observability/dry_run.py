@@ -24,7 +24,10 @@ from moderation.text.language import Detection, detect_many
 from moderation.models import Decision, DecisionSource, ModerationPolicy, ReviewStatus
 from moderation.selectors import visible_to
 from moderation.verdicts import Verdict, decide, rule_text
-from moderation.providers import Accepted, ModerationInput, ModerationResult, ProviderError, get_provider
+from moderation.providers import (
+    Accepted, ModerationInput, ModerationResult, ProviderError, get_provider, provider_reads_policy,
+)
+from moderation.services.policy import policy_active
 
 MAX_TEXTS = 200
 MAX_REVIEWS = 500
@@ -145,14 +148,21 @@ def _model_results(texts: list[str]) -> list[tuple[ModerationResult, str]]:
             for answer in model_results(texts, provider=get_provider("local"))]
 
 
-def model_results(texts: list[str], *, provider) -> list[ModerationResult | Accepted | ProviderError]:
+def model_results(texts: list[str], *, provider, policy=None) -> list[ModerationResult | Accepted | ProviderError]:
     """`provider`'s answer for each text, in order, judged as the text of a submitted content is
-    (content type "text", a fresh idempotency key each). A provider that judges many inputs at
+    (content type "text", a fresh idempotency key each). A provider that judges by the policy's
+    written definitions (the `llm` provider) is given `policy`'s (None: the version in force), so
+    two versions' wordings can be measured on the same texts. A provider that judges many inputs at
     once (`moderate_many`, the local model) gets one call per MODEL_CALL_TEXTS texts, as a batch
     of reviews does (docs/design.md, "Batches"); any other, one call per text. A text's error
     (content it cannot judge, a timeout) stands in its slot, as a batch keeps it; a model that
-    cannot run at all raises. Reads and writes no database."""
-    inputs = [ModerationInput(idempotency_key=str(uuid.uuid4()), content_type="text", text=text) for text in texts]
+    cannot run at all raises. Writes no database (and reads it only for the version in force)."""
+    prompt = {}
+    if provider_reads_policy(provider):
+        policy = policy or policy_active()
+        prompt = {"category_definitions": dict(policy.category_definitions), "policy_version": policy.version}
+    inputs = [ModerationInput(idempotency_key=str(uuid.uuid4()), content_type="text", text=text, **prompt)
+              for text in texts]
     many = getattr(provider, "moderate_many", None)
     if many is not None:
         return [answer for start in range(0, len(inputs), MODEL_CALL_TEXTS)

@@ -194,7 +194,8 @@ def examples_judge(examples: list[Example], *, policy: ModerationPolicy, provide
     back (the webhook protocol's: evaluate with the local model instead). Writes nothing."""
     provider = inline_provider(provider_name)
     texts = [example.text for example in examples]
-    answered = Answered(detections=examples_detect(examples), answers=model_results(texts, provider=provider))
+    answered = Answered(detections=examples_detect(examples),
+                        answers=model_results(texts, provider=provider, policy=policy))
     return examples_decide(examples, answered, policy=policy, provider_name=provider_name)
 
 

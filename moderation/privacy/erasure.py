@@ -139,6 +139,8 @@ REDACTED: tuple[Redact, ...] = (
     # Where a long text's offending parts lay (offsets and scores, never words), and the whole
     # text's scores: they describe the content, so they go with it.
     Redact("moderation.Decision", "parts", How.CLEAR, review="review"),
+    # A model's rationale: its words quote the content, and its span says where the offence lay.
+    Redact("moderation.Decision", "rationale", How.CLEAR, review="review"),
     Redact("moderation.DecisionNotification", "payload", How.WORDS, review="review"),
     Redact("moderation.DecisionNotification", "last_error", review="review"),
     Redact("moderation.NotificationAttempt", "error", review="notification__review"),

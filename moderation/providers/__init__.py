@@ -16,9 +16,11 @@ from moderation.providers.base import (
     PartScore,
     Provider,
     ProviderError,
+    Rationale,
     UnsupportedContent,
     provider_answers_inline,
     provider_judges,
+    provider_reads_policy,
 )
 
 __all__ = [
@@ -33,10 +35,12 @@ __all__ = [
     "PartScore",
     "Provider",
     "ProviderError",
+    "Rationale",
     "UnsupportedContent",
     "get_provider",
     "provider_answers_inline",
     "provider_judges",
+    "provider_reads_policy",
     "register",
 ]
 
@@ -59,7 +63,13 @@ def _openai() -> Provider:
     return OpenAIProvider()
 
 
-_factories: dict[str, Callable[[], Provider]] = {"local": _local, "webhook": _webhook, "openai": _openai}
+def _llm() -> Provider:
+    from moderation.providers.llm import LlmProvider
+
+    return LlmProvider()
+
+
+_factories: dict[str, Callable[[], Provider]] = {"local": _local, "webhook": _webhook, "openai": _openai, "llm": _llm}
 _instances: dict[str, Provider] = {}
 
 

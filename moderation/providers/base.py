@@ -22,6 +22,12 @@ class ModerationInput:
     callback_url: str = ""
     # Our ids for the provider to echo back (review_id): never needed to match a result.
     reference: dict[str, str] = field(default_factory=dict)
+    # The policy's written definitions of its categories ({category: text}) and its version, for
+    # a provider that judges by them (`reads_policy`: the `llm` provider's prompt): filled only
+    # for such a provider, from the version in force (dispatch) or the one measured
+    # (evaluate_policy), so two wordings can be compared on the same texts.
+    category_definitions: dict[str, str] = field(default_factory=dict)
+    policy_version: int | None = None
 
 
 def image_of(request: ModerationInput) -> tuple[str, str]:
@@ -45,6 +51,26 @@ class PartScore:
 
 
 @dataclass(frozen=True)
+class Rationale:
+    """Why a provider that explains itself (the `llm` provider) judged as it did: the category
+    it named, its score, its rationale in its own words, and the span of the text it quoted
+    (text[start:end] of the text the rules read, moderation.verdicts.rule_text; None when it
+    named no violation), under the definitions of `policy_version`."""
+
+    category: str
+    score: float
+    text: str
+    start: int | None = None
+    end: int | None = None
+    policy_version: int | None = None
+
+    def record(self) -> dict:
+        """What `Decision.rationale` keeps."""
+        return {"category": self.category, "score": self.score, "text": self.text, "start": self.start,
+                "end": self.end, "policy_version": self.policy_version}
+
+
+@dataclass(frozen=True)
 class ModerationResult:
     """A result in the OpenAI moderation shape (`results[0]` of the callback body, docs/design.md).
 
@@ -59,6 +85,7 @@ class ModerationResult:
     category_scores: dict[str, float]
     provider_request_id: str = ""
     parts: tuple[PartScore, ...] = ()
+    rationale: Rationale | None = None
 
     @classmethod
     def from_payload(cls, data: dict[str, Any]) -> ModerationResult:
@@ -96,6 +123,12 @@ def provider_judges(provider, kind: str) -> bool:
     return kind in getattr(provider, "kinds", TEXT_KINDS)
 
 
+def provider_reads_policy(provider) -> bool:
+    """Whether `provider` judges by the policy's written category definitions (`reads_policy`):
+    its input then carries them (ModerationInput.category_definitions)."""
+    return bool(getattr(provider, "reads_policy", False))
+
+
 def provider_answers_inline(provider) -> bool:
     """Whether `provider` answers in the call, with no callback to wait for: any but one that
     declares `calls_back` (the webhook protocol's, which may answer 202 and call back later). What
@@ -126,9 +159,12 @@ class ProviderError(Exception):
     kind = "error"
     retryable = True
 
-    def __init__(self, message: str, *, http_status: int | None = None) -> None:
+    def __init__(self, message: str, *, http_status: int | None = None, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.http_status = http_status
+        # What the provider asked us to wait before trying again (a 429's or 503's Retry-After):
+        # the next attempt waits at least that long, within the backoff's cap (dispatch.retry_delay).
+        self.retry_after_s = retry_after_s
 
     @classmethod
     def unexpected(cls, exc: Exception) -> ProviderError:
@@ -184,6 +220,8 @@ class Provider(Protocol):
         """Call the provider once. Raises ProviderError. Must not touch the database."""
         ...
 
+    # Optional: `reads_policy = True`, for a provider that judges by the policy's written category
+    # definitions (ModerationInput.category_definitions, filled for it alone).
     # Optional: `status(*, provider_request_id, idempotency_key) -> OperationStatus | None`, the
     # provider's answer about an accepted operation; None when it does not know the operation
     # or does not answer. A provider without it is superseded when it goes silent.

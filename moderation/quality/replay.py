@@ -15,6 +15,7 @@ version, is not asked again by a later backtest or shadow run. Nothing here writ
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 import uuid
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from moderation.observability.evaluation import (
     examples_decide,
     examples_detect,
 )
-from moderation.providers import ModerationResult, PartScore
+from moderation.providers import ModerationResult, PartScore, Rationale, provider_reads_policy
 from moderation.verdicts import rule_text
 
 # Reviews read, detected, answered and decided at a time: a backtest's progress moves by one of
@@ -85,17 +86,19 @@ def human_examples(*, since: datetime | None = None, limit: int | None = None) -
 
 # --- provider answers, kept --------------------------------------------------------------------
 
-def answer_model(provider_name: str, provider, policy: ModerationPolicy | None = None) -> str:
-    """What a kept answer is keyed by besides the text: the model and its version. A provider
-    whose answer depends on more (a prompt written in the policy) names it in `answer_model`."""
-    own = getattr(provider, "answer_model", None)
-    if callable(own):
-        return own(policy)
+def answer_model(provider_name: str, provider, policy: ModerationPolicy) -> str:
+    """What a kept answer is keyed by besides the text: the model and its version, and for a
+    provider whose prompt is the policy's written category definitions (`llm`), a digest of that
+    wording: two versions' wordings are asked separately, one wording once."""
     if provider_name == "local":
         from moderation.providers.local import MODEL_NAME
 
         return f"local:{MODEL_NAME}"
-    return f"{provider_name}:{settings.PROVIDER_MODEL}"
+    model = f"{provider_name}:{settings.PROVIDER_MODEL}"
+    if provider_reads_policy(provider):
+        wording = json.dumps(policy.category_definitions, sort_keys=True, ensure_ascii=False)
+        model += f":definitions-{hashlib.sha256(wording.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+    return model
 
 
 def answer_key(model: str, text: str) -> str:
@@ -105,13 +108,16 @@ def answer_key(model: str, text: str) -> str:
 def result_json(result: ModerationResult) -> dict:
     return {"model": result.model, "flagged": result.flagged, "categories": result.categories,
             "category_scores": result.category_scores,
-            "parts": [[part.start, part.end, part.scores] for part in result.parts]}
+            "parts": [[part.start, part.end, part.scores] for part in result.parts],
+            "rationale": result.rationale.record() if result.rationale else None}
 
 
 def result_from_json(data: dict) -> ModerationResult:
+    rationale = data.get("rationale")
     return ModerationResult(model=data["model"], flagged=data["flagged"], categories=data["categories"],
                             category_scores=data["category_scores"],
-                            parts=tuple(PartScore(start, end, scores) for start, end, scores in data["parts"]))
+                            parts=tuple(PartScore(start, end, scores) for start, end, scores in data["parts"]),
+                            rationale=Rationale(**rationale) if rationale else None)
 
 
 @dataclass
@@ -121,9 +127,10 @@ class AnswerCount:
     seconds: float = 0.0  # waiting for the provider
 
 
-def kept_answers(texts: list[str], *, provider, model: str, count: AnswerCount) -> list:
+def kept_answers(texts: list[str], *, provider, model: str, policy: ModerationPolicy, count: AnswerCount) -> list:
     """The provider's answer for each text: a kept one where there is one, the provider's
-    otherwise (kept for next time; an error is not kept, it is asked again)."""
+    otherwise (asked with `policy`'s definitions where it reads them; kept for next time; an
+    error is not kept, it is asked again)."""
     keys = [answer_key(model, text) for text in texts]
     kept = {key: result_from_json(result)
             for key, result in ProviderAnswer.objects.filter(key__in=set(keys)).values_list("key", "result")}
@@ -133,7 +140,7 @@ def kept_answers(texts: list[str], *, provider, model: str, count: AnswerCount) 
         first.setdefault(keys[i], i)
     asked_for = list(first.values())
     started = time.monotonic()
-    fresh = model_results([texts[i] for i in asked_for], provider=provider) if asked_for else []
+    fresh = model_results([texts[i] for i in asked_for], provider=provider, policy=policy) if asked_for else []
     count.seconds += time.monotonic() - started
     count.asked += len(asked_for)
     count.cached += len(texts) - len(missing)
@@ -176,7 +183,7 @@ def judge_chunk(rows: list[HumanExample], *, candidate: ModerationPolicy, baseli
     for policy in (candidate, baseline):
         model = answer_model(provider_name, provider, policy)
         if model not in answers:
-            answers[model] = kept_answers(texts, provider=provider, model=model, count=count)
+            answers[model] = kept_answers(texts, provider=provider, model=model, policy=policy, count=count)
         judged.append(examples_decide(examples, Answered(detections, answers[model]), policy=policy,
                                       provider_name=provider_name))
     return judged[0], judged[1]

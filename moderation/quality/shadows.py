@@ -132,7 +132,7 @@ def _verdicts(shadow: ShadowRun, decisions: list[Decision]) -> list[ShadowVerdic
     examples = [Example(row=i + 1, line=i + 1, text=rule_text(d.review.content), label=False)
                 for i, d in enumerate(decisions)]
     count = AnswerCount()
-    answers = kept_answers([e.text for e in examples], provider=provider,
+    answers = kept_answers([e.text for e in examples], provider=provider, policy=shadow.policy,
                            model=answer_model(shadow.provider, provider, shadow.policy), count=count)
     judged = examples_decide(examples, Answered(examples_detect(examples), answers), policy=shadow.policy,
                              provider_name=shadow.provider)

@@ -41,6 +41,7 @@ from moderation.providers import (
     ProviderError,
     get_provider,
     provider_judges,
+    provider_reads_policy,
 )
 from moderation.services.transitions import record_event
 from moderation.db.compiled import CompiledSelect
@@ -48,7 +49,7 @@ from moderation.services.breaker import breaker_allows, breaker_record, breaker_
 from moderation.services.pipeline import request_give_up_locked
 from moderation.services.results import review_finalize
 from moderation.services.media import media_read
-from moderation.services.policy import content_language
+from moderation.services.policy import content_language, policy_active
 from moderation.verdicts import MEDIA_KINDS
 
 logger = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def _attempt_begin_locked(review, request, *, worker_id: str, job_id: str, now: 
         if refused is not None:
             return refused
         (attempt,) = _attempts_record([request], worker_id=worker_id, job_id=job_id, now=now)
-    return request, attempt, _payload(review, request), review.content
+    return request, attempt, _payload(review, request, _prompt_policy(request.provider)), review.content
 
 
 # Compiled once per batch size (moderation/db/compiled.py).
@@ -134,7 +135,8 @@ def attempts_begin_locked_many(pairs: list, *, worker_id: str, job_id: str, now:
             )
     going = [request for _, request in pairs if outcomes[request.pk] is None]
     attempts = {a.request_id: a for a in _attempts_record(going, worker_id=worker_id, job_id=job_id, now=now)}
-    return [outcomes[request.pk] or (request, attempts[request.pk], _payload(review, request), review.content)
+    policy = _prompt_policy(pairs[0][1].provider) if going else None  # one read for the batch
+    return [outcomes[request.pk] or (request, attempts[request.pk], _payload(review, request, policy), review.content)
             for review, request in pairs]
 
 
@@ -201,7 +203,14 @@ def _attempts_record(requests: list[ModerationRequest], *, worker_id: str, job_i
     ])
 
 
-def _payload(review: ContentReview, request: ModerationRequest) -> ModerationInput:
+def _prompt_policy(provider_name: str):
+    """The policy version whose written category definitions the provider judges by, when it
+    reads them (the `llm` provider's prompt): the version in force as the attempt begins. None
+    for every other provider, which is then sent none (and costs no read)."""
+    return policy_active() if provider_reads_policy(get_provider(provider_name)) else None
+
+
+def _payload(review: ContentReview, request: ModerationRequest, policy=None) -> ModerationInput:
     content = review.content
     return ModerationInput(
         idempotency_key=str(request.idempotency_key),
@@ -211,6 +220,8 @@ def _payload(review: ContentReview, request: ModerationRequest) -> ModerationInp
         metadata=content.metadata,
         callback_url=f"{settings.PUBLIC_BASE_URL}/api/v1/callbacks/{request.provider}/",
         reference={"review_id": str(review.pk)},
+        category_definitions=dict(policy.category_definitions) if policy is not None else {},
+        policy_version=policy.version if policy is not None else None,
     )
 
 
@@ -341,10 +352,16 @@ def _attempt_accepted(request: ModerationRequest, attempt: ProviderAttempt, repl
         ).update(provider_request_id=reply.provider_request_id)
 
 
-def retry_delay(attempt_no: int) -> timedelta:
-    """Exponential backoff with full jitter, capped: attempt 1 waits up to base, 2 up to 2*base..."""
-    ceiling = min(settings.MODERATION_RETRY_BACKOFF_S * 2 ** (attempt_no - 1), settings.MODERATION_RETRY_BACKOFF_MAX_S)
-    return timedelta(seconds=random.uniform(ceiling / 2, ceiling))
+def retry_delay(attempt_no: int, *, retry_after_s: float | None = None) -> timedelta:
+    """Exponential backoff with full jitter, capped: attempt 1 waits up to base, 2 up to 2*base...
+    A provider's Retry-After (`retry_after_s`) is waited at least, within the same cap: a provider
+    cannot park a review for longer than our own backoff would."""
+    cap = settings.MODERATION_RETRY_BACKOFF_MAX_S
+    ceiling = min(settings.MODERATION_RETRY_BACKOFF_S * 2 ** (attempt_no - 1), cap)
+    delay = random.uniform(ceiling / 2, ceiling)
+    if retry_after_s is not None:
+        delay = max(delay, min(retry_after_s, cap))
+    return timedelta(seconds=delay)
 
 
 def _attempt_failed(request: ModerationRequest, attempt: ProviderAttempt, exc: ProviderError, latency_ms: int) -> DispatchReport:
@@ -359,7 +376,7 @@ def _attempt_failed(request: ModerationRequest, attempt: ProviderAttempt, exc: P
             return DispatchReport("skipped", f"request became {request.status} meanwhile")
         request.last_error = error
         if exc.retryable and request.attempt_no < request.max_attempts:
-            request.next_attempt_at = timezone.now() + retry_delay(request.attempt_no)
+            request.next_attempt_at = timezone.now() + retry_delay(request.attempt_no, retry_after_s=exc.retry_after_s)
             request.save(update_fields=["last_error", "next_attempt_at", "updated_at"])
             return DispatchReport("retry_scheduled", request.next_attempt_at.isoformat())
         request.save(update_fields=["last_error", "updated_at"])

@@ -15,7 +15,7 @@ from moderation.errors import DraftChanged, DraftNotPreviewed, DraftStale, Polic
 from moderation.text.default_terms import default_term_lists
 from moderation.text.language import Detection, configured_languages, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.validation import AUTHOR_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import term_lists_digest
 from moderation.services.routing import review_queue_slugs
 from moderation.verdicts import rule_text
@@ -44,11 +44,12 @@ POLICY_FIELDS = (
     *REASON_FIELDS,
     *PART_FIELDS,
     *ROUTING_FIELDS,
+    *DEFINITION_FIELDS,
 )
 # Fields the review queues use (categories, priority weights), the rules for authors and the
 # notices to affected users: left out, each takes its default.
 _WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, *DSA_FIELDS, *MEDIA_FIELDS,
-                     *REASON_FIELDS, *PART_FIELDS, *ROUTING_FIELDS)
+                     *REASON_FIELDS, *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS)
 
 # The thresholds `make model` chose for the local model's categories on its calibration split, in
 # English and Indonesian (training/train.py; what they give on held-out data: docs/model-card.md):
@@ -162,8 +163,10 @@ def policy_publish(
     sequence, so a version number names one version whatever it became.
 
     `workplace` holds the review-queue fields (`categories` and the priority weights,
-    moderation.validation.PRIORITY_WEIGHTS), the rules for authors (AUTHOR_FIELDS) and the
-    notices to affected users (NOTICE_FIELDS); each one left out takes the model's default.
+    moderation.validation.PRIORITY_WEIGHTS), the rules for authors (AUTHOR_FIELDS), the
+    notices to affected users (NOTICE_FIELDS) and the written category definitions
+    (DEFINITION_FIELDS); each one left out takes the model's default (the definitions: the
+    shipped ones of the categories the version has).
 
     `based_on`: the version the caller read and changed. If another was published since,
     PolicyChanged is raised and nothing is written: publishing would silently drop that
@@ -184,6 +187,9 @@ def policy_publish(
         "unjudged_label": unjudged_label,
         "report_threshold": report_threshold,
     }
+    if workplace.get("category_definitions") is None:
+        # Left out: the shipped definitions of the categories this version has (docs/providers.md).
+        fields["category_definitions"] = definitions_kept(fields["category_definitions"], fields)
     errors = validate_policy(fields, queues=review_queue_slugs())
     if errors:
         raise ValidationError(errors)

@@ -234,6 +234,7 @@ def result_apply_locked(review: ContentReview, request: ModerationRequest, resul
         categories=result.categories,
         category_scores=result.category_scores if verdict.scores is None else verdict.scores,
         parts=verdict.parts,
+        rationale=verdict.rationale,
         model=result.model,
         policy=policy,
         explanation=verdict.explanation,

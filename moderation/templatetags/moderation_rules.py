@@ -8,8 +8,9 @@
     {{ value|visible }}                        any content string, hidden characters shown
     {{ terms|visible_terms:"added" }}          a list of terms, each in a span of that class
 
-A long text's sentences that crossed a threshold (Decision.parts, moderation.verdicts.parts_record)
-are highlighted in the same text, and the page scrolls its text to the first of them
+A long text's sentences that crossed a threshold (Decision.parts, moderation.verdicts.parts_record),
+and the passage a model quoted for its rationale (Decision.rationale, the `llm` provider's), are
+highlighted in the same text, and the page scrolls its text to the first of them
 (moderation/static/moderation/flagged_parts.js: a file, so the page's script policy needs no nonce).
 
 Content text is shown with its hidden characters made visible (moderation.text.visible): a bidi
@@ -56,11 +57,12 @@ def visible_terms(terms, css_class: str) -> SafeString:
     return mark_safe(" ".join([f"{opening}{visible_html(term)}</span>" for term in terms]))
 
 
-def highlighted_html(text: str, matches, found: Found, parts=()) -> SafeString:
+def highlighted_html(text: str, matches, found: Found, parts=(), quoted=()) -> SafeString:
     """`text` (cut into `found`) escaped, with each matched span in a <mark> naming its rules and
-    terms, each stored part that crossed a threshold (`parts`: Decision.parts["crossed"]) in a
-    highlighted span, and its hidden characters shown. The markers are drawn inside the pieces
-    the stored spans cut, so the spans keep their offsets in the text as the matcher read it.
+    terms, each stored part that crossed a threshold (`parts`: Decision.parts["crossed"]) and the
+    passage a model quoted (`quoted`: `quoted_spans`) in a highlighted span, and its hidden
+    characters shown. The markers are drawn inside the pieces the stored spans cut, so the spans
+    keep their offsets in the text as the matcher read it.
 
     Overlapping matches ("dasar bodoh" and "bodoh") are marked once, over their union; so are
     overlapping parts. A match that crosses a part's edge is marked on each side of it, so the
@@ -69,8 +71,8 @@ def highlighted_html(text: str, matches, found: Found, parts=()) -> SafeString:
     spans = _merged((m["start"], m["end"], f'{m["rule"]}: {m["term"]}', m["action"])
                     for m in matches or [] if has_span(m))  # a bank's match has no span (an image has no words)
     out, pos = [], 0
-    for n, (start, end, titles, levels) in enumerate(_merged(flagged_spans(parts, len(text)))):
-        level = "reject" if "reject" in levels else "review"
+    for n, (start, end, titles, levels) in enumerate(_merged([*flagged_spans(parts, len(text)), *quoted])):
+        level = "reject" if "reject" in levels else ("review" if "review" in levels else "quote")
         out.append(_marked_terms(found, spans, pos, start))
         out.append(format_html('<span class="flagged-part flagged-{}" id="flagged-part-{}" title="{}">{}</span>', level, n,
                                "; ".join(dict.fromkeys(titles)), _marked_terms(found, spans, start, end)))
@@ -122,6 +124,15 @@ def flagged_spans(parts, length: int) -> list[tuple[int, int, str, str]]:
     return spans
 
 
+def quoted_spans(rationale, length: int) -> list[tuple[int, int, str, str]]:
+    """The passage a model quoted for its rationale (Decision.rationale), as a highlighted span
+    (start, end, title, "quote") when it lies inside a text of `length` characters; [] for none,
+    or for a damaged or foreign record (never raised on)."""
+    if not isinstance(rationale, dict) or not has_span(rationale) or not 0 <= rationale["start"] < rationale["end"] <= length:
+        return []
+    return [(rationale["start"], rationale["end"], f"Quoted by the model for {rationale.get('category', '')}", "quote")]
+
+
 def has_span(match: dict) -> bool:
     """Whether a stored match lies on words of the text (a rule's), not on an image (a bank's)."""
     return all(isinstance(match.get(key), int) and not isinstance(match.get(key), bool) for key in ("start", "end"))
@@ -164,22 +175,26 @@ def rule_matches(review: ContentReview) -> dict:
         source = f"terms of the active {policy}"
     matches = [m for m in matches if has_span(m)]  # a bank's are on the media panel (moderation/admin/review_media.py)
     hidden = find(text)
-    parts = judged_parts(review) if content.kind == ContentKind.TEXT else {}
+    parts = model_kept(review, "parts") if content.kind == ContentKind.TEXT else {}
     crossed = flagged_spans(parts.get("crossed"), len(text))
+    rationale = model_kept(review, "rationale")
+    quoted = quoted_spans(rationale, len(text))
     return {"content": content, "text": text, "matches": matches, "source": source,
             "candidates": content.language_candidates, "hidden": hidden, "parts": parts, "crossed": crossed,
-            "highlighted": highlighted_html(text, matches, hidden, parts.get("crossed"))}
+            "rationale": rationale, "quoted": quoted,
+            "quote": words_in(rationale, text) if quoted else "",
+            "highlighted": highlighted_html(text, matches, hidden, parts.get("crossed"), quoted)}
 
 
-def judged_parts(review: ContentReview) -> dict:
-    """What the model's decision of `review` kept of its text judged by parts (Decision.parts):
-    the review's own decision's when the model made it, or, when a moderator (or the system)
-    decided since, the newest one's that has them, so the offending sentences stay highlighted
-    (an appeal, a report). {} for none."""
+def model_kept(review: ContentReview, field: str) -> dict:
+    """What the model's decision of `review` kept in `field` (Decision.parts, a text judged by
+    parts; Decision.rationale, a model's reasons): the review's own decision's when the model made
+    it, or, when a moderator (or the system) decided since, the newest one's that has it, so the
+    offending passages stay highlighted (an appeal, a report). {} for none."""
     decision = review.decision
     if decision is None or decision.source == DecisionSource.PROVIDER:
-        parts = decision.parts if decision is not None else {}
+        kept = getattr(decision, field) if decision is not None else {}
     else:
-        parts = Decision.objects.filter(review=review).exclude(parts={}).order_by("-id").values_list(
-            "parts", flat=True).first() or {}
-    return parts if isinstance(parts, dict) else {}
+        kept = Decision.objects.filter(review=review).exclude(**{field: {}}).order_by("-id").values_list(
+            field, flat=True).first() or {}
+    return kept if isinstance(kept, dict) else {}

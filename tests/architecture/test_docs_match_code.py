@@ -140,6 +140,7 @@ DEFAULTS_IN_WORDS = {
     "PUBLIC_BASE_URL",  # follows PORT
     "MODERATION_STUCK_AFTER_S",  # derived from PROVIDER_EXPECTED_LATENCY_S and the timeouts
     "OTEL_TRACING",  # on with an endpoint
+    "PROVIDER_MODEL",  # none with MODERATION_PROVIDER=llm
     "WEB_CONCURRENCY", "Q_WORKERS", "NOTIFY_WORKERS",  # from the machine: tests/config/test_sizing.py
 }
 

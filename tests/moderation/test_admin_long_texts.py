@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from moderation import services
 from moderation.models import ContentReview
 from moderation.providers import ModerationInput, get_provider
-from moderation.templatetags.moderation_rules import highlighted_html
+from moderation.templatetags.moderation_rules import highlighted_html, quoted_spans
 from moderation.text.visible import find
 from tests.moderation import test_workplace_pages
 from tests.moderation.test_admin_hidden_characters import ZWSP_MARKER, content_panel
@@ -144,3 +144,28 @@ def test_any_text_with_any_stored_parts_renders_nested_and_shows_the_same_text(d
     assert (marked.flagged > 0) == bool(valid)
     assert re.search("[\u202a-\u202e\u2066-\u2069\u200b]", "".join(marked.text)) is None
     assert set(marked.started) <= {"span", "mark"}  # a "<b>" of the text is text, never an element
+
+
+RATIONALE = st.one_of(
+    st.builds(lambda s, category: {"start": s[0], "end": s[1], "category": category, "score": 0.9, "text": "why"},
+              SPAN, st.one_of(st.text(max_size=4), st.integers(), st.none())),
+    st.dictionaries(st.sampled_from(["start", "end", "category"]),
+                    st.one_of(st.none(), st.booleans(), st.integers(-3, 80), st.text(max_size=3))),
+    st.none(), st.text(max_size=3), st.integers(),
+)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(TEXT.flatmap(lambda text: st.tuples(st.just(text), within(text))), RATIONALE, st.lists(MATCH, max_size=4))
+def test_a_models_quoted_span_renders_beside_the_parts_and_shows_the_same_text(drawn, rationale, matches):
+    text, parts = drawn
+    matches = [m for m in matches if m["end"] <= len(text)]
+    found = find(text)
+    quoted = quoted_spans(rationale, len(text))
+    plain = parsed(highlighted_html(text, matches, found, parts))
+    marked = parsed(highlighted_html(text, matches, found, parts, quoted))
+    assert "".join(marked.text) == "".join(plain.text)  # the quote adds an element, never changes the text
+    valid = (isinstance(rationale, dict) and type(rationale.get("start")) is int and type(rationale.get("end")) is int
+             and 0 <= rationale["start"] < rationale["end"] <= len(text))
+    assert bool(quoted) == valid
+    assert (marked.flagged > 0) == (bool(parts) or valid)

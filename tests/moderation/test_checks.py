@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from moderation.checks import check_job_settings
+from moderation.checks import check_job_settings, check_provider_key_in_clear
 
 GOOD = {
     "name": "t", "workers": 2, "timeout": 60, "retry": 150, "max_attempts": 1,
@@ -79,3 +79,22 @@ def test_check_command_exits_non_zero(settings):
     settings.Q_CLUSTER = {**GOOD, "retry": 30}
     with pytest.raises(SystemCheckError, match="moderation.E002"):
         call_command("check")
+
+
+@pytest.mark.parametrize(("provider", "url", "key", "warned"), [
+    ("llm", "http://93.184.215.14:8000", "sk-1", True),  # a public address, in clear (never connected to)
+    ("llm", "http://models.example.com/v1", "sk-1", True),  # a name: not looked up, so not known to be local
+    ("openai", "http://93.184.215.14", "sk-1", True),
+    ("llm", "https://models.example.com/v1", "sk-1", False),
+    ("llm", "http://127.0.0.1:11434", "sk-1", False),
+    ("llm", "http://localhost:8080/v1", "sk-1", False),
+    ("llm", "http://192.168.1.20:8000", "sk-1", False),
+    ("llm", "http://[::1]:8000", "sk-1", False),
+    ("llm", "http://93.184.215.14:8000", "", False),  # no key to leak
+    ("local", "http://93.184.215.14", "sk-1", False),
+])
+def test_a_provider_key_sent_in_clear_over_the_internet_warns(settings, provider, url, key, warned):
+    settings.MODERATION_PROVIDER, settings.PROVIDER_URL, settings.PROVIDER_API_KEY = provider, url, key
+    warnings = check_provider_key_in_clear()
+    assert [w.id for w in warnings] == (["moderation.W004"] if warned else [])
+    assert all("sk-1" not in w.msg for w in warnings)

@@ -359,6 +359,7 @@ def test_the_policy_form_refuses_to_publish_over_a_version_published_since_it_wa
         "strike_points": json.dumps(filled["strike_points"]), "enforcement_ladder": json.dumps(filled["enforcement_ladder"]),
         "dsa_mapping": json.dumps(filled["dsa_mapping"]), "canned_reasons": json.dumps(filled["canned_reasons"]),
         "routing_rules": json.dumps(filled["routing_rules"]),
+        "category_definitions": json.dumps(filled["category_definitions"]),
     })
     assert response.status_code == 200 and "was published since this form was filled" in response.content.decode()
     assert rule_terms(services.policy_active().term_lists, ("insult", "reject", "id")) == [*DEFAULT_ID_REJECTS, "bodoh"]
