@@ -45,6 +45,13 @@ from moderation.services.moderator import (
     reviews_waiting_for_another,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
+from moderation.services.qa import (
+    golden_mark,
+    golden_retire,
+    qa_answer,
+    qa_disagreement_settle,
+    qa_item_shown,
+)
 from moderation.services.batch import requests_dispatch_batch
 from moderation.services.pipeline import (
     Claim,
@@ -141,6 +148,11 @@ __all__ = [
     "request_dispatch",
     "requests_dispatch_batch",
     "review_claimed_by_batch",
+    "golden_mark",
+    "golden_retire",
+    "qa_answer",
+    "qa_disagreement_settle",
+    "qa_item_shown",
     "reviews_claim",
     "review_claim",
     "review_finalize",
