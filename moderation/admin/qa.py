@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from types import SimpleNamespace
 
 from django import forms
 from django.contrib import admin, messages
@@ -24,7 +25,7 @@ from django.utils import timezone
 from moderation import services
 from moderation.admin import review_media, review_page
 from moderation.admin.paginator import rows_page
-from moderation.admin.review_forms import DecideForm
+from moderation.admin.review_forms import DecideForm, NoteForm
 from moderation.errors import ModerationError
 from moderation.models import QA_NOTE_MAX, ContentReview, GoldenItem, QaItem, QaKind, ReviewStatus
 from moderation.observability import qa as figures
@@ -89,8 +90,10 @@ def qa_page(model_admin, request, item: QaItem, review: ContentReview, posted=No
         metadata=review_page.metadata_rows(review.content.metadata),
         scored_decision=scored, scores=review_page.score_rows(scored, policy),
         decide_form=decide_form, typed=None, escalate_form=None, reprocess_form=None, erasure=None,
-        status_words=status, decision_words=words, note_form=None,
-        notes=rows_page(request.GET, "notes_page", 50, empty),
+        status_words=status, decision_words=words, note_form=NoteForm(),
+        notes=rows_page(request.GET, "notes_page", 50, lambda offset, limit: [
+            SimpleNamespace(author=request.user, created_at=item.taken_at, decision=None, text=item.note)
+        ][offset:offset + limit] if item.note else []),
         leased_to_me=not answered, queue=item.queue,
         queue_label=services.review_queue_label(item.queue) if item.queue else "",
         reports=rows_page(request.GET, "reports_page", 50, empty), report_count=0, report_summary=None,

@@ -525,7 +525,11 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             self.message_user(request, f"Note not added: {errors}", messages.ERROR)
         else:
             try:
-                services.review_note_add(review_id=object_id, author=request.user, text=form.cleaned_data["text"])
+                item = services.qa_item_shown(moderator=request.user, review_id=object_id)
+                if item is not None and item.is_open:  # QA work's note stays with it (docs/qa.md)
+                    services.qa_note_add(item_id=item.pk, moderator=request.user, text=form.cleaned_data["text"])
+                else:
+                    services.review_note_add(review_id=object_id, author=request.user, text=form.cleaned_data["text"])
                 self.message_user(request, "Note added.", messages.SUCCESS)
             except ModerationError as exc:
                 self.message_user(request, f"Note not added: {refusal_words(exc)}", messages.ERROR)

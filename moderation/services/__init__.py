@@ -51,6 +51,7 @@ from moderation.services.qa import (
     qa_answer,
     qa_disagreement_settle,
     qa_item_shown,
+    qa_note_add,
 )
 from moderation.services.batch import requests_dispatch_batch
 from moderation.services.pipeline import (
@@ -153,6 +154,7 @@ __all__ = [
     "qa_answer",
     "qa_disagreement_settle",
     "qa_item_shown",
+    "qa_note_add",
     "reviews_claim",
     "review_claim",
     "review_finalize",

@@ -174,15 +174,15 @@ def qa_answer(
     category = decision_category(label, category, policy)
     reason, reason_codes = decision_reason(label, category, reason, reason_codes, policy)
     note = (note or "").strip()
-    if len(note) > QA_NOTE_MAX:
-        raise NoteTooLong(f"a note is at most {QA_NOTE_MAX} characters (this one has {len(note)})")
     with transaction.atomic():
         item = (QaItem.objects.select_for_update(of=("self",)).select_related("golden", "first_decision", "review")
                 .get(pk=item_id))
         _check_answerable(item, moderator)
         now = timezone.now()
         item.answered_at, item.label, item.category = now, label, category
-        item.reason, item.reason_codes, item.note = reason, reason_codes, note
+        item.reason, item.reason_codes, item.note = reason, reason_codes, _notes(item.note, note)
+        if len(item.note) > QA_NOTE_MAX:
+            raise NoteTooLong(f"a note is at most {QA_NOTE_MAX} characters (this one has {len(note)})")
         item.seconds = (now - item.taken_at).total_seconds() if item.taken_at else None
         if item.kind == QaKind.GOLDEN:
             item.correct = label == item.golden.expected_label and category == item.golden.expected_category
@@ -193,6 +193,26 @@ def qa_answer(
         item.save(update_fields=["answered_at", "label", "category", "reason", "reason_codes", "note", "seconds",
                                  "correct", "agrees", "leased_until"])
     return item
+
+
+def qa_note_add(*, item_id: int, moderator, text: str) -> QaItem:
+    """A note written on QA work's page: kept with the item (never on its review, where others
+    would read it), shown on the page as a note is."""
+    text = (text or "").strip()
+    if not text:
+        raise NotApplicable("a note needs some text")
+    with transaction.atomic():
+        item = QaItem.objects.select_for_update(of=("self",)).select_related("first_decision", "review").get(pk=item_id)
+        _check_answerable(item, moderator)
+        item.note = _notes(item.note, text)
+        if len(item.note) > QA_NOTE_MAX:
+            raise NoteTooLong(f"a note is at most {QA_NOTE_MAX} characters (this one has {len(text)})")
+        item.save(update_fields=["note"])
+    return item
+
+
+def _notes(before: str, note: str) -> str:
+    return "\n\n".join(part for part in (before, note) if part)
 
 
 def _check_answerable(item: QaItem, moderator) -> None:
