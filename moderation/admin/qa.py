@@ -43,11 +43,11 @@ TIMELINE_ROWS = 100
 # --- QA work on the review page -------------------------------------------------------------------
 
 
-def blind_review(item: QaItem, review: ContentReview, user) -> ContentReview:
+def blind_review(item: QaItem, review: ContentReview, user, priority: float) -> ContentReview:
     """`review` (never saved) dressed as a review waiting in the item's queue, held by `user`."""
     review.queue, review.queued_at = item.queue, item.created_at if item.kind == QaKind.SECOND_REVIEW else item.taken_at
     review.leased_to, review.lease_expires_at = user, item.leased_until
-    review.priority = 0.0
+    review.priority = priority
     return review
 
 
@@ -60,7 +60,9 @@ def qa_page(model_admin, request, item: QaItem, review: ContentReview, posted=No
     # review's decision in force).
     shown_until = item.first_decision or review.decision
     cut = shown_until.created_at if shown_until is not None else timezone.now()
-    review = blind_review(item, review, request.user)
+    # The priority a model-routed review of these scores would have (moderation.review_queues).
+    priority = policy.priority_score_weight * float(scored.score or 0) if scored is not None else 0.0
+    review = blind_review(item, review, request.user, priority)
     answered = item.answered_at is not None
     decide_form = None
     if not answered:

@@ -138,3 +138,6 @@ class DecisionTime(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["created_at"], name="decision_time_created_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.moderator} took {self.seconds:.0f} s"

@@ -40,7 +40,6 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
-    ModerationPolicy,
     ModeratorNote,
     Report,
     ReviewQueue,
