@@ -26,7 +26,7 @@ from moderation import services
 from moderation.admin import review_media, review_page
 from moderation.admin.paginator import rows_page
 from moderation.admin.review_forms import DecideForm, NoteForm
-from moderation.errors import ModerationError
+from moderation.errors import ModerationError, QueueForbidden
 from moderation.models import QA_NOTE_MAX, ContentReview, GoldenItem, QaItem, QaKind, ReviewStatus
 from moderation.observability import qa as figures
 from moderation.observability.timeline import review_timeline
@@ -268,10 +268,10 @@ class QaAdmin(admin.ModelAdmin):
             services.qa_disagreement_settle(item_id=item_id, lead=request.user,
                                             settlement=form.cleaned_data["settlement"])
             self.message_user(request, "Settled.", messages.SUCCESS)
+        except (QaItem.DoesNotExist, QueueForbidden):  # one the lead may not see is not found either
+            self.message_user(request, "Not settled: there is no such second review.", messages.ERROR)
         except ModerationError as exc:
             self.message_user(request, f"Not settled: {refusal_words(exc)}", messages.ERROR)
-        except QaItem.DoesNotExist:
-            self.message_user(request, "Not settled: there is no such second review.", messages.ERROR)
         return HttpResponseRedirect(reverse("admin:moderation_qaitem_changelist"))
 
     def retire_view(self, request, golden_id):
@@ -280,6 +280,6 @@ class QaAdmin(admin.ModelAdmin):
         try:
             services.golden_retire(golden_id=golden_id, lead=request.user)
             self.message_user(request, "Retired: it is handed out no more.", messages.SUCCESS)
-        except GoldenItem.DoesNotExist:
+        except (GoldenItem.DoesNotExist, QueueForbidden):  # one the lead may not see is not found either
             self.message_user(request, "Not retired: there is no such golden item.", messages.ERROR)
         return HttpResponseRedirect(reverse("admin:moderation_qaitem_changelist"))

@@ -279,9 +279,11 @@ def golden_mark(*, review_id, expected_label: str, expected_category: str = "", 
 
 
 def golden_retire(*, golden_id: int, lead) -> GoldenItem:
-    """Hand a golden item out no more (answers given stay, and count)."""
+    """Hand a golden item out no more (answers given stay, and count). QueueForbidden for a lead
+    who may not see its review."""
     with transaction.atomic():
-        golden = GoldenItem.objects.select_for_update().get(pk=golden_id)
+        golden = GoldenItem.objects.select_for_update(of=("self",)).select_related("review").get(pk=golden_id)
+        queue_check_access(golden.review, user=lead)
         if golden.retired_at is None:
             golden.retired_at = timezone.now()
             golden.save(update_fields=["retired_at"])
@@ -289,14 +291,16 @@ def golden_retire(*, golden_id: int, lead) -> GoldenItem:
 
 
 def qa_disagreement_settle(*, item_id: int, lead, settlement: str) -> QaItem:
-    """A team lead settles a second review that disagreed with the first decision, saying how."""
+    """A team lead settles a second review that disagreed with the first decision, saying how.
+    QueueForbidden for a lead who may not see its review."""
     settlement = (settlement or "").strip()
     if not settlement:
         raise NotApplicable("say how it was settled")
     if len(settlement) > QA_NOTE_MAX:
         raise NoteTooLong(f"at most {QA_NOTE_MAX} characters (this has {len(settlement)})")
     with transaction.atomic():
-        item = QaItem.objects.select_for_update().get(pk=item_id)
+        item = QaItem.objects.select_for_update(of=("self",)).select_related("review").get(pk=item_id)
+        queue_check_access(item.review, user=lead)
         if item.kind != QaKind.SECOND_REVIEW or item.agrees is not False:
             raise NotApplicable("only a second review that disagreed is settled")
         if item.settled_at is not None:
