@@ -111,7 +111,10 @@ def _golden_take(moderator, queue, forbidden, now) -> QaItem | None:
     lets one in, and the other hands out nothing (a review instead)."""
     had = QaItem.objects.filter(golden=OuterRef("pk"), moderator=moderator)
     decided_it = Decision.objects.filter(review=OuterRef("review"), moderator=moderator)
-    candidates = (GoldenItem.objects.filter(retired_at__isnull=True, review__content__erased_at__isnull=True)
+    # A golden review gone back to a human meanwhile (an appeal, reports) is not handed out: it
+    # is a review again, to be decided for real.
+    candidates = (GoldenItem.objects.filter(retired_at__isnull=True, review__content__erased_at__isnull=True,
+                                            review__status__in=ANSWER_LABELS)
                   .exclude(Exists(had)).exclude(Exists(decided_it)).exclude(marked_by=moderator)
                   .exclude(queue__in=forbidden))
     if queue is not None:

@@ -9,11 +9,13 @@ import re
 
 import pytest
 from django.urls import reverse
+from django.utils.html import escape
+from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
 from moderation import services
 from moderation.models import GoldenItem, QaItem
 from moderation.observability.qa import category_kappa, cohen_kappa
-from tests.helpers import staff_browser
+from tests.helpers import examples, staff_browser
 from tests.moderation.qa_helpers import decided_by, golden, qa_rates, waiting
 
 QA_PAGE = "admin:moderation_qaitem_changelist"
@@ -240,3 +242,21 @@ class TestKappa:
             ours = cohen_kappa(pairs)
             if ours is not None:
                 assert ours == pytest.approx(sklearn.cohen_kappa_score(*zip(*pairs, strict=True)))
+
+
+@pytest.mark.django_db
+@hypothesis_settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.text(max_size=300))
+def test_any_words_of_a_second_review_show_escaped_on_the_qa_page(api_client, roles, words):
+    qa_rates(double=1.0)
+    decision = decided_by(api_client, roles["mia"].user)
+    assert take_next(roles["sam"]) == page_url(decision.review_id)
+    response = roles["sam"].post(reverse("admin:moderation_contentreview_act", args=[decision.review_id, "override"]),
+                                 {"label": "approved", "reason": words, "version": 1})
+    item = QaItem.objects.get(first_decision=decision)
+    assert response.status_code == (302 if item.answered_at else 400)
+    page = roles["lea"].get(reverse(QA_PAGE))
+    assert page.status_code == 200
+    if item.answered_at is not None and item.reason:
+        assert escape(item.reason) in page.content.decode()
+    QaItem.objects.filter(pk=item.pk).update(skipped_at=decision.created_at)  # out of the next example's way

@@ -151,6 +151,14 @@ class TestGoldenItems:
             services.golden_mark(review_id=review.pk, expected_label="rejected", expected_category="harassment",
                                  lead=people["lea"])
 
+    def test_a_golden_review_back_with_a_human_is_decided_for_real_not_handed_out_as_qa(self, api_client, people):
+        item_golden = golden(api_client, decider=people["sam"], lead=people["lea"])
+        services.appeal_file(review_id=item_golden.review_id, appellant_id="u1", statement="a quote")
+        qa_rates(golden=1.0)
+        assert services.review_take_next(moderator=people["mia"]).pk == item_golden.review_id
+        assert not QaItem.objects.exists()
+        assert services.qa_item_shown(moderator=people["mia"], review_id=item_golden.review_id) is None
+
     def test_a_retired_golden_item_is_handed_out_no_more(self, api_client, people):
         item_golden = golden(api_client, decider=people["sam"], lead=people["lea"])
         qa_rates(golden=1.0)
