@@ -254,3 +254,25 @@ class TestTimePerDecision:
         review = waiting(api_client)
         services.review_override(review_id=review.pk, label="approved", moderator=people["mia"])
         assert not DecisionTime.objects.exists()
+
+
+@pytest.mark.django_db
+class TestChecker:
+    def test_the_checker_passes_qa_work_done_right_and_names_what_went_wrong(self, api_client, people):
+        from moderation.invariants import qa_violations, violations
+
+        item_golden = golden(api_client, decider=people["sam"], lead=people["lea"])
+        qa_rates(golden=1.0, double=1.0)
+        services.review_take_next(moderator=people["mia"])
+        services.qa_answer(item_id=QaItem.objects.get(golden=item_golden).pk, moderator=people["mia"], label="approved")
+        decision = decided_by(api_client, people["ada"])
+        services.review_take_next(moderator=people["mia"])
+        services.qa_answer(item_id=QaItem.objects.get(first_decision=decision).pk, moderator=people["mia"],
+                           label="rejected", category="harassment", reason="same")
+        reviews = [item_golden.review_id, decision.review_id]
+        assert violations(reviews) == []
+        QaItem.objects.filter(golden=item_golden).update(correct=True)  # it was answered wrongly
+        QaItem.objects.filter(first_decision=decision).update(moderator=people["ada"])
+        found = qa_violations(reviews)
+        assert len(found) == 2
+        assert "scored correct=True" in found[0] + found[1] and "held by the first decision's moderator" in found[0] + found[1]
