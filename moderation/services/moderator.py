@@ -122,8 +122,9 @@ def review_take_next(
     # Never the appeal of the moderator's own decision: they may not decide it (four eyes); never
     # a review of a queue they may not take (its groups'): the condition is in the locking
     # SELECT, which PostgreSQL checks again on the row it locks.
+    forbidden = queues_forbidden(moderator)
     waiting = (_waiting(queue).exclude(_appeal_of_own_decision(moderator))
-               .exclude(queue__in=queues_forbidden(moderator)).order_by("queue_order_at", "id"))
+               .exclude(queue__in=forbidden).order_by("queue_order_at", "id"))
     if skip is not None:
         waiting = waiting.exclude(pk=skip)
     with transaction.atomic():
@@ -133,7 +134,7 @@ def review_take_next(
         review = waiting.select_for_update(skip_locked=True, of=("self",)).filter(
             leased_to=moderator, lease_expires_at__gte=now).first()
         if review is None:
-            item = qa_item_take_locked(moderator=moderator, queue=queue, policy=policy_active(), now=now, skip=skip)
+            item = qa_item_take_locked(moderator=moderator, queue=queue, forbidden=forbidden, now=now, skip=skip)
             if item is not None:
                 return item.review
             review = (waiting.select_for_update(skip_locked=True, of=("self",))

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 from django.utils import timezone
 
 from moderation.errors import ContentErased, FourEyesRequired, LeasedToOther, NotApplicable, NoteTooLong
@@ -39,7 +39,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.services.policy import policy_active
-from moderation.services.routing import queue_check_access, queues_forbidden
+from moderation.services.routing import queue_check_access
 from moderation.validation import decision_category, decision_reason
 
 ANSWER_LABELS = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
@@ -63,46 +63,33 @@ def qa_item_shown(*, moderator, review_id, now: datetime | None = None) -> QaIte
             .select_related("golden", "first_decision").order_by(F("answered_at").desc(nulls_first=True), "-id").first())
 
 
-def qa_item_take_locked(*, moderator, queue: str | None, policy: ModerationPolicy, now: datetime,
+def qa_item_take_locked(*, moderator, queue: str | None, forbidden: set[str], now: datetime,
                         skip=None) -> QaItem | None:
     """Inside "Review next"'s transaction: the QA item to hand `moderator` instead of a review of
-    `queue` (every queue when None), or None. In order: the one they hold (lease live), a second
-    review of another moderator's decision, then, at the policy's `qa_golden_rate`, a golden item
-    they never had."""
-    forbidden = queues_forbidden(moderator)
-    mine = _open_items().filter(moderator=moderator, leased_until__gte=now).exclude(queue__in=forbidden)
+    `queue` (every queue when None; `forbidden`: the queues they may not take), or None. The one
+    they hold (lease live) first, else the oldest second review nobody holds of a decision they
+    did not make, in one locking read; else, at the active policy's `qa_golden_rate`, a golden
+    item they never had.
+
+    The first decider is left out in the locking SELECT (PostgreSQL checks it again on the row it
+    locks), and SKIP LOCKED hands one item to one moderator however many ask at once."""
+    free = Q(kind=QaKind.SECOND_REVIEW) & (Q(moderator__isnull=True) | Q(leased_until__lt=now))
+    items = (_open_items().filter(Q(moderator=moderator, leased_until__gte=now) | free)
+             .exclude(first_decision__moderator=moderator)
+             .exclude(queue__in=forbidden).exclude(review__content__erased_at__isnull=False))
     if queue is not None:
-        mine = mine.filter(queue=queue)
+        items = items.filter(queue=queue)
     if skip is not None:
-        mine = mine.exclude(review_id=skip)
-    held = mine.order_by("id").first()
-    if held is not None:
-        return _leased(held, now)
-    second = _second_review_take(moderator, queue, forbidden, now, skip)
-    if second is not None:
-        return second
-    if policy.qa_golden_rate > 0 and random.random() < policy.qa_golden_rate:  # noqa: S311 - a sample, not a secret
+        items = items.exclude(review_id=skip)
+    held_first = Case(When(moderator=moderator, then=Value(0)), default=Value(1))
+    item = items.select_for_update(skip_locked=True, of=("self",)).order_by(held_first, "created_at", "id").first()
+    if item is not None:
+        item.moderator = moderator
+        return _leased(item, now)
+    rate = policy_active().qa_golden_rate
+    if rate > 0 and random.random() < rate:  # noqa: S311 - a sample, not a secret
         return _golden_take(moderator, queue, forbidden, now)
     return None
-
-
-def _second_review_take(moderator, queue, forbidden, now, skip) -> QaItem | None:
-    """Lease the oldest open second review nobody holds, of a decision `moderator` did not make.
-    The exclusion is in the locking SELECT (PostgreSQL checks it again on the row it locks), and
-    SKIP LOCKED hands one item to one moderator however many ask at once."""
-    waiting = (_open_items().filter(kind=QaKind.SECOND_REVIEW)
-               .filter(Q(moderator__isnull=True) | Q(leased_until__lt=now) | Q(moderator=moderator))
-               .exclude(first_decision__moderator=moderator)
-               .exclude(queue__in=forbidden).exclude(review__content__erased_at__isnull=False))
-    if queue is not None:
-        waiting = waiting.filter(queue=queue)
-    if skip is not None:
-        waiting = waiting.exclude(review_id=skip)
-    item = waiting.select_for_update(skip_locked=True, of=("self",)).order_by("created_at", "id").first()
-    if item is None:
-        return None
-    item.moderator = moderator
-    return _leased(item, now)
 
 
 def _golden_take(moderator, queue, forbidden, now) -> QaItem | None:

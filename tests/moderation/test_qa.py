@@ -50,6 +50,15 @@ class TestGoldenItems:
         real.refresh_from_db()
         assert real.leased_to is None  # the real review still waits for someone
 
+    def test_review_next_gives_back_the_golden_item_a_moderator_holds(self, api_client, people):
+        item_golden = golden(api_client, decider=people["sam"], lead=people["lea"])
+        waiting(api_client)
+        qa_rates(golden=1.0)
+        assert services.review_take_next(moderator=people["mia"]).pk == item_golden.review_id
+        qa_rates(golden=0.0)  # held, it comes back whatever the rate
+        assert services.review_take_next(moderator=people["mia"]).pk == item_golden.review_id
+        assert QaItem.objects.count() == 1
+
     def test_at_rate_zero_review_next_hands_out_reviews_only(self, api_client, people):
         golden(api_client, decider=people["sam"], lead=people["lea"])
         real = waiting(api_client)
