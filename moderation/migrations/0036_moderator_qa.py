@@ -77,6 +77,8 @@ class Migration(migrations.Migration):
                 ('settled_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
             ],
             options={
+                'verbose_name': 'QA item',
+                'verbose_name_plural': 'moderator QA',
                 'ordering': ['-created_at'],
                 'permissions': [('view_all_qa', "Can see every moderator's QA figures"), ('lead_qa', 'Can mark golden items and settle QA disagreements')],
             },

@@ -91,6 +91,8 @@ class QaItem(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "QA item"
+        verbose_name_plural = "moderator QA"
         permissions = [
             ("view_all_qa", "Can see every moderator's QA figures"),
             ("lead_qa", "Can mark golden items and settle QA disagreements"),
