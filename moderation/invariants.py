@@ -40,6 +40,8 @@ from moderation.models import (
     ContentErasure,
     ModerationRequest,
     ProviderAttempt,
+    QaItem,
+    QaKind,
     RequestStatus,
     ReviewStatus,
 )
@@ -657,6 +659,31 @@ def statement_violations(review_ids: Iterable) -> list[str]:
     return problems
 
 
+def qa_violations(review_ids: Iterable) -> list[str]:
+    """Invariant 21: a second review is never held or answered by the first decision's moderator;
+    a moderator has each golden item once; every answer is scored as its golden item or first
+    decision says (`correct`, `agrees`). One read of the reviews' QA items."""
+    problems, seen = [], set()
+    items = (QaItem.objects.filter(review_id__in=list(review_ids), moderator__isnull=False)
+             .select_related("golden", "first_decision"))
+    for item in items:
+        where = f"{item.review_id}: {item}"
+        if item.kind == QaKind.GOLDEN:
+            if (item.golden_id, item.moderator_id) in seen:
+                problems.append(f"{where}: golden item {item.golden_id} handed to moderator {item.moderator_id} twice")
+            seen.add((item.golden_id, item.moderator_id))
+            expected = (item.golden.expected_label, item.golden.expected_category)
+            if item.answered_at is not None and item.correct != ((item.label, item.category) == expected):
+                problems.append(f"{where}: scored correct={item.correct} for {item.label} {item.category!r}")
+        else:
+            first = item.first_decision
+            if item.moderator_id == first.moderator_id:
+                problems.append(f"{where}: held by the first decision's moderator")
+            if item.answered_at is not None and item.agrees != ((item.label, item.category) == (first.label, first.category)):
+                problems.append(f"{where}: scored agrees={item.agrees} for {item.label} {item.category!r}")
+    return problems
+
+
 def violations(review_ids: Iterable) -> list[str]:
     """Every invariant the checker knows, for the reviews and for the authors who wrote them."""
     review_ids = list(review_ids)
@@ -665,4 +692,4 @@ def violations(review_ids: Iterable) -> list[str]:
     return (review_violations(review_ids) + pipeline_violations(review_ids) + report_violations(review_ids)
             + notice_violations(review_ids) + report_resolution_violations(review_ids) + appeal_violations(review_ids)
             + erasure_violations(review_ids) + author_violations(author_ids) + statement_violations(review_ids)
-            + media_violations(review_ids))
+            + media_violations(review_ids) + qa_violations(review_ids))

@@ -1,10 +1,12 @@
-"""The three roles of the moderator's workplace, as Django groups.
+"""The four roles of the moderator's workplace, as Django groups.
 
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
-suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
+suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters, and reads their
+own QA figures. team_lead: a moderator who also marks golden items, settles the second reviews'
+disagreements and reads every moderator's QA figures (docs/qa.md). supervisor: also
 reprocesses, publishes policy versions (routing rules included), manages the review queues and re-queues statements of reasons the Transparency
 Database refused, disables hash banks and removes their entries. auditor: sees everything but the
-images' bytes, changes nothing. Every role reads the statements (the admin links
+images' bytes, changes nothing, and reads every moderator's QA figures. Every role reads the statements (the admin links
 each to its review or author) and the transparency report.
 """
 
@@ -45,17 +47,23 @@ VIEW_ALL = [
 # Who may override a review may act on its author, and mute or unmute a reporter.
 # Who decides sees the images and hears the audio they decide on (blurred and grey until asked:
 # docs/workplace.md); an auditor reads the decisions, not the pictures.
+# The QA page (docs/qa.md): a moderator reads their own figures; who also holds view_all_qa reads
+# everyone's; lead_qa marks golden items and settles disagreements.
 MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author",
-             "moderation.mute_reporter", "moderation.view_media_bytes"]
+             "moderation.mute_reporter", "moderation.view_media_bytes", "moderation.view_qaitem"]
+QA_LEAD = ["moderation.view_all_qa", "moderation.lead_qa"]
 ROLES = {
     "moderator": MODERATOR,
+    # A team lead moderates, and keeps the moderators' work measured: golden items, the second
+    # reviews' disagreements, everyone's QA figures.
+    "team_lead": [*MODERATOR, *QA_LEAD],
     # A statement the Transparency Database refused is re-queued, once the mapping is fixed, by a
     # supervisor (moderation/admin/statements.py).
     "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy",
                    "moderation.requeue_statement", "moderation.control_hash_bank",
                    # Custom review queues and their groups; routing rules are policy (add_moderationpolicy).
-                   "moderation.add_moderationqueue", "moderation.change_moderationqueue"],
-    "auditor": VIEW_ALL,
+                   "moderation.add_moderationqueue", "moderation.change_moderationqueue", *QA_LEAD],
+    "auditor": [*VIEW_ALL, "moderation.view_qaitem", "moderation.view_all_qa"],
 }
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 
 from django.conf import settings
 
-from moderation.transparency.canned_reasons import validate_canned_reasons
+from moderation.errors import InvalidCategory, ReasonRequired, UnknownReason
+from moderation.transparency.canned_reasons import reasons_key, unknown_codes, validate_canned_reasons
 from moderation.models import DECISION_LABELS, DEFAULT_CATEGORIES, ModerationPolicy, PartRule, ReviewStatus
 from moderation.models.definitions import NO_VIOLATION
 from moderation.transparency.notices import validate_appeal_window, validate_notice_templates
@@ -69,6 +71,8 @@ def validate_policy(fields: dict, *, queues=None) -> list[str]:
         errors.append("approval_needs_reason must be true or false")
     if fields.get("part_rule", PartRule.MAX) not in PartRule.values:
         errors.append(f"part_rule must be one of {', '.join(PartRule.values)}")
+    errors += [f"{name} must be a number from 0 to 1" for name in QA_FIELDS
+               if not _is_share(fields.get(name, 0))]
     if "routing_rules" in fields:
         errors += validate_routing_rules(fields["routing_rules"], languages=languages,
                                          categories=named_categories(fields), queues=queues)
@@ -110,6 +114,10 @@ def validate_category_definitions(value: object, *, categories: list[str]) -> li
         elif len(text) > DEFINITION_MAX_CHARS:
             errors.append(f"category_definitions: {category!r} is longer than {DEFINITION_MAX_CHARS} characters")
     return errors
+
+
+def _is_share(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def named_categories(fields: dict) -> list[str]:
@@ -170,6 +178,8 @@ REASON_FIELDS = ("canned_reasons", "approval_needs_reason")
 PART_FIELDS = ("part_rule",)
 # Which review queue a review entering manual_review waits in (moderation.review_queues.route).
 ROUTING_FIELDS = ("routing_rules",)
+# Moderator QA (docs/qa.md): how often a golden item is handed out, how many decisions are reviewed twice.
+QA_FIELDS = ("qa_golden_rate", "qa_double_review_rate")
 PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
 _BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _BANK_KEYS = {"name", "category", "action", "never_display", "through"}
@@ -292,3 +302,34 @@ def validate_category_thresholds(value: object) -> list[str]:
         if not errors and limits.get("review", 0) > limits.get("reject", 1):
             errors.append(f"{category}: review threshold above the reject threshold")
     return errors
+
+
+def decision_category(label: str, category: str, policy: ModerationPolicy) -> str:
+    """A decision's violation category, checked against `policy`: one of its categories for a
+    rejection (InvalidCategory without), none for an approval."""
+    category = (category or "").strip()
+    if label != ReviewStatus.REJECTED:
+        return ""
+    if not category:
+        raise InvalidCategory("a rejection needs a violation category")
+    allowed = policy_categories(policy)
+    if category not in allowed:
+        raise InvalidCategory(f"{category!r} is not a category of the active policy ({', '.join(allowed)})")
+    return category
+
+
+def decision_reason(label: str, category: str, reason: str, codes: Sequence[str],
+                    policy: ModerationPolicy) -> tuple[str, list[str]]:
+    """(free text, canned codes) of a decision, checked against `policy`: codes it lists for the
+    decision (each once, in the order picked), and a reason wherever one is needed."""
+    reason, codes = (reason or "").strip(), list(dict.fromkeys(codes or ()))
+    key = reasons_key(label, category)
+    unknown = unknown_codes(policy.canned_reasons, key, codes)
+    if unknown:
+        where = f"the category {category}" if label == ReviewStatus.REJECTED else "an approval"
+        raise UnknownReason(f"{', '.join(map(repr, unknown))}: not a canned reason of {where} in {policy}")
+    needed = label == ReviewStatus.REJECTED or (label == ReviewStatus.APPROVED and policy.approval_needs_reason)
+    if needed and not reason and not codes:
+        what = "a rejection" if label == ReviewStatus.REJECTED else "an approval (the policy asks for one)"
+        raise ReasonRequired(f"{what} needs a canned reason or a reason in your words")
+    return reason, codes

@@ -19,6 +19,7 @@ from moderation.admin import erasure  # noqa: F401  (registers the tombstones' a
 from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
 from moderation.admin import pipeline_records  # noqa: F401  (registers the transitions', events' and callbacks' admin)
 from moderation.admin import queues  # noqa: F401  (registers the review queues' admin)
+from moderation.admin import qa  # noqa: F401  (registers the QA page)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
 from moderation.admin.authors import AuthorAdmin
 from moderation.admin.backtests import BacktestAdmin, activate_view, backtest_start_view, policy_quality_panel
@@ -33,7 +34,7 @@ from moderation.admin.visibility import ReviewScoped
 from moderation.admin.term_lists import term_lists_view
 from moderation.admin.routing import routing_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -113,11 +114,11 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, "notes"]
+                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, *QA_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS):
+        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS):
             if name in self.fields:  # a published version's page is read-only: no fields
                 self.fields[name].required = False
 
@@ -139,7 +140,7 @@ class PolicyForm(forms.ModelForm):
         # The banks a version lists are the hash_banks command's (docs/images.md, "Hash banks"):
         # the new version keeps the ones it was filled from, and the image fields left out theirs.
         data["hash_banks"] = active.hash_banks
-        for name in ("pdq_distance", "image_fallback", *PART_FIELDS):
+        for name in ("pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS):
             if data.get(name) in (None, ""):
                 data[name] = getattr(active, name)
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.

@@ -29,7 +29,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyHistoryMixin, ReadOnlyPermissionsMixin
 from audit.models import Actor
 from moderation import services
-from moderation.admin import review_media, review_page, review_words
+from moderation.admin import qa, review_media, review_page, review_words
 from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import (
     CONTENT_LIST_FILTERS,
@@ -324,6 +324,9 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
                  name="moderation_contentreview_release"),
             path("<uuid:object_id>/skip/", self.admin_site.admin_view(self.skip_view),
                  name="moderation_contentreview_skip"),
+            path("<uuid:object_id>/golden/",
+                 self.admin_site.admin_view(lambda request, object_id: qa.golden_mark_view(self, request, object_id)),
+                 name="moderation_contentreview_golden"),
             path("<uuid:object_id>/media/",
                  self.admin_site.admin_view(lambda request, object_id: review_media.media_view(self, request, object_id)),
                  name="moderation_contentreview_media"),
@@ -350,6 +353,9 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             raise PermissionDenied
         review = visible_review_or_404(request, object_id, ContentReview.objects.select_related(
             "content", "client", "decision__policy", "decision__moderator", "leased_to", "author"))
+        item = services.qa_item_shown(moderator=request.user, review_id=review.pk)
+        if item is not None:  # QA work handed to this moderator: the same page, blind (docs/qa.md)
+            return qa.qa_page(self, request, item, review, posted=posted)
         can = {action: request.user.has_perm(perm) for action, perm in PERMISSIONS.items()}
         is_final, version = review.is_final, {"version": review.version}
         policy = services.policy_active()
@@ -402,6 +408,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             report_kinds=review_page.kinds_text(summary),
             pile_on=review_page.pile_on_html(review),
             appeal=appeal,
+            golden=qa.golden_panel(request, review),
         )
 
     def queues_view(self, request):
@@ -459,6 +466,16 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         if request.method != "POST" or action not in PERMISSIONS:
             raise PermissionDenied
         review = visible_review_or_404(request, object_id)
+        item = services.qa_item_shown(moderator=request.user, review_id=review.pk) if action == "override" else None
+        if item is not None and item.is_open:  # QA work: the answer is scored, never applied (docs/qa.md)
+            if not self.has_override_permission(request):
+                raise PermissionDenied
+            refused_page = qa.qa_answer_view(self, request, item, review)
+            if refused_page is not None:
+                return refused_page
+            if "decide_and_next" in request.POST:
+                return self._next(request, None if queue_refused(request.user, item.queue or None) else item.queue or None)
+            return HttpResponseRedirect(self._timeline_url(review.pk))
         form = FORMS.get(action, ReasonForm)(request.POST)
         if action == "reprocess" and not request.POST.get("reason", "").strip():
             form = ReasonForm({**request.POST.dict(), "reason": "reprocessed from the admin"})
@@ -508,7 +525,11 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             self.message_user(request, f"Note not added: {errors}", messages.ERROR)
         else:
             try:
-                services.review_note_add(review_id=object_id, author=request.user, text=form.cleaned_data["text"])
+                item = services.qa_item_shown(moderator=request.user, review_id=object_id)
+                if item is not None and item.is_open:  # QA work's note stays with it (docs/qa.md)
+                    services.qa_note_add(item_id=item.pk, moderator=request.user, text=form.cleaned_data["text"])
+                else:
+                    services.review_note_add(review_id=object_id, author=request.user, text=form.cleaned_data["text"])
                 self.message_user(request, "Note added.", messages.SUCCESS)
             except ModerationError as exc:
                 self.message_user(request, f"Note not added: {refusal_words(exc)}", messages.ERROR)

@@ -1,5 +1,5 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
-authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), custom review queues (queues.py), erasure tombstones
+authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), custom review queues (queues.py), moderator QA (qa.py), erasure tombstones
 (erasure.py), the periodic jobs' heartbeats (heartbeats.py), and backtests, provider answers and shadow runs (quality.py)."""
 
 from moderation.models.core import *  # noqa: F403
@@ -62,6 +62,7 @@ from moderation.models.media import (
 )
 from moderation.models.notes import NOTE_MAX_CHARS, ModeratorNote
 from moderation.models.queues import QUEUE_SLUG_MAX, ModerationQueue
+from moderation.models.qa import QA_LABELS, QA_NOTE_MAX, DecisionTime, GoldenItem, QaItem, QaKind
 from moderation.models.outbox import (
     DecisionNotification,
     NotificationAttempt,
@@ -107,4 +108,5 @@ __all__ = [
     "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
     "APPROVAL_KEY", "default_canned_reasons",
     "BACKTEST_LIVE_STATUSES", "Backtest", "BacktestItem", "BacktestStatus", "DecisionRollup", "ProviderAnswer", "QualityCursor", "ShadowRun", "ShadowVerdict",
+    "QA_LABELS", "QA_NOTE_MAX", "DecisionTime", "GoldenItem", "QaItem", "QaKind",
 ]

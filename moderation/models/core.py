@@ -868,6 +868,15 @@ class ModerationPolicy(models.Model):
         help_text='What each category covers, in words, e.g. {"insult": "Words that demean a person ..."}: '
                   "the llm provider's prompt.",
     )
+    # Moderator QA (docs/qa.md): the share of "Review next" that hands a moderator a golden item
+    # (when one is left they never had), and the share of moderators' decisions a second
+    # moderator reviews again, blind.
+    qa_golden_rate = models.FloatField(
+        default=0.05, db_default=0.05, help_text="Share (0 to 1) of \"Review next\" that hands out a golden item, when one is left."
+    )
+    qa_double_review_rate = models.FloatField(
+        default=0.0, db_default=0.0, help_text="Share (0 to 1) of moderators' decisions that another moderator reviews again."
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"

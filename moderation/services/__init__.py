@@ -45,6 +45,14 @@ from moderation.services.moderator import (
     reviews_waiting_for_another,
 )
 from moderation.services.dispatch import DispatchReport, request_dispatch
+from moderation.services.qa import (
+    golden_mark,
+    golden_retire,
+    qa_answer,
+    qa_disagreement_settle,
+    qa_item_shown,
+    qa_note_add,
+)
 from moderation.services.batch import requests_dispatch_batch
 from moderation.services.pipeline import (
     Claim,
@@ -142,6 +150,12 @@ __all__ = [
     "request_dispatch",
     "requests_dispatch_batch",
     "review_claimed_by_batch",
+    "golden_mark",
+    "golden_retire",
+    "qa_answer",
+    "qa_disagreement_settle",
+    "qa_item_shown",
+    "qa_note_add",
     "reviews_claim",
     "review_claim",
     "review_finalize",

@@ -22,7 +22,6 @@ from audit.models import Actor
 from moderation.errors import (
     AppealOpen,
     ContentErased,
-    InvalidCategory,
     LeasedToOther,
     NotApplicable,
     NoteTooLong,
@@ -30,7 +29,6 @@ from moderation.errors import (
     ReasonRequired,
     ReviewChange,
     StaleVersion,
-    UnknownReason,
 )
 from moderation.words import STATUS_NOW
 from moderation.models import (
@@ -42,15 +40,13 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
-    ModerationPolicy,
     ModeratorNote,
     Report,
     ReviewQueue,
     ReviewStatus,
 )
-from moderation.transparency.canned_reasons import reasons_key, unknown_codes
 from moderation.review_queues import QueueEntry
-from moderation.validation import policy_categories
+from moderation.validation import decision_category, decision_reason
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
@@ -59,6 +55,13 @@ from moderation.services.decide import decide_locked
 from moderation.services.notifications import notification_cancel_locked
 from moderation.services.pipeline import request_close_live_locked, reviews_claim_locked
 from moderation.services.policy import policy_active
+from moderation.services.qa import (
+    decision_lease_started,
+    qa_after_decision_locked,
+    qa_item_release,
+    qa_item_take_locked,
+    qa_second_review_withdraw_locked,
+)
 from moderation.services.statements import statement_withdraw_locked
 from moderation.selectors import visible_to
 from moderation.services.routing import queue_check_access, queues_forbidden, review_queue_entry, review_queue_slugs
@@ -119,18 +122,23 @@ def review_take_next(
     # Never the appeal of the moderator's own decision: they may not decide it (four eyes); never
     # a review of a queue they may not take (its groups'): the condition is in the locking
     # SELECT, which PostgreSQL checks again on the row it locks.
+    forbidden = queues_forbidden(moderator)
     waiting = (_waiting(queue).exclude(_appeal_of_own_decision(moderator))
-               .exclude(queue__in=queues_forbidden(moderator)).order_by("queue_order_at", "id"))
+               .exclude(queue__in=forbidden).order_by("queue_order_at", "id"))
     if skip is not None:
         waiting = waiting.exclude(pk=skip)
     with transaction.atomic():
         # Two indexed reads instead of one ORDER BY CASE, which would sort the whole review queue.
-        review = (
-            waiting.select_for_update(skip_locked=True, of=("self",)).filter(leased_to=moderator, lease_expires_at__gte=now).first()
-            or waiting.select_for_update(skip_locked=True, of=("self",))
-            .filter(Q(leased_to__isnull=True) | Q(lease_expires_at__lt=now))
-            .first()
-        )
+        # Between them, QA work (docs/qa.md): handed out like a review and shown like one, blind;
+        # its review is returned as it is, neither leased nor changed.
+        review = waiting.select_for_update(skip_locked=True, of=("self",)).filter(
+            leased_to=moderator, lease_expires_at__gte=now).first()
+        if review is None:
+            item = qa_item_take_locked(moderator=moderator, queue=queue, forbidden=forbidden, now=now, skip=skip)
+            if item is not None:
+                return item.review
+            review = (waiting.select_for_update(skip_locked=True, of=("self",))
+                      .filter(Q(leased_to__isnull=True) | Q(lease_expires_at__lt=now)).first())
         if review is None:
             return None
         expires = now + timedelta(seconds=settings.MODERATOR_LEASE_S)
@@ -161,7 +169,9 @@ def _appeal_of_own_decision(moderator) -> Exists:
 
 
 def review_release(*, review_id, moderator) -> bool:
-    """Give a leased review back to its review queue."""
+    """Give a leased review back to its review queue (QA work: `qa_item_release`)."""
+    if qa_item_release(review_id=review_id, moderator=moderator):
+        return True
     return bool(ContentReview.objects.filter(pk=review_id, leased_to=moderator).update(leased_to=None, lease_expires_at=None))
 
 
@@ -198,8 +208,8 @@ def review_override(
     # One read of the version in force: the category and the reasons are checked against it and
     # the decision names it.
     policy = policy_active()
-    category = _violation_category(label, category, policy)
-    reason, reason_codes = _decision_reason(label, category, reason, reason_codes, policy)
+    category = decision_category(label, category, policy)
+    reason, reason_codes = decision_reason(label, category, reason, reason_codes, policy)
     note = _note_text(note)
     with context.bind(review_id=review_id), transaction.atomic():
         review = _lock_checked(review_id, expected_version, moderator)
@@ -209,6 +219,7 @@ def review_override(
         if appeal is not None:
             appeal_check_four_eyes(appeal, moderator)
         # (Leaving manual_review ends its lease with its place in the review queue: review_queue_leave.)
+        started = decision_lease_started(review, moderator)
         decision = decide_locked(
             review,
             cause=Cause.MANUAL_OVERRIDE,
@@ -226,6 +237,8 @@ def review_override(
             history_user=moderator,
             appeal=appeal,
         )
+        # Moderator QA: how long it took, and whether another moderator reviews it again (docs/qa.md).
+        qa_after_decision_locked(review, decision, moderator=moderator, policy=policy, started=started)
         if note:
             ModeratorNote.objects.create(review=review, author=moderator, text=note, decision=decision)
     return decision
@@ -240,35 +253,6 @@ def review_note_add(*, review_id, author, text: str) -> ModeratorNote:
     review = ContentReview.objects.only("pk", "last_queue").get(pk=review_id)
     queue_check_access(review, user=author)
     return ModeratorNote.objects.create(review=review, author=author, text=text)
-
-
-def _violation_category(label: str, category: str, policy: ModerationPolicy) -> str:
-    category = (category or "").strip()
-    if label != ReviewStatus.REJECTED:
-        return ""
-    if not category:
-        raise InvalidCategory("a rejection needs a violation category")
-    allowed = policy_categories(policy)
-    if category not in allowed:
-        raise InvalidCategory(f"{category!r} is not a category of the active policy ({', '.join(allowed)})")
-    return category
-
-
-def _decision_reason(label: str, category: str, reason: str, codes: Sequence[str],
-                     policy: ModerationPolicy) -> tuple[str, list[str]]:
-    """(free text, canned codes) of a decision, checked against `policy`: codes it lists for the
-    decision (each once, in the order picked), and a reason wherever one is needed."""
-    reason, codes = (reason or "").strip(), list(dict.fromkeys(codes or ()))
-    key = reasons_key(label, category)
-    unknown = unknown_codes(policy.canned_reasons, key, codes)
-    if unknown:
-        where = f"the category {category}" if label == ReviewStatus.REJECTED else "an approval"
-        raise UnknownReason(f"{', '.join(map(repr, unknown))}: not a canned reason of {where} in {policy}")
-    needed = label == ReviewStatus.REJECTED or (label == ReviewStatus.APPROVED and policy.approval_needs_reason)
-    if needed and not reason and not codes:
-        what = "a rejection" if label == ReviewStatus.REJECTED else "an approval (the policy asks for one)"
-        raise ReasonRequired(f"{what} needs a canned reason or a reason in your words")
-    return reason, codes
 
 
 def _note_text(text: str) -> str:
@@ -404,6 +388,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
         author = strike_undo_locked(review, decision)
         statement_withdraw_locked(decision)
         notification_cancel_locked(decision)
+        qa_second_review_withdraw_locked(decision)
         review.decision_id, review.completed_at, review.pile_on = before.decision_id, before.completed_at, before.pile_on
         transition_review(
             review, Cause.UNDO, actor=Actor.ADMIN, actor_id=str(moderator),

@@ -52,10 +52,12 @@ from moderation.models import (
     BulkAction,
     BulkJob,
     ContentReview,
+    GoldenItem,
     HashBank,
     HashBankEntry,
     ModerationQueue,
     ModeratorNote,
+    QaItem,
     ReviewMedia,
     ReviewStatus,
     Strike,
@@ -126,7 +128,8 @@ def world(settings, api_client, django_user_model) -> World:
     vault, _ = services.api_client_create(name="vault-client")
     services.policy_publish_change(lambda active: {
         "routing_rules": [{"name": "the vault", "queue": VAULT, "when": {"client": ["vault-client"]}}],
-        "strike_points": {"harassment": 5}})  # one rejection suspends its author
+        "strike_points": {"harassment": 5},  # one rejection suspends its author
+        "qa_double_review_rate": 1.0})  # every moderator's decision is reviewed again (docs/qa.md)
     member = staff(django_user_model, "member-one", "supervisor", VAULT_GROUP)
     other_member = staff(django_user_model, "member-two", "moderator", VAULT_GROUP)
 
@@ -161,6 +164,12 @@ def world(settings, api_client, django_user_model) -> World:
     services.appeal_file(review_id=left.pk, appellant_id="appellant-1", statement=f"{MARK} the appeal's statement")
     services.review_override(review_id=left.pk, label="rejected", category="harassment", moderator=other_member,
                              reason=f"{MARK} the appeal upheld")
+    # Moderator QA of it: golden, and a second review that disagreed, waiting to be settled.
+    services.golden_mark(review_id=left.pk, expected_label="rejected", expected_category="harassment", lead=member)
+    second = staff(django_user_model, "member-three", "moderator", VAULT_GROUP)
+    assert services.review_take_next(moderator=second, queue=VAULT).pk == left.pk
+    services.qa_answer(item_id=QaItem.objects.get(review=left, moderator=second).pk, moderator=second,
+                       label="approved", reason=f"{MARK} the second look")
     assert Strike.objects.filter(review=left).exists()
     assert TransparencyStatement.objects.filter(account_action__author__author_id="vault-author").exists()
 
@@ -225,7 +234,8 @@ def missing_id(model) -> str:
 
 
 # The URL parameters naming a row, and the model of the row (None: the ModelAdmin's own model).
-ROW_PARAMETERS = {"object_id": None, "id": None, "job_id": BulkJob, "appeal_id": AccountAppeal}
+ROW_PARAMETERS = {"object_id": None, "id": None, "job_id": BulkJob, "appeal_id": AccountAppeal, "item_id": QaItem,
+                  "golden_id": GoldenItem}
 
 
 def parameter_values(name: str, model, world: World) -> list[str]:
