@@ -106,11 +106,11 @@ def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int,
         # Warm-up (not counted): every web and q2 worker has loaded the code and the model.
         warm = wrk.submissions(platform.port, token, tag="warm", count=4 * (web_workers + q_workers), texts=TEXTS,
                                connections=connections)
-        _wait_final(url, None, timeout, warm.requests)
+        wait_final(url, None, timeout, warm.requests)
         started = checkout.query(url, "SELECT now()")[0][0]
         load = wrk.submissions(platform.port, token, tag="run", count=reviews, texts=TEXTS, connections=connections,
                                max_seconds=timeout, per_author=per_author)
-        ids, waited = _wait_final(url, started, timeout, load.ok)
+        ids, waited = wait_final(url, started, timeout, load.ok)
         result["rss"] = dict(platform.peak_rss)
     final, window = finished(url, started)
     latencies = [row[0] * 1000 for row in checkout.query(
@@ -146,7 +146,7 @@ def reference(url: str, client_id: int, *, clients: int, seconds: int) -> dict:
     return {"rate": tps, "latency": latency}
 
 
-def _wait_final(url: str, since, timeout: float, expected: int) -> tuple[list[str], float]:
+def wait_final(url: str, since, timeout: float, expected: int) -> tuple[list[str], float]:
     """Wait until every review (created since `since`) is final, `timeout` at most; their ids
     and the seconds waited."""
     began = time.monotonic()

@@ -155,7 +155,7 @@ def measure(code: checkout.Checkout, *, reviews: int, idle_s: float, connections
         started = checkout.query(url, "SELECT now()")[0][0]
         load = wrk.submissions(platform.port, token, tag="footprint", count=reviews, texts=TEXTS,
                                connections=connections, max_seconds=timeout)
-        ids, waited = e2e._wait_final(url, started, timeout, load.ok)
+        ids, waited = e2e.wait_final(url, started, timeout, load.ok)
         sampling = False
         sampler.join()
         after = snapshot(platform.process.pid)

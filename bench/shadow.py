@@ -22,7 +22,7 @@ import os
 import time
 
 from bench import checkout, common
-from bench.e2e import _wait_final, finished
+from bench.e2e import wait_final, finished
 from bench.submit import TEXTS
 
 SHADOW_START = """
@@ -67,10 +67,10 @@ def one(code: checkout.Checkout, *, shadow: bool, rate: float, seconds: float, s
         code.python(url, SHADOW_START, None, env={"Q_NAME": f"bench-{name}", "MODERATION_PROVIDER": "local"})
     with common.Platform(web_workers=3, clusters=1, q_workers=2, env=env, server=server) as platform:
         warm = paced(platform.port, token, rate=10, seconds=2, tag="warm")
-        _wait_final(url, None, 300, warm)
+        wait_final(url, None, 300, warm)
         started = checkout.query(url, "SELECT now()")[0][0]
         accepted = paced(platform.port, token, rate=rate, seconds=seconds, tag="run")
-        ids, _ = _wait_final(url, started, 600, accepted)
+        ids, _ = wait_final(url, started, 600, accepted)
         judged_at_end = _judged(url)
         if shadow:
             time.sleep(65)  # the quality minute's next run

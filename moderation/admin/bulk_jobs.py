@@ -135,7 +135,8 @@ class BulkJobAdmin(ReviewScoped, ReadOnlyAdmin):
                 job = services.bulk_job_draft(reviews=matching, moderator=request.user, action=action,
                                               label=data.get("label", ""), category=data.get("category", ""),
                                               reason=data["reason"], query=request.GET.urlencode(),
-                                              query_words=words)
+                                              query_words=words, reason_codes=data.get("reason_codes", ()),
+                                              share_reason=data.get("share_reason", False))
             except BulkTooLarge as exc:  # more matched between the count and the draft
                 too_many = exc.reason
             else:

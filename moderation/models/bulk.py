@@ -48,7 +48,11 @@ class BulkJob(models.Model):
     action = models.CharField(max_length=16, choices=BulkAction.choices)
     label = models.CharField(max_length=16, blank=True)  # an override's: approved or rejected
     category = models.CharField(max_length=64, blank=True)  # a rejection's violation category
-    reason = models.TextField(max_length=BULK_REASON_MAX)
+    reason = models.TextField(max_length=BULK_REASON_MAX, blank=True)
+    # The decision's canned reasons and whether the free text goes to the user, exactly as a
+    # single decision takes them (review_override's `reason_codes` and `share_reason`).
+    reason_codes = models.JSONField(default=list, blank=True, db_default=[])
+    share_reason = models.BooleanField(default=False, db_default=False)
     # The review list's query string the targets were read with (filters and search), as shown.
     query = models.TextField(blank=True)
     # The same in the moderator's words, [[filter title, chosen value], ...] ("search" for the term).

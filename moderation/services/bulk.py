@@ -78,11 +78,14 @@ class BulkProgress:
 
 
 def bulk_job_draft(*, reviews, moderator, action: str, reason: str, label: str = "", category: str = "",
-                   query: str = "", query_words: list | None = None) -> BulkJob:
+                   query: str = "", query_words: list | None = None, reason_codes: list | tuple = (),
+                   share_reason: bool = False) -> BulkJob:
     """Freeze `reviews` (a queryset: the review list's, with its filters and search) as the
     targets of a job waiting for confirmation, each with its version now. Refuses more than
     BULK_MAX_REVIEWS (BulkTooLarge) before writing anything. The form validated label, category
-    and reason; the decision's service checks them again for each review."""
+    and reason; the decision's service checks them again for each review. An override carries
+    its canned reasons (`reason_codes`) and `share_reason` to each review's decision, as a single
+    decision does."""
     action = BulkAction(action)
     rows = list(reviews.order_by().values_list("pk", "version", "status", "created_at")[:BULK_MAX_REVIEWS + 1])
     if len(rows) > BULK_MAX_REVIEWS:
@@ -92,7 +95,9 @@ def bulk_job_draft(*, reviews, moderator, action: str, reason: str, label: str =
         job = BulkJob.objects.create(created_by=moderator, action=action, reason=reason.strip(), query=query,
                                      query_words=query_words or [],
                                      label=label if action == BulkAction.OVERRIDE else "",
-                                     category=category if label == ReviewStatus.REJECTED else "", total=len(rows))
+                                     category=category if label == ReviewStatus.REJECTED else "", total=len(rows),
+                                     reason_codes=list(reason_codes) if action == BulkAction.OVERRIDE else [],
+                                     share_reason=bool(share_reason and reason.strip() and action == BulkAction.OVERRIDE))
         BulkJobItem.objects.bulk_create(
             [BulkJobItem(job=job, position=i, review_id=pk, version=version, status_seen=status)
              for i, (pk, version, status, _) in enumerate(rows)], batch_size=2000)
@@ -202,6 +207,7 @@ def _act(job: BulkJob, item: BulkJobItem) -> None:
         if review.status == job.label and review.version == item.version:
             raise NotApplicable(f"already {STATUS_NOW[review.status]}")
         review_override(review_id=review.pk, label=job.label, reason=job.reason, category=job.category,
+                        reason_codes=job.reason_codes, share_reason=job.share_reason,
                         moderator=moderator, expected_version=expected_version)
     elif job.action == BulkAction.ESCALATE:
         review_escalate(review_id=review.pk, reason=job.reason, moderator=moderator, expected_version=expected_version)

@@ -288,3 +288,30 @@ def test_a_moderator_follows_the_author_link_sees_the_strikes_and_suspends_for_7
         "author_id": "u-4411", "action": "suspend", "cause": "moderator",
         "reason": "Threatens neighbours after two warnings by the model."}
     assert body["data"]["until"] == author.restricted_until.isoformat().replace("+00:00", "Z")
+
+
+def test_a_digit_after_typing_a_category_name_never_picks_another_category(live_server, api_client, django_user_model):
+    """Issue: press r, type "pro" into the category list, press 1: the review was rejected as
+    harassment (category #1). Letters typed into the list choose by name; a digit after them
+    picks nothing else, and the decision records the category the moderator typed."""
+    review = waiting(api_client, "You absolute clown, nobody wants your posts here", {"harassment": 0.6})
+    staff(django_user_model, "mia", "moderator")
+
+    with chromium() as browser:
+        page = log_in(browser, live_server, "mia")
+        page.goto(f"{live_server.url}/admin/moderation/contentreview/{review.pk}/timeline/")
+        page.wait_for_selector("#decide-form")
+        page.keyboard.press("r")           # reject: the category list takes the focus
+        page.keyboard.type("pro")          # choose "profanity" by name
+        chosen = page.eval_on_selector("select[name=category]", "s => s.value")
+        page.keyboard.press("1")           # a digit after letters: no shortcut fires
+        after_digit = page.eval_on_selector("select[name=category]", "s => s.value")
+        page.fill("textarea[name=reason]", "Swearing at another user.")
+        page.keyboard.press("Control+Enter")
+        page.wait_for_selector(".messagelist")
+        message = page.inner_text(".messagelist")
+
+    decided_review = ContentReview.objects.get(pk=review.pk)
+    assert chosen == after_digit == "profanity"
+    assert "Rejected as profanity" in message
+    assert (decided_review.status, decided_review.decision.category) == ("rejected", "profanity")

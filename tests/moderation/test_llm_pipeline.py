@@ -24,6 +24,7 @@ from moderation.models.definitions import DEFAULT_CATEGORY_DEFINITIONS
 from moderation.observability.dry_run import model_results
 from moderation.privacy.erasure import content_erase
 from moderation.providers.llm import LlmProvider
+from moderation.verdicts import thresholds_for
 from tests.helpers import submit
 from tests.moderation.test_erasure import columns_holding
 from tests.moderation.test_workplace_pages import moderator, page_of  # noqa: F401 - a fixture
@@ -55,17 +56,18 @@ def moderated(client, text: str = INSULT) -> ContentReview:
 def test_a_submission_is_decided_by_the_policys_definitions_with_the_rationale_explained(api_client, http, fake):
     review = moderated(api_client)
 
-    assert review.status == ReviewStatus.REJECTED  # insult 0.93 >= the policy's reject threshold, 0.9
+    assert review.status == ReviewStatus.REJECTED  # insult 0.93 >= the policy's reject threshold
     decision = review.decision
     assert (decision.source, decision.model, decision.category_scores["insult"]) == (
         DecisionSource.PROVIDER, "fake-safeguard", 0.93)
-    version = services.policy_active().version
+    policy = services.policy_active()
+    version, (_, reject_at) = policy.version, thresholds_for(policy, "insult")
     assert decision.rationale == {
         "category": "insult", "score": 0.93, "start": 23, "end": 28, "policy_version": version,
         "text": "Saying \u201cmoron\u201d to someone falls under insult as the policy defines it."}
     assert INSULT[23:28] == "moron"
     assert decision.explanation == (
-        f"policy v{version}: insult=0.930 >= reject 0.9; the model's rationale (insult 0.930, quoting 23-28): "
+        f"policy v{version}: insult=0.930 >= reject {reject_at}; the model's rationale (insult 0.930, quoting 23-28): "
         "Saying \u201cmoron\u201d to someone falls under insult as the policy defines it.")
     # The prompt was the version's own definitions.
     system = fake.requests[0].body["messages"][0]["content"]
