@@ -25,9 +25,14 @@ VIEW_PERMISSION = "moderation.view_transparencystatement"
 TEMPLATE = "admin/moderation/transparency_report.html"
 
 
+def current_period(today: date) -> tuple[date, date]:
+    """The default period: the current calendar month so far, up to `today` (UTC) included."""
+    return today.replace(day=1), today
+
+
 def last_full_month(today: date) -> tuple[date, date]:
-    """The default period: the last whole calendar month before `today` (UTC), the unit the
-    reports are compiled from."""
+    """The last whole calendar month before `today` (UTC), the unit the reports are compiled
+    from: one link away on the page."""
     last = today.replace(day=1) - timedelta(days=1)
     return last.replace(day=1), last
 
@@ -66,10 +71,13 @@ def sections(report: dict[str, Any]) -> list[Section]:
 
 
 def transparency_report_view(model_admin, request):
-    """GET: the report of the period in the query (start, end), by default the last full month."""
+    """GET: the report of the period in the query (start, end), by default the current month so
+    far; the last full month is a link away."""
     if not request.user.has_perm(VIEW_PERMISSION):
         raise PermissionDenied
-    start, end = last_full_month(timezone.now().date())
+    today = timezone.now().date()
+    start, end = current_period(today)
+    last_start, last_end = last_full_month(today)
     form = PeriodForm(request.GET or None, initial={"start": start, "end": end})
     report = None
     if not form.is_bound:
@@ -77,4 +85,5 @@ def transparency_report_view(model_admin, request):
     elif form.is_valid():
         report = transparency_report(start=form.cleaned_data["start"], end=form.cleaned_data["end"])
     return review_page.workplace_page(model_admin, request, TEMPLATE, "Transparency report", form=form,
-                                      report=report, sections=sections(report) if report else [])
+                                      report=report, sections=sections(report) if report else [],
+                                      last_month={"start": last_start.isoformat(), "end": last_end.isoformat()})

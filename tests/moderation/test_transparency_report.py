@@ -361,17 +361,19 @@ def test_the_page_shows_the_periods_figures_under_the_workplace_csp(http, api_cl
     assert '<td>by_kind.user.actioned</td><td class="figure">3</td>' in page
 
 
-def test_the_page_opens_on_the_last_full_month_and_renders_with_no_data(django_user_model):
+def test_the_page_opens_on_the_current_month_and_renders_with_no_data(django_user_model):
     browser = staff_browser(django_user_model, "audra", "auditor")
 
     response = browser.get(PAGE)
 
     assert response.status_code == 200
-    first_of_month = timezone.now().date().replace(day=1)
-    last = first_of_month - timedelta(days=1)
-    assert response.context["form"].initial == {"start": last.replace(day=1), "end": last}
-    assert response.context["report"]["period"]["end"] == last.isoformat()
+    today = timezone.now().date()
+    first_of_month = today.replace(day=1)
+    assert response.context["form"].initial == {"start": first_of_month, "end": today}
+    assert response.context["report"]["period"]["end"] == today.isoformat()
     assert '<td>total.received</td><td class="figure">0</td>' in response.content.decode()
+    last = first_of_month - timedelta(days=1)
+    assert f'href="?start={last.replace(day=1).isoformat()}&amp;end={last.isoformat()}"' in response.content.decode()
 
 
 def test_a_period_ending_before_it_starts_is_a_form_error_and_shows_no_figures(django_user_model):
