@@ -14,10 +14,30 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.models import ReviewTransition
-from moderation.models import Cause, ContentReview, Decision, DecisionSource, ReviewStatus
+from moderation.models import Cause, ContentReview, Decision, DecisionSource, ReviewStatus, RuleAction
+from moderation.verdicts import match_bank
 from moderation.words import STATUS_NOW, actor_words, cause_words, decided
 
 SOURCE_WORDS = {DecisionSource.PROVIDER: "the model", DecisionSource.SYSTEM: "the system (the model failed)"}
+
+
+# The rule action that yields each label: a rule of that action decided a provider decision.
+_ACTION_FOR = {ReviewStatus.REJECTED: RuleAction.REJECT, ReviewStatus.MANUAL_REVIEW: RuleAction.MANUAL_REVIEW}
+
+
+def deciding_match(decision: Decision | None) -> dict | None:
+    """The rule or hash-bank match behind an automatic decision's label, when one decided it (its
+    action is the label's): then the words say "rule ..." or "hash bank ...", never the model's
+    top score, which may be 0.04 on a text a rule rejected."""
+    if decision is None or decision.source == DecisionSource.MODERATOR:
+        return None
+    wanted = _ACTION_FOR.get(decision.label)
+    return next((m for m in decision.rule_matches or [] if isinstance(m, dict) and m.get("action") == wanted), None)
+
+
+def decided_by_text(match: dict) -> str:
+    bank = match_bank(match)
+    return f"hash bank {bank}" if bank else f"rule {match.get('rule', '')}"
 
 
 def decision_words(decision: Decision | None) -> str:
@@ -26,6 +46,8 @@ def decision_words(decision: Decision | None) -> str:
         return "None yet"
     if decision.source == DecisionSource.MODERATOR:
         by = f"moderator {decision.moderator}" if decision.moderator_id else "a moderator"
+    elif (match := deciding_match(decision)) is not None:
+        by = decided_by_text(match)
     else:
         by = SOURCE_WORDS.get(decision.source, "the system")
         if decision.callback_id:
@@ -42,8 +64,11 @@ def status_words(review: ContentReview, report_count: int = 0) -> str:
     if latest is None:
         return STATUS_NOW[ReviewStatus.PENDING].capitalize()
     last, actor = latest
+    match = deciding_match(review.decision) if last in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) else None
     if last == Cause.USER_REPORTS and report_count:
         how = f"by {report_count} user report{'s' if report_count != 1 else ''}"
+    elif match is not None:  # a rule or a hash bank decided it, not the model's scores
+        how = f"by {decided_by_text(match)}"
     else:
         how = cause_words(last, actor_words(actor))  # unnamed: "a moderator", "an operator"
     status = review.status

@@ -1,6 +1,7 @@
 from django import template
 
 from moderation.observability.anomalies import anomalies
+from moderation.words import actor_words
 from moderation.observability.dashboard import dashboard_figures
 
 register = template.Library()
@@ -16,6 +17,13 @@ def moderation_dashboard(context):
 def moderation_anomalies():
     """The signals out of their band in the last full hour (docs/quality.md, "Anomaly alarms")."""
     return anomalies()
+
+
+@register.filter
+def actor_in_words(row) -> str:
+    """Who made a recorded change, as a moderator reads it ("moderator sam", "the model", "the
+    system"), never a worker's or host's id (moderation.words.actor_words)."""
+    return actor_words(row.actor, row.actor_id)
 
 
 @register.filter

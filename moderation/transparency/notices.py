@@ -57,12 +57,16 @@ def render(template: str, values: dict[str, str]) -> str:
     return _PLACEHOLDER.sub(replace, template)
 
 
-def notice(policy, language: str, *, categories: list[str], until: datetime, appeal_route: str) -> dict[str, str]:
+def notice(policy, language: str, *, categories: list[str], until: datetime, appeal_route: str,
+           candidates: list | tuple = ()) -> dict[str, str]:
     """The notice {"language", "text"}: the policy's template for `language`, else the built-in
-    one, else English (the policy's English template first)."""
+    one; for a text whose language was unsure (`language` empty), the likeliest of the detector's
+    `candidates` ([code, confidence] pairs, most likely first) that has a template; else English
+    (the policy's English template first). "language" says which one the text is in."""
     templates = {**BUILT_IN_TEMPLATES, **_valid_templates(policy)}
     if language not in templates:
-        language = NOTICE_LANGUAGE_DEFAULT
+        likely = [c[0] for c in candidates if isinstance(c, list | tuple) and c and c[0] in templates]
+        language = likely[0] if not language and likely else NOTICE_LANGUAGE_DEFAULT
     template = templates[language]
     policy_url = settings.POLICY_URL
     if policy_url and language in BUILT_IN_TEMPLATES and template == BUILT_IN_TEMPLATES[language]:

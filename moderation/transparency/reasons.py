@@ -152,23 +152,27 @@ def statement_of_reasons(decision: Decision) -> dict[str, Any]:
 
 
 def _decision_notice(decision: Decision, found: list[Reason]) -> dict[str, Any]:
-    """A rejection's appeal window and notice, in the content's language (English when the
-    policy has no template for it or the language is unknown). It reads `decision.review.content`:
+    """A rejection's appeal window and notice, in the content's language (for an unsure one, its
+    likeliest candidate with a template; English when the policy has none for it). It reads
+    `decision.review.content`:
     a caller rendering many decisions selects them with it (the API's review serializer)."""
     if decision.label != ReviewStatus.REJECTED:
         return {"appealable_until": None, "notice": None}
     policy = decision.policy if decision.policy_id else None
-    until, stated = decision_notice(decision, found, policy=policy, language=decision.review.content.language)
+    content = decision.review.content
+    until, stated = decision_notice(decision, found, policy=policy, language=content.language,
+                                    candidates=content.language_candidates or ())
     return {"appealable_until": timestamp(until), "notice": stated}
 
 
-def decision_notice(decision: Decision, found: list[Reason], *, policy, language: str) -> tuple[Any, dict[str, str]]:
+def decision_notice(decision: Decision, found: list[Reason], *, policy, language: str,
+                    candidates: list | tuple = ()) -> tuple[Any, dict[str, str]]:
     """(appealable_until, notice) of a rejection `decision` with reasons `found` under `policy`, in
     `language`: the one rendering of a review's notice, which the statement of reasons sends and the
     policy admin's template editor previews with a draft policy (moderation/admin/notice_templates.py)."""
     until = appealable_until(decision.created_at, policy)
     return until, notice(policy, language, categories=[r["category"] for r in found], until=until,
-                         appeal_route=f"/api/v1/reviews/{decision.review_id}/appeals/")
+                         appeal_route=f"/api/v1/reviews/{decision.review_id}/appeals/", candidates=candidates)
 
 
 def _strike_reasons(strikes: list[dict]) -> list[dict[str, Any]]:

@@ -145,6 +145,10 @@ def test_the_author_page_lists_reviews_strikes_actions_appeals_and_changes(api_c
     assert "I was joking" in text_of_table(html, "account-appeals")
     changes = text_of_table(html, "standing-changes")
     assert "good → warned" in changes and "warned → suspended" in changes
+    # Who made each change, in words: never a worker's or host's id.
+    recorded = [actor_id for actor, actor_id in author.transitions.values_list("actor", "actor_id") if actor_id]
+    assert recorded and not any(actor_id in changes for actor_id in recorded if not actor_id.startswith("sam"))
+    assert "the model" in changes or "the system" in changes
 
 
 def text_of_table(html: str, table_id: str) -> str:

@@ -63,10 +63,17 @@ def test_a_decision_that_restricts_nothing_has_no_window_and_no_notice(api_clien
     assert stated["appealable_until"] is None and stated["notice"] is None
 
 
-@pytest.mark.parametrize(("language", "expected"), [("id", "id"), ("ms", "en"), ("", "en")])
-def test_the_notice_is_in_the_contents_language_when_a_template_exists_else_english(api_client, language, expected):
+@pytest.mark.parametrize(("language", "candidates", "expected"), [
+    ("id", None, "id"), ("ms", None, "en"), ("", None, "en"),
+    # An unsure language: the likeliest candidate with a template (issue: an Indonesian text, its
+    # language unsure, got an English notice); none with a template: English.
+    ("", [["ms", 0.41], ["id", 0.38], ["en", 0.1]], "id"), ("", [["ms", 0.6], ["de", 0.3]], "en"),
+    ("ms", [["ms", 0.9], ["id", 0.05]], "en"),  # a sure language without a template stays English
+])
+def test_the_notice_is_in_the_contents_language_when_a_template_exists_else_english(api_client, language, candidates,
+                                                                                   expected):
     review = decided(api_client, "rejected")
-    Content.objects.filter(review=review).update(language=language)
+    Content.objects.filter(review=review).update(language=language, language_candidates=candidates)
     decision = Decision.objects.get(pk=review.decision_id)
     text = statement_of_reasons(decision)["notice"]
     until = (decision.created_at + timedelta(days=183)).date().isoformat()
