@@ -853,6 +853,24 @@ class ModerationPolicy(models.Model):
         help_text='Ordered rules, e.g. [{"name": "Indonesian reports", "queue": "reports-id", '
                   '"when": {"language": ["id"], "report_kind": ["user"]}}]; the first match wins.',
     )
+    # Evidence (docs/legal-holds.md): a decision rejecting, or sending to a human, content in a
+    # reportable category freezes a preservation snapshot in its transaction, kept this many days;
+    # the urgent categories (a threat to someone's life or safety, DSA Art. 18) wait in the urgent
+    # queue with a deadline in minutes. Both lists name categories of this policy.
+    reportable_categories = models.JSONField(
+        default=list, blank=True, db_default=[],
+        help_text='Categories whose decisions freeze a preservation snapshot, e.g. ["child_safety", "threat_to_life"].',
+    )
+    snapshot_retention_days = models.PositiveIntegerField(
+        default=365, db_default=365, help_text="Days a preservation snapshot is kept (US REPORT Act: one year)."
+    )
+    urgent_categories = models.JSONField(
+        default=list, blank=True, db_default=[],
+        help_text='Categories that threaten life or safety: the urgent queue, e.g. ["threat_to_life"].',
+    )
+    urgent_deadline_minutes = models.PositiveIntegerField(
+        default=60, db_default=60, help_text="Minutes within which an urgent review is to be acted on."
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
