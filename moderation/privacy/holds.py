@@ -83,44 +83,43 @@ def hold_place(*, reason: str, reference: str, placed_by: str, reviews: Iterable
     reference = _text(reference, "reference", HOLD_REFERENCE_MAX)
     placed_by = _text(placed_by, "placed_by", 150)
     review_ids = sorted(set(reviews), key=str)
-    now = timezone.now()
     if bool(review_ids) == (author is not None):
         raise ValidationError("a hold names reviews, or an author (with an optional date range), not both")
     if created_from and created_before and created_from >= created_before:
         raise ValidationError({"created_before": "the range ends before it starts"})
-    if expires_at is not None and expires_at <= now:
+    if expires_at is not None and expires_at <= timezone.now():
         raise ValidationError({"expires_at": "an expiry is in the future (empty: until lifted)"})
     if author is None:
         scope = HoldScope.REVIEWS
     else:
         scope = HoldScope.QUERY if created_from or created_before else HoldScope.AUTHOR
     with transaction.atomic():
+        locked = _lock_held(review_ids, author=author, created_from=created_from, created_before=created_before)
+        if review_ids and len(locked) != len(review_ids):
+            raise ValidationError({"reviews": f"{len(review_ids) - len(locked)} of the reviews named do not exist"})
+        now = timezone.now()  # once the locks are held: no erasure of what it keeps ends after it
         hold = LegalHold.objects.create(scope=scope, author=author, created_from=created_from,
                                         created_before=created_before, reason=reason, reference=reference,
                                         placed_by=placed_by, placed_at=now, expires_at=expires_at)
-        if review_ids:
-            found = ContentReview.objects.filter(pk__in=review_ids).count()
-            if found != len(review_ids):
-                raise ValidationError({"reviews": f"{len(review_ids) - found} of the reviews named do not exist"})
-            hold.reviews.set(review_ids)
-        _lock_held(hold)
+        hold.reviews.set(review_ids)
         LegalHoldEvent.objects.create(hold=hold, action=HoldAction.PLACED, actor_id=placed_by, at=now,
                                       expires_at=expires_at, note=reason)
     return hold
 
 
-def _lock_held(hold: LegalHold) -> None:
-    """Take the row lock of every review `hold` keeps, the lock an erasure takes before it asks
-    whether its review is held (the module docstring)."""
-    if hold.scope == HoldScope.REVIEWS:
-        rows = ContentReview.objects.filter(pk__in=hold.reviews.values("pk"))
+def _lock_held(review_ids: list, *, author: Author | None, created_from: datetime | None,
+               created_before: datetime | None) -> list:
+    """Take the row lock of every review a hold keeps, the lock an erasure takes before it asks
+    whether its review is held (the module docstring). The ids locked."""
+    if review_ids:
+        rows = ContentReview.objects.filter(pk__in=review_ids)
     else:
-        rows = ContentReview.objects.filter(author=hold.author)
-        if hold.created_from:
-            rows = rows.filter(content__created_at__gte=hold.created_from)
-        if hold.created_before:
-            rows = rows.filter(content__created_at__lt=hold.created_before)
-    list(rows.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
+        rows = ContentReview.objects.filter(author=author)
+        if created_from:
+            rows = rows.filter(content__created_at__gte=created_from)
+        if created_before:
+            rows = rows.filter(content__created_at__lt=created_before)
+    return list(rows.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
 
 
 def _hold_locked(hold_id) -> LegalHold:
