@@ -23,6 +23,7 @@ import json
 from datetime import timedelta
 
 from audit.models import ReviewTransition
+from moderation.transparency.reasons import reasons
 from moderation.models import (
     ContentReview,
     Decision,
@@ -37,14 +38,12 @@ SNAPSHOT_WHY_MAX = 2000
 
 
 def reportable_category(policy: ModerationPolicy | None, decision: Decision) -> str:
-    """The reportable category `decision` restricts or escalates in (its own, else the first a
-    provider flagged), or "" for none. No query: it reads only what is in memory."""
+    """The first reportable category among `decision`'s reasons (its rules', its moderator's, its
+    scores': moderation.transparency.reasons, the one account of them), or "" for none. No query:
+    it reads only the decision and its policy, in memory."""
     if policy is None or not policy.reportable_categories or decision.label == ReviewStatus.APPROVED:
         return ""
-    named = [decision.category] if decision.category else []
-    flagged = decision.categories if isinstance(decision.categories, dict) else {}
-    named += sorted(name for name, on in flagged.items() if on)
-    return next((name for name in named if name in policy.reportable_categories), "")
+    return next((r["category"] for r in reasons(decision) if r["category"] in policy.reportable_categories), "")
 
 
 def canonical(body: dict) -> bytes:
