@@ -1,10 +1,12 @@
-"""The three roles of the moderator's workplace, as Django groups.
+"""The roles of the moderator's workplace, as Django groups.
 
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
 suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters. supervisor: also
 reprocesses, publishes policy versions (routing rules included), manages the review queues and re-queues statements of reasons the Transparency
 Database refused, disables hash banks and removes their entries. auditor: sees everything but the
-images' bytes, changes nothing. Every role reads the statements (the admin links
+images' bytes, changes nothing. legal: sees what an auditor sees, and alone places, extends and
+lifts legal holds and opens preservation snapshots, each opening logged (docs/legal-holds.md).
+Every role reads the statements (the admin links
 each to its review or author) and the transparency report.
 """
 
@@ -56,6 +58,9 @@ ROLES = {
                    # Custom review queues and their groups; routing rules are policy (add_moderationpolicy).
                    "moderation.add_moderationqueue", "moderation.change_moderationqueue"],
     "auditor": VIEW_ALL,
+    # Legal holds and evidence (docs/legal-holds.md): no other role sees or changes them.
+    "legal": [*VIEW_ALL, "moderation.view_legalhold", "moderation.place_legal_hold",
+              "moderation.view_preservationsnapshot", "moderation.view_snapshot_content"],
 }
 
 

@@ -17,6 +17,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
+from moderation.admin import legal_holds  # noqa: F401  (registers the legal holds' and snapshots' admin)
 from moderation.admin import pipeline_records  # noqa: F401  (registers the transitions', events' and callbacks' admin)
 from moderation.admin import queues  # noqa: F401  (registers the review queues' admin)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
