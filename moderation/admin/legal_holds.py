@@ -17,25 +17,29 @@ import uuid
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
 from audit.admin_base import ReadOnlyAdmin
 from moderation.admin.review_page import workplace_page
+from moderation.admin.visibility import visible_review_or_404
 from moderation.models import (
     HOLD_REFERENCE_MAX,
     HOLD_TEXT_MAX,
     Author,
+    AuthorityReport,
     LegalHold,
     LegalHoldEvent,
     PreservationSnapshot,
 )
 from moderation.privacy.holds import hold_extend, hold_lift, hold_place
+from moderation.privacy.hotline import NoSnapshot, authorities_inform
 from moderation.services.preservation import SNAPSHOT_WHY_MAX, snapshot_view
 
 PLACE = "moderation.place_legal_hold"
 OPEN_SNAPSHOT = "moderation.view_snapshot_content"
+DECIDE = "moderation.override_review"  # who may decide an urgent review may report it
 FORM_PAGE = "admin/moderation/legalhold/form.html"
 
 
@@ -198,3 +202,58 @@ class PreservationSnapshotAdmin(ReadOnlyAdmin):
             shown = _shown_body(snapshot.body)
         return workplace_page(self, request, FORM_PAGE, f"Snapshot {snapshot.pk} of review {snapshot.review_id}",
                               form=None if shown else form, snapshot=snapshot, shown=shown, action="open")
+
+
+@admin.register(AuthorityReport)
+class AuthorityReportAdmin(ReadOnlyAdmin):
+    """Reports to the authorities (DSA Art. 18): made in one step from the urgent queue by whoever
+    may decide the review; each kept as made, with its JSON and a printable page."""
+
+    list_display = ["id", "review", "recipient", "sent_by", "sent_at", "sha256"]
+    search_fields = ["=review__id", "recipient"]
+    exclude = ["body"]
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("inform/<uuid:review_id>/", wrap(self.inform_view), name="moderation_authorityreport_inform"),
+            path("<int:report_id>/print/", wrap(self.print_view), name="moderation_authorityreport_print"),
+            path("<int:report_id>/json/", wrap(self.json_view), name="moderation_authorityreport_json"),
+            *super().get_urls(),
+        ]
+
+    def inform_view(self, request, review_id):
+        if request.method != "POST":
+            raise PermissionDenied("a report is made by a POST")
+        _require(request, DECIDE)
+        review = visible_review_or_404(request, review_id)
+        try:
+            report = authorities_inform(review_id=review.pk, operator=request.user.get_username(),
+                                        recipient=request.POST.get("recipient", ""))
+        except (ValueError, NoSnapshot) as exc:
+            messages.error(request, f"No report made: {exc}")
+            return HttpResponseRedirect(reverse("admin:moderation_contentreview_queues") + "?queue=urgent")
+        messages.success(request, f"Report {report.pk} to {report.recipient} recorded, and a legal hold placed. "
+                                  "Nothing was sent: hand it over through your own channel.")
+        return HttpResponseRedirect(reverse("admin:moderation_authorityreport_print", args=[report.pk]))
+
+    def _report(self, request, report_id) -> AuthorityReport:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        return get_object_or_404(AuthorityReport, pk=report_id)
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return request.user.has_perm(DECIDE) or super().has_view_permission(request, obj)
+
+    def print_view(self, request, report_id: int):
+        report = self._report(request, report_id)
+        return workplace_page(self, request, "admin/moderation/legalhold/authority_report.html",
+                              f"Report to {report.recipient}", report=report, body=report.body)
+
+    def json_view(self, request, report_id: int):
+        report = self._report(request, report_id)
+        response = HttpResponse(json.dumps(report.body, indent=2, ensure_ascii=False, sort_keys=True),
+                                content_type="application/json; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="authority-report-{report.pk}.json"'
+        response["Cache-Control"] = "no-store"
+        return response

@@ -1,6 +1,7 @@
 """Legal holds and preservation snapshots (issue 50; docs/legal-holds.md).
 
-The hold's log and the snapshots' viewing log are append-only like the transition log (the same
+The hold's log, the snapshots' viewing log, the reports to authorities and the hand-overs
+are append-only like the transition log (the same
 function, audit migration 0002). A snapshot refuses every UPDATE, and a DELETE while it is not yet
 past its expiry: only retention removes one, once its period is over (moderation/privacy/retention.py).
 """
@@ -16,6 +17,12 @@ CREATE TRIGGER moderation_legalholdevent_append_only
     FOR EACH ROW EXECUTE FUNCTION audit_forbid_change();
 CREATE TRIGGER moderation_snapshotview_append_only
     BEFORE UPDATE OR DELETE ON moderation_snapshotview
+    FOR EACH ROW EXECUTE FUNCTION audit_forbid_change();
+CREATE TRIGGER moderation_authorityreport_append_only
+    BEFORE UPDATE OR DELETE ON moderation_authorityreport
+    FOR EACH ROW EXECUTE FUNCTION audit_forbid_change();
+CREATE TRIGGER moderation_handover_append_only
+    BEFORE UPDATE OR DELETE ON moderation_handover
     FOR EACH ROW EXECUTE FUNCTION audit_forbid_change();
 CREATE OR REPLACE FUNCTION moderation_snapshot_keep() RETURNS trigger AS $$
 BEGIN
@@ -33,6 +40,8 @@ CREATE TRIGGER moderation_preservationsnapshot_keep
 APPEND_ONLY_REVERSE = """
 DROP TRIGGER IF EXISTS moderation_legalholdevent_append_only ON moderation_legalholdevent;
 DROP TRIGGER IF EXISTS moderation_snapshotview_append_only ON moderation_snapshotview;
+DROP TRIGGER IF EXISTS moderation_authorityreport_append_only ON moderation_authorityreport;
+DROP TRIGGER IF EXISTS moderation_handover_append_only ON moderation_handover;
 DROP TRIGGER IF EXISTS moderation_preservationsnapshot_keep ON moderation_preservationsnapshot;
 DROP FUNCTION IF EXISTS moderation_snapshot_keep();
 """
@@ -46,6 +55,22 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.CreateModel(
+            name='LawEnforcementRequest',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('agency', models.CharField(max_length=200)),
+                ('reference', models.CharField(max_length=200)),
+                ('asked', models.TextField(max_length=2000)),
+                ('received_at', models.DateTimeField()),
+                ('registered_by', models.CharField(max_length=150)),
+                ('registered_at', models.DateTimeField(default=django.utils.timezone.now)),
+            ],
+            options={
+                'ordering': ['-received_at'],
+                'permissions': [('register_request', 'Can register law-enforcement requests and hand items over')],
+            },
+        ),
         migrations.AddField(
             model_name='historicalmoderationpolicy',
             name='reportable_categories',
@@ -87,6 +112,20 @@ class Migration(migrations.Migration):
             field=models.PositiveIntegerField(db_default=60, default=60, help_text='Minutes within which an urgent review is to be acted on.'),
         ),
         migrations.CreateModel(
+            name='Handover',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('handed_by', models.CharField(max_length=150)),
+                ('handed_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('manifest', models.JSONField()),
+                ('sha256', models.CharField(max_length=64)),
+                ('request', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='handovers', to='moderation.lawenforcementrequest')),
+            ],
+            options={
+                'ordering': ['-handed_at'],
+            },
+        ),
+        migrations.CreateModel(
             name='LegalHold',
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
@@ -107,6 +146,11 @@ class Migration(migrations.Migration):
                 'ordering': ['-placed_at'],
                 'permissions': [('place_legal_hold', 'Can place, extend and lift legal holds')],
             },
+        ),
+        migrations.AddField(
+            model_name='lawenforcementrequest',
+            name='hold',
+            field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='request', to='moderation.legalhold'),
         ),
         migrations.CreateModel(
             name='LegalHoldEvent',
@@ -138,6 +182,23 @@ class Migration(migrations.Migration):
             options={
                 'ordering': ['-created_at'],
                 'permissions': [('view_snapshot_content', "Can open a preservation snapshot's content (logged)")],
+            },
+        ),
+        migrations.CreateModel(
+            name='AuthorityReport',
+            fields=[
+                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ('recipient', models.CharField(help_text='The authority informed.', max_length=200)),
+                ('sent_by', models.CharField(max_length=150)),
+                ('sent_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('body', models.JSONField()),
+                ('sha256', models.CharField(max_length=64)),
+                ('review', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='authority_reports', to='moderation.contentreview')),
+                ('hold', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='moderation.legalhold')),
+                ('snapshot', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, related_name='+', to='moderation.preservationsnapshot')),
+            ],
+            options={
+                'ordering': ['-sent_at'],
             },
         ),
         migrations.CreateModel(

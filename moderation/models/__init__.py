@@ -39,10 +39,13 @@ from moderation.models.erasure import ERASED, ContentErasure
 from moderation.models.holds import (
     HOLD_REFERENCE_MAX,
     HOLD_TEXT_MAX,
+    AuthorityReport,
     DeferredErasure,
+    Handover,
     HoldAction,
     HoldScope,
     LegalHold,
+    LawEnforcementRequest,
     LegalHoldEvent,
     PreservationSnapshot,
     SnapshotView,
@@ -119,5 +122,5 @@ __all__ = [
     "APPROVAL_KEY", "default_canned_reasons",
     "BACKTEST_LIVE_STATUSES", "Backtest", "BacktestItem", "BacktestStatus", "DecisionRollup", "ProviderAnswer", "QualityCursor", "ShadowRun", "ShadowVerdict",
     "HOLD_REFERENCE_MAX", "HOLD_TEXT_MAX", "DeferredErasure", "HoldAction", "HoldScope", "LegalHold", "LegalHoldEvent",
-    "PreservationSnapshot", "SnapshotView",
+    "PreservationSnapshot", "SnapshotView", "AuthorityReport", "LawEnforcementRequest", "Handover",
 ]

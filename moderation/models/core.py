@@ -203,6 +203,9 @@ class ReviewQueue(models.TextChoices):
     """The review queues: the named queues of `manual_review` reviews, each fed by the cause that
     sent it there (not the job queue, django-q2's: moderation/jobs.py)."""
 
+    # Content in a category the policy marks as a threat to life or safety (DSA Art. 18): ahead of
+    # every other queue's work, with a deadline in minutes (the policy's urgent_deadline_minutes).
+    URGENT = "urgent", "Threat to life or safety"
     LOW_CONFIDENCE = "low_confidence", "Low-confidence model results"
     REPORTS = "reports", "User reports"
     APPEALS = "appeals", "Appeals"

@@ -142,3 +142,62 @@ class SnapshotView(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id} viewed by {self.viewer}"
+
+
+class AuthorityReport(models.Model):
+    """A report to the authorities of a threat to someone's life or safety (DSA Art. 18): what it
+    said (`body`, and its SHA-256), who made it, when and to whom. The platform sends nothing: the
+    operator hands the exported report over. Append-only (a database trigger)."""
+
+    review = models.ForeignKey("moderation.ContentReview", on_delete=models.PROTECT, related_name="authority_reports")
+    snapshot = models.ForeignKey(PreservationSnapshot, on_delete=models.DO_NOTHING, db_constraint=False,
+                                 related_name="+")
+    hold = models.ForeignKey(LegalHold, on_delete=models.PROTECT, related_name="+")
+    recipient = models.CharField(max_length=HOLD_REFERENCE_MAX, help_text="The authority informed.")
+    sent_by = models.CharField(max_length=150)
+    sent_at = models.DateTimeField(default=timezone.now)
+    body = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-sent_at"]
+
+    def __str__(self) -> str:
+        return f"report of review {self.review_id} to {self.recipient}"
+
+
+class LawEnforcementRequest(models.Model):
+    """A request from an authority: who asked, its reference, what it asked for, the hold it
+    created, and (`handovers`) what was handed over and when."""
+
+    agency = models.CharField(max_length=HOLD_REFERENCE_MAX)
+    reference = models.CharField(max_length=HOLD_REFERENCE_MAX)
+    asked = models.TextField(max_length=HOLD_TEXT_MAX)
+    received_at = models.DateTimeField()
+    registered_by = models.CharField(max_length=150)
+    registered_at = models.DateTimeField(default=timezone.now)
+    hold = models.OneToOneField(LegalHold, on_delete=models.PROTECT, related_name="request")
+
+    class Meta:
+        ordering = ["-received_at"]
+        permissions = [("register_request", "Can register law-enforcement requests and hand items over")]
+
+    def __str__(self) -> str:
+        return f"{self.agency} {self.reference}"
+
+
+class Handover(models.Model):
+    """What was handed over for a request: the manifest (each item and its hashes) and its SHA-256.
+    Append-only (a database trigger)."""
+
+    request = models.ForeignKey(LawEnforcementRequest, on_delete=models.PROTECT, related_name="handovers")
+    handed_by = models.CharField(max_length=150)
+    handed_at = models.DateTimeField(default=timezone.now)
+    manifest = models.JSONField()
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["-handed_at"]
+
+    def __str__(self) -> str:
+        return f"handover {self.pk} for {self.request}"

@@ -18,8 +18,9 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from moderation.models import PreservationSnapshot, SnapshotView
+from moderation.models import HOLD_REFERENCE_MAX, AuthorityReport, PreservationSnapshot, SnapshotView
 from moderation.privacy.holds import hold_for_a_year
+from moderation.services.preservation import snapshot_digest
 
 PACKAGE_FORMAT = "hotline-report/1"
 # What the platform cannot fill in: the operator adds it in the hotline's form (docs/legal-holds.md).
@@ -71,6 +72,40 @@ def hotline_package(*, review_id, operator: str, reference: str, write=None) -> 
         if write is not None:
             write(body)
     return Package(body, hold.pk, snapshot)
+
+
+AUTHORITY_FORMAT = "authority-report/1"
+
+
+def authorities_inform(*, review_id, operator: str, recipient: str) -> AuthorityReport:
+    """The one-step "inform the authorities" of an urgent review (DSA Art. 18): the report (the
+    content, the author's identifiers, the reason, the platform's contact, when it learned of it,
+    the snapshot's hash) recorded with who made it, when and for whom, and a one-year hold on the
+    review, in one transaction. Nothing is sent: the operator hands the exported report over."""
+    recipient = (recipient or "").strip()
+    if not recipient or len(recipient) > HOLD_REFERENCE_MAX:
+        raise ValueError(f"say which authority is informed (at most {HOLD_REFERENCE_MAX} characters)")
+    with transaction.atomic():
+        snapshot = snapshot_of(review_id)
+        now = timezone.now()
+        hold = hold_for_a_year(review_id=review_id, reference=f"authorities {now:%Y-%m-%d %H:%M} {recipient}"[:200],
+                               placed_by=operator, reason=f"reported to {recipient} as a threat to life or safety")
+        SnapshotView.objects.create(snapshot=snapshot, viewer=operator, why=f"report to {recipient}")
+        evidence = snapshot.body
+        body = {
+            "format": AUTHORITY_FORMAT,
+            "to": recipient, "made_by": operator, "made_at": now.isoformat(),
+            "platform": {"name": settings.PLATFORM_CONTACT_NAME, "contact": settings.PLATFORM_CONTACT_EMAIL},
+            "learned_at": evidence["decision"]["created_at"], "received_at": evidence["received_at"],
+            "category": snapshot.category,
+            "reason": evidence["decision"]["reason"] or evidence["decision"]["explanation"],
+            "content": {key: evidence["content"][key] for key in ("kind", "external_id", "text", "media_url")},
+            "author": evidence["author"],
+            "snapshot": {"id": snapshot.pk, "sha256": snapshot.sha256},
+            "legal_hold": {"id": hold.pk, "expires_at": hold.expires_at.isoformat()},
+        }
+        return AuthorityReport.objects.create(review_id=review_id, snapshot=snapshot, hold=hold, recipient=recipient,
+                                              sent_by=operator, sent_at=now, body=body, sha256=snapshot_digest(body))
 
 
 def _package(snapshot: PreservationSnapshot, *, reference: str, hold_id: int, hold_expires_at: datetime) -> dict:

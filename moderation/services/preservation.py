@@ -37,13 +37,22 @@ from moderation.models import (
 SNAPSHOT_WHY_MAX = 2000
 
 
-def reportable_category(policy: ModerationPolicy | None, decision: Decision) -> str:
-    """The first reportable category among `decision`'s reasons (its rules', its moderator's, its
-    scores': moderation.transparency.reasons, the one account of them), or "" for none. No query:
-    it reads only the decision and its policy, in memory."""
-    if policy is None or not policy.reportable_categories or decision.label == ReviewStatus.APPROVED:
+def category_among(decision: Decision, among) -> str:
+    """The first of `decision`'s reasons' categories (its rules', its moderator's, its scores':
+    moderation.transparency.reasons, the one account of them) that is in `among`, or "" for none
+    (and for an approval). No query when `among` is empty."""
+    if not among or decision.label == ReviewStatus.APPROVED:
         return ""
-    return next((r["category"] for r in reasons(decision) if r["category"] in policy.reportable_categories), "")
+    return next((r["category"] for r in reasons(decision) if r["category"] in among), "")
+
+
+def reportable_category(policy: ModerationPolicy | None, decision: Decision) -> str:
+    """The category that makes `decision` freeze a snapshot: reportable, or urgent (a threat to
+    life is reported to the authorities from its snapshot), or "". No query: it reads only the
+    decision and its policy, in memory."""
+    if policy is None:
+        return ""
+    return category_among(decision, [*policy.reportable_categories, *policy.urgent_categories])
 
 
 def canonical(body: dict) -> bytes:
