@@ -5,7 +5,8 @@ suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters.
 reprocesses, publishes policy versions (routing rules included), manages the review queues and re-queues statements of reasons the Transparency
 Database refused, disables hash banks and removes their entries. auditor: sees everything but the
 images' bytes, changes nothing. legal: sees what an auditor sees, and alone places, extends and
-lifts legal holds and opens preservation snapshots, each opening logged (docs/legal-holds.md).
+lifts legal holds, opens preservation snapshots (each opening logged) and keeps the register of
+law-enforcement requests (docs/legal-holds.md).
 Every role reads the statements (the admin links
 each to its review or author) and the transparency report.
 """
@@ -60,7 +61,9 @@ ROLES = {
     "auditor": VIEW_ALL,
     # Legal holds and evidence (docs/legal-holds.md): no other role sees or changes them.
     "legal": [*VIEW_ALL, "moderation.view_legalhold", "moderation.place_legal_hold",
-              "moderation.view_preservationsnapshot", "moderation.view_snapshot_content"],
+              "moderation.view_preservationsnapshot", "moderation.view_snapshot_content",
+              "moderation.view_authorityreport", "moderation.view_lawenforcementrequest",
+              "moderation.register_request"],
 }
 
 

@@ -29,12 +29,14 @@ from moderation.models import (
     HOLD_TEXT_MAX,
     Author,
     AuthorityReport,
+    LawEnforcementRequest,
     LegalHold,
     LegalHoldEvent,
     PreservationSnapshot,
 )
 from moderation.privacy.holds import hold_extend, hold_lift, hold_place
 from moderation.privacy.hotline import NoSnapshot, authorities_inform
+from moderation.privacy.requests import request_handover, request_register
 from moderation.services.preservation import SNAPSHOT_WHY_MAX, snapshot_view
 
 PLACE = "moderation.place_legal_hold"
@@ -257,3 +259,80 @@ class AuthorityReportAdmin(ReadOnlyAdmin):
         response["Content-Disposition"] = f'attachment; filename="authority-report-{report.pk}.json"'
         response["Cache-Control"] = "no-store"
         return response
+
+
+REGISTER = "moderation.register_request"
+
+
+class RequestForm(PlaceForm):
+    agency = forms.CharField(max_length=HOLD_REFERENCE_MAX, help_text="The requesting body.")
+    asked = forms.CharField(max_length=HOLD_TEXT_MAX, widget=forms.Textarea(attrs={"rows": 3}),
+                            help_text="What the request asks for.")
+    received_at = forms.DateTimeField(help_text="When the request arrived (UTC).")
+    reason = None  # the hold's reason is the request's `asked`
+
+
+class HandoverForm(forms.Form):
+    reviews = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), help_text="Review ids handed over, one a line.")
+    clean_reviews = PlaceForm.clean_reviews
+
+
+@admin.register(LawEnforcementRequest)
+class LawEnforcementRequestAdmin(ReadOnlyAdmin):
+    """The register (moderation/privacy/requests.py): only the legal role sees it, registers a
+    request (placing its hold) or records a hand-over (its manifest of hashes)."""
+
+    list_display = ["id", "agency", "reference", "received_at", "registered_by", "hold"]
+    search_fields = ["agency", "reference"]
+    readonly_fields = ["handovers_made"]
+    change_form_template = "admin/moderation/legalhold/request_change.html"
+    change_list_template = "admin/moderation/legalhold/request_list.html"
+
+    @admin.display(description="hand-overs")
+    def handovers_made(self, request_row) -> str:
+        return "; ".join(f"{h.handed_at:%Y-%m-%d %H:%M} by {h.handed_by}: {len(h.manifest['items'])} items, "
+                         f"manifest SHA-256 {h.sha256}" for h in request_row.handovers.all()) or "none"
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [path("register/", wrap(self.register_view), name="moderation_lawenforcementrequest_register"),
+                path("<int:request_id>/handover/", wrap(self.handover_view),
+                     name="moderation_lawenforcementrequest_handover"),
+                *super().get_urls()]
+
+    def register_view(self, request):
+        _require(request, REGISTER)
+        form = RequestForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
+            try:
+                registered = request_register(
+                    agency=data["agency"], reference=data["reference"], asked=data["asked"],
+                    received_at=data["received_at"], registered_by=request.user.get_username(),
+                    reviews=data["reviews"], author=data["author"], created_from=data["created_from"],
+                    created_before=data["created_before"], expires_at=data["expires_at"])
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Request {registered} registered; legal hold {registered.hold_id} placed.")
+                return HttpResponseRedirect(reverse("admin:moderation_lawenforcementrequest_change",
+                                                    args=[registered.pk]))
+        return workplace_page(self, request, FORM_PAGE, "Register a law-enforcement request", form=form,
+                              action="register")
+
+    def handover_view(self, request, request_id: int):
+        _require(request, REGISTER)
+        registered = get_object_or_404(LawEnforcementRequest, pk=request_id)
+        form = HandoverForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                handover = request_handover(request_id=registered.pk, review_ids=form.cleaned_data["reviews"],
+                                            handed_by=request.user.get_username())
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Hand-over recorded: manifest SHA-256 {handover.sha256}.")
+                return HttpResponseRedirect(reverse("admin:moderation_lawenforcementrequest_change",
+                                                    args=[registered.pk]))
+        return workplace_page(self, request, FORM_PAGE, f"Hand over items for {registered}", form=form,
+                              action="handover")

@@ -81,3 +81,24 @@ def test_opening_a_snapshot_asks_why_logs_it_and_never_shows_it_to_another_role(
 def test_the_legal_group_holds_the_hold_permissions_and_no_other_group_does(db):
     holders = Group.objects.filter(permissions__codename__in=["place_legal_hold", "view_snapshot_content"]).distinct()
     assert [group.name for group in holders] == ["legal"]
+
+
+def test_only_the_legal_role_registers_a_request_and_records_a_handover(api_client, django_user_model):
+    from moderation.models import Handover, LawEnforcementRequest
+
+    review = submit(api_client)
+    url = reverse("admin:moderation_lawenforcementrequest_register")
+    data = {"agency": "Polda Metro Jaya", "reference": "B/118", "asked": "the thread", "reviews": str(review.pk),
+            "received_at": "2026-01-05 10:00"}
+    for role in OTHER_ROLES:
+        assert staff_browser(django_user_model, f"x-{role}", role).post(url, data).status_code == 403
+    counsel = staff_browser(django_user_model, "counsel", "legal")
+    assert counsel.post(url, data).status_code == 302
+    registered = LawEnforcementRequest.objects.get()
+    assert review_holds(review.pk) == [registered.hold_id] and registered.registered_by == "counsel"
+    handover = reverse("admin:moderation_lawenforcementrequest_handover", args=[registered.pk])
+    assert staff_browser(django_user_model, "sup", "supervisor").post(handover, {"reviews": str(review.pk)}
+                                                                      ).status_code == 403
+    assert counsel.post(handover, {"reviews": str(review.pk)}).status_code == 302
+    page = counsel.get(reverse("admin:moderation_lawenforcementrequest_change", args=[registered.pk])).content.decode()
+    assert Handover.objects.get().sha256 in page
