@@ -305,7 +305,11 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
     reviews = ContentReview.objects.filter(author_id=author_pk)
     report = AuthorErasureReport(author_pk, reason, for_real=for_real,
                                  already_erased=reviews.filter(content__erased_at__isnull=False).count())
-    left = reviews.filter(content__erased_at__isnull=True).order_by("pk")
+    # Held contents are recorded as deferred at once, and not visited one by one at every call (a
+    # hold on the author keeps them all); one held since is deferred by content_erase itself.
+    report.held = _defer_held(reviews.filter(held_q(), content__erased_at__isnull=True), actor=actor,
+                              actor_id=actor_id, reason=reason, for_real=for_real)
+    left = reviews.filter(content__erased_at__isnull=True).exclude(held_q()).order_by("pk")
     after, stopped = None, False
     while not stopped and (limit is None or report.erased < limit):
         batch = left.filter(pk__gt=after) if after is not None else left  # a dry run erases nothing: move on
@@ -332,6 +336,16 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
     if not report.record_held:
         report.redacted = _author_words_erase(author_pk, for_real=for_real)
     return report
+
+
+def _defer_held(held, *, actor: str, actor_id: str, reason: str, for_real: bool) -> int:
+    """Record the erasure of the `held` reviews as deferred (once each); their count."""
+    pks = list(held.values_list("pk", flat=True))
+    if for_real:
+        DeferredErasure.objects.bulk_create(
+            [DeferredErasure(review_id=pk, actor=actor, actor_id=actor_id, reason=reason) for pk in pks],
+            ignore_conflicts=True)  # (one pending per review: a unique index)
+    return len(pks)
 
 
 def _review_locked(review_id) -> ContentReview:

@@ -221,3 +221,18 @@ def test_a_hold_placed_while_an_erasure_runs_keeps_the_whole_content_or_comes_af
     # then nothing was erased.
     assert erased_when_held or not erased_now, "a hold committed on intact content, then the content was erased"
     assert erased_when_held and erased_now
+
+
+def test_the_api_says_an_erasure_is_deferred_and_an_authors_held_contents_are_not_remaining(api_client):
+    from rest_framework.test import APIClient
+
+    review = a_review(api_client, author="dee")
+    other = a_review(api_client, author="dee")
+    held([review.pk])
+    http = APIClient()
+    http.credentials(HTTP_AUTHORIZATION=f"Bearer {api_client.token}")
+    answer = http.delete(f"/api/v1/reviews/{review.pk}/content").json()
+    assert (answer["deferred"], answer["erased_at"]) == (True, None) and text_of(review) == TEXT
+    answer = http.delete("/api/v1/authors/dee/content").json()
+    assert (answer["erased"], answer["held"], answer["remaining"]) == (1, 1, 0) and text_of(other) == ""
+    assert DeferredErasure.objects.filter(review=review, done_at__isnull=True).count() == 1
