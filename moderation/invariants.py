@@ -16,7 +16,6 @@ from moderation.media.invariants import media_violations
 from moderation.services.preservation import reportable_category, snapshot_digest
 from moderation.transparency.statements import fixed_wording
 from moderation.models import (
-    Decision,
     LegalHold,
     FINAL_STATUSES,
     RESTRICTIVE_ACTIONS,

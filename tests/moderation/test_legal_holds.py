@@ -20,7 +20,6 @@ from moderation import services, tasks
 from moderation.models import (
     Content,
     ContentErasure,
-    ContentReview,
     DeferredErasure,
     HoldAction,
     LegalHold,
