@@ -119,7 +119,7 @@ class PolicyForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS):
+        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS, *EVIDENCE_FIELDS):
             if name in self.fields:  # a published version's page is read-only: no fields
                 self.fields[name].required = False
 
@@ -141,7 +141,8 @@ class PolicyForm(forms.ModelForm):
         # The banks a version lists are the hash_banks command's (docs/images.md, "Hash banks"):
         # the new version keeps the ones it was filled from, and the image fields left out theirs.
         data["hash_banks"] = active.hash_banks
-        for name in ("pdq_distance", "image_fallback", *PART_FIELDS):
+        # (And the evidence fields left out, docs/legal-holds.md: an empty list posted is a choice.)
+        for name in ("pdq_distance", "image_fallback", *PART_FIELDS, *EVIDENCE_FIELDS):
             if data.get(name) in (None, ""):
                 data[name] = getattr(active, name)
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.
