@@ -26,6 +26,7 @@ from moderation.models import (
     LegalHoldEvent,
     ReviewStatus,
 )
+from moderation.invariants import hold_violations
 from moderation.privacy import erasure, retention
 from moderation.privacy.erasure import author_content_erase, content_erase, erasures_deferred_run
 from moderation.privacy.holds import hold_extend, hold_lift, hold_place, review_holds
@@ -184,14 +185,10 @@ def test_retention_keeps_a_held_images_bytes_and_removes_them_once_the_hold_ends
     assert retention.prune(for_real=True)["images' bytes"] == 1 and media_of(review).data is None
 
 
-@pytest.mark.parametrize("scope", ["author", "reviews"])
-@pytest.mark.django_db(transaction=True)
-def test_a_hold_placed_while_an_erasure_runs_keeps_the_whole_content_or_comes_after_it(api_client, monkeypatch, scope):
-    """The erasure checks for holds under the review's lock, then takes its time redacting; the
-    hold arrives in that time. Placing a hold takes the same row lock, so it waits for the
-    erasure to commit: it then holds erased content (never half of it). Without that lock an
-    author's hold commits while the content is intact and the erasure erases held content after
-    it. (A hold naming the review also waits on the key-share lock of its link row's foreign key.)"""
+def hold_during_erasure(api_client, monkeypatch, scope: str):
+    """An erasure checks for holds (finding none), then takes its time redacting; a hold on the
+    review (`scope` "reviews") or on its author arrives in that time. (review, whether the content
+    was erased when the hold committed, whether it is erased now.)"""
     review = a_review(api_client, author="carol")
     checked = threading.Event()
     redact = erasure._redact
@@ -214,12 +211,33 @@ def test_a_hold_placed_while_an_erasure_runs_keeps_the_whole_content_or_comes_af
         return Content.objects.get(pk=review.content_id).erased_at is not None  # when the hold committed
 
     deferred, erased_when_held = collide(2, act)
-    erased_now = Content.objects.get(pk=review.content_id).erased_at is not None
     assert not deferred
+    return review, erased_when_held, Content.objects.get(pk=review.content_id).erased_at is not None
+
+
+@pytest.mark.parametrize("scope", ["author", "reviews"])
+@pytest.mark.django_db(transaction=True)
+def test_a_hold_placed_while_an_erasure_runs_keeps_the_whole_content_or_comes_after_it(api_client, monkeypatch, scope):
+    """Placing a hold takes the row lock the erasure holds, so it waits for the erasure to commit:
+    it then holds erased content (never half of it). (A hold naming the review also waits on the
+    key-share lock of its link row's foreign key; an author's hold has only the row locks.)"""
+    review, erased_when_held, erased_now = hold_during_erasure(api_client, monkeypatch, scope)
     # The hold committed either after the erasure (it found the content erased), or before it and
     # then nothing was erased.
     assert erased_when_held or not erased_now, "a hold committed on intact content, then the content was erased"
     assert erased_when_held and erased_now
+    assert hold_violations([review.pk]) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_the_holds_row_locks_the_checker_reports_held_content_erased(api_client, monkeypatch):
+    from moderation.privacy import holds
+
+    monkeypatch.setattr(holds, "_lock_held", lambda review_ids, **scope: list(review_ids))  # no lock taken
+    review, erased_when_held, erased_now = hold_during_erasure(api_client, monkeypatch, "author")
+    assert (erased_when_held, erased_now) == (False, True)
+    hold = LegalHold.objects.get()
+    assert hold_violations([review.pk]) == [f"{review.pk}: erased while legal hold {hold.pk} kept it"]
 
 
 def test_the_api_says_an_erasure_is_deferred_and_an_authors_held_contents_are_not_remaining(api_client):
