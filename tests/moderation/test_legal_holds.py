@@ -144,14 +144,16 @@ def test_a_bad_hold_is_refused_with_nothing_written(api_client, fields, error):
     assert not LegalHold.objects.exists() and not LegalHoldEvent.objects.exists()
 
 
-def test_an_extension_must_end_later_and_an_expired_hold_keeps_nothing(api_client):
+def test_an_extension_must_end_later_and_when_a_hold_expires_the_daily_prune_runs_its_deferred_erasure(api_client):
     review = a_review(api_client)
     hold = held([review.pk], expires_at=timezone.now() + timedelta(days=5))
     with pytest.raises(ValidationError, match="later"):
         hold_extend(hold_id=hold.pk, expires_at=timezone.now() + timedelta(days=1), by="counsel")
+    assert erase(review).deferred
+    assert tasks.prune().endswith("0 deferred erasures run, 1 still held") and text_of(review) == TEXT
     LegalHold.objects.filter(pk=hold.pk).update(expires_at=timezone.now() - timedelta(seconds=1))  # time passes
     assert review_holds(review.pk) == []
-    assert erasures_deferred_run() == (0, 0) and not erase(review).deferred
+    assert tasks.prune().endswith("1 deferred erasures run, 0 still held") and text_of(review) == ""
 
 
 @pytest.mark.usefixtures("on_commit_callbacks_run")
