@@ -8,6 +8,9 @@ import base64
 from datetime import timedelta
 
 import pytest
+from django.urls import reverse
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
@@ -20,7 +23,7 @@ from moderation.privacy import retention
 from moderation.privacy.erasure import content_erase
 from moderation.privacy.holds import hold_place
 from moderation.services import preservation
-from tests.helpers import SCORE_FOR, claimed, decided, result
+from tests.helpers import SCORE_FOR, claimed, decided, examples, result, staff_browser
 from tests.helpers_media import encoded, image_hash, image_header, picture
 
 TEXT = "a perfectly friendly sentence"
@@ -151,3 +154,28 @@ def test_an_images_bytes_are_kept_in_the_snapshot(api_client, scripted):
     tasks.moderate_review(review.pk)
     media = PreservationSnapshot.objects.get(review=review).body["content"]["media"]
     assert base64.b64decode(media["data_base64"]) == data and media["pdq"] == pdq
+
+
+@pytest.fixture
+def counsel(django_user_model):
+    return staff_browser(django_user_model, "counsel", "legal")
+
+
+WEIRD = st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), min_size=1, max_size=60)
+FEW = settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.mark.usefixtures("reportable")
+@FEW
+@given(text=WEIRD.filter(str.strip))
+@example(text="\u202e<script>alert(1)</script> \U0001f469\u200d\U0001f4bb e\u0301")
+def test_any_text_is_kept_exactly_its_hash_survives_storage_and_the_pages_escape_it(api_client, counsel, text):
+    review, _ = services.review_submit(client=api_client, external_id=f"w-{PreservationSnapshot.objects.count()}",
+                                       kind="text", text=text)
+    request = services.review_claim(review_id=review.pk, worker_id="w")
+    services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR["rejected"]),
+                             cause="provider_result")
+    snapshot = PreservationSnapshot.objects.get(review=review)  # read back from the database
+    assert snapshot.body["content"]["text"] == text and snapshot.sha256 == preservation.snapshot_digest(snapshot.body)
+    page = counsel.post(reverse("admin:moderation_preservationsnapshot_open", args=[snapshot.pk]), {"why": "case"})
+    assert page.status_code == 200 and "<script>alert" not in page.content.decode()
