@@ -120,8 +120,10 @@ def decide_locked(
         statement_after_decision_locked(review, decision, open_kind_rank=reported.value, judged=counts_strike,
                                         decided_before=decided_before, writes=after)
         after.execute()
-        # Evidence, in the decision's transaction, when its category is reportable (no query otherwise).
-        snapshot_after_decision_locked(review, decision)
+        # Evidence, in the decision's transaction, when its category is reportable (no query
+        # otherwise); not of a decision erasure makes: there is no content left to keep.
+        if cause != Cause.CONTENT_ERASED:
+            snapshot_after_decision_locked(review, decision)
         return decision
 
 

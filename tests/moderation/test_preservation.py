@@ -179,3 +179,13 @@ def test_any_text_is_kept_exactly_its_hash_survives_storage_and_the_pages_escape
     assert snapshot.body["content"]["text"] == text and snapshot.sha256 == preservation.snapshot_digest(snapshot.body)
     page = counsel.post(reverse("admin:moderation_preservationsnapshot_open", args=[snapshot.pk]), {"why": "case"})
     assert page.status_code == 200 and "<script>alert" not in page.content.decode()
+
+
+@pytest.mark.usefixtures("reportable", "on_commit_callbacks_run")
+def test_the_decision_erasure_makes_to_close_an_appeal_freezes_nothing(api_client, scripted):
+    review = decided(api_client, ReviewStatus.REJECTED)
+    services.appeal_file(review_id=review.pk, appellant_id="author-1", statement="not what it seems")
+    content_erase(review_id=review.pk, actor=Actor.COMMAND, actor_id="ops", reason="the user asked")
+    assert Decision.objects.filter(review=review).count() == 2  # the rejection, and erasure's closing the appeal
+    assert list(PreservationSnapshot.objects.filter(review=review).values_list("decision_id", flat=True)) == [
+        review.decision_id]
