@@ -66,7 +66,8 @@ def review_holds(review_id) -> list[int]:
     ).order_by("pk").values_list("pk", flat=True).distinct())
 
 
-def _text(value: str, name: str, limit: int) -> str:
+def required_text(value: str, name: str, limit: int) -> str:
+    """`value` stripped, or ValidationError naming `name` when it is empty or longer than `limit`."""
     value = (value or "").strip()
     if not value or len(value) > limit:
         raise ValidationError({name: f"required, at most {limit} characters"})
@@ -79,9 +80,9 @@ def hold_place(*, reason: str, reference: str, placed_by: str, reviews: Iterable
     """Place a hold on `reviews` (ids), or on `author`'s content (in [created_from, created_before)
     when either is given), audited, in one transaction that locks every review it keeps (the
     module docstring: the race with erasure). Raises ValidationError for a bad hold."""
-    reason = _text(reason, "reason", HOLD_TEXT_MAX)
-    reference = _text(reference, "reference", HOLD_REFERENCE_MAX)
-    placed_by = _text(placed_by, "placed_by", 150)
+    reason = required_text(reason, "reason", HOLD_TEXT_MAX)
+    reference = required_text(reference, "reference", HOLD_REFERENCE_MAX)
+    placed_by = required_text(placed_by, "placed_by", 150)
     review_ids = sorted(set(reviews), key=str)
     if bool(review_ids) == (author is not None):
         raise ValidationError("a hold names reviews, or an author (with an optional date range), not both")
@@ -133,7 +134,7 @@ def _hold_locked(hold_id) -> LegalHold:
 
 def hold_extend(*, hold_id: int, expires_at: datetime | None, by: str, note: str = "") -> LegalHold:
     """Move an active hold's expiry later (None: until lifted), audited."""
-    by = _text(by, "by", 150)
+    by = required_text(by, "by", 150)
     with transaction.atomic():
         hold = _hold_locked(hold_id)
         if expires_at is not None and (hold.expires_at is None or expires_at <= hold.expires_at):
@@ -148,8 +149,8 @@ def hold_extend(*, hold_id: int, expires_at: datetime | None, by: str, note: str
 def hold_lift(*, hold_id: int, by: str, reason: str) -> LegalHold:
     """Lift an active hold, audited; the erasures it deferred run after commit (those another hold
     still keeps stay deferred)."""
-    by = _text(by, "by", 150)
-    reason = _text(reason, "reason", HOLD_TEXT_MAX)
+    by = required_text(by, "by", 150)
+    reason = required_text(reason, "reason", HOLD_TEXT_MAX)
     with transaction.atomic():
         hold = _hold_locked(hold_id)
         hold.lifted_at, hold.lifted_by = timezone.now(), by

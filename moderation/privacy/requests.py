@@ -29,17 +29,10 @@ from moderation.models import (
     PreservationSnapshot,
     ReviewMedia,
 )
-from moderation.privacy.holds import hold_place, review_holds
+from moderation.privacy.holds import hold_place, required_text, review_holds
 from moderation.services.preservation import snapshot_digest
 
 MANIFEST_FORMAT = "handover-manifest/1"
-
-
-def _text(value: str, name: str, limit: int) -> str:
-    value = (value or "").strip()
-    if not value or len(value) > limit:
-        raise ValidationError({name: f"required, at most {limit} characters"})
-    return value
 
 
 def request_register(*, agency: str, reference: str, asked: str, received_at: datetime, registered_by: str,
@@ -47,9 +40,9 @@ def request_register(*, agency: str, reference: str, asked: str, received_at: da
                      created_before: datetime | None = None, expires_at: datetime | None = None
                      ) -> LawEnforcementRequest:
     """Register a request and place the hold on what it names, in one transaction."""
-    agency = _text(agency, "agency", HOLD_REFERENCE_MAX)
-    reference = _text(reference, "reference", HOLD_REFERENCE_MAX)
-    asked = _text(asked, "asked", HOLD_TEXT_MAX)
+    agency = required_text(agency, "agency", HOLD_REFERENCE_MAX)
+    reference = required_text(reference, "reference", HOLD_REFERENCE_MAX)
+    asked = required_text(asked, "asked", HOLD_TEXT_MAX)
     if received_at > timezone.now():
         raise ValidationError({"received_at": "a request is received before it is registered"})
     with transaction.atomic():
@@ -64,7 +57,7 @@ def request_handover(*, request_id: int, review_ids: Iterable, handed_by: str) -
     """Record the hand-over of `review_ids` for request `request_id`: a manifest of each item's
     hashes (its content's text, its image's bytes, its newest snapshot's) and the SHA-256 of the
     manifest. Each item must be kept by the request's hold (ValidationError otherwise)."""
-    handed_by = _text(handed_by, "handed_by", 150)
+    handed_by = required_text(handed_by, "handed_by", 150)
     review_ids = sorted(set(review_ids), key=str)
     if not review_ids:
         raise ValidationError({"review_ids": "name what is handed over"})
