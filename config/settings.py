@@ -492,6 +492,9 @@ NOTIFY_WORKERS = int(_env_number("NOTIFY_WORKERS", _SIZED.notify, int))
 WEBHOOK_ALLOW_PRIVATE = env.bool("WEBHOOK_ALLOW_PRIVATE", default=False)
 # The public page of the platform's rules, linked from notices to affected users (empty: not linked).
 POLICY_URL = env.str("POLICY_URL", default="")
+# Who the platform is in the reports it exports to hotlines and authorities (docs/legal-holds.md).
+PLATFORM_CONTACT_NAME = env.str("PLATFORM_CONTACT_NAME", default="")
+PLATFORM_CONTACT_EMAIL = env.str("PLATFORM_CONTACT_EMAIL", default="")
 # Statements of reasons to the EU DSA Transparency Database (docs/transparency.md): its base URL
 # and API token. Unset URL: statements are built and kept, not sent. The URL goes through the
 # webhooks' outbound guard (https unless DEBUG; loopback only with WEBHOOK_ALLOW_PRIVATE).

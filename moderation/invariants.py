@@ -8,13 +8,15 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from django.db import connection
-from django.db.models import Count, F
+from django.db.models import Count, F, Q
 
 from audit.models import ReviewTransition
 from callbacks.models import ProviderCallback
 from moderation.media.invariants import media_violations
+from moderation.services.preservation import reportable_category, snapshot_digest
 from moderation.transparency.statements import fixed_wording
 from moderation.models import (
+    LegalHold,
     FINAL_STATUSES,
     RESTRICTIVE_ACTIONS,
     STANDING_FOR_ACTION,
@@ -681,6 +683,30 @@ def qa_violations(review_ids: Iterable) -> list[str]:
                 problems.append(f"{where}: held by the first decision's moderator")
             if item.answered_at is not None and item.agrees != ((item.label, item.category) == (first.label, first.category)):
                 problems.append(f"{where}: scored agrees={item.agrees} for {item.label} {item.category!r}")
+
+
+def hold_violations(review_ids: Iterable) -> list[str]:
+    """Invariant 22 for the reviews: no content was erased while a hold that keeps it was in force,
+    and every decision in a category reportable under its policy has its snapshot, whose SHA-256
+    is its body's."""
+    review_ids = list(review_ids)
+    problems = []
+    for tombstone in ContentErasure.objects.filter(review_id__in=review_ids).select_related("content", "review"):
+        at, created = tombstone.erased_at, tombstone.content.created_at
+        names = Q(reviews=tombstone.review_id)
+        if tombstone.review.author_id is not None:
+            names |= Q(Q(created_from__isnull=True) | Q(created_from__lte=created),
+                       Q(created_before__isnull=True) | Q(created_before__gt=created), author_id=tombstone.review.author_id)
+        kept = LegalHold.objects.filter(names, Q(lifted_at__isnull=True) | Q(lifted_at__gt=at),
+                                        Q(expires_at__isnull=True) | Q(expires_at__gt=at), placed_at__lt=at)
+        problems += [f"{tombstone.review_id}: erased while legal hold {pk} kept it"
+                     for pk in kept.values_list("pk", flat=True).distinct()]
+    for decision in Decision.objects.filter(review_id__in=review_ids).select_related("policy", "snapshot"):
+        snapshot = getattr(decision, "snapshot", None)
+        if snapshot is None and reportable_category(decision.policy, decision):
+            problems.append(f"{decision.review_id}: decision {decision.pk} in a reportable category has no snapshot")
+        elif snapshot is not None and snapshot.sha256 != snapshot_digest(snapshot.body):
+            problems.append(f"{decision.review_id}: snapshot {snapshot.pk}'s SHA-256 is not its body's")
     return problems
 
 
@@ -692,4 +718,4 @@ def violations(review_ids: Iterable) -> list[str]:
     return (review_violations(review_ids) + pipeline_violations(review_ids) + report_violations(review_ids)
             + notice_violations(review_ids) + report_resolution_violations(review_ids) + appeal_violations(review_ids)
             + erasure_violations(review_ids) + author_violations(author_ids) + statement_violations(review_ids)
-            + media_violations(review_ids) + qa_violations(review_ids))
+            + media_violations(review_ids) + qa_violations(review_ids) + hold_violations(review_ids))

@@ -26,6 +26,8 @@ _MAX_HOURS_AHEAD = 24 * 365 * 10
 # earlier by more than any priority can move one (the cap above), so it comes before every DSA
 # notice queued in the last ten years, whatever their priorities.
 TRUSTED_FLAGGER_LEAD = timedelta(hours=_MAX_HOURS_AHEAD + 1)
+# A threat to life or safety (DSA Art. 18) goes ahead of everything, trusted flaggers included.
+URGENT_LEAD = 2 * TRUSTED_FLAGGER_LEAD
 
 
 @dataclass(frozen=True)
@@ -67,17 +69,22 @@ PROVIDER_CAUSES = (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK, Cause.PROVIDE
 
 def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict, report_count: float = 0,
                 now: datetime, author_restricted: bool = False, author_points: int = 0,
-                notice_kind: str = "", media: bool = False, facts: RouteFacts | None = None) -> QueueEntry:
+                notice_kind: str = "", media: bool = False, facts: RouteFacts | None = None,
+                urgent: bool = False) -> QueueEntry:
     """Where and how urgently a review waits when `cause` sends it to manual_review. The policy's
     routing rules choose first (`route`, with what `facts` says of the review); when none
     matches: a review with a notice (`notice_kind`) that a notice or its provider result sends
     waits in "DSA notices and trusted flaggers", a trusted flagger's ahead of every DSA notice;
     other content submitted while its author was suspended or banned waits in "Restricted
     authors"; an image or audio (`media`) its job sent to a human waits in "Images", not with the
-    model's doubts. The priority and order key do not depend on the queue chosen."""
+    model's doubts. The priority and order key do not depend on the queue chosen, but for `urgent`
+    (its decision names a category the policy marks as a threat to life or safety): it waits in
+    the urgent queue, whatever the rules say, ahead of every other review."""
     noticed = bool(notice_kind) and (cause == Cause.NOTICE or cause in PROVIDER_CAUSES)
     routed = route(policy.routing_rules, cause=cause, category_scores=category_scores, facts=facts or RouteFacts())
-    if routed is not None:
+    if urgent:
+        queue = ReviewQueue.URGENT
+    elif routed is not None:
         queue = routed
     elif noticed:
         queue = ReviewQueue.NOTICES
@@ -93,6 +100,8 @@ def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict
     ahead = timedelta(hours=min(points / policy.priority_age_points_per_hour, _MAX_HOURS_AHEAD))
     if noticed and notice_kind == ReportKind.TRUSTED_FLAGGER:
         ahead += TRUSTED_FLAGGER_LEAD
+    if urgent:
+        ahead += URGENT_LEAD
     return QueueEntry(queue=queue, priority=points, queued_at=now, order_at=now - ahead)
 
 

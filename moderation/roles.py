@@ -1,4 +1,4 @@
-"""The four roles of the moderator's workplace, as Django groups.
+"""The roles of the moderator's workplace, as Django groups.
 
 moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
 suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters, and reads their
@@ -6,7 +6,10 @@ own QA figures. team_lead: a moderator who also marks golden items, settles the 
 disagreements and reads every moderator's QA figures (docs/qa.md). supervisor: also
 reprocesses, publishes policy versions (routing rules included), manages the review queues and re-queues statements of reasons the Transparency
 Database refused, disables hash banks and removes their entries. auditor: sees everything but the
-images' bytes, changes nothing, and reads every moderator's QA figures. Every role reads the statements (the admin links
+images' bytes, changes nothing, and reads every moderator's QA figures. legal: sees what an
+auditor sees, and alone places, extends and lifts legal holds, opens preservation snapshots (each
+opening logged) and keeps the register of law-enforcement requests (docs/legal-holds.md).
+Every role reads the statements (the admin links
 each to its review or author) and the transparency report.
 """
 
@@ -64,6 +67,11 @@ ROLES = {
                    # Custom review queues and their groups; routing rules are policy (add_moderationpolicy).
                    "moderation.add_moderationqueue", "moderation.change_moderationqueue", *QA_LEAD],
     "auditor": [*VIEW_ALL, "moderation.view_qaitem", "moderation.view_all_qa"],
+    # Legal holds and evidence (docs/legal-holds.md): no other role sees or changes them.
+    "legal": [*VIEW_ALL, "moderation.view_legalhold", "moderation.place_legal_hold",
+              "moderation.view_preservationsnapshot", "moderation.view_snapshot_content",
+              "moderation.view_authorityreport", "moderation.view_lawenforcementrequest",
+              "moderation.register_request"],
 }
 
 

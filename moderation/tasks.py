@@ -6,7 +6,8 @@ and beats its heartbeat; `bulk_job_run` works one slice of a bulk action; `autho
 ends suspensions and lapses strikes that are due; `reports_expire` tells
 the reporters of reports left open too long; `statements_submit` sends statements of reasons to
 the DSA Transparency Database; `prune` runs retention (docs/design.md,
-invariant 11).
+invariant 11) and the erasures legal holds deferred; `erasures_deferred_run` runs those after a
+hold is lifted.
 
 The broker delivers at least once, so each task is safe to run twice: a second claim loses,
 a second dispatch finds the attempt in flight or the request closed, a second sweep finds
@@ -27,7 +28,7 @@ from audit import context, tracing
 from callbacks.services import callbacks_sweep
 from moderation import services
 from moderation.quality import alarms, backtests, shadows
-from moderation.privacy import retention
+from moderation.privacy import erasure, retention
 from moderation.jobs import new_job_id, worker_id
 
 
@@ -176,7 +177,19 @@ def prune(job_id: str = "", web_request_id: str = "", trace_parent: str = "") ->
     """The daily retention run (moderation/privacy/retention.py): safe to overlap, each batch SKIP LOCKED."""
     with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
         counts = retention.prune(for_real=True)
-        return ", ".join(f"{n} {name}" for name, n in counts.items()) + " deleted"
+        held = retention.prune_held()
+        erased, still_held = erasure.erasures_deferred_run()  # a hold that expired since yesterday's run
+        return (", ".join(f"{n} {name}" for name, n in counts.items()) + " deleted; "
+                + ", ".join(f"{n} {name}" for name, n in held.items()) + " held, kept; "
+                + f"{erased} deferred erasures run, {still_held} still held")
+
+
+def erasures_deferred_run(job_id: str = "", web_request_id: str = "", trace_parent: str = "") -> str:
+    """After a legal hold is lifted (moderation/privacy/holds.py): the erasures it deferred run.
+    Safe twice: each asks again under the review's lock, and an erased content is erased once."""
+    with context.bind(job_id=job_id or new_job_id(), worker_id=worker_id()):
+        erased, still_held = erasure.erasures_deferred_run()
+        return f"{erased} deferred erasures run, {still_held} still held"
 
 
 def _job_span(trace_parent: str, name: str, **attributes):

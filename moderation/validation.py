@@ -78,6 +78,25 @@ def validate_policy(fields: dict, *, queues=None) -> list[str]:
                                          categories=named_categories(fields), queues=queues)
     if "category_definitions" in fields:
         errors += validate_category_definitions(fields["category_definitions"], categories=named_categories(fields))
+    errors += validate_evidence_rules(fields)
+    return errors
+
+
+def validate_evidence_rules(fields: dict) -> list[str]:
+    """The reportable and urgent categories are lists of the version's categories; the snapshot's
+    period and the urgent deadline whole numbers in their ranges (left out: their defaults)."""
+    errors = []
+    known = set(named_categories(fields))
+    for name in ("reportable_categories", "urgent_categories"):
+        value = fields.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(c, str) for c in value):
+            errors.append(f"{name} must be a list of category names")
+        elif unknown := sorted(set(value) - known):
+            errors.append(f"{name} names categories the policy does not have: {', '.join(unknown)}")
+    for name, (low, high) in EVIDENCE_RANGES.items():
+        value = fields.get(name, low)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            errors.append(f"{name} must be a whole number from {low} to {high}")
     return errors
 
 
@@ -180,6 +199,10 @@ PART_FIELDS = ("part_rule",)
 ROUTING_FIELDS = ("routing_rules",)
 # Moderator QA (docs/qa.md): how often a golden item is handed out, how many decisions are reviewed twice.
 QA_FIELDS = ("qa_golden_rate", "qa_double_review_rate")
+# Evidence (docs/legal-holds.md): the categories whose decisions freeze a snapshot and how long it
+# is kept; the categories that threaten life or safety, and the urgent queue's deadline.
+EVIDENCE_FIELDS = ("reportable_categories", "snapshot_retention_days", "urgent_categories", "urgent_deadline_minutes")
+EVIDENCE_RANGES = {"snapshot_retention_days": (1, 3650), "urgent_deadline_minutes": (1, 24 * 60)}
 PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
 _BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _BANK_KEYS = {"name", "category", "action", "never_display", "through"}

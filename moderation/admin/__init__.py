@@ -17,6 +17,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from audit.admin_base import ReadOnlyAdmin, ReadOnlyHistoryMixin
 from moderation.admin import erasure  # noqa: F401  (registers the tombstones' admin)
 from moderation.admin import hash_banks  # noqa: F401  (registers the hash banks' admin)
+from moderation.admin import legal_holds  # noqa: F401  (registers the legal holds' and snapshots' admin)
 from moderation.admin import pipeline_records  # noqa: F401  (registers the transitions', events' and callbacks' admin)
 from moderation.admin import queues  # noqa: F401  (registers the review queues' admin)
 from moderation.admin import qa  # noqa: F401  (registers the QA page)
@@ -34,7 +35,7 @@ from moderation.admin.visibility import ReviewScoped
 from moderation.admin.term_lists import term_lists_view
 from moderation.admin.routing import routing_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, EVIDENCE_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import rule_name
 from moderation.models import (
     ApiClient,
@@ -114,11 +115,12 @@ class PolicyForm(forms.ModelForm):
         model = ModerationPolicy
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
-                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, *QA_FIELDS, "notes"]
+                  "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, *QA_FIELDS,
+                  *EVIDENCE_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS):
+        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS):
             if name in self.fields:  # a published version's page is read-only: no fields
                 self.fields[name].required = False
 
@@ -140,7 +142,8 @@ class PolicyForm(forms.ModelForm):
         # The banks a version lists are the hash_banks command's (docs/images.md, "Hash banks"):
         # the new version keeps the ones it was filled from, and the image fields left out theirs.
         data["hash_banks"] = active.hash_banks
-        for name in ("pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS):
+        # (And the evidence fields left out, docs/legal-holds.md: an empty list posted is a choice.)
+        for name in ("pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS):
             if data.get(name) in (None, ""):
                 data[name] = getattr(active, name)
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.

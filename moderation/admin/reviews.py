@@ -439,6 +439,9 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             .order_by("queue_order_at", "id"), request.user)[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
+        # The urgent queue's deadline is in minutes (docs/legal-holds.md), not the SLA's hours.
+        urgent = chosen == ReviewQueue.URGENT
+        minutes = services.policy_active().urgent_deadline_minutes if urgent else 0
         # What the reports say, for the page shown: one grouped query over these reviews' reports.
         reported = chosen in REPORT_QUEUES
         summaries = report_summaries(waiting) if reported else {}
@@ -450,13 +453,15 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             "excerpt": self.content_excerpt(review),
             "top": self.top_category(review),
             "waited": timesince(review.queued_at, now) if review.queued_at else "—",
-            "late": bool(review.queued_at) and (now - review.queued_at).total_seconds() > settings.MODERATION_QUEUE_SLA_S,
+            "late": bool(review.queued_at) and (now - review.queued_at).total_seconds() > (
+                minutes * 60 if urgent else settings.MODERATION_QUEUE_SLA_S),
+            "deadline": review.queued_at + timedelta(minutes=minutes) if urgent and review.queued_at else None,
             "holder": self.moderator_lease(review),
         } for review in waiting]
         return self._page(
             request, "admin/moderation/contentreview/queues.html", "Review queues",
             figures=figures, chosen=chosen, chosen_label=next((q.label for q in queues if q.slug == chosen), chosen),
-            rows=rows, reported=reported,
+            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes,
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
             search=search, search_rule=search_rule, search_help=SEARCH_HELP, filters=filters,
             narrowed=bool(search.strip()) or any(f["value"] for f in filters),

@@ -240,6 +240,9 @@ class AuthorErasureSerializer(serializers.Serializer):
         help_text=f"Contents still to erase (a call erases at most {AUTHOR_ERASE_PER_CALL}, and starts none after "
                   f"{AUTHOR_ERASE_SECONDS:g} s): call again until 0."
     )
+    held = serializers.IntegerField(
+        help_text="Contents a legal hold keeps: their erasure is recorded and runs when the hold ends (not in remaining)."
+    )
     reason = serializers.CharField()
 
 

@@ -28,12 +28,16 @@ class ErasureQuerySerializer(serializers.Serializer):
 class ErasureSerializer(serializers.Serializer):
     review_id = serializers.UUIDField()
     content_id = serializers.UUIDField()
-    erased_at = serializers.DateTimeField()
+    erased_at = serializers.DateTimeField(allow_null=True, help_text="Null while the erasure is deferred.")
     reason = serializers.CharField()
     stopped_moderation = serializers.BooleanField(
         help_text="The review was still being moderated: it ended in manual_review, and no provider saw the content again."
     )
     status = serializers.ChoiceField(choices=ReviewStatus.choices, help_text="The review's status after the erasure.")
+    deferred = serializers.BooleanField(
+        help_text="A legal hold keeps the content: nothing was erased yet; the erasure is recorded and runs when "
+                  "the hold ends."
+    )
 
 
 class ReviewContentView(generics.GenericAPIView):
@@ -66,7 +70,7 @@ class ReviewContentView(generics.GenericAPIView):
             reason=query.validated_data.get("reason", "").strip() or DEFAULT_REASON,
         )
         status = ContentReview.objects.values_list("status", flat=True).get(pk=pk)
-        return Response(ErasureSerializer({**vars(report), "status": status}).data)
+        return Response(ErasureSerializer({**vars(report), "status": status, "deferred": report.deferred}).data)
 
 
 @extend_schema(exclude=True)

@@ -1,6 +1,6 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
 authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), custom review queues (queues.py), moderator QA (qa.py), erasure tombstones
-(erasure.py), the periodic jobs' heartbeats (heartbeats.py), and backtests, provider answers and shadow runs (quality.py)."""
+(erasure.py), legal holds and preservation snapshots (holds.py), the periodic jobs' heartbeats (heartbeats.py), and backtests, provider answers and shadow runs (quality.py)."""
 
 from moderation.models.core import *  # noqa: F403
 from moderation.models.core import __all__ as _core
@@ -36,6 +36,20 @@ from moderation.models.bulk import (
     BulkJobStatus,
 )
 from moderation.models.erasure import ERASED, ContentErasure
+from moderation.models.holds import (
+    HOLD_REFERENCE_MAX,
+    HOLD_TEXT_MAX,
+    AuthorityReport,
+    DeferredErasure,
+    Handover,
+    HoldAction,
+    HoldScope,
+    LegalHold,
+    LawEnforcementRequest,
+    LegalHoldEvent,
+    PreservationSnapshot,
+    SnapshotView,
+)
 from moderation.models.heartbeats import Heartbeat
 from moderation.models.quality import (
     BACKTEST_LIVE_STATUSES,
@@ -109,4 +123,6 @@ __all__ = [
     "APPROVAL_KEY", "default_canned_reasons",
     "BACKTEST_LIVE_STATUSES", "Backtest", "BacktestItem", "BacktestStatus", "DecisionRollup", "ProviderAnswer", "QualityCursor", "ShadowRun", "ShadowVerdict",
     "QA_LABELS", "QA_NOTE_MAX", "DecisionTime", "GoldenItem", "QaItem", "QaKind",
+    "HOLD_REFERENCE_MAX", "HOLD_TEXT_MAX", "DeferredErasure", "HoldAction", "HoldScope", "LegalHold", "LegalHoldEvent",
+    "PreservationSnapshot", "SnapshotView", "AuthorityReport", "LawEnforcementRequest", "Handover",
 ]

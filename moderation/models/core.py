@@ -204,6 +204,9 @@ class ReviewQueue(models.TextChoices):
     """The review queues: the named queues of `manual_review` reviews, each fed by the cause that
     sent it there (not the job queue, django-q2's: moderation/jobs.py)."""
 
+    # Content in a category the policy marks as a threat to life or safety (DSA Art. 18): ahead of
+    # every other queue's work, with a deadline in minutes (the policy's urgent_deadline_minutes).
+    URGENT = "urgent", "Threat to life or safety"
     LOW_CONFIDENCE = "low_confidence", "Low-confidence model results"
     REPORTS = "reports", "User reports"
     APPEALS = "appeals", "Appeals"
@@ -876,6 +879,24 @@ class ModerationPolicy(models.Model):
     )
     qa_double_review_rate = models.FloatField(
         default=0.0, db_default=0.0, help_text="Share (0 to 1) of moderators' decisions that another moderator reviews again."
+    )
+    # Evidence (docs/legal-holds.md): a decision rejecting, or sending to a human, content in a
+    # reportable category freezes a preservation snapshot in its transaction, kept this many days;
+    # the urgent categories (a threat to someone's life or safety, DSA Art. 18) wait in the urgent
+    # queue with a deadline in minutes. Both lists name categories of this policy.
+    reportable_categories = models.JSONField(
+        default=list, blank=True, db_default=[],
+        help_text='Categories whose decisions freeze a preservation snapshot, e.g. ["child_safety", "threat_to_life"].',
+    )
+    snapshot_retention_days = models.PositiveIntegerField(
+        default=365, db_default=365, help_text="Days a preservation snapshot is kept (US REPORT Act: one year)."
+    )
+    urgent_categories = models.JSONField(
+        default=list, blank=True, db_default=[],
+        help_text='Categories that threaten life or safety: the urgent queue, e.g. ["threat_to_life"].',
+    )
+    urgent_deadline_minutes = models.PositiveIntegerField(
+        default=60, db_default=60, help_text="Minutes within which an urgent review is to be acted on."
     )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(

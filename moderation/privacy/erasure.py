@@ -10,7 +10,9 @@ commits (dispatch also refuses erased content, whatever the review's state).
 
 Every erasure goes through `content_erase` (one review, in one transaction, `_erase_locked`);
 `author_content_erase` erases each of an author's reviews by it, then the author's own record
-(`_author_words_erase`). A check that must keep something from erasure belongs there.
+(`_author_words_erase`). A check that must keep something from erasure belongs there: a legal
+hold is one (moderation/privacy/holds.py; docs/legal-holds.md). Held content is not erased: the
+request is recorded (`DeferredErasure`) and runs when no hold keeps it (`erasures_deferred_run`).
 
 `REDACTED` is the one list of the columns that hold content. A new column that can hold a
 user's words (a report's detail, an appeal's statement, a notification's payload...) is one
@@ -71,11 +73,14 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    DeferredErasure,
+    HoldScope,
     MediaRemoval,
     ModerationRequest,
     ReviewMedia,
     ReviewStatus,
 )
+from moderation.privacy.holds import held_q, holds_active, review_holds
 from moderation.text.quotes import Quotes, content_quotes, quote_runs, scrub, words_erased
 from moderation.transparency.reasons import reasons
 from moderation.services.appeals import appeal_open_locked
@@ -220,6 +225,11 @@ class ErasureReport:
     for_real: bool = True
     appeal_closed: bool = False  # erasing again closed an appeal an older version left open
     reports_resolved: int = 0  # its open reports, resolved: no moderator will judge them
+    held_by: list[int] = field(default_factory=list)  # legal holds that keep it: the erasure is deferred
+
+    @property
+    def deferred(self) -> bool:
+        return bool(self.held_by)
 
 
 def review_for(identifier) -> ContentReview:
@@ -252,7 +262,7 @@ def content_erase(*, review_id, actor: str, actor_id: str, reason: str, for_real
         except _DryRun as dry:
             report = dry.args[0]
             report.for_real = False
-            if not report.already_erased:
+            if not report.already_erased and not report.deferred:
                 report.erased_at = None
     return report
 
@@ -274,6 +284,8 @@ class AuthorErasureReport:
     remaining: int = 0
     for_real: bool = True
     redacted: dict[str, int] = field(default_factory=dict)  # the author's own record's words: rows per column
+    held: int = 0  # contents a legal hold keeps: their erasure is deferred
+    record_held: bool = False  # a hold on the author keeps its record's words too
 
 
 def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: str, for_real: bool = True,
@@ -295,7 +307,11 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
     reviews = ContentReview.objects.filter(author_id=author_pk)
     report = AuthorErasureReport(author_pk, reason, for_real=for_real,
                                  already_erased=reviews.filter(content__erased_at__isnull=False).count())
-    left = reviews.filter(content__erased_at__isnull=True).order_by("pk")
+    # Held contents are recorded as deferred at once, and not visited one by one at every call (a
+    # hold on the author keeps them all); one held since is deferred by content_erase itself.
+    report.held = _defer_held(reviews.filter(held_q(), content__erased_at__isnull=True), actor=actor,
+                              actor_id=actor_id, reason=reason, for_real=for_real)
+    left = reviews.filter(content__erased_at__isnull=True).exclude(held_q()).order_by("pk")
     after, stopped = None, False
     while not stopped and (limit is None or report.erased < limit):
         batch = left.filter(pk__gt=after) if after is not None else left  # a dry run erases nothing: move on
@@ -305,7 +321,9 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
             erased = content_erase(review_id=review_id, actor=actor, actor_id=actor_id, reason=reason,
                                    for_real=for_real)
             after = review_id
-            if erased.already_erased:  # by someone else since the batch was read
+            if erased.deferred:
+                report.held += 1
+            elif erased.already_erased:  # by someone else since the batch was read
                 report.already_erased += 1
             else:
                 report.erased += 1
@@ -316,8 +334,20 @@ def author_content_erase(*, author_pk: int, actor: str, actor_id: str, reason: s
                 break
         stopped = stopped or not ids
     report.remaining = left.filter(pk__gt=after).count() if not for_real and after else left.count()
-    report.redacted = _author_words_erase(author_pk, for_real=for_real)
+    report.record_held = holds_active().filter(author_id=author_pk, scope=HoldScope.AUTHOR).exists()
+    if not report.record_held:
+        report.redacted = _author_words_erase(author_pk, for_real=for_real)
     return report
+
+
+def _defer_held(held, *, actor: str, actor_id: str, reason: str, for_real: bool) -> int:
+    """Record the erasure of the `held` reviews as deferred (once each); their count."""
+    pks = list(held.values_list("pk", flat=True))
+    if for_real:
+        DeferredErasure.objects.bulk_create(
+            [DeferredErasure(review_id=pk, actor=actor, actor_id=actor_id, reason=reason) for pk in pks],
+            ignore_conflicts=True)  # (one pending per review: a unique index)
+    return len(pks)
 
 
 def _review_locked(review_id) -> ContentReview:
@@ -335,7 +365,13 @@ def _review_locked(review_id) -> ContentReview:
 def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> ErasureReport:
     review = _review_locked(review_id)
     content = review.content
+    if content.erased_at is None and (held_by := review_holds(review.pk)):
+        # Asked holding the review's lock, which placing a hold takes too (moderation/privacy/holds.py).
+        if not DeferredErasure.objects.filter(review=review, done_at__isnull=True).exists():
+            DeferredErasure.objects.create(review=review, actor=actor, actor_id=actor_id, reason=reason)
+        return ErasureReport(review.pk, content.pk, None, reason, held_by=held_by)
     if content.erased_at is not None:
+        DeferredErasure.objects.filter(review=review, done_at__isnull=True).update(done_at=timezone.now())
         tombstone = content.erasure
         return ErasureReport(review.pk, content.pk, tombstone.erased_at, tombstone.reason, already_erased=True,
                              stopped_moderation=tombstone.stopped_moderation, redacted=tombstone.redacted,
@@ -360,10 +396,28 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
         content=content, review=review, actor=actor, actor_id=actor_id, reason=reason, erased_at=now,
         stopped_moderation=stopped, redacted=counts,
     )
+    # A deferred request is done, and keeps the tombstone's reason, not its own words.
+    DeferredErasure.objects.filter(review=review, done_at__isnull=True).update(done_at=now, reason=reason)
     # Its open reports: no moderator will judge them now (report_outcomes), resolved as it is erased.
     resolved = reports_resolve_erased_locked(review, now=now)
     return ErasureReport(review.pk, content.pk, tombstone.erased_at, reason, stopped_moderation=stopped, redacted=counts,
                          reports_resolved=resolved)
+
+
+def erasures_deferred_run() -> tuple[int, int]:
+    """Run the deferred erasures of contents no hold keeps any more, each by `content_erase` in a
+    transaction of its own (it asks again under the review's lock): (erased, still held)."""
+    pending = DeferredErasure.objects.filter(done_at__isnull=True)
+    still_held = pending.filter(held_q(review="review")).count()
+    erased = 0
+    for deferred in pending.exclude(held_q(review="review")).order_by("pk"):
+        report = content_erase(review_id=deferred.review_id, actor=deferred.actor, actor_id=deferred.actor_id,
+                               reason=deferred.reason)
+        if report.deferred:  # a hold placed since
+            still_held += 1
+        elif not report.already_erased:
+            erased += 1
+    return erased, still_held
 
 
 def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str) -> bool:

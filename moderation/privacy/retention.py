@@ -13,6 +13,11 @@ Deletes run in batches, each its own short transaction over rows taken with SKIP
 two prunes at once (a schedule firing on two clusters) share the work instead of waiting, and
 nothing the pipeline does waits long behind them. The rows behind /metrics counters are
 tallied in the same transaction (`PrunedTally`), so a counter never falls.
+
+A legal hold keeps what it names (moderation/privacy/holds.py; docs/legal-holds.md): a target
+whose rows belong to a review (`review`, the path to it) skips the rows of held reviews, and
+`prune_held` counts them. Preservation snapshots are pruned once their policy's period is over
+(their trigger refuses an earlier DELETE), unless a hold keeps them.
 """
 
 from __future__ import annotations
@@ -36,11 +41,13 @@ from moderation.models import (
     MediaRemoval,
     NotificationAttempt,
     NotificationStatus,
+    PreservationSnapshot,
     ProviderAnswer,
     RateCount,
     ReviewMedia,
     ReviewStatus,
 )
+from moderation.privacy.holds import held_q
 from moderation.services.idempotency import idempotency_records_expired
 
 
@@ -56,6 +63,12 @@ class Target:
     # Locks the rows whose state decides that the chosen ones are due (skipping those locked
     # elsewhere) and returns the chosen still to take; they are then checked again under it.
     lock: Callable[[list], list] | None = None
+    # The path from a row to its review: the rows of a review a legal hold keeps are skipped.
+    review: str = ""
+
+    def due(self, now: datetime) -> QuerySet:
+        """The rows due for deletion at `now`, but those a legal hold keeps."""
+        return self.rows(now).exclude(held_q(now, review=self.review)) if self.review else self.rows(now)
 
 
 def _days(setting: str, now: datetime) -> datetime:
@@ -131,14 +144,24 @@ TARGETS = (
                notification__delivered_at__lt=_days("NOTIFICATION_ATTEMPT_RETENTION_DAYS", now))),
     Target("pipeline events", "PIPELINE_EVENT_RETENTION_DAYS",
            lambda now: PipelineEvent.objects.filter(created_at__lt=_days("PIPELINE_EVENT_RETENTION_DAYS", now)),
-           _event_tally),
+           _event_tally, review="review"),
     Target("images' bytes", "MEDIA_RETENTION_DAYS", _media, remove=_media_remove, age="final for more than",
-           lock=_media_lock),
+           lock=_media_lock, review="content__review"),
     Target("kept provider answers", "PROVIDER_ANSWER_RETENTION_DAYS", lambda now: ProviderAnswer.objects.filter(
         created_at__lt=_days("PROVIDER_ANSWER_RETENTION_DAYS", now))),
     Target("rate-limit counts", "RATE_COUNT_RETENTION_H", lambda now: RateCount.objects.filter(
         touched_at__lt=now - timedelta(hours=settings.RATE_COUNT_RETENTION_H)), age="untouched for more than"),
+    # Each snapshot's own period (its policy's snapshot_retention_days, written on it as expires_at).
+    Target("preservation snapshots", "", lambda now: PreservationSnapshot.objects.filter(expires_at__lte=now),
+           age="past their expiry", review="review"),
 )
+
+
+def prune_held(*, now: datetime | None = None) -> dict[str, int]:
+    """Rows due for deletion that a legal hold keeps, per target that can hold (docs/legal-holds.md)."""
+    now = now or timezone.now()
+    return {target.name: target.rows(now).filter(held_q(now, review=target.review)).count()
+            for target in TARGETS if target.review}
 
 
 def prune(*, now: datetime | None = None, for_real: bool = False, batch: int | None = None,
@@ -149,7 +172,7 @@ def prune(*, now: datetime | None = None, for_real: bool = False, batch: int | N
     counts = {}
     for target in TARGETS:
         if not for_real:
-            counts[target.name] = target.rows(now).count()
+            counts[target.name] = target.due(now).count()
             continue
         counts[target.name] = 0
         while not should_stop():
@@ -162,7 +185,7 @@ def prune(*, now: datetime | None = None, for_real: bool = False, batch: int | N
 
 def _delete_batch(target: Target, now: datetime, batch: int) -> int:
     with transaction.atomic():
-        due = target.rows(now)
+        due = target.due(now)
         pks = list(due.select_for_update(skip_locked=True, of=("self",)).values_list("pk", flat=True)[:batch])
         if not pks:
             return 0

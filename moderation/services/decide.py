@@ -5,7 +5,8 @@ Every decision goes through `decide_locked`: a provider result, a provider failu
 human, a moderator's override and an escalation; and so does every strike against the review's
 author (moderation/services/strikes.py) and every resolution of its reports by a decision
 (moderation/services/report_outcomes.py), and every statement of reasons for the DSA Transparency
-Database (moderation/services/statements.py).
+Database (moderation/services/statements.py), and every preservation snapshot of a decision in a
+reportable category (moderation/services/preservation.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from moderation.services.appeals import appeal_resolve_locked
 from moderation.services.strikes import strike_open_read, strikes_after_decision_locked
 from moderation.db.one_statement import OneStatement
 from moderation.services.policy import policy_active
+from moderation.services.preservation import snapshot_after_decision_locked
 from moderation.services.report_outcomes import reports_open_read, reports_resolve_locked
 from moderation.services.statements import statement_after_decision_locked
 from moderation.services.outbox import appeal_resolved_body, decided_body, outbox_row, outbox_write
@@ -118,6 +120,10 @@ def decide_locked(
         statement_after_decision_locked(review, decision, open_kind_rank=reported.value, judged=counts_strike,
                                         decided_before=decided_before, writes=after)
         after.execute()
+        # Evidence, in the decision's transaction, when its category is reportable (no query
+        # otherwise); not of a decision erasure makes: there is no content left to keep.
+        if cause != Cause.CONTENT_ERASED:
+            snapshot_after_decision_locked(review, decision)
         return decision
 
 

@@ -25,6 +25,7 @@ from moderation.errors import QueueForbidden
 from moderation.models import Author, Cause, ContentReview, ModerationPolicy, ModerationQueue, ReviewQueue
 from moderation.review_queues import QueueEntry, RouteFacts, queue_entry, routing_conditions_used
 from moderation.selectors import queues_forbidden, review_visible_to
+from moderation.services.preservation import category_among
 from moderation.verdicts import MEDIA_KINDS
 
 logger = logging.getLogger(__name__)
@@ -133,6 +134,8 @@ def review_queue_entry(review: ContentReview, policy: ModerationPolicy, *, cause
         # (Its content is read only for a cause that may send media to a human.)
         media=cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK) and review.content.kind in MEDIA_KINDS,
         facts=route_facts(review, policy=policy, cause=cause, report_count=report_count, standing=standing),
+        # (Asked only of a policy with urgent categories: no query otherwise.)
+        urgent=decision is not None and bool(category_among(decision, policy.urgent_categories)),
     )
 
 

@@ -277,7 +277,7 @@ def test_erasing_an_author_erases_each_content_and_keeps_strikes_and_actions(htt
 
     assert answer.status_code == 200
     assert answer.json() == {"author_id": "ann", "erased": 4, "stopped_moderation": 1, "already_erased": 0,
-                             "remaining": 0, "reason": "ticket-7"}
+                             "remaining": 0, "held": 0, "reason": "ticket-7"}
     for review in [*rejected, pending]:
         content = Content.objects.get(pk=review.content_id)
         assert content.erased_at is not None and content.text == ""
@@ -296,7 +296,7 @@ def test_erasing_an_author_erases_each_content_and_keeps_strikes_and_actions(htt
     # Again: nothing erased twice.
     again = http.delete(url("ann", "content/"))
     assert again.json() | {"reason": ""} == {"author_id": "ann", "erased": 0, "stopped_moderation": 0,
-                                             "already_erased": 4, "remaining": 0, "reason": ""}
+                                             "already_erased": 4, "remaining": 0, "held": 0, "reason": ""}
 
 
 def test_an_author_erasure_stopped_midway_erases_the_rest_when_run_again(http, api_client, monkeypatch):

@@ -180,8 +180,8 @@ class TestTheQueues:
         scored(api_client, 0.6)
         enter(decided(api_client, "approved"), Cause.USER_REPORTS, report_count=3)
         figures = {q.queue: q.depth for q in workplace.review_queue_figures()}
-        assert figures == {"low_confidence": 1, "reports": 1, "appeals": 0, "provider_failures": 0, "escalations": 0,
-                           "restricted_authors": 0, "notices": 0, "images": 0}
+        assert figures == {"urgent": 0, "low_confidence": 1, "reports": 1, "appeals": 0, "provider_failures": 0,
+                           "escalations": 0, "restricted_authors": 0, "notices": 0, "images": 0}
 
 
 @pytest.mark.django_db

@@ -19,6 +19,7 @@ class Command(BaseCommand):
         "with --client): text, media URL, metadata and every copy or quote of them, and every reason, note and "
         "explanation written about them, keeping the review, its transitions, decisions and ids with a tombstone "
         "(who, when, why); an author's strikes and actions stay, their reasons and appeals' words go. "
+        "Content a legal hold keeps is not erased: the erasure is deferred until the hold ends. "
         "A review still being moderated is stopped. Dry run unless --for-real."
     )
 
@@ -81,13 +82,18 @@ class Command(BaseCommand):
         record = ", ".join(f"{name} x{n}" for name, n in report.redacted.items()) or "nothing left to erase"
         self.stdout.write(
             f"author {author.author_id!r} of {author.client.name}: {verb} {report.erased} contents "
-            f"({report.stopped_moderation} stopped), {report.already_erased} erased before, {report.remaining} left; "
-            f"the words of its record: {record}"
+            f"({report.stopped_moderation} stopped), {report.already_erased} erased before, {report.held} held by a "
+            f"legal hold (deferred), {report.remaining} left; the words of its record: "
+            + ("kept, a legal hold names the author" if report.record_held else record)
         )
         if stop:
             self.stdout.write("stopped by SIGTERM: run the same command again to erase the rest")
 
     def _line(self, report) -> str:
+        if report.deferred:
+            holds = ", ".join(str(pk) for pk in report.held_by)
+            then = "erasure deferred until the hold ends" if report.for_real else "its erasure would be deferred"
+            return f"review {report.review_id}: held by legal hold {holds}: {then}"
         if report.already_erased:
             closed = ("" if not report.appeal_closed else
                       "; its open appeal " + ("closed" if report.for_real else "would be closed") + ", the rejection stands")
