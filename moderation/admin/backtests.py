@@ -13,7 +13,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils import timezone
@@ -88,6 +88,16 @@ class BacktestAdmin(ReadOnlyAdmin):
         return [path("<int:backtest_id>/page/", view(self.page_view), name="moderation_backtest_page"),
                 path("<int:backtest_id>/cancel/", view(self.cancel_view), name="moderation_backtest_cancel"),
                 ] + super().get_urls()
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # The backtest's page is its one view: the stored figures hold excerpts of the texts it
+        # missed, of every queue, which the generic change page would print field by field.
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        backtest = get_object_or_404(Backtest, pk=object_id) if str(object_id).isdigit() else None
+        if backtest is None:
+            raise Http404
+        return HttpResponseRedirect(reverse("admin:moderation_backtest_page", args=[backtest.pk]))
 
     def page_view(self, request, backtest_id):
         if not self.has_view_permission(request):

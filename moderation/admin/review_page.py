@@ -19,10 +19,10 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from moderation.admin import csp
-from moderation.admin.review_words import decided_by_text, deciding_match
+from moderation.admin.review_words import deciding_match
 from moderation.models import ContentReview, Decision, DecisionSource, ModerationPolicy, PileOn, ReportKind, ReviewStatus
 from moderation.observability.workplace import ReportSummary
-from moderation.verdicts import thresholds_for
+from moderation.verdicts import match_bank, thresholds_for
 
 
 def workplace_page(model_admin, request, template: str, title: str, **context) -> TemplateResponse:
@@ -70,14 +70,14 @@ def top_category(decision: Decision | None) -> tuple[str, float] | None:
 
 def top_category_text(review: ContentReview) -> str:
     """The list's "top category": the model's top score ("hate 0.91"); for a decision a rule or a
-    hash bank made, that match's category and who ("insult (rule insult:reject:id)", "sexual (hash
-    bank known-bad)"); for a decision that names a category (a moderator's), that category, with
+    hash bank made, that match's category and which kind decided ("insult (rule)", "sexual (hash
+    bank)": the review page names the rule or bank); for a decision that names a category (a moderator's), that category, with
     the model's top score of the review where a model scored it (`with_model_score`):
     "harassment (moderator; model 0.62)"."""
     decision = review.decision
     match = deciding_match(decision)
     if match is not None:
-        return f"{match.get('category') or decision.label} ({decided_by_text(match)})"
+        return f"{match.get('category') or decision.label} ({'hash bank' if match_bank(match) else 'rule'})"
     if decision is not None and decision.category:
         model = getattr(review, "model_score", None)
         who = "moderator" if decision.source == DecisionSource.MODERATOR else str(decision.source)

@@ -9,7 +9,7 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -57,6 +57,15 @@ class ShadowRunAdmin(ReadOnlyAdmin):
         return [path("<int:shadow_id>/page/", view(self.page_view), name="moderation_shadowrun_page"),
                 path("<int:shadow_id>/stop/", view(self.stop_view), name="moderation_shadowrun_stop"),
                 ] + super().get_urls()
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        # The shadow's page is its one view (with its disagreements checked against the viewer's queues).
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if not str(object_id).isdigit():
+            raise Http404
+        shadow = get_object_or_404(ShadowRun, pk=object_id)
+        return HttpResponseRedirect(reverse("admin:moderation_shadowrun_page", args=[shadow.pk]))
 
     def page_view(self, request, shadow_id):
         if not self.has_view_permission(request):

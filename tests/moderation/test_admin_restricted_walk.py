@@ -23,6 +23,7 @@ import html
 import json
 import operator
 import re
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth.models import Group
 from django.contrib.contenttypes.models import ContentType
-from django.db.models import Q
+from django.db.models import F, Q
 from django.test import Client
 from django.urls import URLResolver, get_resolver, reverse
 from django.urls.resolvers import RoutePattern
@@ -45,21 +46,25 @@ from callbacks.payload import parse
 from callbacks.services import callback_process, callback_store
 from moderation import services, tasks
 from moderation.privacy.erasure import content_erase
+from moderation.quality import backtests, shadows
 from moderation.observability.dashboard import dashboard_figures
 from moderation.models import (
     AccountAppeal,
     ApiClient,
+    Backtest,
     BulkAction,
     BulkJob,
     ContentReview,
     GoldenItem,
     HashBank,
     HashBankEntry,
+    ModerationPolicy,
     ModerationQueue,
     ModeratorNote,
     QaItem,
     ReviewMedia,
     ReviewStatus,
+    ShadowRun,
     Strike,
     TransparencyStatement,
 )
@@ -132,6 +137,17 @@ def world(settings, api_client, django_user_model) -> World:
         "qa_double_review_rate": 1.0})  # every moderator's decision is reviewed again (docs/qa.md)
     member = staff(django_user_model, "member-one", "supervisor", VAULT_GROUP)
     other_member = staff(django_user_model, "member-two", "moderator", VAULT_GROUP)
+    # Drafts in shadow and backtested over what moderators decided (docs/quality.md): their pages
+    # count a review of a queue the viewer may not open, never show it.
+    active = services.policy_active()
+    every = ("insult", "threat", "hate", "sexual", "profanity", "harassment")
+    approve_all = services.policy_publish(**{**services.policy_fields(active), "review_threshold": 1.0, "reject_threshold": 1.0,
+                                             "category_thresholds": {c: {"review": 1.0, "reject": 1.0} for c in every},
+                                             "term_lists": []}, draft=True)
+    to_humans = services.policy_publish(**{**services.policy_fields(active), "review_threshold": 0.0, "reject_threshold": 1.0,
+                                           "category_thresholds": {c: {"review": 0.0, "reject": 1.0} for c in every}},
+                                        draft=True)
+    shadow = shadows.shadow_start(policy=approve_all, provider_name="local", user=member)
 
     # An image, judged by no provider: it waits for a human, in the vault.
     settings.MODERATION_PROVIDER = "local"
@@ -182,6 +198,14 @@ def world(settings, api_client, django_user_model) -> World:
                             action=BulkAction.ESCALATE, reason="walk")
     services.bulk_job_draft(reviews=ContentReview.objects.filter(pk=shown.pk), moderator=member,
                             action=BulkAction.ESCALATE, reason="visible only")
+
+    settings.QUALITY_SETTLE_S = 0
+    assert shadows.shadows_run(deadline=time.monotonic() + 30) >= 3
+    assert shadow.verdicts.exclude(label=F("live_label")).filter(review=left).exists()
+    backtest = backtests.backtest_start(candidate=to_humans, provider_name="local", user=member, enqueue=False)
+    backtests.backtest_run(backtest_id=backtest.pk, deadline=time.monotonic() + 60, enqueue_rest=False)
+    backtest.refresh_from_db()
+    assert str(left.pk) in {change["review"] for change in backtest.changes}
 
     rows = ContentReview.objects.select_related("content").in_bulk([waiting.pk, left.pk, image.pk, erased.pk])
     forbidden = [rows[waiting.pk], rows[left.pk], rows[image.pk], rows[erased.pk]]
@@ -235,7 +259,11 @@ def missing_id(model) -> str:
 
 # The URL parameters naming a row, and the model of the row (None: the ModelAdmin's own model).
 ROW_PARAMETERS = {"object_id": None, "id": None, "job_id": BulkJob, "appeal_id": AccountAppeal, "item_id": QaItem,
-                  "golden_id": GoldenItem}
+                  "golden_id": GoldenItem, "backtest_id": Backtest, "shadow_id": ShadowRun,
+                  "policy_id": ModerationPolicy,
+                  # Legal holds' own pages (docs/legal-holds.md): each of its ModelAdmin's rows.
+                  "hold_id": None, "snapshot_id": None, "report_id": None, "request_id": None,
+                  "review_id": ContentReview}
 
 
 def parameter_values(name: str, model, world: World) -> list[str]:

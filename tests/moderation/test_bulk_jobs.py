@@ -208,7 +208,7 @@ def test_the_sweep_resumes_a_job_whose_task_was_lost(api_client, mia, django_cap
     with django_capture_on_commit_callbacks(execute=True):
         summary = tasks.sweep()
 
-    assert summary.endswith(", 1 bulk jobs resumed")
+    assert ", 1 bulk jobs resumed, 0 backtests resumed" in summary
     assert [t["kwargs"]["bulk_job_id"] for t in queued_tasks(TASK)] == [job.pk]
 
 
