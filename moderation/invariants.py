@@ -683,6 +683,7 @@ def qa_violations(review_ids: Iterable) -> list[str]:
                 problems.append(f"{where}: held by the first decision's moderator")
             if item.answered_at is not None and item.agrees != ((item.label, item.category) == (first.label, first.category)):
                 problems.append(f"{where}: scored agrees={item.agrees} for {item.label} {item.category!r}")
+    return problems
 
 
 def hold_violations(review_ids: Iterable) -> list[str]:

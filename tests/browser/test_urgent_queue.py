@@ -39,5 +39,5 @@ def test_the_urgent_queue_shows_the_minutes_deadline_and_the_inform_action(live_
 
     assert shown == f"deadline {deadline} UTC (15 minutes after it arrived)"
     assert "Threat to life or safety" in summary
-    assert "Police emergency line" in report_page and "a perfectly friendly sentence" in report_page
+    assert "Police emergency line" in report_page and "thanks for the lovely dinner, see you at the party" in report_page
     assert AuthorityReport.objects.get().sent_by == "mia"

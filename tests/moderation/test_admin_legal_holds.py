@@ -69,12 +69,12 @@ def test_opening_a_snapshot_asks_why_logs_it_and_never_shows_it_to_another_role(
         assert other.post(url, {"why": "curious"}).status_code == 403
     counsel = staff_browser(django_user_model, "counsel", "legal")
     change = counsel.get(reverse("admin:moderation_preservationsnapshot_change", args=[snapshot.pk])).content.decode()
-    assert "a perfectly friendly sentence" not in change and 'id="open-snapshot"' in change
+    assert "thanks for the lovely dinner, see you at the party" not in change and 'id="open-snapshot"' in change
     asked = counsel.get(url).content.decode()
-    assert 'id="open-form"' in asked and "a perfectly friendly sentence" not in asked
+    assert 'id="open-form"' in asked and "thanks for the lovely dinner, see you at the party" not in asked
     assert not SnapshotView.objects.exists()
     shown = counsel.post(url, {"why": "warrant 77"}).content.decode()
-    assert "a perfectly friendly sentence" in shown
+    assert "thanks for the lovely dinner, see you at the party" in shown
     assert list(SnapshotView.objects.values_list("viewer", "why")) == [("counsel", "warrant 77")]
 
 

@@ -80,7 +80,7 @@ def test_without_out_it_prints_the_package_and_a_text_has_no_files(api_client, n
     out = StringIO()
     call_command("hotline_report", "--review", str(review.content_id), stdout=out, stderr=StringIO())
     package = json.loads(out.getvalue())
-    assert package["content"]["files"] == [] and package["content"]["text"] == "a perfectly friendly sentence"
+    assert package["content"]["files"] == [] and package["content"]["text"] == "thanks for the lovely dinner, see you at the party"
     assert package["uploader"] is None and no_network == []
 
 

@@ -19,7 +19,7 @@ from moderation.privacy.erasure import content_erase
 from moderation.privacy.holds import review_holds
 from moderation.privacy.requests import request_handover, request_register
 from moderation.services.preservation import snapshot_digest
-from tests.helpers import decided, submit
+from tests.helpers import FRIENDLY, decided, submit
 
 
 def registered(reviews, **fields) -> LawEnforcementRequest:
@@ -42,7 +42,7 @@ def test_a_handover_records_a_manifest_of_hashes_that_is_append_only(api_client)
     request = registered([review.pk])
     handover = request_handover(request_id=request.pk, review_ids=[review.pk], handed_by="counsel")
     item, = handover.manifest["items"]
-    assert item["text_sha256"] == hashlib.sha256(b"a perfectly friendly sentence").hexdigest()
+    assert item["text_sha256"] == hashlib.sha256(FRIENDLY.encode()).hexdigest()
     assert item["snapshot"]["sha256"] == review.snapshots.get().sha256 and not item["erased"]
     assert handover.sha256 == snapshot_digest(handover.manifest) and handover.manifest["reference"] == "MP-2026-118"
     assert list(request.handovers.all()) == [handover]

@@ -26,7 +26,7 @@ from moderation.services import preservation
 from tests.helpers import SCORE_FOR, claimed, decided, examples, result, staff_browser
 from tests.helpers_media import encoded, image_hash, image_header, picture
 
-TEXT = "a perfectly friendly sentence"
+TEXT = "thanks for the lovely dinner, see you at the party"
 
 
 @pytest.fixture

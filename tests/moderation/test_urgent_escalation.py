@@ -17,7 +17,7 @@ from moderation.privacy.holds import review_holds
 from moderation.services.preservation import snapshot_digest
 from tests.helpers import decided, staff_browser
 
-THREAT = "a perfectly friendly sentence"  # the scripted result scores it as harassment
+THREAT = "thanks for the lovely dinner, see you at the party"  # the scripted result scores it as harassment
 
 
 @pytest.fixture
