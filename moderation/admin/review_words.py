@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.models import ReviewTransition
-from moderation.models import Cause, ContentReview, Decision, DecisionSource, ReviewStatus, RuleAction
+from moderation.models import AccountAction, Cause, ContentReview, Decision, DecisionSource, ReviewStatus, RuleAction, Strike
 from moderation.verdicts import match_bank
 from moderation.words import STATUS_NOW, actor_words, cause_words, decided
 
@@ -87,19 +87,42 @@ def erasure_words(review: ContentReview) -> dict | None:
     return {"at": erasure.erased_at, "by": actor_words(erasure.actor, erasure.actor_id), "reason": erasure.reason}
 
 
+def ladder_words(decision: Decision) -> str:
+    """What the decision did to its author, when it counted a strike: the strike's points, the
+    author's active points, and what the enforcement ladder did ("suspended until ...") or will do
+    next ("ban at 8"). "" for a decision that counted no strike. Three reads, on a decision only."""
+    strike = Strike.objects.filter(decision=decision).select_related("author").first()
+    if strike is None:
+        return ""
+    points = strike.author.strike_points
+    words = (f"A strike of {strike.points} point{'s' if strike.points != 1 else ''}: the author has {points} "
+             f"active point{'s' if points != 1 else ''}")
+    action = AccountAction.objects.filter(strike=strike).first()
+    if action is not None:
+        done = {"warn": "warned", "suspend": "suspended", "ban": "banned"}.get(action.action, action.action)
+        until = f" until {action.until:%Y-%m-%d %H:%M} UTC" if action.until else ""
+        return f"{words}, and the enforcement ladder {done} them{until}."
+    ladder = decision.policy.enforcement_ladder if decision.policy_id else []
+    rungs = sorted((r for r in ladder if isinstance(r, dict) and r.get("points", 0) > points), key=lambda r: r["points"])
+    return f"{words} (next: {rungs[0]['action']} at {rungs[0]['points']})." if rungs else f"{words}."
+
+
 def done_message(request, action: str, review: ContentReview):
-    """What an action left, named ("Rejected as harassment."), with an Undo button for a
-    decision (a POST: the message carries the form, with this session's CSRF token)."""
+    """What an action left, named ("Rejected as harassment."), with what it did to the author
+    (`ladder_words`) and an Undo button for a decision (a POST: the message carries the form,
+    with this session's CSRF token)."""
     if action == "override":
         decision = review.decision
         what = decided(decision.label, decision.category) if decision else "Decided"
+        ladder = ladder_words(decision) if decision else ""
         undo_url = reverse("admin:moderation_contentreview_act", args=[review.pk, "undo"])
         return format_html(
-            '{}. <form method="post" action="{}" class="undo-form">'
+            '{}.{} <form method="post" action="{}" class="undo-form">'
             '<input type="hidden" name="csrfmiddlewaretoken" value="{}">'
             '<input type="hidden" name="decision" value="{}"><input type="hidden" name="version" value="{}">'
             '<button type="submit" class="undo-link">Undo</button></form>',
-            what, undo_url, get_token(request), decision.pk if decision else "", review.version,
+            what, f" {ladder}" if ladder else "", undo_url, get_token(request), decision.pk if decision else "",
+            review.version,
         )
     if action == "escalate":
         if review.leased_to_id and review.lease_expires_at and review.lease_expires_at > timezone.now():

@@ -148,6 +148,28 @@ def test_the_page_says_how_the_review_came_to_its_status(mia, api_client):
 
 
 @pytest.mark.django_db
+def test_the_success_message_says_what_the_ladder_did_to_the_author(mia, api_client):
+    """Issue: the message did not say what the ladder did. The policy's ladder warns at 3, suspends
+    at 5 for 7 days, bans at 8; harassment counts 1 point here. Two rejections before: the third
+    warns; a rejection of another author's first content names the next rung."""
+    for _ in range(2):
+        model_said(api_client, 0.95, author_id="u-7")
+    third = model_said(api_client, 0.6, author_id="u-7")
+    first = model_said(api_client, 0.6, author_id="u-8")
+
+    def reject(review):
+        response = mia.post(f"{LIST}{review.pk}/act/override/", {
+            "label": "rejected", "category": "harassment", "reason": "insults", "version": review.version}, follow=True)
+        return visible(response.content.decode())
+
+    warned, counted = reject(third), reject(first)
+
+    assert ("Rejected as harassment. A strike of 1 point: the author has 3 active points, and the enforcement "
+            "ladder warned them. Undo") in warned
+    assert "Rejected as harassment. A strike of 1 point: the author has 1 active point (next: warn at 3). Undo" in counted
+
+
+@pytest.mark.django_db
 def test_the_success_message_names_the_decision_and_its_undo_button_takes_it_back(mia, api_client):
     review = model_said(api_client, 0.6)
 
