@@ -8,6 +8,8 @@ else (no review, decision, notification or statement).
 
 from __future__ import annotations
 
+import hashlib
+
 from django.conf import settings
 from django.db import models
 
@@ -102,10 +104,17 @@ class ProviderAnswer(models.Model):
     key = models.CharField(max_length=64, primary_key=True)
     model = models.CharField(max_length=200)
     result = models.JSONField()
+    # The text's own digest: erasure deletes the answers about a content it erases (a provider's
+    # rationale quotes the text), whatever model gave them (moderation/privacy/erasure.py).
+    text_digest = models.CharField(max_length=64, db_index=True, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     def __str__(self) -> str:
         return f"{self.model} answer {self.key[:12]}"
+
+    @staticmethod
+    def digest_of(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class ShadowRun(models.Model):

@@ -77,12 +77,14 @@ from moderation.models import (
     HoldScope,
     MediaRemoval,
     ModerationRequest,
+    ProviderAnswer,
     ReviewMedia,
     ReviewStatus,
 )
 from moderation.privacy.holds import held_q, holds_active, review_holds
 from moderation.text.quotes import Quotes, content_quotes, quote_runs, scrub, words_erased
 from moderation.transparency.reasons import reasons
+from moderation.verdicts import rule_text
 from moderation.services.appeals import appeal_open_locked
 from moderation.services.decide import decide_locked
 from moderation.services.outbox import outbox_payload
@@ -379,6 +381,9 @@ def _erase_locked(review_id, *, actor: str, actor_id: str, reason: str) -> Erasu
                              reports_resolved=reports_resolve_erased_locked(review, now=timezone.now()))
     quotes = content_quotes(content, also=_quoted_matches(review))
     counts, said = _redact(review, quotes)
+    # Provider answers kept for backtests and shadows (their rationale may quote the text): gone
+    # with the content, whichever model gave them.
+    ProviderAnswer.objects.filter(text_digest=ProviderAnswer.digest_of(rule_text(content))).delete()
     # The erasure's own decisions come after the redaction, so that their words (the platform's:
     # the content was erased) stay, and from the review read again, so that nothing they copy of
     # it (a history row) brings back what was redacted.

@@ -148,7 +148,8 @@ def kept_answers(texts: list[str], *, provider, model: str, policy: ModerationPo
     for i, answer in zip(asked_for, fresh, strict=True):
         kept[keys[i]] = answer
         if isinstance(answer, ModerationResult):
-            new_rows.append(ProviderAnswer(key=keys[i], model=model, result=result_json(answer)))
+            new_rows.append(ProviderAnswer(key=keys[i], model=model, result=result_json(answer),
+                                           text_digest=ProviderAnswer.digest_of(texts[i])))
     ProviderAnswer.objects.bulk_create(new_rows, ignore_conflicts=True, batch_size=1000)
     return [kept[key] for key in keys]
 

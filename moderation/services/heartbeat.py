@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.db import connection, transaction
 from django.utils import timezone
 
 from moderation.models import Heartbeat
@@ -12,6 +13,9 @@ SWEEPER = "sweeper"
 # name only on that cluster, so a schedule bound to this deployment's NOTIFY_CLUSTER beats only
 # while a notification cluster of this deployment runs.
 NOTIFIER_EVERY_MIN = 1
+
+
+_SCHEDULES_LOCK = 0x6D6F6473  # advisory lock id: one binder of the notification cluster's schedules at a time
 
 
 def notifier() -> str:
@@ -29,6 +33,21 @@ def notifier_schedule_ensure() -> None:
     names = (notifier(), statements_schedule(), quality_schedule())
     if Schedule.objects.filter(name__in=names, cluster=settings.NOTIFY_CLUSTER).count() == len(names):
         return
+    with transaction.atomic():
+        # Every cluster's sweep may get here at once the first time (a new Q_NAME): the names are
+        # not unique in django-q2's table, so without the lock two sweeps would each create one,
+        # and every later update_or_create would fail on the pair. A pair made before is merged.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SCHEDULES_LOCK])
+        for name in names:
+            extra = list(Schedule.objects.filter(name=name).order_by("pk").values_list("pk", flat=True)[1:])
+            Schedule.objects.filter(pk__in=extra).delete()
+        _schedules_bind(names)
+
+
+def _schedules_bind(names) -> None:
+    from django_q.models import Schedule
+
     # The heartbeat, and the statements of reasons to the DSA Transparency Database
     # (moderation.tasks.statements_submit): outbound work, the notification cluster's. And the quality
     # minute (moderation.tasks.quality_minute: the anomaly alarms' counts, the shadow runs): it never

@@ -297,3 +297,21 @@ def test_the_command_backtests_a_labelled_file(local, tmp_path):
     out = StringIO()
     call_command("backtest_policy", "--candidate", str(draft_of().version), "--data", str(data), stdout=out)
     assert out.getvalue().splitlines()[-1].startswith("backtest_policy: 2 examples")
+
+
+def test_erasing_a_content_deletes_the_provider_answers_kept_about_its_text(human_decided, local):
+    """A kept answer may quote the text (an llm provider's rationale): erasure takes it with the
+    content, whatever model gave it; the other texts' answers stay."""
+    from moderation.privacy.erasure import content_erase
+
+    run_to_end(backtests.backtest_start(candidate=draft_of(), provider_name="local", enqueue=False))
+    erased = human_decided[0]
+    digest = ProviderAnswer.digest_of(erased.content.text)
+    ProviderAnswer.objects.create(key="f" * 64, model="llm:other-model", text_digest=digest,
+                                  result={"rationale": {"text": "quoting it"}})
+    assert ProviderAnswer.objects.filter(text_digest=digest).count() == 2
+
+    content_erase(review_id=erased.pk, actor="admin", actor_id="mia", reason="the author asked")
+
+    assert not ProviderAnswer.objects.filter(text_digest=digest).exists()
+    assert ProviderAnswer.objects.count() == len(HUMAN) - 1
