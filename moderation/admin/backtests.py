@@ -39,6 +39,17 @@ class BacktestForm(forms.Form):
                                help_text="At most this many decisions, the newest first.")
 
 
+def own_page(model_admin, request, object_id, url_name: str):
+    """The generic change page of a row whose own page is `url_name`: a redirect there (404 for
+    no such row, 403 without the view permission)."""
+    if not model_admin.has_view_permission(request):
+        raise PermissionDenied
+    if not str(object_id).isdigit():
+        raise Http404
+    row = get_object_or_404(model_admin.model, pk=object_id)
+    return HttpResponseRedirect(reverse(url_name, args=[row.pk]))
+
+
 def comparison_rows(candidate: dict, baseline: dict) -> list[dict]:
     """One row per slice: the candidate's figures beside the baseline's (evaluate_policy's JSON)."""
     theirs = {(s["by"], s["value"]): s for s in (baseline or {}).get("slices", [])}
@@ -92,12 +103,7 @@ class BacktestAdmin(ReadOnlyAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         # The backtest's page is its one view: the stored figures hold excerpts of the texts it
         # missed, of every queue, which the generic change page would print field by field.
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        backtest = get_object_or_404(Backtest, pk=object_id) if str(object_id).isdigit() else None
-        if backtest is None:
-            raise Http404
-        return HttpResponseRedirect(reverse("admin:moderation_backtest_page", args=[backtest.pk]))
+        return own_page(self, request, object_id, "admin:moderation_backtest_page")
 
     def page_view(self, request, backtest_id):
         if not self.has_view_permission(request):

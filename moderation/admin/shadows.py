@@ -9,13 +9,14 @@ from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 from django.utils.html import format_html
 
 from audit.admin_base import ReadOnlyAdmin
 from moderation.admin import review_page
+from moderation.admin.backtests import own_page
 from moderation.admin.paginator import rows_page
 from moderation.errors import ModerationError
 from moderation.models import ContentReview, ModerationPolicy, ShadowRun
@@ -60,12 +61,7 @@ class ShadowRunAdmin(ReadOnlyAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         # The shadow's page is its one view (with its disagreements checked against the viewer's queues).
-        if not self.has_view_permission(request):
-            raise PermissionDenied
-        if not str(object_id).isdigit():
-            raise Http404
-        shadow = get_object_or_404(ShadowRun, pk=object_id)
-        return HttpResponseRedirect(reverse("admin:moderation_shadowrun_page", args=[shadow.pk]))
+        return own_page(self, request, object_id, "admin:moderation_shadowrun_page")
 
     def page_view(self, request, shadow_id):
         if not self.has_view_permission(request):

@@ -93,7 +93,16 @@ def test_check_command_exits_non_zero(settings):
     ("llm", "http://93.184.215.14:8000", "", False),  # no key to leak
     ("local", "http://93.184.215.14", "sk-1", False),
 ])
-def test_a_provider_key_sent_in_clear_over_the_internet_warns(settings, provider, url, key, warned):
+def test_a_provider_key_sent_in_clear_over_the_internet_warns(settings, monkeypatch, provider, url, key, warned):
+    # The check reads the URL only: any lookup or connection (to the addresses above) fails the test.
+    import socket
+
+    def refused(*args, **kwargs):
+        raise AssertionError(f"the check tried the network: {args!r}")
+
+    for name in ("getaddrinfo", "gethostbyname", "create_connection"):
+        monkeypatch.setattr(socket, name, refused)
+    monkeypatch.setattr(socket.socket, "connect", refused)
     settings.MODERATION_PROVIDER, settings.PROVIDER_URL, settings.PROVIDER_API_KEY = provider, url, key
     warnings = check_provider_key_in_clear()
     assert [w.id for w in warnings] == (["moderation.W004"] if warned else [])
