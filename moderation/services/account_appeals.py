@@ -52,9 +52,8 @@ def account_appeal_resolve(*, appeal_id, moderator, outcome: str, reason: str) -
         author = authors_lock([author_pk])[author_pk]
         appeal = AccountAppeal.objects.select_related("action").get(pk=appeal_id)
         if not appeal.is_open:  # the slower of two moderators deciding at once (the author's lock orders them)
-            raise NotApplicable(f"appeal {appeal.pk} is {appeal.status} already",
-                                reason=f"{appeal.resolved_by or 'another moderator'} already decided it "
-                                f"({appeal.get_status_display().lower()}) at {appeal.resolved_at:%H:%M} UTC")
+            raise NotApplicable(f"{appeal.resolved_by or 'another moderator'} already decided it "
+                                f"({appeal.status}) at {appeal.resolved_at:%H:%M} UTC")
         action = appeal.action
         four_eyes_check(appealed_by=action.moderator_id, moderator=moderator, what="took the appealed action",
                         appeal_id=appeal.pk)

@@ -87,8 +87,7 @@ def second_look_confirm(*, review_id, moderator, reason: str) -> SecondLook:
         queue_check_access(review, user=moderator)
         look = second_look_open_locked(review)
         if look is None:
-            raise NotApplicable(f"review {review_id} has no open second look", reason="no second look is open: "
-                                "another senior moderator settled it, or nobody asked for one")
+            raise NotApplicable("no second look is open: another senior moderator settled it, or nobody asked for one")
         second_look_check_settler(look, moderator)
         look.status, look.resolved_by, look.resolution_reason = SecondLookStatus.CONFIRMED, moderator, reason
         look.resolved_at = timezone.now()
