@@ -22,21 +22,17 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit import context
-from moderation.errors import NotApplicable, ReasonRequired, SecondLookOpen, SecondLookRefused
+from moderation.errors import NotApplicable, SecondLookOpen, SecondLookRefused
 from moderation.models import SECOND_LOOK_REASON_MAX, ContentReview, Decision, SecondLook, SecondLookStatus
 from moderation.services.routing import queue_check_access
+from moderation.validation import required_reason
 
 SETTLE_PERMISSION = "moderation.settle_second_look"
 
 
 def second_look_reason(reason: str) -> str:
     """The reason given, stripped: required, and at most SECOND_LOOK_REASON_MAX characters."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReasonRequired("a second look needs a reason")
-    if len(reason) > SECOND_LOOK_REASON_MAX:
-        raise ReasonRequired(f"a reason is at most {SECOND_LOOK_REASON_MAX} characters (this one has {len(reason)})")
-    return reason
+    return required_reason(reason, limit=SECOND_LOOK_REASON_MAX, what="a second look needs a reason")
 
 
 def second_look_open_locked(review: ContentReview) -> SecondLook | None:

@@ -6,7 +6,6 @@ told, queue access respected, and two moderators deciding at once (real PostgreS
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from html import unescape
 
@@ -30,20 +29,13 @@ from moderation.models import (
 )
 from moderation.services import account_appeals
 from tests.helpers import collide, staff_browser
-from tests.moderation.test_admin_authors import authored
+from tests.moderation.test_admin_authors import authored, messages_of, text_of
 from tests.moderation.test_author_races import Meeting, meeting_before
 
 QUEUE = "/admin/moderation/accountappeal/"
 PAGE = QUEUE + "{}/change/"
 DECIDE = QUEUE + "{}/decide/"
 
-
-def text_of(response) -> str:
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", response.content.decode())).split())
-
-
-def messages_of(response) -> str:
-    return " ".join(str(m) for m in response.context["messages"]) if response.context else ""
 
 
 def suspended_by_the_ladder(client, author_id: str = "u1", *, statement: str = "I was quoting a film") -> AccountAppeal:

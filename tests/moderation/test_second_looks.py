@@ -7,7 +7,6 @@ however concurrent the requests (real PostgreSQL threads)."""
 
 from __future__ import annotations
 
-import re
 from html import unescape
 
 import pytest
@@ -26,19 +25,13 @@ from moderation.errors import (
 from moderation.models import ContentReview, Decision, DecisionNotification, ReviewStatus, SecondLook, SecondLookStatus
 from moderation.services import moderator as moderator_services
 from tests.helpers import collide, decided, staff_browser
+from tests.moderation.test_admin_authors import messages_of, text_of
 from tests.moderation.test_author_races import Meeting, meeting_before
 
 QUEUES = "/admin/moderation/contentreview/queues/"
 PAGE = "/admin/moderation/contentreview/{}/timeline/"
 ACT = "/admin/moderation/contentreview/{}/act/{}/"
 
-
-def text_of(response) -> str:
-    return " ".join(unescape(re.sub(r"<[^>]+>", " ", response.content.decode())).split())
-
-
-def messages_of(response) -> str:
-    return " ".join(str(m) for m in response.context["messages"]) if response.context else ""
 
 
 def told(review) -> list[str]:
@@ -52,13 +45,13 @@ def mia(django_user_model):
 
 
 @pytest.fixture
-def tina(django_user_model):
-    return staff_browser(django_user_model, "tina", "team_lead")
+def sam(django_user_model):
+    return staff_browser(django_user_model, "sam", "supervisor")
 
 
 @pytest.fixture
-def sam(django_user_model):
-    return staff_browser(django_user_model, "sam", "supervisor")
+def tina(django_user_model):
+    return staff_browser(django_user_model, "tina", "team_lead")
 
 
 @pytest.fixture
