@@ -31,6 +31,7 @@ from audit.models import Actor
 from moderation import services
 from moderation.admin import qa, review_media, review_page, review_words
 from moderation.admin.reports import AppealInline, ReportInline
+from moderation.admin.second_looks import SECOND_LOOK_QUEUE, second_look_panel, second_looks_waiting
 from moderation.admin.filters import (
     CONTENT_LIST_FILTERS,
     REVIEW_FILTERS,
@@ -54,7 +55,16 @@ from moderation.admin.review_forms import (
     refused_decide_form,
 )
 from moderation.errors import ModerationError, StaleVersion
-from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
+from moderation.models import (
+    AccountAppeal,
+    AccountAppealStatus,
+    Content,
+    ContentReview,
+    ModerationRequest,
+    ModeratorNote,
+    ReviewQueue,
+    ReviewStatus,
+)
 from moderation.observability.search import reviews_matching
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
@@ -81,8 +91,13 @@ PERMISSIONS = {
     "escalate": "moderation.escalate_review",
     "reprocess": "moderation.reprocess_review",
     "undo": "moderation.override_review",  # a moderator's own decision, taken back
+    # A decided review sent for a senior's second look, and a senior confirming its decision
+    # (docs/workplace.md, "A second look at a decided review").
+    "second_look": "moderation.escalate_review",
+    "confirm_second_look": "moderation.settle_second_look",
 }
-DONE = {"override": "overridden", "escalate": "escalated", "reprocess": "sent for reprocessing", "undo": "undone"}
+DONE = {"override": "overridden", "escalate": "escalated", "reprocess": "sent for reprocessing", "undo": "undone",
+        "second_look": "sent for a second look", "confirm_second_look": "confirmed"}
 FORMS = {"override": DecideForm, "escalate": EscalateForm, "undo": UndoForm}
 
 
@@ -103,6 +118,11 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
         elif action == "escalate":  # a bulk escalation (no "release" field) releases what it escalates
             services.review_escalate(review_id=review.pk, reason=data["reason"], moderator=request.user,
                                      expected_version=version, release=data.get("release", True))
+        elif action == "second_look":
+            services.review_second_look(review_id=review.pk, reason=data["reason"], moderator=request.user,
+                                        expected_version=version)
+        elif action == "confirm_second_look":
+            services.second_look_confirm(review_id=review.pk, moderator=request.user, reason=data["reason"])
         elif action == "undo":
             services.review_undo(review_id=review.pk, decision_id=data["decision"], moderator=request.user,
                                  expected_version=version)
@@ -373,9 +393,13 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
                 decide_form = DecideForm(initial={**version, "queue": queue if queue in services.review_queue_slugs() else ""},
                                          **flags)
                 decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
+        looks = second_look_panel(request, review, can_escalate=can["escalate"], erased=erasure is not None)
+        if looks["hold_decide"]:  # only a senior moderator decides it now: the panel says why
+            decide_form = None
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
             review=review,
+            **looks,
             # Each list a page at a time: a client can file thousands of reports on one review.
             entries=rows_page(request.GET, "timeline_page", TIMELINE_PAGE_ROWS,
                               lambda offset, limit: review_timeline(review, notes=True, first=offset + limit)[offset:]),
@@ -417,6 +441,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         if not self.has_view_permission(request):
             raise PermissionDenied
         queues = services.review_queues(request.user)  # only those this moderator may take
+        can_see_escalations = SECOND_LOOK_QUEUE in {q.slug for q in queues}
         figures = review_queue_figures(queues=queues)
         chosen = request.GET.get("queue", "")
         if chosen not in {q.slug for q in queues}:
@@ -458,8 +483,15 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             "deadline": review.queued_at + timedelta(minutes=minutes) if urgent and review.queued_at else None,
             "holder": self.moderator_lease(review),
         } for review in waiting]
+        looks_count, looks = second_looks_waiting(request.user) if can_see_escalations else (0, [])
+        for row, review in zip(looks, with_excerpts(row["look"].review for row in looks), strict=True):
+            row["excerpt"] = excerpt_html(review)
         return self._page(
             request, "admin/moderation/contentreview/queues.html", "Review queues",
+            second_looks=looks if chosen == SECOND_LOOK_QUEUE else None, second_look_count=looks_count,
+            second_look_queue=SECOND_LOOK_QUEUE,
+            account_appeals_open=AccountAppeal.objects.filter(status=AccountAppealStatus.OPEN).count()
+            if request.user.has_perm("moderation.view_accountappeal") else None,
             figures=figures, chosen=chosen, chosen_label=next((q.label for q in queues if q.slug == chosen), chosen),
             rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes,
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,

@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
-from moderation.models import Appeal, ContentErasure, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind
+from moderation.models import Appeal, ContentErasure, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind, SecondLook
 from moderation.transparency.reasons import statement_of_reasons
 
 # Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
@@ -110,7 +110,23 @@ def review_timeline(review: ContentReview, *, notes: bool = False, first: int | 
         entries += [Entry(n.created_at, "note", f"note by {n.author}", {"text": n.text}, {}, f"note:{n.pk}")
                     for n in _head(ModeratorNote.objects.filter(review=review).select_related("author"),
                                    "created_at", first)]
+        entries += _second_looks(review, first)
     return sorted(entries, key=lambda e: (e.at, _RANK[e.kind], e.source))[:first]
+
+
+def _second_looks(review: ContentReview, first: int | None) -> list[Entry]:
+    """Second looks asked for and settled (internal, like notes: the client is told only of a
+    decision that changed, by that decision)."""
+    entries = []
+    looks = SecondLook.objects.filter(review=review).select_related("requested_by", "resolved_by")
+    for look in _head(looks, "created_at", first):
+        entries.append(Entry(look.created_at, "note", f"second look asked by {look.requested_by}",
+                             {"reason": look.reason, "decision": look.decision_id}, {}, f"second_look:{look.pk}"))
+        if look.resolved_at:
+            entries.append(Entry(look.resolved_at, "note", f"second look {look.get_status_display().lower()}",
+                                 {"by": str(look.resolved_by), "reason": look.resolution_reason,
+                                  "new_decision": look.resolution_id}, {}, f"second_look:{look.pk}"))
+    return entries
 
 
 def _erasure(review: ContentReview) -> list[Entry]:
