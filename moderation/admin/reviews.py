@@ -56,6 +56,7 @@ from moderation.admin.review_forms import (
 from moderation.errors import ModerationError, StaleVersion
 from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
 from moderation.observability.search import reviews_matching
+from moderation.review_queues import queue_order_words
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
 from moderation.selectors import reviews_visible_to
@@ -461,7 +462,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         return self._page(
             request, "admin/moderation/contentreview/queues.html", "Review queues",
             figures=figures, chosen=chosen, chosen_label=next((q.label for q in queues if q.slug == chosen), chosen),
-            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes,
+            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes, order_words=queue_order_words(chosen),
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
             search=search, search_rule=search_rule, search_help=SEARCH_HELP, filters=filters,
             narrowed=bool(search.strip()) or any(f["value"] for f in filters),

@@ -40,6 +40,7 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    DecisionUndo,
     ModeratorNote,
     Report,
     ReviewQueue,
@@ -389,6 +390,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
         statement_withdraw_locked(decision)
         notification_cancel_locked(decision)
         qa_second_review_withdraw_locked(decision)
+        DecisionUndo.objects.create(decision=decision, moderator=moderator)  # no figure counts it now
         review.decision_id, review.completed_at, review.pile_on = before.decision_id, before.completed_at, before.pile_on
         transition_review(
             review, Cause.UNDO, actor=Actor.ADMIN, actor_id=str(moderator),
