@@ -597,7 +597,7 @@ class DecisionSource(models.TextChoices):
 
 
 class DecisionQuerySet(models.QuerySet):
-    def standing(self) -> "DecisionQuerySet":
+    def standing(self) -> DecisionQuerySet:
         """The decisions that count in the figures: every one but those their moderator undid
         (DecisionUndo; docs/workplace.md, "Undo"). The one definition, with standing_decision_sql."""
         return self.exclude(Exists(DecisionUndo.objects.filter(decision=OuterRef("pk"))))
@@ -610,8 +610,6 @@ def standing_decision_sql(alias: str) -> str:
 
 class Decision(models.Model):
     """An immutable decision with everything needed to explain it (docs/design.md, invariant 9)."""
-
-    objects = DecisionQuerySet.as_manager()
 
     review = models.ForeignKey(ContentReview, on_delete=models.PROTECT, related_name="decisions")
     label = models.CharField(max_length=16, choices=[(s.value, s.label) for s in DECISION_LABELS])
@@ -659,6 +657,8 @@ class Decision(models.Model):
     # definitions it read)}. {} for every other decision.
     rationale = models.JSONField(default=dict, blank=True, db_default={})
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = DecisionQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
