@@ -187,3 +187,8 @@ def test_the_notices_queue_says_its_order_and_no_page_shows_dsa_in_lower_case(ap
         words = markup.unescape(re.sub(r"<[^>]+>", " ", shown.split("<body")[1]))
         assert not re.search(r"\bdsa", words), re.search(r".{0,40}\bdsa.{0,40}", words).group(0)
     assert "system: DSA notice (Art. 16)" in page
+    # The only review there is leased to mia now: Review next says the queue is empty, in proper case.
+    moderator.post("/admin/moderation/contentreview/review-next/", {"queue": "notices"})
+    other = staff_browser(django_user_model, "sam", "moderator")
+    said = other.post("/admin/moderation/contentreview/review-next/", {"queue": "notices"}, follow=True)
+    assert "The DSA notices and trusted flaggers queue is empty." in [str(m) for m in said.context["messages"]]
