@@ -8,6 +8,7 @@ parses, checks the permission, calls, and says what happened.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from datetime import timedelta
 
@@ -66,6 +67,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.observability.search import reviews_matching
+from moderation.review_queues import queue_order_words
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
 from moderation.selectors import reviews_visible_to
@@ -136,10 +138,39 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     return None
 
 
+def queue_in_sentence(queue: str) -> str:
+    """A queue's label inside a sentence: "the low-confidence model results queue", but "the DSA
+    notices and trusted flaggers queue" (an acronym keeps its capitals)."""
+    label = services.review_queue_label(queue)
+    first = label.split(" ", 1)[0]
+    return label if len(first) > 1 and first.isupper() else label[:1].lower() + label[1:]
+
+
+# The reviews a moderator passed over (Skip, `j`), kept in their session for as long as a lease
+# lasts: "Review next", Skip and "decide and next" hand none of them back to them meanwhile
+# (issue 49: `j` on the second of two reviews handed the first back). At most SKIPS_KEPT.
+SKIPPED_SESSION_KEY = "moderation_skipped_reviews"
+SKIPS_KEPT = 200
+
+
+def skipped_reviews(request, *, add=None) -> list[str]:
+    """The ids of the reviews `request`'s moderator skipped within MODERATOR_LEASE_S, with `add`."""
+    now = time.time()
+    kept = {review_id: until for review_id, until in request.session.get(SKIPPED_SESSION_KEY, {}).items()
+            if isinstance(until, (int, float)) and until > now}
+    if add is not None:
+        kept.pop(str(add), None)
+        kept[str(add)] = now + settings.MODERATOR_LEASE_S
+        kept = dict(list(kept.items())[-SKIPS_KEPT:])
+    if kept != request.session.get(SKIPPED_SESSION_KEY, {}):
+        request.session[SKIPPED_SESSION_KEY] = kept
+    return list(kept)
+
+
 def nothing_to_take(moderator, queue: str | None) -> str:
     """What "Review next" says when it found nothing: empty, or what waits for someone else."""
     barred = services.reviews_waiting_for_another(moderator=moderator, queue=queue)
-    label = services.review_queue_label(queue).lower() if queue else ""
+    label = queue_in_sentence(queue) if queue else ""
     if not barred:
         return f"The {label} queue is empty." if queue else "Every queue you may take is empty."
     where = f"The {label} queue has" if queue else "No queue has"
@@ -156,7 +187,7 @@ def queue_refused(moderator, queue: str | None) -> str:
     if queue not in services.review_queue_slugs():
         return f"There is no queue {queue!r}."
     if queue in services.queues_forbidden(moderator):
-        return f"The {services.review_queue_label(queue).lower()} queue is only for its groups' members."
+        return f"The {queue_in_sentence(queue)} queue is only for its groups' members."
     return ""
 
 
@@ -493,7 +524,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             account_appeals_open=AccountAppeal.objects.filter(status=AccountAppealStatus.OPEN).count()
             if request.user.has_perm("moderation.view_accountappeal") else None,
             figures=figures, chosen=chosen, chosen_label=next((q.label for q in queues if q.slug == chosen), chosen),
-            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes,
+            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes, order_words=queue_order_words(chosen),
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
             search=search, search_rule=search_rule, search_help=SEARCH_HELP, filters=filters,
             narrowed=bool(search.strip()) or any(f["value"] for f in filters),
@@ -533,11 +564,15 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             return self._next(request, None if queue_refused(request.user, queue) else queue)
         return HttpResponseRedirect(self._timeline_url(review.pk))
 
-    def _next(self, request, queue: str | None, skip=None):
-        """Lease the next review of review queue `queue` (every one when None) and open it."""
-        review = services.review_take_next(moderator=request.user, queue=queue, skip=skip)
+    def _next(self, request, queue: str | None, skipped=None):
+        """Lease the next review of review queue `queue` (every one when None) and open it: none
+        the moderator skipped lately (`skipped_reviews`)."""
+        skipped = skipped_reviews(request) if skipped is None else skipped
+        review = services.review_take_next(moderator=request.user, queue=queue, skip=skipped)
         if review is None:
-            self.message_user(request, nothing_to_take(request.user, queue), messages.INFO)
+            passed = (f" You skipped {len(skipped)} review{'s' if len(skipped) != 1 else ''} lately: they come "
+                      f"back to you {settings.MODERATOR_LEASE_S // 60} minutes after you skipped them.") if skipped else ""
+            self.message_user(request, nothing_to_take(request.user, queue) + passed, messages.INFO)
             return HttpResponseRedirect(self._queues_url(queue or ""))
         return HttpResponseRedirect(self._timeline_url(review.pk) + (f"?queue={queue}" if queue else ""))
 
@@ -598,7 +633,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         if queue_refused(request.user, queue):
             queue = None
         services.review_release(review_id=object_id, moderator=request.user)
-        return self._next(request, queue, skip=object_id)
+        return self._next(request, queue, skipped=skipped_reviews(request, add=object_id))
 
     # --- bulk actions: each review in its own transaction, each outcome reported ---------------
 

@@ -58,6 +58,14 @@ class Entry:
         return data
 
 
+def _actor(actor: str, actor_id: str) -> str:
+    """A transition's actor as stored (`system:<id>`), but a report kind that sent a review to a
+    human named as the workplace names it ("system: DSA notice (Art. 16)", not "dsa_notice")."""
+    if actor_id in ReportKind.values:
+        return f"{actor}: {ReportKind(actor_id).label}"
+    return f"{actor}:{actor_id}" if actor_id else actor
+
+
 def _ids(**values) -> dict[str, str]:
     return {k: str(v) for k, v in values.items() if v not in (None, "")}
 
@@ -99,7 +107,7 @@ def review_timeline(review: ContentReview, *, notes: bool = False, first: int | 
     entries += _erasure(review)
     for t in _head(ReviewTransition.objects.filter(review=review), "created_at", first):
         entries.append(Entry(t.created_at, "transition", f"{t.from_status} -> {t.to_status} ({t.cause})",
-                             {"actor": f"{t.actor}:{t.actor_id}" if t.actor_id else t.actor, "reason": t.reason},
+                             {"actor": _actor(t.actor, t.actor_id), "reason": t.reason},
                              _ids(idempotency_key=t.idempotency_key, job_id=t.job_id, attempt_no=t.attempt_no),
                              f"transition:{t.pk}"))
     for h in _head(review.history.select_related("history_user"), "history_date", first):

@@ -8,7 +8,7 @@ while the lease runs is refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -41,6 +41,7 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    DecisionUndo,
     ModeratorNote,
     Report,
     ReviewQueue,
@@ -117,11 +118,11 @@ def _required(reason: str) -> str:
 
 
 def review_take_next(
-    *, moderator, queue: str | None = None, skip=None, now: datetime | None = None
+    *, moderator, queue: str | None = None, skip: Collection = (), now: datetime | None = None
 ) -> ContentReview | None:
     """Lease to `moderator` the most urgent review nobody holds in review queue `queue` (every
     review queue when None), or give back the one they already hold there (one review at a
-    time). `skip`: a review id the moderator just passed over, not to be handed back at once.
+    time). `skip`: the ids of reviews the moderator passed over lately, not to be handed back.
 
     Urgency is the order key set when the review entered its queue (moderation.review_queues.queue_entry).
     SKIP LOCKED: two moderators asking at once each get a different review, never the same.
@@ -134,8 +135,8 @@ def review_take_next(
     forbidden = queues_forbidden(moderator)
     waiting = (_waiting(queue).exclude(_appeal_of_own_decision(moderator))
                .exclude(queue__in=forbidden).order_by("queue_order_at", "id"))
-    if skip is not None:
-        waiting = waiting.exclude(pk=skip)
+    if skip:
+        waiting = waiting.exclude(pk__in=list(skip))
     with transaction.atomic():
         # Two indexed reads instead of one ORDER BY CASE, which would sort the whole review queue.
         # Between them, QA work (docs/qa.md): handed out like a review and shown like one, blind;
@@ -429,6 +430,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
         statement_withdraw_locked(decision)
         notification_cancel_locked(decision)
         qa_second_review_withdraw_locked(decision)
+        DecisionUndo.objects.create(decision=decision, moderator=moderator)  # no figure counts it now
         review.decision_id, review.completed_at, review.pile_on = before.decision_id, before.completed_at, before.pile_on
         transition_review(
             review, Cause.UNDO, actor=Actor.ADMIN, actor_id=str(moderator),
