@@ -11,7 +11,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0040_provider_answer_text_digest'),
+        ('moderation', '0042_account_appeal_queue_second_look'),
         ('audit', '0009_statement_requeued_event'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
