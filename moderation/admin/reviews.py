@@ -406,6 +406,8 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             and review.lease_expires_at and review.lease_expires_at > timezone.now(),
             queue=queue,
             queue_label=services.review_queue_label(review.queue) if review.queue else "",
+            due=due_html(review, now=timezone.now(), near_share=services.policy_active().deadline_near_share)
+            if review.due_at else "",
             reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 review.reports.order_by("created_at", "pk")[offset:offset + limit])),
             report_count=review.reports.count(),
