@@ -32,7 +32,7 @@ def due_in(review: ContentReview, hours: float) -> ContentReview:
     return review
 
 
-def test_due_times_order_marks_and_a_breach_counted(live_server, api_client, django_user_model, shots):
+def test_due_times_order_marks_and_a_breach_counted(live_server, api_client, django_user_model, shots):  # noqa: F811
     # Made in this order, so the queue's own order (most urgent first: equal scores, the oldest
     # entry first) is on time, near, late; by due time it is late, near, on time.
     on_time, near, late = (due_in(decided(api_client, ReviewStatus.MANUAL_REVIEW), hours) for hours in (30, 2, -3))
