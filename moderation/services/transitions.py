@@ -266,13 +266,17 @@ def _queue_visits(writes: OneStatement, reviews: Sequence[ContentReview], from_s
     """Record the reviews' stays in the review queues for the deadline figures (docs/design.md,
     "Deadlines"), in the transition's statement: a review entering manual_review opens a visit
     at its anchor and due time; one leaving closes its open visit, `decided` when a decision
-    (approved, rejected) took it out, not an erasure. An undo reopens the visit its decision
+    (approved, rejected) took it out, not an erasure or a reprocess (sent back to the model). An undo reopens the visit its decision
     closed: an undone decision is no decision, and the anchor and due time stay."""
-    closing = [review.pk for review, from_status in zip(reviews, from_statuses, strict=True)
-               if from_status == ReviewStatus.MANUAL_REVIEW and review.status != ReviewStatus.MANUAL_REVIEW]
-    if closing:
-        decided = cause != Cause.CONTENT_ERASED
-        writes.update(QueueVisit.objects.filter(review_id__in=closing, left_at__isnull=True), left_at=now, decided=decided)
+    closing: dict[bool, list] = {True: [], False: []}
+    for review, from_status in zip(reviews, from_statuses, strict=True):
+        if from_status == ReviewStatus.MANUAL_REVIEW and review.status != ReviewStatus.MANUAL_REVIEW:
+            # Sent back to the model (reprocess) or erased: it left without a decision.
+            decided = review.status in (ReviewStatus.APPROVED, ReviewStatus.REJECTED) and cause != Cause.CONTENT_ERASED
+            closing[decided].append(review.pk)
+    for decided, ids in closing.items():
+        if ids:
+            writes.update(QueueVisit.objects.filter(review_id__in=ids, left_at__isnull=True), left_at=now, decided=decided)
     for review, from_status in zip(reviews, from_statuses, strict=True):
         if review.status != ReviewStatus.MANUAL_REVIEW or from_status == ReviewStatus.MANUAL_REVIEW or not review.queue:
             continue

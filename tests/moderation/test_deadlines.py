@@ -135,6 +135,17 @@ class TestVisits:
         (row,) = decision_times(decisions_between(anchor, timezone.now() + HOUR), "queue")
         assert row["decided"] == 1 and row["median_s"] == pytest.approx((closed.left_at - anchor).total_seconds())
 
+    def test_leaving_without_a_decision_is_no_decision(self, api_client, django_user_model):
+        from moderation.privacy.erasure import content_erase
+
+        sam = django_user_model.objects.create_user("sam", is_superuser=True)
+        sent_back, erased = scored(api_client, 0.6), scored(api_client, 0.6)
+        services.review_reprocess(review_id=sent_back.pk, actor="admin", actor_id="admin:sam", reason="again", user=sam)
+        content_erase(review_id=erased.pk, actor="admin", actor_id="admin:sam", reason="the user asked")
+        left = QueueVisit.objects.filter(review__in=[sent_back, erased])
+        assert left.count() == 2 and all(v.left_at is not None and not v.decided for v in left)
+        assert decision_times(decisions_between(timezone.now() - HOUR, timezone.now() + HOUR), "queue") == []
+
     def test_a_review_goes_through_a_queue_twice_and_each_stay_counts(self, api_client, django_user_model):
         mia, sam = (django_user_model.objects.create_user(name) for name in ("mia", "sam"))
         review = scored(api_client, 0.6)
