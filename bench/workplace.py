@@ -15,7 +15,10 @@ Timed, in-process (Django's test client with a moderator's session, production s
 - list filtered: the list of `manual_review` reviews;
 - queue page: the queues' depths and oldest ages, and the first 50 of the low-confidence queue;
 - review next: `review_take_next` on the low-confidence queue, each call by another moderator
-  of a team, so each call passes over the reviews the earlier calls leased (a busy shift).
+  of a team, so each call passes over the reviews the earlier calls leased (a busy shift);
+- queue page by due time: the same page ordered by due time (review_queue_due_idx);
+- deadline page: per queue now (waiting, near, past due) and per week for eight weeks (median,
+  p95, breaches) over the decided visits, one in ten of the reviews.
 
 Rounds alternate between the sizes, each in a fresh process, and the figures are medians over
 the rounds. Every SELECT/UPDATE each path ran is EXPLAINed: a sequential scan of a table over
@@ -31,7 +34,8 @@ import time
 
 from bench import common, growth
 
-PATHS = ("list", "list filtered", "queue page", "review next", "routed queue page", "routed review next")
+PATHS = ("list", "list filtered", "queue page", "review next", "routed queue page", "routed review next",
+         "queue page by due time", "deadline page")
 # A custom queue that a routing rule fills, open to one group only (docs/workplace.md, "Routing rules
 # and queue access"): its page and "review next" on it, by members of that group.
 ROUTED = "reports-id"
@@ -60,8 +64,22 @@ WITH picked AS (
 )
 UPDATE moderation_contentreview r SET status = 'manual_review', queue = w.queue, last_queue = w.queue,
     priority = w.points, queued_at = w.created_at,
-    queue_order_at = w.created_at - make_interval(secs => w.points / 10 * 3600)
+    queue_order_at = w.created_at - make_interval(secs => w.points / 10 * 3600),
+    due_at = w.created_at + CASE w.queue WHEN 'appeals' THEN interval '168 hours' WHEN 'reports' THEN interval '72 hours'
+                                         ELSE interval '48 hours' END
 FROM weighted w WHERE r.id = w.id
+"""
+# Deadlines (docs/design.md, "Deadlines"): an open visit for each waiting review, and a decided one
+# for one in ten of the others, left 1 to 99 hours after its anchor (a 24-hour target: some late),
+# spread over the last eight weeks.
+SEED_VISITS = """
+INSERT INTO moderation_queuevisit (review_id, queue, cause, notice_kind, anchor_at, due_at, left_at, decided)
+SELECT id, queue, '', '', queued_at, due_at, NULL, false FROM moderation_contentreview WHERE status = 'manual_review'
+UNION ALL
+SELECT id, 'notices', 'notice', '', a, a + interval '24 hours', a + make_interval(hours => 1 + h % 99), true
+FROM (SELECT id, abs(hashtext(id::text || 'v')) AS h,
+             now() - make_interval(hours => abs(hashtext(id::text || 'a')) % (8 * 7 * 24)) - interval '100 hours' AS a
+      FROM moderation_contentreview WHERE status <> 'manual_review' AND abs(hashtext(id::text)) % 10 = 1) v
 """
 
 
@@ -101,6 +119,7 @@ def _prepare(size: int) -> None:
     client_id, _ = common.bench_client("workplace")
     common.seed_decided(client_id, size, tag="w-")
     common.sql(SEED_QUEUED)
+    common.sql(SEED_VISITS)
     common.sql("VACUUM ANALYZE")
     waiting = common.sql("SELECT count(*) FROM moderation_contentreview WHERE status = 'manual_review'")[0][0]
     print(f"{DB}_{size}: {size:,} reviews seeded ({waiting:,} waiting for a human) in "
@@ -119,6 +138,7 @@ def _measure(size: int, ops: int) -> None:
     group = Group.objects.get(name="moderator")
     moderator, _ = User.objects.get_or_create(username="bench-moderator", defaults={"is_staff": True})
     moderator.groups.add(group)
+    moderator.groups.add(Group.objects.get(name="team_lead"))  # the deadline page's figures
     # "Review next" by a team: each call a moderator who holds nothing yet takes the most urgent
     # review nobody holds, past the ones the earlier calls leased (as on a busy shift).
     ContentReview.objects.filter(leased_to__isnull=False).update(leased_to=None, lease_expires_at=None)
@@ -158,7 +178,9 @@ def _measure(size: int, ops: int) -> None:
     paths = {"list": (page(base), team), "list filtered": (page(base + "?status__exact=manual_review"), team),
              "queue page": (page(base + "queues/?queue=low_confidence"), team), "review next": (take_next, team),
              "routed queue page": (page(base + f"queues/?queue={ROUTED}"), team),
-             "routed review next": (take_routed, routed_team)}
+             "routed review next": (take_routed, routed_team),
+             "queue page by due time": (page(base + "queues/?queue=low_confidence&order=due"), team),
+             "deadline page": (page(base + "deadlines/"), team)}
     out = {}
     for path, (func, items) in paths.items():
         timings, statements = growth.time_calls(func, items, warmup=warmup)

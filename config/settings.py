@@ -509,8 +509,6 @@ DSA_TDB_BACKOFF_MAX_S = _env_number("DSA_TDB_BACKOFF_MAX_S", 1800.0)
 # How long a moderator's lease lasts: a review taken with "Review next" returns to its review
 # queue after this long unless decided.
 MODERATOR_LEASE_S = _env_number("MODERATOR_LEASE_S", 900.0)
-# How long a review may wait in a review queue before the admin marks it as past its SLA.
-MODERATION_QUEUE_SLA_S = _env_number("MODERATION_QUEUE_SLA_S", 14400.0)
 
 # --- Jobs: django-q2 as an at-least-once trigger (see moderation/checks.py) --------------------
 Q_TASK_TIMEOUT_S = int(_env_number("Q_TASK_TIMEOUT_S", 60, int))

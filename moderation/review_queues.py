@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from datetime import datetime, timedelta
 
 from moderation.models import QUEUE_SLUG_MAX, Cause, ContentKind, ModerationPolicy, ReportKind, ReviewQueue, Standing
@@ -56,6 +57,42 @@ class QueueEntry:
     # of points per hour waited. Ordering by it serves the most urgent first, and a review that
     # has waited long enough overtakes newer, more urgent ones (no starvation).
     order_at: datetime
+    # When its decision is due: the anchor (`queued_at`) plus the queue's target (`deadline_for`).
+    due_at: datetime | None = None
+
+
+# --- deadlines (docs/design.md, "Deadlines") ---------------------------------------------------------
+
+DEADLINE_HOURS_MAX = 24 * 365  # a target beyond a year is no deadline
+
+
+def deadline_for(policy: ModerationPolicy, queue: str) -> timedelta:
+    """The target time to decision of `queue` in `policy`: the urgent queue's minutes, the hours
+    `deadline_hours` lists for it, else `deadline_default_hours`."""
+    if queue == ReviewQueue.URGENT:
+        return timedelta(minutes=policy.urgent_deadline_minutes)
+    hours = (policy.deadline_hours or {}).get(queue, policy.deadline_default_hours)
+    return timedelta(hours=hours)
+
+
+class DeadlineState(StrEnum):
+    """How a waiting review stands against its deadline (words a moderator reads, not a colour)."""
+
+    ON_TIME = "on_time"
+    NEAR = "near"
+    BREACHED = "breached"
+
+
+def deadline_state(*, queued_at: datetime | None, due_at: datetime | None, now: datetime, near_share: float) -> str:
+    """`BREACHED` once `now` is past `due_at`; `NEAR` in the last `near_share` of the window from
+    `queued_at` (the anchor) to `due_at`; else `ON_TIME` (also without a due time)."""
+    if due_at is None:
+        return DeadlineState.ON_TIME
+    if now > due_at:
+        return DeadlineState.BREACHED
+    if queued_at is not None and now >= due_at - (due_at - queued_at) * near_share:
+        return DeadlineState.NEAR
+    return DeadlineState.ON_TIME
 
 
 def priority(policy: ModerationPolicy, *, category_scores: dict, report_count: float = 0, appealed: bool = False,
@@ -96,7 +133,8 @@ def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict
     authors"; an image or audio (`media`) its job sent to a human waits in "Images", not with the
     model's doubts. The priority and order key do not depend on the queue chosen, but for `urgent`
     (its decision names a category the policy marks as a threat to life or safety): it waits in
-    the urgent queue, whatever the rules say, ahead of every other review."""
+    the urgent queue, whatever the rules say, ahead of every other review. Its decision is due
+    at `now` (its anchor) plus the chosen queue's target (`deadline_for`)."""
     noticed = bool(notice_kind) and (cause == Cause.NOTICE or cause in PROVIDER_CAUSES)
     routed = route(policy.routing_rules, cause=cause, category_scores=category_scores, facts=facts or RouteFacts())
     if urgent:
@@ -119,7 +157,8 @@ def queue_entry(policy: ModerationPolicy, *, cause: Cause, category_scores: dict
         ahead += TRUSTED_FLAGGER_LEAD
     if urgent:
         ahead += URGENT_LEAD
-    return QueueEntry(queue=queue, priority=points, queued_at=now, order_at=now - ahead)
+    return QueueEntry(queue=queue, priority=points, queued_at=now, order_at=now - ahead,
+                      due_at=now + deadline_for(policy, queue))
 
 
 # --- routing rules (docs/workplace.md, "Routing rules and queue access") ---------------------------

@@ -19,10 +19,17 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections
-from django.db.models import F, Q, QuerySet
+from django.db.models import Aggregate, Count, F, FloatField, Func, Q, QuerySet
 from django.utils import timezone
 
-from moderation.models import OPEN_REQUEST_STATUSES, ContentReview, ModerationQueue, ModerationRequest, ReviewStatus
+from moderation.models import (
+    OPEN_REQUEST_STATUSES,
+    ContentReview,
+    ModerationQueue,
+    ModerationRequest,
+    QueueVisit,
+    ReviewStatus,
+)
 
 
 def stuck_cutoff(*, now: datetime | None = None, stuck_after: float | None = None) -> datetime:
@@ -114,3 +121,45 @@ def review_visible_to(user, review: ContentReview) -> bool:
     review that never waited for a human is everyone's, and costs no query (most reviews: the
     services ask it holding the review's row lock)."""
     return not review.last_queue or review.last_queue not in queues_forbidden(user)
+
+
+# --- time to decision (docs/design.md, "Deadlines") ----------------------------------------------
+
+class Percentile(Aggregate):
+    """PostgreSQL's percentile_cont(`fraction`): the value below which that share of the group
+    lies, interpolated (0.5: the median)."""
+
+    function = "percentile_cont"
+    name = "Percentile"
+    template = "%(function)s(%(fraction)s) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = FloatField()
+
+    def __init__(self, expression, *, fraction: float, **extra):
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"a percentile's fraction is from 0 to 1, not {fraction}")
+        super().__init__(expression, fraction=float(fraction), **extra)
+
+
+def _seconds_to_decision() -> Func:
+    return Func(F("left_at"), F("anchor_at"), template="EXTRACT(EPOCH FROM %(expressions)s)", arg_joiner=" - ",
+                output_field=FloatField())
+
+
+def decisions_between(since: datetime, until: datetime) -> QuerySet[QueueVisit]:
+    """The visits that a decision ended in [since, until): the rows every time-to-decision figure
+    counts. An undone decision reopened its visit, so it is none of them (queue_visit_decided_idx)."""
+    return QueueVisit.objects.filter(decided=True, left_at__gte=since, left_at__lt=until)
+
+
+def decision_times(visits: QuerySet[QueueVisit], *keys) -> list[dict]:
+    """The one computation of time to decision (docs/design.md, "Deadlines"): per group of
+    `visits` by `keys` (field names or annotations already on `visits`), the decisions
+    (`decided`), the median and 95th percentile of the seconds from anchor to decision
+    (`median_s`, `p95_s`; None for no decision) and how many came after their due time
+    (`breached`). The deadline page, /metrics and the transparency report all read it."""
+    return list(visits.order_by().values(*keys).annotate(
+        decided=Count("pk"),
+        median_s=Percentile(_seconds_to_decision(), fraction=0.5),
+        p95_s=Percentile(_seconds_to_decision(), fraction=0.95),
+        breached=Count("pk", filter=Q(left_at__gt=F("due_at"))),
+    ).order_by(*keys))

@@ -11,11 +11,11 @@ from django.conf import settings
 
 from moderation.errors import InvalidCategory, ReasonRequired, UnknownReason
 from moderation.transparency.canned_reasons import reasons_key, unknown_codes, validate_canned_reasons
-from moderation.models import DECISION_LABELS, DEFAULT_CATEGORIES, ModerationPolicy, PartRule, ReviewStatus
+from moderation.models import DECISION_LABELS, DEFAULT_CATEGORIES, ModerationPolicy, PartRule, ReviewQueue, ReviewStatus
 from moderation.models.definitions import NO_VIOLATION
 from moderation.transparency.notices import validate_appeal_window, validate_notice_templates
 from moderation.transparency.statements import validate_dsa_mapping
-from moderation.review_queues import validate_routing_rules
+from moderation.review_queues import DEADLINE_HOURS_MAX, validate_routing_rules
 from moderation.text.rules import validate_term_lists
 
 REPORT_THRESHOLD_DEFAULT = 3
@@ -79,6 +79,33 @@ def validate_policy(fields: dict, *, queues=None) -> list[str]:
     if "category_definitions" in fields:
         errors += validate_category_definitions(fields["category_definitions"], categories=named_categories(fields))
     errors += validate_evidence_rules(fields)
+    errors += validate_deadlines(fields, queues=queues)
+    return errors
+
+
+def validate_deadlines(fields: dict, *, queues=None) -> list[str]:
+    """Each queue's target time to decision (docs/design.md, "Deadlines"): `deadline_hours` maps
+    review queue slugs (`queues`, when given) to hours above 0, at most a year, the urgent queue
+    left out (its deadline is `urgent_deadline_minutes`); the default hours a whole number in the
+    same range; the "near" share a number above 0 and below 1 (left out: their defaults)."""
+    errors = []
+    hours = fields.get("deadline_hours", {})
+    if not isinstance(hours, dict):
+        errors.append('deadline_hours must be an object of queue slugs and hours, e.g. {"notices": 24}')
+    else:
+        for queue, value in hours.items():
+            if queue == ReviewQueue.URGENT:
+                errors.append("deadline_hours: the urgent queue's deadline is urgent_deadline_minutes")
+            elif queues is not None and queue not in queues:
+                errors.append(f"deadline_hours: there is no queue {queue!r} (one of {', '.join(sorted(queues))})")
+            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= DEADLINE_HOURS_MAX:
+                errors.append(f"deadline_hours: {queue!r} must be a number of hours above 0, at most {DEADLINE_HOURS_MAX}")
+    default = fields.get("deadline_default_hours", 48)
+    if isinstance(default, bool) or not isinstance(default, int) or not 1 <= default <= DEADLINE_HOURS_MAX:
+        errors.append(f"deadline_default_hours must be a whole number from 1 to {DEADLINE_HOURS_MAX}")
+    share = fields.get("deadline_near_share", 0.2)
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share < 1:
+        errors.append("deadline_near_share must be a number above 0 and below 1")
     return errors
 
 
@@ -202,6 +229,9 @@ QA_FIELDS = ("qa_golden_rate", "qa_double_review_rate")
 # Evidence (docs/legal-holds.md): the categories whose decisions freeze a snapshot and how long it
 # is kept; the categories that threaten life or safety, and the urgent queue's deadline.
 EVIDENCE_FIELDS = ("reportable_categories", "snapshot_retention_days", "urgent_categories", "urgent_deadline_minutes")
+# Deadlines (docs/design.md, "Deadlines"): each queue's target time to decision, and when a
+# review is marked near its deadline.
+DEADLINE_FIELDS = ("deadline_hours", "deadline_default_hours", "deadline_near_share")
 EVIDENCE_RANGES = {"snapshot_retention_days": (1, 3650), "urgent_deadline_minutes": (1, 24 * 60)}
 PDQ_DISTANCE_MAX = 64  # of 256 bits; PDQ's authors suggest 31, and past 64 unrelated images meet
 _BANK_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")

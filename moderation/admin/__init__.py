@@ -37,7 +37,7 @@ from moderation.admin.visibility import ReviewScoped
 from moderation.admin.term_lists import term_lists_view
 from moderation.admin.routing import routing_view
 from moderation import services
-from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, EVIDENCE_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEADLINE_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, EVIDENCE_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import rule_name
 from moderation.models import (
     AccountAppeal,
@@ -120,11 +120,11 @@ class PolicyForm(forms.ModelForm):
         fields = ["reject_threshold", "review_threshold", "category_thresholds", "flagged_label", "report_threshold",
                   "categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, "model_languages", "unjudged_label",
                   "term_lists", *DSA_FIELDS, *REASON_FIELDS, "pdq_distance", "image_fallback", *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, *QA_FIELDS,
-                  *EVIDENCE_FIELDS, "notes"]
+                  *EVIDENCE_FIELDS, *DEADLINE_FIELDS, "notes"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS):
+        for name in ("unjudged_label", "pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS, *DEADLINE_FIELDS):
             if name in self.fields:  # a published version's page is read-only: no fields
                 self.fields[name].required = False
 
@@ -147,7 +147,7 @@ class PolicyForm(forms.ModelForm):
         # the new version keeps the ones it was filled from, and the image fields left out theirs.
         data["hash_banks"] = active.hash_banks
         # (And the evidence fields left out, docs/legal-holds.md: an empty list posted is a choice.)
-        for name in ("pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS):
+        for name in ("pdq_distance", "image_fallback", *PART_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS, *DEADLINE_FIELDS):
             if data.get(name) in (None, ""):
                 data[name] = getattr(active, name)
         # Canned reasons left out (an empty field) keep the active version's; {} offers none.

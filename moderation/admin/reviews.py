@@ -42,6 +42,7 @@ from moderation.admin.filters import (
     StuckFilter,
     filtered_reviews,
 )
+from moderation.admin.deadlines import DEFAULT_NEAR_SHARE, deadlines_view, due_html
 from moderation.admin.paginator import EstimatedCountPaginator, rows_page
 from moderation.admin.visibility import ReviewScoped, visible_review_or_404
 from moderation.admin.review_forms import (
@@ -67,7 +68,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.observability.search import reviews_matching
-from moderation.review_queues import queue_order_words
+from moderation.review_queues import deadline_for, queue_order_words
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
 from moderation.selectors import reviews_visible_to
@@ -245,8 +246,11 @@ class ReviewChangeList(ChangeList):
         super().get_results(request)
         with_excerpts(self.result_list)  # fills the page queryset's cache; the template reads it
         labels = {q.slug: q.label for q in services.review_queues()}
+        waiting = any(review.queue for review in self.result_list)
+        near_share = services.policy_active().deadline_near_share if waiting else None  # read once a page
         for review in self.result_list:
             review.queue_label = labels.get(review.queue, review.queue)
+            review.near_share = near_share
 
 
 class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, SimpleHistoryAdmin):
@@ -303,13 +307,13 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         mark of one whose reports look like one."""
         if review.status != ReviewStatus.MANUAL_REVIEW or not review.queue:
             return review_page.pile_on_html(review)
-        waited = timezone.now() - review.queued_at if review.queued_at else timedelta(0)
-        late = waited.total_seconds() > settings.MODERATION_QUEUE_SLA_S
+        now = timezone.now()
         return format_html(
             '<span class="badge queue-{}">{}</span> <span class="badge">priority {}</span> '
-            '<span class="badge{}" title="waiting in the queue">{}{}</span> {}',
-            review.queue, getattr(review, "queue_label", review.queue), f"{review.priority or 0:.0f}", " late" if late else "",
-            timesince(review.queued_at, timezone.now()) if review.queued_at else "—", " (past SLA)" if late else "",
+            '<span class="badge" title="waiting in the queue">{}</span> {} {}',
+            review.queue, getattr(review, "queue_label", review.queue), f"{review.priority or 0:.0f}",
+            timesince(review.queued_at, now) if review.queued_at else "—",
+            due_html(review, now=now, near_share=getattr(review, "near_share", None) or DEFAULT_NEAR_SHARE),
             review_page.pile_on_html(review),
         )
 
@@ -365,6 +369,8 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         own = [
             path("review-next/", self.admin_site.admin_view(self.review_next_view), name="moderation_contentreview_next"),
             path("queues/", self.admin_site.admin_view(self.queues_view), name="moderation_contentreview_queues"),
+            path("deadlines/", self.admin_site.admin_view(lambda request: deadlines_view(self, request)),
+                 name="moderation_contentreview_deadlines"),
             path("<uuid:object_id>/timeline/", self.admin_site.admin_view(self.timeline_view),
                  name="moderation_contentreview_timeline"),
             path("<uuid:object_id>/act/<str:action>/", self.admin_site.admin_view(self.act_view),
@@ -455,6 +461,8 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             and review.lease_expires_at and review.lease_expires_at > timezone.now(),
             queue=queue,
             queue_label=services.review_queue_label(review.queue) if review.queue else "",
+            due=due_html(review, now=timezone.now(), near_share=services.policy_active().deadline_near_share)
+            if review.due_at else "",
             reports=rows_page(request.GET, "reports_page", LIST_PAGE_ROWS, lambda offset, limit: list(
                 review.reports.order_by("created_at", "pk")[offset:offset + limit])),
             report_count=review.reports.count(),
@@ -490,14 +498,17 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         except ValueError as exc:
             self.message_user(request, f"Not searched: {exc}", messages.ERROR)
             queued = queued.none()
+        # "Review next"'s order (most urgent first), or by due time (review_queue_due_idx).
+        by_due = request.GET.get("order") == "due"
         waiting = with_excerpts(review_media.with_thumbnail_flag(
             review_page.with_model_score(queued).select_related("content", "decision", "leased_to").defer("content__text", "content__metadata")
-            .order_by("queue_order_at", "id"), request.user)[:QUEUE_PAGE_ROWS]
+            .order_by(*(("due_at", "id") if by_due else ("queue_order_at", "id"))), request.user)[:QUEUE_PAGE_ROWS]
         )
         now = timezone.now()
-        # The urgent queue's deadline is in minutes (docs/legal-holds.md), not the SLA's hours.
+        policy = services.policy_active()
+        # The urgent queue's deadline is in minutes (docs/legal-holds.md), not hours.
         urgent = chosen == ReviewQueue.URGENT
-        minutes = services.policy_active().urgent_deadline_minutes if urgent else 0
+        minutes = policy.urgent_deadline_minutes if urgent else 0
         # What the reports say, for the page shown: one grouped query over these reviews' reports.
         reported = chosen in REPORT_QUEUES
         summaries = report_summaries(waiting) if reported else {}
@@ -509,8 +520,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             "excerpt": self.content_excerpt(review),
             "top": self.top_category(review),
             "waited": timesince(review.queued_at, now) if review.queued_at else "—",
-            "late": bool(review.queued_at) and (now - review.queued_at).total_seconds() > (
-                minutes * 60 if urgent else settings.MODERATION_QUEUE_SLA_S),
+            "due": due_html(review, now=now, near_share=policy.deadline_near_share),
             "deadline": review.queued_at + timedelta(minutes=minutes) if urgent and review.queued_at else None,
             "holder": self.moderator_lease(review),
         } for review in waiting]
@@ -524,7 +534,9 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             account_appeals_open=AccountAppeal.objects.filter(status=AccountAppealStatus.OPEN).count()
             if request.user.has_perm("moderation.view_accountappeal") else None,
             figures=figures, chosen=chosen, chosen_label=next((q.label for q in queues if q.slug == chosen), chosen),
-            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes, order_words=queue_order_words(chosen),
+            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes, by_due=by_due,
+            order_words=queue_order_words(chosen),
+            target=deadline_for(policy, chosen) if chosen else None, near_share=policy.deadline_near_share,
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
             search=search, search_rule=search_rule, search_help=SEARCH_HELP, filters=filters,
             narrowed=bool(search.strip()) or any(f["value"] for f in filters),

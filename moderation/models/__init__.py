@@ -76,7 +76,7 @@ from moderation.models.media import (
     ReviewMedia,
 )
 from moderation.models.notes import NOTE_MAX_CHARS, ModeratorNote
-from moderation.models.queues import QUEUE_SLUG_MAX, ModerationQueue
+from moderation.models.queues import QUEUE_SLUG_MAX, ModerationQueue, QueueVisit
 from moderation.models.qa import QA_LABELS, QA_NOTE_MAX, DecisionTime, GoldenItem, QaItem, QaKind
 from moderation.models.outbox import (
     DecisionNotification,
@@ -119,7 +119,7 @@ __all__ = [
     "NotificationAttempt", "NotificationKind", "NotificationStatus", "APPEAL_STATEMENT_MAX", "OTHER_REASON",
     "REPORT_DETAIL_MAX", "REPORTER_ID_MAX", "Appeal", "AppealStatus", "PileOn", "Report", "ReportEscalation", "Reporter", "ReporterMute", "ReportKind", "ReportOutcome", "NOTICE_KINDS", "appeal_outcome", "WebhookCircuit",
     "BANK_NAME_MAX", "ENTRY_LABEL_MAX", "BankChangeKind", "HashBank", "HashBankChange", "HashBankEntry", "MediaPreference", "MediaRemoval",
-    "MediaSource", "ReviewMedia", "QUEUE_SLUG_MAX", "ModerationQueue",
+    "MediaSource", "ReviewMedia", "QUEUE_SLUG_MAX", "ModerationQueue", "QueueVisit",
     "INCOMPATIBLE", "StatementStatus", "TransparencyStatement", "default_dsa_mapping", "vocabulary",
     "APPROVAL_KEY", "default_canned_reasons",
     "BACKTEST_LIVE_STATUSES", "Backtest", "BacktestItem", "BacktestStatus", "DecisionRollup", "ProviderAnswer", "QualityCursor", "ShadowRun", "ShadowVerdict",

@@ -297,6 +297,9 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
     priority = models.FloatField(null=True, blank=True)
     queued_at = models.DateTimeField(null=True, blank=True)
     queue_order_at = models.DateTimeField(null=True, blank=True)
+    # When a decision is due (docs/design.md, "Deadlines"): its anchor (`queued_at`) plus its
+    # queue's target in the policy in force when it entered; cleared with the queue.
+    due_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -325,6 +328,10 @@ class ContentReview(ConcurrentTransitionMixin, models.Model):
             ),
             models.Index(
                 fields=["queue_order_at", "id"], name="review_any_queue_order_idx", condition=Q(status="manual_review")
+            ),
+            # The queue page ordered by due time, and the reviews past their deadline (/metrics).
+            models.Index(
+                fields=["queue", "due_at", "id"], name="review_queue_due_idx", condition=Q(status="manual_review")
             ),
             models.Index(
                 fields=["provider_wait_since"], name="review_waiting_idx", condition=Q(provider_wait_since__isnull=False)
@@ -752,6 +759,15 @@ def default_enforcement_ladder() -> list[dict]:
     return [dict(rung) for rung in DEFAULT_ENFORCEMENT_LADDER]
 
 
+# The target time to decision of the queues with their own (docs/design.md, "Deadlines"): DSA
+# notices act "in a timely manner" (Art. 16(6)), appeals within a week, user reports within three days.
+DEFAULT_DEADLINE_HOURS = {"notices": 24, "appeals": 168, "reports": 72}
+
+
+def default_deadline_hours() -> dict:
+    return dict(DEFAULT_DEADLINE_HOURS)
+
+
 class ModerationPolicy(models.Model):
     """A versioned mapping from category scores to a decision. Versions are never edited in place:
     a change publishes a new version, so every past decision still names the rules that made it.
@@ -925,6 +941,21 @@ class ModerationPolicy(models.Model):
     urgent_deadline_minutes = models.PositiveIntegerField(
         default=60, db_default=60, help_text="Minutes within which an urgent review is to be acted on."
     )
+    # Deadlines (docs/design.md, "Deadlines"): the target time to decision of each review queue,
+    # counted from the review's anchor (when it entered the queue); a queue not listed takes
+    # deadline_default_hours, the urgent queue urgent_deadline_minutes. A review is "near its
+    # deadline" in the last deadline_near_share of its window.
+    deadline_hours = models.JSONField(
+        default=default_deadline_hours, blank=True, db_default=DEFAULT_DEADLINE_HOURS,
+        help_text='Hours to a decision per review queue, e.g. {"notices": 24, "appeals": 168, "reports": 72}.',
+    )
+    deadline_default_hours = models.PositiveIntegerField(
+        default=48, db_default=48, help_text="Hours to a decision in a queue deadline_hours does not list."
+    )
+    deadline_near_share = models.FloatField(
+        default=0.2, db_default=0.2,
+        help_text="Share (above 0, below 1) of a deadline's window at its end in which a review is marked near its deadline.",
+    )
     notes = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
@@ -962,4 +993,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}" + (" (draft)" if self.is_draft else "")
 
 
-__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "DecisionUndo", "standing_decision_sql", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "LOCAL_MODEL_LANGUAGES", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "DecisionUndo", "standing_decision_sql", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "LOCAL_MODEL_LANGUAGES", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "DEFAULT_DEADLINE_HOURS", "default_deadline_hours", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

@@ -40,3 +40,37 @@ class ModerationQueue(models.Model):
 
     def __str__(self) -> str:
         return self.name or self.slug
+
+
+class QueueVisit(models.Model):
+    """One stay of a review in a review queue, from its anchor to the decision that ended it:
+    what the deadline figures count (docs/design.md, "Deadlines";
+    moderation.observability.deadlines). Written by the transition that sends the review to
+    manual_review and closed by the one that takes it out, in the same transaction
+    (moderation.services.transitions). An undone decision reopens its visit: it was no decision.
+    """
+
+    review = models.ForeignKey("moderation.ContentReview", on_delete=models.CASCADE, related_name="+")
+    queue = models.CharField(max_length=QUEUE_SLUG_MAX)
+    cause = models.CharField(max_length=32)  # the cause that sent it to manual_review
+    notice_kind = models.CharField(max_length=16, blank=True, default="")  # the review's, at entry
+    anchor_at = models.DateTimeField()  # when it entered the queue: the deadline counts from here
+    due_at = models.DateTimeField()
+    left_at = models.DateTimeField(null=True, blank=True)
+    # Left by a decision (approved or rejected); False while open, or when it left otherwise (erased).
+    decided = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            # A review waits in one queue at a time: one open visit.
+            models.UniqueConstraint(fields=["review"], condition=models.Q(left_at__isnull=True),
+                                    name="queue_visit_one_open"),
+        ]
+        indexes = [
+            # The figures of the decisions in a range of time, from the index alone.
+            models.Index(fields=["left_at"], name="queue_visit_decided_idx", condition=models.Q(decided=True),
+                         include=["queue", "anchor_at", "due_at", "cause", "notice_kind"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue} visit of review {self.review_id}"

@@ -8,6 +8,7 @@ are append-only (or only grow their counts).
 
 from __future__ import annotations
 
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -40,10 +41,13 @@ from prometheus_client.core import (
 
 from audit.models import EventKind, PipelineEvent, PrunedTally
 from callbacks.models import ProviderCallback
-from moderation.observability import anomalies, workplace
+from moderation.observability import anomalies, deadlines, workplace
 from moderation.observability.access import is_operator
 from moderation.services.reporters import ACCURACY_BANDS, UNRATED, reporter_counts
-from moderation.selectors import stuck_requests
+from moderation.review_queues import deadline_for
+from moderation.selectors import decision_times, decisions_between, stuck_requests
+from moderation.services.policy import policy_active
+from moderation.services.routing import review_queues
 from moderation.models import (
     AccountAction,
     StatementStatus,
@@ -137,6 +141,7 @@ class PipelineCollector:
         yield from self._reports_and_appeals()
         yield from self._reports_by_kind()
         yield from self._workplace()
+        yield from self._deadlines()
         yield from self._authors()
         yield from self._reporters()
         yield from self._statements()
@@ -195,6 +200,41 @@ class PipelineCollector:
             waited.add_metric([t.queue, "0.5"], t.p50_s)
             waited.add_metric([t.queue, "0.95"], t.p95_s)
         yield waited
+
+    def _deadlines(self):
+        """Deadlines (docs/design.md, "Deadlines"; moderation.observability.deadlines): per review
+        queue, its target, the reviews waiting near and past their deadline (the alert rule
+        ModerationDeadlinesBreached reads the latter), and the last 7 days' decisions, their
+        median and p95 time to decision and the breaches among them. Gauges: an undone decision
+        leaves the figures, so they may fall."""
+        policy, queues, now = policy_active(), review_queues(), timezone.now()
+        target = GaugeMetricFamily("moderation_queue_deadline_seconds",
+                                   "Target time to decision of each review queue (the active policy).", labels=["queue"])
+        past = GaugeMetricFamily("moderation_queue_past_deadline",
+                                 "Reviews waiting in each review queue past their due time.", labels=["queue"])
+        near = GaugeMetricFamily("moderation_queue_near_deadline",
+                                 "Reviews waiting in each review queue near their due time, not past it.", labels=["queue"])
+        for q in deadlines.open_figures(policy, now=now, queues=queues):
+            target.add_metric([q.queue], deadline_for(policy, q.queue).total_seconds())
+            past.add_metric([q.queue], q.breached)
+            near.add_metric([q.queue], q.near)
+        yield target
+        yield past
+        yield near
+        decided = GaugeMetricFamily("moderation_decisions_7d", "Decisions of reviews waiting in each review queue, "
+                                    "last 7 days (an undone one is none).", labels=["queue"])
+        late = GaugeMetricFamily("moderation_decisions_past_deadline_7d",
+                                 "Of those, decisions made after their due time.", labels=["queue"])
+        seconds = GaugeMetricFamily("moderation_time_to_decision_seconds",
+                                    "Time from anchor to decision, last 7 days.", labels=["queue", "quantile"])
+        for row in decision_times(decisions_between(now - timedelta(days=7), now + timedelta(microseconds=1)), "queue"):
+            decided.add_metric([row["queue"]], row["decided"])
+            late.add_metric([row["queue"]], row["breached"])
+            seconds.add_metric([row["queue"], "0.5"], row["median_s"])
+            seconds.add_metric([row["queue"], "0.95"], row["p95_s"])
+        yield decided
+        yield late
+        yield seconds
 
     def _callbacks(self):
         duplicates = CounterMetricFamily("moderation_duplicate_callbacks", "Re-deliveries of callbacks already stored.", labels=["provider"])

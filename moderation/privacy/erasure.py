@@ -90,7 +90,7 @@ from moderation.services.decide import decide_locked
 from moderation.services.outbox import outbox_payload
 from moderation.services.pipeline import request_close_live_locked
 from moderation.services.report_outcomes import reports_resolve_erased_locked
-from moderation.services.transitions import review_queue_leave
+from moderation.services.transitions import queue_visit_leave, review_queue_leave
 
 REASON_MAX_CHARS = 2000
 # What the client reads of the system decisions erasure makes (moderation.transparency.reasons shows a system
@@ -436,6 +436,7 @@ def _stop_moderation_locked(review: ContentReview, *, actor: str, actor_id: str)
     if review.status not in (ReviewStatus.PENDING, ReviewStatus.PROCESSING):
         if review.queue or review.leased_to_id:
             ContentReview.objects.filter(pk=review.pk).update(**review_queue_leave(review))
+            queue_visit_leave([review.pk])
         return False
     request_close_live_locked(review, why="cancelled: the content was erased")
     review.provider_wait_since = None

@@ -43,6 +43,7 @@ from moderation.models import (
     DecisionSource,
     DecisionUndo,
     ModeratorNote,
+    QueueVisit,
     Report,
     ReviewQueue,
     ReviewStatus,
@@ -468,4 +469,7 @@ def _entry_back(review: ContentReview, entered, had: str, author: Author | None)
     cause = Cause(entered.cause) if entered is not None else Cause.MANUAL_ESCALATION
     entry = review_queue_entry(review, policy_active(), cause=cause, author=author,
                                now=entered.created_at if entered is not None else timezone.now())
+    # Its deadline is the one it had (docs/design.md, "Deadlines"): the visit the undo reopens keeps it.
+    due = QueueVisit.objects.filter(review_id=review.pk).order_by("-id").values_list("due_at", flat=True).first()
+    entry = replace(entry, due_at=due) if due is not None else entry
     return replace(entry, queue=had) if had else entry

@@ -15,7 +15,7 @@ from moderation.errors import DraftChanged, DraftNotPreviewed, DraftStale, Polic
 from moderation.text.default_terms import default_term_lists
 from moderation.text.language import Detection, configured_languages, detect
 from moderation.models import Content, ModerationPolicy, default_model_languages
-from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, EVIDENCE_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, definitions_kept, validate_policy
+from moderation.validation import AUTHOR_FIELDS, DEADLINE_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, EVIDENCE_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, REPORT_THRESHOLD_DEFAULT, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import term_lists_digest
 from moderation.services.routing import review_queue_slugs
 from moderation.verdicts import rule_text
@@ -46,12 +46,12 @@ POLICY_FIELDS = (
     *ROUTING_FIELDS,
     *DEFINITION_FIELDS,
     *QA_FIELDS,
-    *EVIDENCE_FIELDS,
+    *EVIDENCE_FIELDS, *DEADLINE_FIELDS,
 )
 # Fields the review queues use (categories, priority weights), the rules for authors and the
 # notices to affected users: left out, each takes its default.
 _WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FIELDS, *REPORT_FIELDS, *DSA_FIELDS, *MEDIA_FIELDS,
-                     *REASON_FIELDS, *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS)
+                     *REASON_FIELDS, *PART_FIELDS, *ROUTING_FIELDS, *DEFINITION_FIELDS, *QA_FIELDS, *EVIDENCE_FIELDS, *DEADLINE_FIELDS)
 
 # The thresholds `make model` chose for the local model's categories on its calibration split, in
 # English and Indonesian (training/train.py; what they give on held-out data: docs/model-card.md):

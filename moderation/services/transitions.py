@@ -20,7 +20,15 @@ from simple_history.signals import post_create_historical_record, pre_create_his
 from audit import context
 from audit.models import EventKind, PipelineEvent, ReviewTransition
 from moderation.errors import IllegalTransition
-from moderation.models import REVIEW_HISTORY, TRANSITION_FOR_CAUSE, Author, Cause, ContentReview, ReviewStatus
+from moderation.models import (
+    REVIEW_HISTORY,
+    TRANSITION_FOR_CAUSE,
+    Author,
+    Cause,
+    ContentReview,
+    QueueVisit,
+    ReviewStatus,
+)
 from moderation.review_queues import QueueEntry
 from moderation.services.routing import review_queue_entry
 from moderation.db.compiled import CompiledUpdate
@@ -123,6 +131,7 @@ def transition_reviews(
             review._history_user = history_user
     _update_unless_moved(reviews, from_statuses, fields)
     writes, rows = OneStatement(), []
+    _queue_visits(writes, reviews, from_statuses, cause, now)
     for review, from_status, key in zip(reviews, from_statuses, keys, strict=True):
         review._update_initial_state()  # what a later save of it checks against (ConcurrentTransitionMixin)
         with context.bind(review_id=review.pk, idempotency_key=key or review.active_idempotency_key):
@@ -220,7 +229,7 @@ def review_history_row(review: ContentReview, *, created: bool = False):
 
 # A review out of the review queues: no queue, no priority, no place in line, and no moderator
 # holding it (a lease is taken only on a review in a queue).
-QUEUE_LEFT = {"queue": "", "priority": None, "queued_at": None, "queue_order_at": None,
+QUEUE_LEFT = {"queue": "", "priority": None, "queued_at": None, "queue_order_at": None, "due_at": None,
               "leased_to": None, "lease_expires_at": None}
 
 
@@ -245,10 +254,45 @@ def _queue_for(review: ContentReview, from_status: str, cause: Cause, report_cou
                                        report_count=report_count, author=author)
         review.queue = review.last_queue = entry.queue  # last_queue stays when it leaves: who may see it
         review.priority, review.queued_at, review.queue_order_at = entry.priority, entry.queued_at, entry.order_at
-        return ("queue", "last_queue", "priority", "queued_at", "queue_order_at")
+        review.due_at = entry.due_at
+        return ("queue", "last_queue", "priority", "queued_at", "queue_order_at", "due_at")
     if from_status == ReviewStatus.MANUAL_REVIEW or review.queue:
         return tuple(review_queue_leave(review))
     return ()
+
+
+def _queue_visits(writes: OneStatement, reviews: Sequence[ContentReview], from_statuses: list[str], cause: Cause,
+                  now) -> None:
+    """Record the reviews' stays in the review queues for the deadline figures (docs/design.md,
+    "Deadlines"), in the transition's statement: a review entering manual_review opens a visit
+    at its anchor and due time; one leaving closes its open visit, `decided` when a decision
+    (approved, rejected) took it out, not an erasure or a reprocess (sent back to the model). An undo reopens the visit its decision
+    closed: an undone decision is no decision, and the anchor and due time stay."""
+    closing: dict[bool, list] = {True: [], False: []}
+    for review, from_status in zip(reviews, from_statuses, strict=True):
+        if from_status == ReviewStatus.MANUAL_REVIEW and review.status != ReviewStatus.MANUAL_REVIEW:
+            # Sent back to the model (reprocess) or erased: it left without a decision.
+            decided = review.status in (ReviewStatus.APPROVED, ReviewStatus.REJECTED) and cause != Cause.CONTENT_ERASED
+            closing[decided].append(review.pk)
+    for decided, ids in closing.items():
+        if ids:
+            writes.update(QueueVisit.objects.filter(review_id__in=ids, left_at__isnull=True), left_at=now, decided=decided)
+    for review, from_status in zip(reviews, from_statuses, strict=True):
+        if review.status != ReviewStatus.MANUAL_REVIEW or from_status == ReviewStatus.MANUAL_REVIEW or not review.queue:
+            continue
+        if cause == Cause.UNDO:
+            last = QueueVisit.objects.filter(review_id=review.pk).order_by("-id").values("pk")[:1]
+            writes.update(QueueVisit.objects.filter(pk__in=last), left_at=None, decided=False, queue=review.queue)
+        else:
+            writes.insert(QueueVisit(review_id=review.pk, queue=review.queue, cause=cause,
+                                     notice_kind=review.notice_kind, anchor_at=review.queued_at, due_at=review.due_at))
+
+
+def queue_visit_leave(review_ids) -> int:
+    """Close the open visits of reviews that leave their queue without a decision (their content
+    erased while they waited): no decision, so no figure counts them."""
+    return QueueVisit.objects.filter(review_id__in=review_ids, left_at__isnull=True).update(
+        left_at=timezone.now(), decided=False)
 
 
 def record_event(

@@ -29,6 +29,7 @@ from django.db.models import Aggregate, Case, CharField, Count, F, FloatField, F
 
 from moderation.models import (
     AccountAction,
+    Cause,
     AccountAppeal,
     AccountAppealStatus,
     ActionCause,
@@ -41,6 +42,7 @@ from moderation.models import (
     TransparencyStatement,
     vocabulary,
 )
+from moderation.selectors import decision_times, decisions_between
 from moderation.transparency.statements import (
     AUTOMATED_DECISION,
     AUTOMATION_FULLY,
@@ -103,17 +105,29 @@ def _outcome_counts() -> dict[str, Count]:
     return {"received": Count("pk"), **{name: Count("pk", filter=Q(outcome=value)) for name, value in _OUTCOMES.items()}}
 
 
+# The kind of report behind a stay in a review queue (docs/design.md, "Deadlines"): the notice
+# kind the review had when it entered, else "user" when user reports sent it.
+_VISIT_KIND = Case(
+    When(~Q(notice_kind=""), then=F("notice_kind")),
+    When(cause=Cause.USER_REPORTS.value, then=Value(ReportKind.USER.value)),
+    default=Value(""), output_field=CharField(),
+)
+
+
 def notices(since: datetime, until: datetime) -> dict[str, Any]:
-    """The reports received in the period, by kind and by reason, with what became of them; the
-    median time from a notice to its action, for those resolved `actioned` (report_created_idx)."""
+    """The reports received in the period, by kind and by reason, with what became of them
+    (report_created_idx); and per kind the median time to act: from the anchor (when the review
+    entered its queue, docs/design.md "Deadlines") to the decision, of the decisions made in the
+    period on reviews that kind of report sent to a human, as the deadline figures count it
+    (moderation.selectors.decision_times: an undone decision is none)."""
     received = Report.objects.filter(_in("created_at", since, until)).order_by()
     by_kind = {kind: {**dict.fromkeys(["received", *_OUTCOMES], 0), "median_seconds_to_action": None}
                for kind in ReportKind.values}
-    for row in received.values("kind").annotate(
-            **_outcome_counts(),
-            median_seconds_to_action=Median(seconds_between("resolved_at", "created_at"),
-                                            filter=Q(outcome=ReportOutcome.ACTIONED))):
-        by_kind[row.pop("kind")] = row
+    for row in received.values("kind").annotate(**_outcome_counts()):
+        by_kind[row.pop("kind")].update(row)
+    for row in decision_times(decisions_between(since, until).annotate(kind=_VISIT_KIND).filter(
+            kind__in=ReportKind.values), "kind"):
+        by_kind[row["kind"]]["median_seconds_to_action"] = row["median_s"]
     by_reason = {row.pop("reason"): row for row in received.values("reason").annotate(**_outcome_counts())}
     total = {name: sum(figures[name] for figures in by_kind.values()) for name in ["received", *_OUTCOMES]}
     return {"total": total, "by_kind": by_kind, "by_reason": by_reason}
@@ -223,10 +237,21 @@ def accounts(since: datetime, until: datetime) -> dict[str, Any]:
     return figures
 
 
+# --- time to decision per review queue (docs/design.md, "Deadlines") ---------------------------
+
+def time_to_decision(since: datetime, until: datetime) -> dict[str, Any]:
+    """Per review queue, the decisions made in the period, their median and 95th percentile
+    seconds from anchor to decision, and those made after their due time: the deadline page's
+    computation over the period (queue_visit_decided_idx)."""
+    return {row["queue"]: {"decided": row["decided"], "median_seconds": row["median_s"],
+                           "p95_seconds": row["p95_s"], "breached": row["breached"]}
+            for row in decision_times(decisions_between(since, until), "queue")}
+
+
 # --- the report ---------------------------------------------------------------------------------
 
 def transparency_report(*, start: date, end: date) -> dict[str, Any]:
-    """Every figure of the period's report (7 queries whatever the data). Raises ValueError when
+    """Every figure of the period's report (9 queries whatever the data). Raises ValueError when
     `end` is before `start` or after LAST_DAY."""
     since, until = period_bounds(start, end)
     with _one_snapshot():
@@ -240,6 +265,7 @@ def transparency_report(*, start: date, end: date) -> dict[str, Any]:
             "corrections": corrections(since, until),
             "appeals": appeals(since, until),
             "accounts": accounts(since, until),
+            "time_to_decision": time_to_decision(since, until),
         }
 
 

@@ -360,6 +360,7 @@ def test_the_policy_form_refuses_to_publish_over_a_version_published_since_it_wa
         "dsa_mapping": json.dumps(filled["dsa_mapping"]), "canned_reasons": json.dumps(filled["canned_reasons"]),
         "routing_rules": json.dumps(filled["routing_rules"]),
         "category_definitions": json.dumps(filled["category_definitions"]),
+        "deadline_hours": json.dumps(filled["deadline_hours"]),
     })
     assert response.status_code == 200 and "was published since this form was filled" in response.content.decode()
     assert rule_terms(services.policy_active().term_lists, ("insult", "reject", "id")) == [*DEFAULT_ID_REJECTS, "bodoh"]
