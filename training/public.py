@@ -27,6 +27,7 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+from moderation.text import parts as text_parts
 from training.labels import CATEGORIES, DATA_DIR, Row, write_rows
 
 OUTPUT = DATA_DIR / "public.jsonl.gz"
@@ -42,7 +43,11 @@ COMMITS = {
     "uds-lsv/GermEval-2018-Data": "9877472d39523effd54cd079b4c61157ed141508",
     "conversationai/unintended-ml-bias-analysis": "9c7d91aaa53406a362354661a93e07956d95e59a",
     "ipavlopoulos/toxic_spans": "beaf170538df8275c3447b2e26070f2f82e55272",
+    "IndoNLP/indonlu": "ce728f6926a36174b9923dfe49d6a6839b6e9bb7",
 }
+# Benign Indonesian long-form text (IndoNLU's SmSA, Apache-2.0): its own file, so that the public
+# labelled sets above need not be fetched again to rebuild it (`--benign-id`).
+BENIGN_ID_OUTPUT = DATA_DIR / "benign_id.jsonl.gz"
 ALL_BUT = {c: tuple(x for x in CATEGORIES if x != c) for c in CATEGORIES}
 
 
@@ -238,10 +243,47 @@ def toxic_spans(m: Mirror) -> list[Row]:
 READERS = (davidson, mlma, convabuse, hatemoji, toxigen, germeval)
 
 
-def build(mirror: Path) -> list[Row]:
+def _listed_words() -> re.Pattern:
+    """Every curated Indonesian term and spelling variant (training/data/id_terms.json) and the core
+    insults the written texts use, as one whole-word pattern."""
+    from training.terms import load as load_terms
+    from training.written import ID_ADJ_INSULTS, ID_ANIMALS, ID_CORE_INSULTS, ID_POLITICAL_INSULTS, ID_PROFANITY
+
+    terms = load_terms()["terms"]
+    words = {w for word, e in terms.items() for w in (word, *e["variants"])}
+    words |= {*ID_CORE_INSULTS, *ID_ADJ_INSULTS, *ID_ANIMALS, *ID_POLITICAL_INSULTS, *ID_PROFANITY}
+    return re.compile(r"\b(?:" + "|".join(re.escape(w.casefold()) for w in sorted(words, key=len, reverse=True)) + r")\b")
+
+
+def indonlu_smsa(m: Mirror) -> list[Row]:
+    """IndoNLU's SmSA (Purwarianti & Crisdayanti 2019; Wilie et al. 2020), Apache-2.0: Indonesian
+    reviews and comments (restaurants, places, films, some politics) labelled by sentiment, many of
+    them long. Only the positive and neutral ones, as benign rows: a negative one may insult
+    someone, and sentiment says nothing about abuse. A row holding a listed term or an insult the
+    written texts use is left out too (it may be abuse the label does not tell of)."""
+    repo = "IndoNLP/indonlu"
+    listed = _listed_words()
+    rows = []
+    for path in ("dataset/smsa_doc-sentiment-prosa/train_preprocess.tsv",
+                 "dataset/smsa_doc-sentiment-prosa/valid_preprocess.tsv"):
+        for line in m.text(repo, path).splitlines():
+            text, _, label = line.rpartition("\t")
+            text = _SPACES.sub(" ", text).strip()
+            if label in ("positive", "neutral") and text and not listed.search(text.casefold()):
+                group = "smsa-" + hashlib.sha256(text.casefold().encode()).hexdigest()[:16]
+                rows.append(Row(text, "id", "indonlu-smsa", group=group))
+                # Its sentences too, as the provider scores a long text's parts (moderation.text.parts):
+                # without them "enak ." (tasty) scored sexual 0.68 and "harus sabar ." threat 0.94.
+                found = text_parts.parts(text)
+                if len(found) > 1:
+                    rows += [Row(text[a:b], "id", "indonlu-smsa", group=group) for a, b in found]
+    return rows
+
+
+def build(mirror: Path, readers=READERS) -> list[Row]:
     m = Mirror(mirror)
     rows, seen = [], set()
-    for reader in READERS:
+    for reader in readers:
         for row in reader(m):
             key = row.text.casefold()
             if len(row.text) < 2 or key in seen:
@@ -256,9 +298,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"),
                         help="the folder holding owner+name/repo git directories")
-    parser.add_argument("--output", type=Path, default=OUTPUT)
+    parser.add_argument("--output", type=Path, default=None,
+                        help=f"default {OUTPUT}, or {BENIGN_ID_OUTPUT} with --benign-id")
+    parser.add_argument("--benign-id", action="store_true",
+                        help="build the benign Indonesian long-form rows (IndoNLU SmSA) instead")
     args = parser.parse_args(argv)
-    rows = build(args.mirror)
+    args.output = args.output or (BENIGN_ID_OUTPUT if args.benign_id else OUTPUT)
+    rows = build(args.mirror, (indonlu_smsa,) if args.benign_id else READERS)
     write_rows(args.output, rows)
     counts = Counter((r.source, r.language, r.label) for r in rows)
     for (source, language, label), n in sorted(counts.items()):

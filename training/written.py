@@ -636,7 +636,222 @@ def lexicon(terms: dict) -> list[Row]:
 def indonesian() -> list[Row]:
     rng = random.Random(SEED)
     terms = load_terms()
-    return _expand(ID_TEMPLATES, lambda r: _id_slots(r, terms), ID_EVERYDAY, "id", "written-id", rng) + lexicon(terms)
+    return (_expand(ID_TEMPLATES, lambda r: _id_slots(r, terms), ID_EVERYDAY, "id", "written-id", rng) + lexicon(terms)
+            + long_comments())
+
+
+# --- Indonesian long comments ------------------------------------------------------------------
+# Comments on the news are long: several sentences of opinion, criticism, questions, about
+# officials, parties, prices, the courts, football. Every written text above is one sentence, so
+# the model had never seen a long benign argumentative comment (it flagged them) nor one insult
+# inside one. Written from the project's own knowledge of the language (no outside set's text
+# read): benign sentences of argument and criticism, and abusive ones (political insults such as
+# "cebong", "kadrun", "planga plongo", "antek aseng"; slang such as "bacot", "otak udang";
+# regional swearing such as "jancok", "kehed", "pukimak"; attacks on groups), each tagged with its
+# categories. Each sentence stands alone as a row, and 2-5 benign sentences of one pool make a
+# long benign comment. Long comments with an abusive sentence among benign ones were tried and
+# left out (training/RESULTS.md): labelled abusive as a whole, they taught the model that the
+# benign political sentences around an insult are abuse; a long text is judged by its worst
+# sentence anyway (moderation.text.parts).
+#
+# The sentences are dealt into LONG_POOLS pools (sentence k into pool k mod LONG_POOLS), and a
+# comment takes all its sentences from one pool, whose id is its group: a held-out pool's comments
+# are made of sentences the model never saw in training.
+LONG_POOLS = 20
+LONG_FILLS = 24  # benign comments per pool (at most)
+ID_LONG_BENIGN = """Menurut saya kebijakan ini belum matang dan perlu dikaji ulang.
+Rakyat kecil yang paling merasakan dampaknya, semoga pemerintah mendengar.
+Harga beras naik terus, gaji tidak naik-naik.
+Saya bukan pendukung siapa-siapa, cuma ingin negara ini lebih baik.
+Kalau memang terbukti korupsi, ya harus dihukum sesuai aturan yang berlaku.
+Beritanya terlalu berat sebelah, mohon wartawan lebih berimbang.
+Dulu dijanjikan lapangan kerja, sekarang mana buktinya?
+Jangan mudah percaya berita hoaks, cek dulu sumbernya.
+Pembangunan jalan tol memang bagus, tapi jalan di desa juga perlu diperhatikan.
+Saya sudah tiga kali lapor ke kelurahan tapi belum ada tanggapan.
+Semua partai sama saja, menjelang pemilu baru turun ke bawah.
+Mari kita kawal bersama proses hukumnya sampai selesai.
+Kasihan para korban banjir, semoga bantuan cepat sampai.
+Pajak naik, pelayanan publik masih begitu-begitu saja.
+Saya heran kenapa kasus ini tidak pernah diusut tuntas.
+Biarkan pengadilan yang memutuskan, jangan main hakim sendiri.
+Anggaran sebesar itu seharusnya bisa dipakai untuk sekolah dan puskesmas.
+Mohon maaf, tapi argumen bapak kurang masuk akal buat saya.
+Kita boleh beda pilihan, tapi tetap satu bangsa.
+Setiap tahun masalahnya sama, macet dan banjir, solusinya mana?
+Kebijakan impor ini merugikan petani lokal.
+Semoga hakim bisa adil dan tidak bisa dibeli.
+Dulu saya dukung, sekarang saya kecewa dengan kinerjanya.
+Saya rasa ada kepentingan politik di balik keputusan ini.
+Transportasi umum di kota kami masih sangat kurang.
+Sebaiknya dana bansos diawasi supaya tepat sasaran.
+Coba baca dulu isi beritanya sampai habis sebelum berkomentar.
+Yang salah tetap harus bertanggung jawab, siapa pun orangnya.
+Polisi harus bekerja profesional dan transparan dalam kasus ini.
+Harusnya DPR lebih banyak mendengar aspirasi masyarakat.
+Ini bukti bahwa pengawasan kita masih lemah.
+Saya setuju sebagian, tapi soal pajak saya tidak sepakat.
+Semoga menteri yang baru bisa membawa perubahan.
+Berita seperti ini bikin masyarakat makin tidak percaya sama pemerintah.
+Utang negara terus bertambah, generasi berikutnya yang menanggung.
+Subsidi harus tepat sasaran, jangan dinikmati orang kaya.
+Saya warga biasa, yang penting harga stabil dan kerja lancar.
+Debat kemarin kurang substansi, lebih banyak saling sindir.
+Kalau tidak setuju, sampaikan lewat jalur yang benar.
+Mahasiswa turun ke jalan karena merasa suaranya tidak didengar.
+Tolong jangan bawa-bawa agama ke urusan politik.
+Sudah saatnya kita memilih pemimpin berdasarkan rekam jejak.
+Sayang sekali, programnya bagus tapi pelaksanaannya kacau.
+Rumah sakit di daerah masih kekurangan dokter spesialis.
+Mudah-mudahan kasus ini jadi pelajaran buat semua pejabat.
+Keadilan di negeri ini sering tajam ke bawah tumpul ke atas.
+Saya kecewa, tapi tetap berharap ada perbaikan.
+Pendidikan harus jadi prioritas utama, bukan proyek mercusuar.
+Harga tiket pesawat mahal sekali menjelang lebaran.
+Kenapa baru sekarang ditangani, padahal sudah lama dilaporkan warga?
+Komentar di sini kebanyakan emosi, mari berdiskusi dengan kepala dingin.
+Ini opini pribadi saya, boleh setuju boleh tidak.
+Investasi asing perlu, tapi jangan sampai merugikan warga sekitar.
+Ojek online juga butuh perlindungan dan aturan yang jelas.
+Semoga pemilu tahun depan berjalan jujur dan damai.
+Bapak itu dulu berjanji menurunkan harga, sekarang malah naik.
+Lingkungan rusak karena tambang, siapa yang mau tanggung jawab?
+Saya tinggal di pinggiran kota, air bersih masih susah.
+Yang penting hukum ditegakkan, bukan sekadar pencitraan.
+Wajar kalau rakyat marah, tapi jangan sampai anarkis.
+Semoga aparat tidak represif terhadap pendemo.
+Kalau dipikir-pikir, masalah utamanya ada di birokrasi yang berbelit.
+Sebagai guru honorer, gaji saya jauh dari cukup.
+Mohon pemerintah daerah segera memperbaiki jembatan yang rusak.
+Jangan cuma pandai bicara di televisi, buktikan dengan kerja.
+Data kemiskinan yang dipakai sepertinya sudah tidak akurat.
+Timnas main bagus semalam, semoga konsisten.
+Pelatihnya harus berani rotasi pemain, yang muda diberi kesempatan.
+Wasitnya kurang tegas, banyak pelanggaran yang dibiarkan.
+Artis itu berhak atas privasinya, tidak usah terlalu diurusi.
+Netizen sekarang gampang sekali menghakimi orang tanpa tahu faktanya.
+Kita doakan saja semoga korban cepat pulih.
+Turut berduka cita untuk keluarga yang ditinggalkan.
+Saya pernah mengalami hal yang sama, memang prosesnya lama.
+Bagus, akhirnya ada tindakan nyata dari pemerintah kota.
+Program vaksinasi di tempat saya berjalan lancar, terima kasih nakes.
+Kalau mau maju, korupsi harus diberantas dari akarnya.
+Pengusaha kecil banyak yang gulung tikar karena aturan ini.
+Sebaiknya ada uji publik dulu sebelum undang-undang disahkan.
+Saya mendukung langkah KPK, terus semangat.
+Warga di sini sudah menunggu bertahun-tahun tapi belum ada kepastian.
+Media harus tetap kritis terhadap siapa pun yang berkuasa.
+Kasus seperti ini bukan yang pertama, dan mungkin bukan yang terakhir.
+Lebih baik fokus ke solusi daripada saling menyalahkan.
+Tanah rakyat jangan digusur tanpa ganti rugi yang layak.
+Harga cabai sempat naik, sekarang sudah mulai turun.
+Siapa pun presidennya, yang penting rakyat sejahtera.
+Saya tidak membela siapa-siapa, hanya menyampaikan fakta.
+Lembaga yang mengawasi harus independen.
+Sepertinya judul beritanya terlalu provokatif.
+Anak muda harus melek politik supaya tidak mudah dibohongi.
+Pelayanan di kantor pajak sekarang sudah jauh lebih baik.
+Semoga pelakunya cepat tertangkap dan korban mendapat keadilan.
+Banyak janji kampanye yang belum ditepati sampai sekarang.
+Saya menunggu penjelasan resmi dari kementerian terkait.
+Jangan sampai isu ini dipakai untuk memecah belah masyarakat.
+Program makan siang gratis bagus, asal anggarannya jelas.
+Petani butuh pupuk murah, bukan janji.
+Ekonomi lagi susah, semoga tahun depan lebih baik.
+Salut untuk relawan yang membantu di lokasi bencana.""".splitlines()
+# (categories, sentence)
+ID_LONG_ABUSIVE = [
+    (("insult",), "Dasar cebong dungu, dikasih janji aja sudah senang."),
+    (("insult",), "Kadrun otaknya cuma isi kebencian."),
+    (("insult",), "Pejabat goblok, kerjanya cuma foto-foto."),
+    (("insult",), "Otak lu di dengkul ya, baca berita aja gak ngerti."),
+    (("insult",), "Bacot lu kayak comberan."),
+    (("insult",), "Presiden planga plongo, bisanya cuma bagi-bagi sepeda."),
+    (("insult", "profanity"), "Anggota dewan itu tikus berdasi semua, bangsat."),
+    (("insult",), "Mampus aja lu koruptor, biar tau rasa."),
+    (("insult",), "Wartawan bayaran, nulis berita kayak sampah."),
+    (("insult",), "Buzzer goblok, dibayar berapa lu?"),
+    (("insult",), "Dasar kampret, kerjanya nyinyir doang."),
+    (("insult", "profanity"), "Mulut pejabat itu kayak tai, bau."),
+    (("profanity", "insult"), "Asu tenan, rakyat disuruh sabar terus."),
+    (("profanity", "insult"), "Jancok, janji kampanye cuma omong kosong, dasar penipu."),
+    (("insult", "hate"), "Kalian semua antek aseng, pengkhianat bangsa."),
+    (("insult",), "Menteri tolol, gak becus ngurus negara."),
+    (("insult",), "Otak udang, gak bisa mikir sama sekali."),
+    (("insult", "profanity"), "Muka tembok, udah ketahuan korupsi masih senyum-senyum, bajingan."),
+    (("insult",), "Lu pendukung buta, bego banget sih."),
+    (("hate",), "Dasar kafir laknat, pantas kena azab."),
+    (("hate",), "Orang-orang Cina itu yang bikin negara ini rusak."),
+    (("hate", "insult"), "Dasar PKI, komunis busuk, usir dari sini."),
+    (("insult",), "Gubernur sinting, kebijakannya ngawur semua."),
+    (("hate", "insult"), "Bani serbet kerjanya demo terus, dungu."),
+    (("insult", "profanity"), "Polisi brengsek, bisanya cuma nilang."),
+    (("insult",), "Kampungan banget komentar lu, dasar udik."),
+    (("insult",), "Pendukungnya sama begonya sama junjungannya."),
+    (("threat", "insult"), "Gw tabok juga lu kalau ketemu, bacot doang."),
+    (("hate", "insult"), "Monyet, pulang sana ke hutan."),
+    (("insult",), "Pemimpin boneka, cuma bisa manggut-manggut kayak kerbau dicucuk hidungnya."),
+    (("insult",), "Ngehe lu semua, bisanya cuma ngeluh."),
+    (("threat",), "Biadab, pelakunya harus digantung rame-rame."),
+    (("sexual", "insult"), "Dasar lonte politik, jual diri demi jabatan."),
+    (("insult", "profanity"), "Koruptor anjing, mati aja lu."),
+    (("insult",), "Partai penipu, isinya maling semua."),
+    (("insult",), "Kunyuk, jangan sok suci lu."),
+    (("profanity", "insult"), "Taik kucing janjinya."),
+    (("insult",), "Dasar sengkuni, licik kayak ular."),
+    (("insult",), "Haters goblok, iri bilang bos."),
+    (("insult",), "Sarap nih orang, komennya gak ada otak."),
+    (("insult", "profanity"), "Kehed siah, ngomong sembarangan."),
+    (("profanity", "insult"), "Pukimak, pejabat kerjanya makan duit rakyat."),
+    (("profanity", "insult"), "Cok, goblok banget kebijakan iki."),
+    (("profanity", "sexual"), "Kontol, debatnya kosong semua."),
+    (("insult",), "Lu tuh cuma sampah masyarakat yang ngerasa paling bener."),
+    (("insult",), "Dasar munafik, ngomong agama tapi nyolong duit."),
+    (("profanity", "insult"), "Asu, wasit buta dibayar mafia."),
+    (("insult", "hate"), "Pemain bego, main bola kayak banci."),
+    (("insult",), "Rezim dungu, rakyat dikorbankan terus."),
+    (("insult",), "Komen lu kayak orang gak sekolah, tolol."),
+    (("hate", "insult"), "Ente kadal gurun, pulang ke Arab sana."),
+    (("insult",), "Si botak itu penjilat, cari muka doang."),
+    (("insult",), "Dasar bocah ingusan, tau apa lu soal politik."),
+    (("insult",), "Lambe turah, bisanya fitnah orang."),
+    (("insult",), "Negara dipimpin orang goblok ya begini jadinya."),
+    (("insult", "profanity"), "Hakimnya bangsat, bisa dibeli."),
+    (("insult",), "Sinting lu, dukung koruptor."),
+    (("insult",), "Dasar otak kosong, gak malu apa."),
+    (("threat", "insult"), "Gue sumpahin lu mati kecelakaan, pejabat keparat."),
+    (("insult",), "Dasar pecundang, kalah pemilu terus nangis."),
+]
+
+
+def long_comments() -> list[Row]:
+    """Long benign Indonesian comments, and every benign and abusive sentence alone (see above)."""
+    rng = random.Random(SEED + 1)
+    rows = []
+    for pool in range(LONG_POOLS):
+        group = f"id-long-{pool:02d}"
+        benign = ID_LONG_BENIGN[pool::LONG_POOLS]
+        abusive = ID_LONG_ABUSIVE[pool::LONG_POOLS]
+
+        def spelled(text: str) -> str:
+            if rng.random() < 0.3:
+                return informal(text.lower() if rng.random() < 0.5 else text, rng)
+            return text.lower() if rng.random() < 0.3 else text
+
+        for text in benign:
+            rows.append(Row(spelled(text), "id", "written-id", (), (), group=group, functionality="long-sentence"))
+        for positive, text in abusive:
+            rows.append(Row(spelled(text), "id", "written-id", positive, (), group=group, functionality="long-sentence"))
+        seen: set[str] = set()
+        for _ in range(LONG_FILLS * 4):
+            if len(seen) >= LONG_FILLS:
+                break
+            chosen = rng.sample(benign, rng.randint(2, min(5, len(benign))))
+            text = spelled(rng.choice((" ", " ", "\n", "  ")).join(chosen))
+            if text not in seen:
+                seen.add(text)
+                rows.append(Row(text, "id", "written-id", (), (), group=group, functionality="long-benign"))
+    return rows
 
 
 # --- English -----------------------------------------------------------------------------------

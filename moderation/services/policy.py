@@ -56,17 +56,17 @@ _WORKPLACE_FIELDS = ("categories", *PRIORITY_WEIGHTS, *AUTHOR_FIELDS, *NOTICE_FI
 # The thresholds `make model` chose for the local model's categories on its calibration split, in
 # English and Indonesian (training/train.py; what they give on held-out data: docs/model-card.md):
 # rejection from the score at which at least 92% of what the model rejected should not have been
-# approved; a human looks from where "not approved" F1 is best with at most a fifth of texts sent
-# to a person. Categories no local model scores (a provider's others) keep 0.5 and 0.9.
+# approved; a human looks from where "not approved" F1 is best with at most a fifth of each
+# language's texts sent to a person. Categories no local model scores (a provider's others) keep 0.5 and 0.9.
 DEFAULT_POLICY = {
     "reject_threshold": 0.9,
     "review_threshold": 0.5,
     "category_thresholds": {
-        "insult": {"review": 0.3, "reject": 0.5},
-        "threat": {"review": 0.28, "reject": 0.5},
-        "hate": {"review": 0.3, "reject": 0.91},
+        "insult": {"review": 0.34, "reject": 0.5},
+        "threat": {"review": 0.34, "reject": 0.5},
+        "hate": {"review": 0.36, "reject": 0.92},
         "sexual": {"review": 0.3, "reject": 0.5},
-        "profanity": {"review": 0.31, "reject": 0.5},
+        "profanity": {"review": 0.35, "reject": 0.5},
     },
     "flagged_label": "manual_review",
     "notes": "Initial policy: the local model's thresholds per category (docs/model-card.md).",
