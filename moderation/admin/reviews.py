@@ -34,10 +34,12 @@ from moderation.admin.reports import AppealInline, ReportInline
 from moderation.admin.filters import (
     CONTENT_LIST_FILTERS,
     REVIEW_FILTERS,
+    AuthorFilter,
     CallbackTroubleFilter,
     DecisionSourceFilter,
     QueueFilter,
     StuckFilter,
+    SubmittedFilter,
     filtered_reviews,
 )
 from moderation.admin.paginator import EstimatedCountPaginator, rows_page
@@ -204,7 +206,8 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
                     "age", "decision_summary", "moderator_lease"]
     list_display_links = None  # the review id links to the review page, not to a change form
     list_filter = ["status", QueueFilter, *CONTENT_LIST_FILTERS, DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
-                   ("content__kind", admin.ChoicesFieldListFilter), "client"]
+                   ("content__kind", admin.ChoicesFieldListFilter), "client",
+                   SubmittedFilter, AuthorFilter]
     search_fields = ["content__external_id"]
     search_help_text = SEARCH_HELP
     list_select_related = ["content", "client", "decision", "leased_to"]
