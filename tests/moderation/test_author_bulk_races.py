@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from datetime import timedelta
 
 import pytest
@@ -24,7 +23,8 @@ from moderation import services
 from moderation.errors import StaleVersion
 from moderation.models import Author, BulkItemOutcome, BulkJob, BulkJobItem, ContentReview, Decision, DecisionSource
 from moderation.services import bulk
-from tests.helpers import SCORE_FOR, collide, result, staff_browser
+from tests.helpers import collide, staff_browser
+from tests.moderation.test_admin_authors import authored
 
 pytestmark = pytest.mark.django_db(transaction=True)
 WAVE = 16
@@ -32,13 +32,7 @@ WAVE = 16
 
 def posted(client, author_id: str, text: str) -> ContentReview:
     """A post the model was unsure about: it waits for a human."""
-    review, _ = services.review_submit(client=client, external_id=uuid.uuid4().hex, kind="text", text=text,
-                                       author_id=author_id)
-    request = services.review_claim(review_id=review.pk, worker_id="worker-1")
-    services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR["manual_review"]),
-                             cause="provider_result")
-    review.refresh_from_db()
-    return review
+    return authored(client, author_id, "manual_review", text=text)
 
 
 @pytest.fixture
@@ -143,35 +137,3 @@ def test_the_author_job_a_moderator_a_second_identical_job_and_a_new_post_collid
     # What the second job skipped, it says why in words: decided since it was confirmed.
     skipped = second.items.filter(outcome=BulkItemOutcome.SKIPPED).values_list("reason", flat=True)
     assert all(reason.startswith("it changed since you opened it: ") for reason in skipped), set(skipped)
-
-
-def test_a_moderator_deciding_an_authors_review_the_job_waits_for_wins_and_the_job_skips_it(
-        api_client, mia, sam, wave):
-    today, _, _ = wave
-    author = Author.objects.get(client=api_client, author_id="spam-7")
-    job = rejecting_todays_posts(mia, author)
-    contested = today[0]  # the job's first review
-    decided_first = threading.Event()
-
-    def moderator():
-        from django.db import transaction
-
-        from tests.moderation.test_author_races import queued_behind
-
-        with transaction.atomic():  # sam's decision holds the row lock until the job queues behind it
-            services.review_override(review_id=contested.pk, label="approved", reason="a real shop",
-                                     moderator=sam, expected_version=contested.version)
-            decided_first.set()
-            queued_behind()
-
-    def the_job():
-        assert decided_first.wait(10)
-        return run_to_the_end(job)
-
-    collide(2, lambda i: (moderator, the_job)[i]())
-
-    contested.refresh_from_db()
-    assert contested.status == "approved" and moderator_decisions(contested) == 1
-    item = job.items.get(review=contested)
-    assert item.outcome == BulkItemOutcome.SKIPPED and item.reason.startswith("it changed since you opened it: ")
-    assert job.items.filter(outcome=BulkItemOutcome.DONE).count() == WAVE - 1
