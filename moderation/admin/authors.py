@@ -26,7 +26,7 @@ from audit.admin_base import ReadOnlyPermissionsMixin
 from moderation import services
 from moderation.admin.paginator import ClientKeyedListMixin, rows_page
 from moderation.admin import review_page
-from moderation.admin.filters import AUTHOR_PK, SubmittedFilter
+from moderation.admin.filters import AUTHOR_PK, AUTHOR_POINTS, SubmittedFilter
 from moderation.admin.reviews import excerpt_html, refuse_nul, with_excerpts
 from moderation.errors import ModerationError, StaleAuthor
 from moderation.models import (
@@ -65,8 +65,7 @@ class PointsFilter(admin.SimpleListFilter):
 
     title = "active strike points"
     parameter_name = "points"
-    RANGES = {"0": Q(strike_points=0), "1-4": Q(strike_points__gte=1, strike_points__lte=4),
-              "5-9": Q(strike_points__gte=5, strike_points__lte=9), "10+": Q(strike_points__gte=10)}
+    RANGES = AUTHOR_POINTS
 
     def lookups(self, request, model_admin):
         return [(key, key) for key in self.RANGES]

@@ -205,6 +205,20 @@ def _standing(value: str) -> Q:
     return Q(author__isnull=True) if value == NO_AUTHOR else Q(author__standing=value)
 
 
+# An author's active strike points, in the ranges the author list and the review list offer. Every
+# range but "0" is served by the index of authors with a record (author_standing_idx).
+AUTHOR_POINTS = {"0": Q(strike_points=0), "1-4": Q(strike_points__gte=1, strike_points__lte=4),
+                 "5-9": Q(strike_points__gte=5, strike_points__lte=9), "10+": Q(strike_points__gte=10)}
+
+
+def _author_points(value: str) -> Q:
+    # Most authors have no points: "0" is a condition on the joined author; the others read the few
+    # authors with points from their index first.
+    if value == "0":
+        return Q(author__strike_points=0)
+    return Q(author__in=Author.objects.filter(AUTHOR_POINTS[value]).values("pk"))
+
+
 def _report_kind(value: str) -> Exists:
     return Exists(Report.objects.filter(review=OuterRef("pk"), kind=value))
 
@@ -212,6 +226,7 @@ def _report_kind(value: str) -> Exists:
 REVIEW_FILTERS = (
     ReviewFilter("language", "language", _languages, _language),
     ReviewFilter("standing", "author standing", _standings, _standing),
+    ReviewFilter("author_points", "author's strike points", lambda: [(k, k) for k in AUTHOR_POINTS], _author_points),
     ReviewFilter("report_kind", "reported as", lambda: list(ReportKind.choices), _report_kind),
 )
 

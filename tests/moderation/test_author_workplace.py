@@ -141,6 +141,16 @@ def test_the_review_list_filters_by_author_and_by_submission_time(api_client, ot
     assert listed(lea, REVIEWS + "?author=not-a-number") == []  # matches nothing, never everything
 
 
+def test_the_review_list_filters_by_the_authors_strike_points(api_client, lea):
+    struck = [authored(api_client, "two-strikes", "rejected") for _ in range(2)]
+    waiting = authored(api_client, "two-strikes", "manual_review")
+    clean = authored(api_client, "clean", "manual_review")
+
+    assert {r.pk for r in listed(lea, REVIEWS + "?author_points=1-4")} == {*(r.pk for r in struck), waiting.pk}
+    assert {r.pk for r in listed(lea, REVIEWS + "?author_points=0")} == {clean.pk}
+    assert listed(lea, REVIEWS + "?author_points=5-9") == []
+
+
 # --- the timeline ------------------------------------------------------------------------------------
 
 def test_the_timeline_shows_content_reports_strikes_and_actions_newest_first_each_linked(api_client, lea):
