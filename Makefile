@@ -38,9 +38,18 @@ setup: $(VENV)/.runtime-installed
 migrate: setup
 	$(PY) manage.py migrate --no-input
 
-run: migrate
+# `make run` serves as production does, with DEBUG off (no debug page lists the URL patterns),
+# plus what plain http on this machine needs; a secret key made once, kept in var/ (git ignores
+# it). bootstrap_demo, for local runs only, runs before it with the default DEBUG on.
+# tests/e2e/conftest.py starts the platform with RUN_ENV, read from here.
+RUN_ENV := DEBUG=0 ALLOWED_HOSTS=127.0.0.1,localhost SECURE_SSL_REDIRECT=0 SESSION_COOKIE_SECURE=0 CSRF_COOKIE_SECURE=0 LOG_FORMAT=text
+
+var/secret-key:
+	@mkdir -p var && umask 077 && $(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(64))' > $@
+
+run: migrate var/secret-key
 	PORT=$(PORT) $(PY) manage.py bootstrap_demo
-	PORT=$(PORT) $(PY) manage.py run_platform --host $(HOST) --port $(PORT)
+	$(RUN_ENV) SECRET_KEY="$$(cat var/secret-key)" PORT=$(PORT) $(PY) manage.py run_platform --host $(HOST) --port $(PORT)
 
 check: setup
 	$(PY) manage.py check

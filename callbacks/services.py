@@ -16,7 +16,7 @@ from callbacks.models import ProviderCallback
 from moderation.models import ResultOutcome
 from callbacks.payload import COMPLETED, CallbackEvent, parse, redacted
 from moderation.models import Cause, ModerationRequest
-from moderation.db.compiled import CompiledSelect, CompiledUpdate
+from moderation.db.compiled import CompiledUpdate
 from moderation.validation import policy_categories
 from moderation.services.policy import policy_active
 from moderation.services.pipeline import request_fail_reported, review_id_for_key
@@ -101,10 +101,23 @@ def callback_store(
     return Stored(id=row_id, created=inserted, outcome=outcome, review_id=review_id)
 
 
-# Compiled once (moderation/db/compiled.py): every callback takes it.
-_INBOX_LOCK = CompiledSelect(
-    lambda callback_id: ProviderCallback.objects.select_for_update().filter(pk=callback_id, processed_at__isnull=True)
-)
+# Every callback's processing locks its inbox row with this one statement, which takes the lock of
+# the review the callback names first (the scalar subquery runs once, before the row is read and
+# locked): the review's row lock comes before every other lock (docs/design.md, invariant 5).
+# Erasure holds it while it redacts the callbacks stored for the review, so a callback that locked
+# its inbox row first and then waited for the review deadlocked with it.
+_INBOX_LOCK = """
+SELECT * FROM callbacks_providercallback
+WHERE id = %(id)s AND processed_at IS NULL AND (
+    SELECT count(*) FROM (
+        SELECT FROM moderation_contentreview WHERE id = (
+            SELECT request.review_id FROM moderation_moderationrequest request
+            JOIN callbacks_providercallback callback ON callback.idempotency_key = request.idempotency_key
+            WHERE callback.id = %(id)s)
+        FOR UPDATE) AS review
+) >= 0
+FOR UPDATE OF callbacks_providercallback
+"""
 
 _PROCESSED = CompiledUpdate(lambda callback_id: ProviderCallback.objects.filter(pk=callback_id),
                             ("outcome", "processed_at"))
@@ -119,7 +132,7 @@ def callback_process(*, callback_id: int) -> str | None:
     fails, the transaction rolls back as a whole and the row stays unprocessed for the sweeper.
     """
     with transaction.atomic():
-        callback = _INBOX_LOCK.first(callback_id)
+        callback = next(iter(ProviderCallback.objects.raw(_INBOX_LOCK, {"id": callback_id})), None)
         if callback is None:
             return None
         with context.bind(

@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -27,6 +28,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 
 import httpx
 from django.conf import settings
@@ -215,11 +217,31 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# What the lab's processes print (their tracebacks above all) goes to files here, so that an
+# answer the lab did not expect (a 500) can be explained: see process_errors.
+LOG_DIR = Path(tempfile.gettempdir()) / f"race-lab-logs-{os.getpid()}"
+
+
 def spawn(env: dict, *args: str, cwd=None) -> subprocess.Popen:
     """`python <args>` in the project directory (or `cwd`, another checkout of it), in a session of
-    its own (stopped as a group)."""
-    return start([sys.executable, *args], env, cwd=cwd or settings.BASE_DIR, stdout=subprocess.DEVNULL,
-                 stderr=subprocess.DEVNULL)
+    its own (stopped as a group). Its output goes to a file of its own in LOG_DIR."""
+    LOG_DIR.mkdir(exist_ok=True)
+    with open(LOG_DIR / f"{time.monotonic_ns()}-{'-'.join(args)[:60].replace('/', '_')}.log", "ab") as log:
+        return start([sys.executable, *args], env, cwd=cwd or settings.BASE_DIR, stdout=log,
+                     stderr=subprocess.STDOUT)
+
+
+def process_errors(limit_chars: int = 6000) -> str:
+    """The last error each lab process logged, with its traceback (empty if none did). The lines
+    are JSON without DEBUG (LOG_FORMAT), plain text with it; a crash prints a bare traceback."""
+    found = []
+    for path in sorted(LOG_DIR.glob("*.log")) if LOG_DIR.exists() else ():
+        lines = path.read_text(errors="replace").splitlines()
+        starts = [i for i, line in enumerate(lines)
+                  if line.startswith("Traceback") or '"level": "ERROR"' in line or " ERROR " in line]
+        if starts:
+            found.append(f"== {path.name}\n" + "\n".join(lines[starts[-1]:])[:limit_chars])
+    return "\n".join(found)
 
 
 def stop(processes) -> None:
@@ -500,12 +522,14 @@ class RaceLab:
                     **({"author_id": written_by[i]} if written_by[i] else {})}
             response = http.post("/api/v1/reviews/", json=body)
             if response.status_code != 201:
-                raise RuntimeError(f"submitting {texts[i][:40]!r} failed: {response.status_code} {response.text[:200]}")
+                raise RuntimeError(f"submitting {texts[i][:40]!r} failed: {response.status_code} {response.text[:200]}\n"
+                                   f"{process_errors()}")
             review_id = response.json()["id"]
             if i in erase:
                 response = http.delete(f"/api/v1/reviews/{review_id}/content", params={"reason": "race lab"})
                 if response.status_code != 200:
-                    raise RuntimeError(f"erasing {review_id} failed: {response.status_code} {response.text[:200]}")
+                    raise RuntimeError(f"erasing {review_id} failed: {response.status_code} {response.text[:200]}\n"
+                                       f"{process_errors()}")
             return review_id
 
         with ThreadPoolExecutor(max_workers=8) as pool:

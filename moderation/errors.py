@@ -155,6 +155,16 @@ class AppealOpen(ModerationError):
     """A review under appeal is decided by a moderator, not sent through the provider again."""
 
 
+class SecondLookOpen(ModerationError):
+    """A senior moderator is taking a second look at the decision in force: it is asked for once,
+    and it stands until a senior moderator changes or confirms it."""
+
+
+class SecondLookRefused(ModerationError):
+    """Who may not settle a second look: someone without the senior permission, the moderator
+    who asked for it, or the one who made the decision it looks at."""
+
+
 class PolicyChanged(ModerationError):
     """A new policy version was published since the one a change was based on."""
 

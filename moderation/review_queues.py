@@ -30,6 +30,23 @@ TRUSTED_FLAGGER_LEAD = timedelta(hours=_MAX_HOURS_AHEAD + 1)
 URGENT_LEAD = 2 * TRUSTED_FLAGGER_LEAD
 
 
+# The order "Review next" takes a queue's reviews in, in words, for the queue page (queue_entry
+# computes it). Most urgent first, in every queue: the weights are the active policy's.
+_BY_PRIORITY = ("most urgent first: the model's top score, user reports, an appeal and the author's strike points "
+                "add priority, and every hour waited adds more, so nothing waits forever (weights in the active policy)")
+QUEUE_ORDER_WORDS = {
+    ReviewQueue.URGENT: "Threats to life or safety (DSA Art. 18) come before every other queue's reviews; among "
+                        f"them, {_BY_PRIORITY}.",
+    ReviewQueue.NOTICES: "Trusted flaggers' notices (DSA Art. 22) first, whatever their priority, then DSA notices "
+                         f"(Art. 16); within each, {_BY_PRIORITY}.",
+}
+
+
+def queue_order_words(queue: str) -> str:
+    """How `queue` is ordered, as the queue page says it (QUEUE_ORDER_WORDS, else by priority)."""
+    return QUEUE_ORDER_WORDS.get(queue, _BY_PRIORITY[0].upper() + _BY_PRIORITY[1:] + ".")
+
+
 @dataclass(frozen=True)
 class QueueEntry:
     queue: str

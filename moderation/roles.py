@@ -1,9 +1,11 @@
 """The roles of the moderator's workplace, as Django groups.
 
-moderator: sees everything a decision needs, overrides and escalates, acts on authors (warns,
-suspends, bans, lifts, resolves account appeals) and mutes or unmutes reporters, and reads their
-own QA figures. team_lead: a moderator who also marks golden items, settles the second reviews'
-disagreements and reads every moderator's QA figures (docs/qa.md). supervisor: also
+moderator: sees everything a decision needs, overrides and escalates (a decided review too: a
+second look), acts on authors (warns, suspends, bans, lifts, resolves account appeals) and mutes
+or unmutes reporters, and reads their own QA figures. team_lead: a moderator who also marks
+golden items, settles the second reviews' disagreements, reads every moderator's QA figures
+(docs/qa.md) and, as a senior moderator, settles second looks at decided reviews (a supervisor
+too). supervisor: also
 reprocesses, publishes policy versions (routing rules included), manages the review queues and re-queues statements of reasons the Transparency
 Database refused, disables hash banks and removes their entries. auditor: sees everything but the
 images' bytes, changes nothing, and reads every moderator's QA figures. legal: sees what an
@@ -29,6 +31,7 @@ VIEW_ALL = [
     "moderation.view_providercircuit",
     "moderation.view_report",
     "moderation.view_appeal",
+    "moderation.view_accountappeal",  # the account appeals' queue and pages (docs/workplace.md, "Account appeals")
     "audit.view_reviewtransition",
     "audit.view_pipelineevent",
     "callbacks.view_providercallback",
@@ -55,17 +58,20 @@ VIEW_ALL = [
 MODERATOR = [*VIEW_ALL, "moderation.override_review", "moderation.escalate_review", "moderation.act_on_author",
              "moderation.mute_reporter", "moderation.view_media_bytes", "moderation.view_qaitem"]
 QA_LEAD = ["moderation.view_all_qa", "moderation.lead_qa"]
+# A senior moderator settles second looks at decided reviews: confirms the decision, or changes it
+# through the override path (docs/workplace.md, "A second look at a decided review").
+SENIOR = ["moderation.settle_second_look"]
 ROLES = {
     "moderator": MODERATOR,
     # A team lead moderates, and keeps the moderators' work measured: golden items, the second
     # reviews' disagreements, everyone's QA figures.
-    "team_lead": [*MODERATOR, *QA_LEAD],
+    "team_lead": [*MODERATOR, *QA_LEAD, *SENIOR],
     # A statement the Transparency Database refused is re-queued, once the mapping is fixed, by a
     # supervisor (moderation/admin/statements.py).
     "supervisor": [*MODERATOR, "moderation.reprocess_review", "moderation.add_moderationpolicy",
                    "moderation.requeue_statement", "moderation.control_hash_bank",
                    # Custom review queues and their groups; routing rules are policy (add_moderationpolicy).
-                   "moderation.add_moderationqueue", "moderation.change_moderationqueue", *QA_LEAD],
+                   "moderation.add_moderationqueue", "moderation.change_moderationqueue", *QA_LEAD, *SENIOR],
     "auditor": [*VIEW_ALL, "moderation.view_qaitem", "moderation.view_all_qa"],
     # Legal holds and evidence (docs/legal-holds.md): no other role sees or changes them.
     "legal": [*VIEW_ALL, "moderation.view_legalhold", "moderation.place_legal_hold",

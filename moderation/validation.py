@@ -327,6 +327,17 @@ def validate_category_thresholds(value: object) -> list[str]:
     return errors
 
 
+def required_reason(reason: str, *, limit: int, what: str = "a reason is required") -> str:
+    """A moderator's required reason, stripped: ReasonRequired when empty (`what` says so) or
+    longer than `limit` characters. One check for every action that needs a reason in words."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ReasonRequired(what)
+    if len(reason) > limit:
+        raise ReasonRequired(f"a reason is at most {limit} characters (this one has {len(reason)})")
+    return reason
+
+
 def decision_category(label: str, category: str, policy: ModerationPolicy) -> str:
     """A decision's violation category, checked against `policy`: one of its categories for a
     rejection (InvalidCategory without), none for an approval."""

@@ -1,4 +1,5 @@
-"""The admin: reviews (moderation/admin/reviews.py), authors (moderation/admin/authors.py), reporters
+"""The admin: reviews (moderation/admin/reviews.py), authors (moderation/admin/authors.py), account appeals
+(moderation/admin/account_appeals.py), reporters
 (moderation/admin/reporters.py), statements of reasons (moderation/admin/statements.py), read-only pipeline records, policy
 publishing, API clients, and the dashboard on the index page.
 
@@ -22,6 +23,7 @@ from moderation.admin import pipeline_records  # noqa: F401  (registers the tran
 from moderation.admin import queues  # noqa: F401  (registers the review queues' admin)
 from moderation.admin import qa  # noqa: F401  (registers the QA page)
 from moderation.admin import statements  # noqa: F401  (registers the statements of reasons' admin)
+from moderation.admin.account_appeals import AccountAppealAdmin
 from moderation.admin.authors import AuthorAdmin
 from moderation.admin.backtests import BacktestAdmin, activate_view, backtest_start_view, policy_quality_panel
 from moderation.admin.bulk_jobs import BulkJobAdmin
@@ -38,6 +40,7 @@ from moderation import services
 from moderation.validation import AUTHOR_FIELDS, DEFINITION_FIELDS, DSA_FIELDS, EVIDENCE_FIELDS, MEDIA_FIELDS, NOTICE_FIELDS, PART_FIELDS, PRIORITY_WEIGHTS, QA_FIELDS, REASON_FIELDS, REPORT_FIELDS, ROUTING_FIELDS, definitions_kept, validate_policy
 from moderation.text.rules import rule_name
 from moderation.models import (
+    AccountAppeal,
     ApiClient,
     Backtest,
     BulkJob,
@@ -59,6 +62,7 @@ from moderation.models import (
 
 admin.site.register(ContentReview, ReviewAdmin)
 admin.site.register(Author, AuthorAdmin)
+admin.site.register(AccountAppeal, AccountAppealAdmin)
 admin.site.register(BulkJob, BulkJobAdmin)
 admin.site.register(Backtest, BacktestAdmin)
 admin.site.register(ShadowRun, ShadowRunAdmin)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.models import ReviewTransition
-from moderation.models import AccountAction, Cause, ContentReview, Decision, DecisionSource, ReviewStatus, RuleAction, Strike
+from moderation.models import AccountAction, Cause, ContentReview, Decision, DecisionSource, ReviewStatus, RuleAction, SecondLook, Strike
 from moderation.verdicts import match_bank
 from moderation.words import STATUS_NOW, actor_words, cause_words, decided
 
@@ -115,6 +115,8 @@ def done_message(request, action: str, review: ContentReview):
         decision = review.decision
         what = decided(decision.label, decision.category) if decision else "Decided"
         ladder = ladder_words(decision) if decision else ""
+        if decision and SecondLook.objects.filter(resolution=decision).exists():
+            ladder = f"{ladder} The second look is closed with this decision, and the client is told of it.".strip()
         undo_url = reverse("admin:moderation_contentreview_act", args=[review.pk, "undo"])
         return format_html(
             '{}.{} <form method="post" action="{}" class="undo-form">'
@@ -128,6 +130,11 @@ def done_message(request, action: str, review: ContentReview):
         if review.leased_to_id and review.lease_expires_at and review.lease_expires_at > timezone.now():
             return f"Escalated to a human: it is yours until {review.lease_expires_at:%H:%M} UTC."
         return "Escalated to a human: it waits in the escalations queue."
+    if action == "second_look":
+        return ("Sent for a second look: it waits in the escalations queue for a senior moderator. The decision "
+                "stands meanwhile, and the client is told only if it changes.")
+    if action == "confirm_second_look":
+        return "Decision confirmed: the second look is closed. Nothing changed, and the client is not told."
     if action == "undo":
         until = f" (yours until {review.lease_expires_at:%H:%M} UTC)" if review.lease_expires_at else ""
         return f"Undone: the review waits for a decision again{until}."

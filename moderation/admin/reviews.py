@@ -8,6 +8,7 @@ parses, checks the permission, calls, and says what happened.
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 from datetime import timedelta
 
@@ -31,6 +32,7 @@ from audit.models import Actor
 from moderation import services
 from moderation.admin import qa, review_media, review_page, review_words
 from moderation.admin.reports import AppealInline, ReportInline
+from moderation.admin.second_looks import SECOND_LOOK_QUEUE, second_look_panel, second_looks_waiting
 from moderation.admin.filters import (
     CONTENT_LIST_FILTERS,
     REVIEW_FILTERS,
@@ -56,8 +58,18 @@ from moderation.admin.review_forms import (
     refused_decide_form,
 )
 from moderation.errors import ModerationError, StaleVersion
-from moderation.models import Content, ContentReview, ModerationRequest, ModeratorNote, ReviewQueue, ReviewStatus
+from moderation.models import (
+    AccountAppeal,
+    AccountAppealStatus,
+    Content,
+    ContentReview,
+    ModerationRequest,
+    ModeratorNote,
+    ReviewQueue,
+    ReviewStatus,
+)
 from moderation.observability.search import reviews_matching
+from moderation.review_queues import queue_order_words
 from moderation.observability.timeline import review_timeline
 from moderation.observability.workplace import report_summaries, review_queue_figures
 from moderation.selectors import reviews_visible_to
@@ -83,8 +95,13 @@ PERMISSIONS = {
     "escalate": "moderation.escalate_review",
     "reprocess": "moderation.reprocess_review",
     "undo": "moderation.override_review",  # a moderator's own decision, taken back
+    # A decided review sent for a senior's second look, and a senior confirming its decision
+    # (docs/workplace.md, "A second look at a decided review").
+    "second_look": "moderation.escalate_review",
+    "confirm_second_look": "moderation.settle_second_look",
 }
-DONE = {"override": "overridden", "escalate": "escalated", "reprocess": "sent for reprocessing", "undo": "undone"}
+DONE = {"override": "overridden", "escalate": "escalated", "reprocess": "sent for reprocessing", "undo": "undone",
+        "second_look": "sent for a second look", "confirm_second_look": "confirmed"}
 FORMS = {"override": DecideForm, "escalate": EscalateForm, "undo": UndoForm}
 
 
@@ -105,6 +122,11 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
         elif action == "escalate":  # a bulk escalation (no "release" field) releases what it escalates
             services.review_escalate(review_id=review.pk, reason=data["reason"], moderator=request.user,
                                      expected_version=version, release=data.get("release", True))
+        elif action == "second_look":
+            services.review_second_look(review_id=review.pk, reason=data["reason"], moderator=request.user,
+                                        expected_version=version)
+        elif action == "confirm_second_look":
+            services.second_look_confirm(review_id=review.pk, moderator=request.user, reason=data["reason"])
         elif action == "undo":
             services.review_undo(review_id=review.pk, decision_id=data["decision"], moderator=request.user,
                                  expected_version=version)
@@ -118,10 +140,39 @@ def act(request, action: str, review: ContentReview, data: dict) -> str | None:
     return None
 
 
+def queue_in_sentence(queue: str) -> str:
+    """A queue's label inside a sentence: "the low-confidence model results queue", but "the DSA
+    notices and trusted flaggers queue" (an acronym keeps its capitals)."""
+    label = services.review_queue_label(queue)
+    first = label.split(" ", 1)[0]
+    return label if len(first) > 1 and first.isupper() else label[:1].lower() + label[1:]
+
+
+# The reviews a moderator passed over (Skip, `j`), kept in their session for as long as a lease
+# lasts: "Review next", Skip and "decide and next" hand none of them back to them meanwhile
+# (issue 49: `j` on the second of two reviews handed the first back). At most SKIPS_KEPT.
+SKIPPED_SESSION_KEY = "moderation_skipped_reviews"
+SKIPS_KEPT = 200
+
+
+def skipped_reviews(request, *, add=None) -> list[str]:
+    """The ids of the reviews `request`'s moderator skipped within MODERATOR_LEASE_S, with `add`."""
+    now = time.time()
+    kept = {review_id: until for review_id, until in request.session.get(SKIPPED_SESSION_KEY, {}).items()
+            if isinstance(until, (int, float)) and until > now}
+    if add is not None:
+        kept.pop(str(add), None)
+        kept[str(add)] = now + settings.MODERATOR_LEASE_S
+        kept = dict(list(kept.items())[-SKIPS_KEPT:])
+    if kept != request.session.get(SKIPPED_SESSION_KEY, {}):
+        request.session[SKIPPED_SESSION_KEY] = kept
+    return list(kept)
+
+
 def nothing_to_take(moderator, queue: str | None) -> str:
     """What "Review next" says when it found nothing: empty, or what waits for someone else."""
     barred = services.reviews_waiting_for_another(moderator=moderator, queue=queue)
-    label = services.review_queue_label(queue).lower() if queue else ""
+    label = queue_in_sentence(queue) if queue else ""
     if not barred:
         return f"The {label} queue is empty." if queue else "Every queue you may take is empty."
     where = f"The {label} queue has" if queue else "No queue has"
@@ -138,7 +189,7 @@ def queue_refused(moderator, queue: str | None) -> str:
     if queue not in services.review_queue_slugs():
         return f"There is no queue {queue!r}."
     if queue in services.queues_forbidden(moderator):
-        return f"The {services.review_queue_label(queue).lower()} queue is only for its groups' members."
+        return f"The {queue_in_sentence(queue)} queue is only for its groups' members."
     return ""
 
 
@@ -376,9 +427,13 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
                 decide_form = DecideForm(initial={**version, "queue": queue if queue in services.review_queue_slugs() else ""},
                                          **flags)
                 decide_form.initial["category"] = prefilled_category(review, summary, decide_form.categories())
+        looks = second_look_panel(request, review, can_escalate=can["escalate"], erased=erasure is not None)
+        if looks["hold_decide"]:  # only a senior moderator decides it now: the panel says why
+            decide_form = None
         return self._page(
             request, "admin/moderation/contentreview/timeline.html", f"Review {review.short_id}",
             review=review,
+            **looks,
             # Each list a page at a time: a client can file thousands of reports on one review.
             entries=rows_page(request.GET, "timeline_page", TIMELINE_PAGE_ROWS,
                               lambda offset, limit: review_timeline(review, notes=True, first=offset + limit)[offset:]),
@@ -420,6 +475,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         if not self.has_view_permission(request):
             raise PermissionDenied
         queues = services.review_queues(request.user)  # only those this moderator may take
+        can_see_escalations = SECOND_LOOK_QUEUE in {q.slug for q in queues}
         figures = review_queue_figures(queues=queues)
         chosen = request.GET.get("queue", "")
         if chosen not in {q.slug for q in queues}:
@@ -461,10 +517,17 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             "deadline": review.queued_at + timedelta(minutes=minutes) if urgent and review.queued_at else None,
             "holder": self.moderator_lease(review),
         } for review in waiting]
+        looks_count, looks = second_looks_waiting(request.user) if can_see_escalations else (0, [])
+        for row, review in zip(looks, with_excerpts(row["look"].review for row in looks), strict=True):
+            row["excerpt"] = excerpt_html(review)
         return self._page(
             request, "admin/moderation/contentreview/queues.html", "Review queues",
+            second_looks=looks if chosen == SECOND_LOOK_QUEUE else None, second_look_count=looks_count,
+            second_look_queue=SECOND_LOOK_QUEUE,
+            account_appeals_open=AccountAppeal.objects.filter(status=AccountAppealStatus.OPEN).count()
+            if request.user.has_perm("moderation.view_accountappeal") else None,
             figures=figures, chosen=chosen, chosen_label=next((q.label for q in queues if q.slug == chosen), chosen),
-            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes,
+            rows=rows, reported=reported, urgent=urgent, deadline_minutes=minutes, order_words=queue_order_words(chosen),
             can_take=self.has_override_permission(request), page_rows=QUEUE_PAGE_ROWS,
             search=search, search_rule=search_rule, search_help=SEARCH_HELP, filters=filters,
             narrowed=bool(search.strip()) or any(f["value"] for f in filters),
@@ -504,11 +567,15 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
             return self._next(request, None if queue_refused(request.user, queue) else queue)
         return HttpResponseRedirect(self._timeline_url(review.pk))
 
-    def _next(self, request, queue: str | None, skip=None):
-        """Lease the next review of review queue `queue` (every one when None) and open it."""
-        review = services.review_take_next(moderator=request.user, queue=queue, skip=skip)
+    def _next(self, request, queue: str | None, skipped=None):
+        """Lease the next review of review queue `queue` (every one when None) and open it: none
+        the moderator skipped lately (`skipped_reviews`)."""
+        skipped = skipped_reviews(request) if skipped is None else skipped
+        review = services.review_take_next(moderator=request.user, queue=queue, skip=skipped)
         if review is None:
-            self.message_user(request, nothing_to_take(request.user, queue), messages.INFO)
+            passed = (f" You skipped {len(skipped)} review{'s' if len(skipped) != 1 else ''} lately: they come "
+                      f"back to you {settings.MODERATOR_LEASE_S // 60} minutes after you skipped them.") if skipped else ""
+            self.message_user(request, nothing_to_take(request.user, queue) + passed, messages.INFO)
             return HttpResponseRedirect(self._queues_url(queue or ""))
         return HttpResponseRedirect(self._timeline_url(review.pk) + (f"?queue={queue}" if queue else ""))
 
@@ -569,7 +636,7 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
         if queue_refused(request.user, queue):
             queue = None
         services.review_release(review_id=object_id, moderator=request.user)
-        return self._next(request, queue, skip=object_id)
+        return self._next(request, queue, skipped=skipped_reviews(request, add=object_id))
 
     # --- bulk actions: each review in its own transaction, each outcome reported ---------------
 

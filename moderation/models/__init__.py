@@ -1,5 +1,5 @@
 """Models of the moderation app: the pipeline's (core.py), the notification outbox (outbox.py),
-authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), custom review queues (queues.py), moderator QA (qa.py), erasure tombstones
+authors, strikes and account actions (authors.py), user reports and appeals (reports.py), statements for the DSA Transparency Database (transparency.py), images and hash banks (media.py), moderators' notes (notes.py), custom review queues (queues.py), moderator QA (qa.py), second looks at decided reviews (second_looks.py), erasure tombstones
 (erasure.py), legal holds and preservation snapshots (holds.py), the periodic jobs' heartbeats (heartbeats.py), and backtests, provider answers and shadow runs (quality.py)."""
 
 from moderation.models.core import *  # noqa: F403
@@ -51,6 +51,7 @@ from moderation.models.holds import (
     SnapshotView,
 )
 from moderation.models.heartbeats import Heartbeat
+from moderation.models.second_looks import SECOND_LOOK_REASON_MAX, SecondLook, SecondLookStatus
 from moderation.models.quality import (
     BACKTEST_LIVE_STATUSES,
     Backtest,
@@ -125,4 +126,5 @@ __all__ = [
     "QA_LABELS", "QA_NOTE_MAX", "DecisionTime", "GoldenItem", "QaItem", "QaKind",
     "HOLD_REFERENCE_MAX", "HOLD_TEXT_MAX", "DeferredErasure", "HoldAction", "HoldScope", "LegalHold", "LegalHoldEvent",
     "PreservationSnapshot", "SnapshotView", "AuthorityReport", "LawEnforcementRequest", "Handover",
+    "SECOND_LOOK_REASON_MAX", "SecondLook", "SecondLookStatus",
 ]

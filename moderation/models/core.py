@@ -12,7 +12,7 @@ from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import URLValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.db.models import Case, Value, When
 from django.db.models.functions import Cast, Right
 from django_fsm import RETURN_VALUE, ConcurrentTransitionMixin, FSMField, transition
@@ -596,6 +596,18 @@ class DecisionSource(models.TextChoices):
     SYSTEM = "system", "System (provider failed)"
 
 
+class DecisionQuerySet(models.QuerySet):
+    def standing(self) -> DecisionQuerySet:
+        """The decisions that count in the figures: every one but those their moderator undid
+        (DecisionUndo; docs/workplace.md, "Undo"). The one definition, with standing_decision_sql."""
+        return self.exclude(Exists(DecisionUndo.objects.filter(decision=OuterRef("pk"))))
+
+
+def standing_decision_sql(alias: str) -> str:
+    """DecisionQuerySet.standing as a condition of raw SQL on the decision row `alias`."""
+    return f"NOT EXISTS (SELECT 1 FROM moderation_decisionundo u WHERE u.decision_id = {alias}.id)"
+
+
 class Decision(models.Model):
     """An immutable decision with everything needed to explain it (docs/design.md, invariant 9)."""
 
@@ -646,6 +658,8 @@ class Decision(models.Model):
     rationale = models.JSONField(default=dict, blank=True, db_default={})
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = DecisionQuerySet.as_manager()
+
     class Meta:
         ordering = ["id"]
         constraints = [
@@ -671,6 +685,19 @@ class Decision(models.Model):
         if self.request_id:
             return f"request:{self.request_id}"
         return self.source
+
+
+class DecisionUndo(models.Model):
+    """A moderator took back their decision (review_undo, docs/workplace.md "Undo"): the decision
+    row stays as it was (invariant 9), and this row says it no longer stands, so no figure counts
+    it (Decision.objects.standing). Written once, in the undo's transaction."""
+
+    decision = models.OneToOneField(Decision, on_delete=models.PROTECT, primary_key=True, related_name="undo")
+    moderator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"decision {self.decision_id} undone"
 
 
 class RuleAction(models.TextChoices):
@@ -935,4 +962,4 @@ class ModerationPolicy(models.Model):
         return f"policy v{self.version}" + (" (draft)" if self.is_draft else "")
 
 
-__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "LOCAL_MODEL_LANGUAGES", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]
+__all__ = ["history_user", "REVIEW_HISTORY", "SHORT_ID_LENGTH", "short_id_expression", "TEXT_SEARCH_CONFIGS", "FALLBACK_TEXT_SEARCH_CONFIG", "ApiClient", "ResultOutcome", "ContentKind", "Content", "ReviewStatus", "Cause", "ContentReview", "RequestStatus", "ModerationRequest", "AttemptOutcome", "ProviderAttempt", "CircuitState", "ProviderCircuit", "DecisionSource", "Decision", "DecisionUndo", "standing_decision_sql", "ReviewQueue", "ModerationPolicy", "RuleAction", "PartRule", "default_model_languages", "LOCAL_MODEL_LANGUAGES", "DEFAULT_CATEGORIES", "default_categories", "DEFAULT_ENFORCEMENT_LADDER", "default_enforcement_ladder", "FINAL_STATUSES", "DECISION_LABELS", "TRANSITION_FOR_CAUSE", "LABELLED_CAUSES", "OPEN_REQUEST_STATUSES", "PROVIDER_FAILURES"]

@@ -87,6 +87,10 @@ class BacktestItem(models.Model):
     # [outcome, score, category, rules, error] of the candidate and of the baseline.
     candidate = models.JSONField(null=True, blank=True)
     baseline = models.JSONField(null=True, blank=True)
+    # The worker judging it (moderation/quality/backtests.py): a lease, not a lock held while the
+    # provider judges (docs/design.md, invariant 6); once it has run out another worker takes it.
+    lease = models.UUIDField(null=True, blank=True)
+    leased_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["backtest", "position"], name="backtest_item_position")]
@@ -133,6 +137,11 @@ class ShadowRun(models.Model):
     judged = models.PositiveIntegerField(default=0)
     errors = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
+    # The worker judging the batch after `cursor` (moderation/quality/shadows.py): it holds no lock
+    # while its provider judges (docs/design.md, invariant 6), only this lease, which a killed
+    # worker's successor takes over once it has run out.
+    lease = models.UUIDField(null=True, blank=True)
+    leased_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["policy", "provider"], condition=models.Q(stopped_at__isnull=True),

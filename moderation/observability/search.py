@@ -88,11 +88,42 @@ def text_search_configs() -> list[str]:
                   | {FALLBACK_TEXT_SEARCH_CONFIG})
 
 
+# A word of the term this long or longer is looked for as a prefix too: "insult" finds "insults"
+# and "insulting" in a text whose language was unsure (read with `simple`, so unstemmed). A
+# shorter one would match too much to help ("in" of every "in...").
+PREFIX_MIN_CHARS = SUBSTRING_MIN_CHARS
+# Letters and digits: what the term's words are made of for the prefix query (quotes, colons,
+# backslashes and operators never reach it, so any Unicode the moderator types is safe).
+_WORD = re.compile(r"[^\W_]+")
+# A web search with these is taken as written: an excluded word or a phrase has no prefix form.
+_WEBSEARCH_SYNTAX = re.compile(r'"|(?:^|\s)-|\bor\b', re.IGNORECASE)
+
+
+def prefix_tsquery(term: str) -> str | None:
+    """`term`'s words, each as a prefix, all required: to_tsquery's input ("'insult':* &
+    'idiot':*"), None when it has no word long enough or uses web search syntax. Each word is
+    quoted, so it is read as a lexeme and nothing in it as an operator."""
+    if _WEBSEARCH_SYNTAX.search(term):
+        return None
+    words = [word for word in _WORD.findall(term) if len(word) >= PREFIX_MIN_CHARS]
+    if not words:
+        return None
+    return " & ".join(f"'{word}':*" for word in words)
+
+
 def words_query(term: str) -> SearchQuery:
     """`term` as a web search (words, "quoted phrases", -excluded) under each configuration,
     combined with OR: a content matches when its words, as its own language's stemmer read them,
-    match the term as that stemmer reads it."""
-    queries = [SearchQuery(term, search_type="websearch", config=config) for config in text_search_configs()]
+    match the term as that stemmer reads it. And its words as prefixes (`prefix_tsquery`), each
+    stemmed by each configuration first, so word variants match whatever the language a content
+    was read in: "insult" finds "insults" and "insulting", "insulting" finds "insults", and the
+    Indonesian stemmer takes "dipukul" to "pukul", which finds "pukulan". The GIN index answers
+    prefix queries as it does words."""
+    configs = text_search_configs()
+    queries = [SearchQuery(term, search_type="websearch", config=config) for config in configs]
+    prefixes = prefix_tsquery(term)
+    if prefixes is not None:
+        queries += [SearchQuery(prefixes, search_type="raw", config=config) for config in configs]
     return reduce(operator.or_, queries)
 
 

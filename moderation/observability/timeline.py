@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 
 from audit.models import PipelineEvent, ReviewTransition
 from callbacks.models import ProviderCallback
-from moderation.models import Appeal, ContentErasure, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind
+from moderation.models import Appeal, ContentErasure, ContentReview, Decision, ModeratorNote, ProviderAttempt, Report, ReportKind, SecondLook
 from moderation.transparency.reasons import statement_of_reasons
 
 # Same instant: a cause before its effects (a job before its claim, a claim before an attempt).
@@ -56,6 +56,14 @@ class Entry:
         data["ids"] = {k: v for k, v in data["ids"].items() if k != "worker_id"}
         data["payload"] = None
         return data
+
+
+def _actor(actor: str, actor_id: str) -> str:
+    """A transition's actor as stored (`system:<id>`), but a report kind that sent a review to a
+    human named as the workplace names it ("system: DSA notice (Art. 16)", not "dsa_notice")."""
+    if actor_id in ReportKind.values:
+        return f"{actor}: {ReportKind(actor_id).label}"
+    return f"{actor}:{actor_id}" if actor_id else actor
 
 
 def _ids(**values) -> dict[str, str]:
@@ -99,7 +107,7 @@ def review_timeline(review: ContentReview, *, notes: bool = False, first: int | 
     entries += _erasure(review)
     for t in _head(ReviewTransition.objects.filter(review=review), "created_at", first):
         entries.append(Entry(t.created_at, "transition", f"{t.from_status} -> {t.to_status} ({t.cause})",
-                             {"actor": f"{t.actor}:{t.actor_id}" if t.actor_id else t.actor, "reason": t.reason},
+                             {"actor": _actor(t.actor, t.actor_id), "reason": t.reason},
                              _ids(idempotency_key=t.idempotency_key, job_id=t.job_id, attempt_no=t.attempt_no),
                              f"transition:{t.pk}"))
     for h in _head(review.history.select_related("history_user"), "history_date", first):
@@ -110,7 +118,23 @@ def review_timeline(review: ContentReview, *, notes: bool = False, first: int | 
         entries += [Entry(n.created_at, "note", f"note by {n.author}", {"text": n.text}, {}, f"note:{n.pk}")
                     for n in _head(ModeratorNote.objects.filter(review=review).select_related("author"),
                                    "created_at", first)]
+        entries += _second_looks(review, first)
     return sorted(entries, key=lambda e: (e.at, _RANK[e.kind], e.source))[:first]
+
+
+def _second_looks(review: ContentReview, first: int | None) -> list[Entry]:
+    """Second looks asked for and settled (internal, like notes: the client is told only of a
+    decision that changed, by that decision)."""
+    entries = []
+    looks = SecondLook.objects.filter(review=review).select_related("requested_by", "resolved_by")
+    for look in _head(looks, "created_at", first):
+        entries.append(Entry(look.created_at, "note", f"second look asked by {look.requested_by}",
+                             {"reason": look.reason, "decision": look.decision_id}, {}, f"second_look:{look.pk}"))
+        if look.resolved_at:
+            entries.append(Entry(look.resolved_at, "note", f"second look {look.get_status_display().lower()}",
+                                 {"by": str(look.resolved_by), "reason": look.resolution_reason,
+                                  "new_decision": look.resolution_id}, {}, f"second_look:{look.pk}"))
+    return entries
 
 
 def _erasure(review: ContentReview) -> list[Entry]:

@@ -15,7 +15,16 @@ from django.db.models import Count, F, Min, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from moderation.models import Cause, ContentReview, Decision, DecisionSource, Report, ReviewQueue, ReviewStatus
+from moderation.models import (
+    Cause,
+    ContentReview,
+    Decision,
+    DecisionSource,
+    Report,
+    ReviewQueue,
+    ReviewStatus,
+    standing_decision_sql,
+)
 from moderation.review_queues import PROVIDER_CAUSES, QUEUE_FOR_CAUSE
 from moderation.selectors import of_queues
 from moderation.services.routing import QueueInfo, review_queues
@@ -61,7 +70,8 @@ def decisions_per_moderator(*, days: int = 7, now: datetime | None = None, hidde
     """Approvals and rejections by each moderator on each of the last `days` days (UTC), leaving
     out those of reviews of `hidden_queues` (moderation.selectors.of_queues)."""
     since = (now or timezone.now()) - timedelta(days=days)
-    decisions = Decision.objects.filter(source=DecisionSource.MODERATOR, created_at__gte=since, label__in=DEFINITIVE)
+    decisions = Decision.objects.standing().filter(source=DecisionSource.MODERATOR, created_at__gte=since,
+                                                   label__in=DEFINITIVE)
     hidden = of_queues(hidden_queues, through="review")
     return list(
         (decisions if hidden is None else decisions.exclude(hidden))
@@ -73,7 +83,7 @@ def decisions_per_moderator(*, days: int = 7, now: datetime | None = None, hidde
 def moderator_decision_totals() -> list[tuple[str, str, int]]:
     """(moderator, label, decisions) since the beginning: a counter for /metrics."""
     return list(
-        Decision.objects.filter(source=DecisionSource.MODERATOR, label__in=DEFINITIVE)
+        Decision.objects.standing().filter(source=DecisionSource.MODERATOR, label__in=DEFINITIVE)
         .values_list("moderator__username", "label").order_by().annotate(n=Count("pk"))
     )
 
@@ -89,12 +99,16 @@ FROM moderation_decision h{join}
 JOIN LATERAL (
     SELECT d.label, d.source, d.policy_id,
            (SELECT key FROM jsonb_each(d.category_scores) ORDER BY value::float8 DESC, key LIMIT 1) AS top_category
-    FROM moderation_decision d WHERE d.review_id = h.review_id AND d.id < h.id ORDER BY d.id DESC LIMIT 1
+    FROM moderation_decision d WHERE d.review_id = h.review_id AND d.id < h.id AND {standing_d}
+    ORDER BY d.id DESC LIMIT 1
 ) m ON m.source = 'provider' AND m.label IN ('approved', 'rejected')
 LEFT JOIN moderation_moderationpolicy p ON p.id = m.policy_id
-WHERE h.source = 'moderator' AND h.label IN ('approved', 'rejected'){hidden}
+WHERE h.source = 'moderator' AND h.label IN ('approved', 'rejected') AND {standing_h}{hidden}
 GROUP BY 1, 2 ORDER BY 1, 2
 """
+# Undone decisions count on neither side: not as the moderator's, and not as the model decision
+# a later moderator's followed (Decision.objects.standing).
+_STANDING = {"standing_d": standing_decision_sql("d"), "standing_h": standing_decision_sql("h")}
 # Of reviews a viewer may see, for the figures that leave some out: each row's review `r` not of
 # a queue they may not see (moderation.selectors.of_queues, in SQL).
 _HIDDEN_REVIEWS = " AND r.last_queue <> ALL(%s)"
@@ -118,9 +132,9 @@ def overturn_rates(*, hidden_queues=()) -> list[Overturns]:
     with connection.cursor() as cursor:
         if hidden_queues:
             cursor.execute(_OVERTURNS.format(join="\nJOIN moderation_contentreview r ON r.id = h.review_id",
-                                             hidden=_HIDDEN_REVIEWS), [sorted(hidden_queues)])
+                                             hidden=_HIDDEN_REVIEWS, **_STANDING), [sorted(hidden_queues)])
         else:
-            cursor.execute(_OVERTURNS.format(join="", hidden=""))
+            cursor.execute(_OVERTURNS.format(join="", hidden="", **_STANDING))
         return [Overturns(*row) for row in cursor.fetchall()]
 
 

@@ -155,6 +155,9 @@ REDACTED: tuple[Redact, ...] = (
     Redact("moderation.Appeal", "statement", How.WHOLE, review="review"),
     # Append-only like the transition log, with the same sanctioned path (migration 0009).
     Redact("moderation.ModeratorNote", "text", How.WHOLE, review="review"),
+    # A second look's reasons are moderators' words about the content, like notes.
+    Redact("moderation.SecondLook", "reason", How.WHOLE, review="review"),
+    Redact("moderation.SecondLook", "resolution_reason", How.WHOLE, review="review"),
     # The transition log's one sanctioned change (audit migration 0004): its reasons copy the
     # decisions' (a moderator's codes and words, an escalation's reason).
     Redact("audit.ReviewTransition", "reason", How.WHOLE, review="review"),

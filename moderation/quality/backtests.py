@@ -3,7 +3,8 @@
 
 A backtest freezes its examples when it starts (`backtest_start`): the reviews a moderator
 decided, or the rows of a labelled file, one item each. A worker then judges the pending items a
-chunk at a time, each chunk's outcomes committed with the chunk, and enqueues the rest as a new
+chunk at a time, under a lease on the chunk's items (no lock or transaction is held while the
+provider judges), each chunk's outcomes committed with the chunk, and enqueues the rest as a new
 slice; the figures are computed once every item is judged. It writes to its own rows and the
 kept provider answers only: never a review, a decision, a notification or a statement.
 """
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from moderation.errors import NotApplicable
@@ -34,6 +36,7 @@ from moderation.models import (
 from moderation.quality.replay import (
     CHANGES_KEPT,
     CHUNK,
+    QUALITY_LEASE,
     AnswerCount,
     HumanExample,
     changes_of,
@@ -128,21 +131,38 @@ def backtest_run(*, backtest_id: int, deadline: float, enqueue_rest: bool = True
 
 
 def _judge_next_chunk(backtest: Backtest, provider) -> bool:
+    """Judge the next pending chunk, in three steps, as dispatch does (docs/design.md, invariant
+    6): lease the chunk's items (a transaction; SKIP LOCKED, and past other workers' live leases),
+    judge them (none: the provider may be a server across the network), and record the outcomes
+    of the items still leased to this worker (a transaction). False when no item is left to take."""
+    lease, now = uuid.uuid4(), timezone.now()
     with transaction.atomic():
         items = list(BacktestItem.objects.select_for_update(skip_locked=True)
-                     .filter(backtest=backtest, done=False).order_by("position")[:CHUNK])
+                     .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now), backtest=backtest, done=False)
+                     .order_by("position")[:CHUNK])
         if not items:
             return False
-        rows = _rows(items)
-        count = AnswerCount()
-        candidate, baseline = judge_chunk(rows, candidate=backtest.candidate, baseline=backtest.baseline,
-                                          provider_name=backtest.provider, provider=provider, count=count)
+        BacktestItem.objects.filter(pk__in=[item.pk for item in items]).update(
+            lease=lease, leased_until=now + QUALITY_LEASE)
+    count = AnswerCount()
+    candidate, baseline = judge_chunk(_rows(items), candidate=backtest.candidate, baseline=backtest.baseline,
+                                      provider_name=backtest.provider, provider=provider, count=count)
+    with transaction.atomic():
+        # Items whose lease ran out meanwhile were taken over by another worker: theirs count.
+        still_mine = set(BacktestItem.objects.select_for_update()
+                         .filter(pk__in=[item.pk for item in items], lease=lease, done=False)
+                         .values_list("pk", flat=True))
+        judged = []
         for item, c, b in zip(items, candidate, baseline, strict=True):
-            item.done, item.candidate, item.baseline = True, _outcome(c), _outcome(b)
-        BacktestItem.objects.bulk_update(items, ["done", "candidate", "baseline"], batch_size=1000)
-        backtest.judged += len(items)
+            if item.pk in still_mine:
+                item.done, item.candidate, item.baseline = True, _outcome(c), _outcome(b)
+                item.lease, item.leased_until = None, None
+                judged.append(item)
+        BacktestItem.objects.bulk_update(judged, ["done", "candidate", "baseline", "lease", "leased_until"],
+                                         batch_size=1000)
+        backtest.judged += len(judged)
         Backtest.objects.filter(pk=backtest.pk).update(
-            judged=F("judged") + len(items), cached=F("cached") + count.cached,
+            judged=F("judged") + len(judged), cached=F("cached") + count.cached,
             provider_seconds=F("provider_seconds") + count.seconds, beat_at=timezone.now())
     return True
 

@@ -19,9 +19,10 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.transaction import TransactionManagementError
 
 from moderation.models import (
     ContentKind,
@@ -31,6 +32,7 @@ from moderation.models import (
     ProviderAnswer,
     ReviewStatus,
 )
+from moderation.db.transactions import in_transaction
 from moderation.observability.dry_run import model_results
 from moderation.observability.evaluation import (
     NONE,
@@ -46,6 +48,9 @@ from moderation.verdicts import rule_text
 # Reviews read, detected, answered and decided at a time: a backtest's progress moves by one of
 # these, and a cancellation is seen between two.
 CHUNK = 2_000
+# How long a worker may judge a backtest's chunk or a shadow's batch before another worker takes it
+# over (it holds a lease, not a lock, while its provider judges: docs/design.md, invariant 6).
+QUALITY_LEASE = timedelta(minutes=10)
 CHANGES_KEPT = 1_000  # the changed reviews a backtest stores and shows (it counts them all)
 JUDGEMENTS = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
@@ -131,6 +136,10 @@ def kept_answers(texts: list[str], *, provider, model: str, policy: ModerationPo
     """The provider's answer for each text: a kept one where there is one, the provider's
     otherwise (asked with `policy`'s definitions where it reads them; kept for next time; an
     error is not kept, it is asked again)."""
+    if in_transaction():
+        # The provider may be a server across the network: no lock or transaction is held while it
+        # judges (docs/design.md, invariant 6). Backtests and shadows hold leases instead.
+        raise TransactionManagementError("a provider is never asked inside a transaction (docs/design.md, invariant 6)")
     keys = [answer_key(model, text) for text in texts]
     kept = {key: result_from_json(result)
             for key, result in ProviderAnswer.objects.filter(key__in=set(keys)).values_list("key", "result")}

@@ -4,9 +4,9 @@ traffic beside the active version, acting on nothing (docs/quality.md, "Shadow r
 The live path does not know a shadow exists: nothing is added to a submission, a dispatch or a
 finalize. A scheduled task on the notification cluster (`moderation.tasks.quality_minute`, every minute) takes, per
 live shadow, the provider decisions made since its cursor (settled: QUALITY_SETTLE_S old), judges their texts with the shadow's
-policy and provider, and writes one verdict each to its own table, then moves the cursor: all in
-one transaction that holds the shadow's row (SKIP LOCKED, so two clusters never judge one batch
-twice). A shadow whose provider raises, hangs until its timeout or answers garbage records the
+policy and provider, and writes one verdict each to its own table, then moves the cursor. A
+batch is taken under a lease on the shadow's row (taken FOR UPDATE SKIP LOCKED, so two clusters
+never judge one batch twice); no lock or transaction is held while the provider judges. A shadow whose provider raises, hangs until its timeout or answers garbage records the
 error on its verdicts and its row; the live decisions were made and sent before it ever ran.
 
 Agreement is measured with the live decision (the same label) and with a moderator's decision in
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import date
 
 from django.db import connection, transaction
-from django.db.models import F, Max
+from django.db.models import F, Max, Q
 from django.utils import timezone
 
 from moderation.errors import NotApplicable
@@ -44,7 +45,7 @@ from moderation.observability.evaluation import (
     inline_provider,
 )
 from moderation.quality.alarms import settled_before
-from moderation.quality.replay import AnswerCount, answer_model, kept_answers
+from moderation.quality.replay import QUALITY_LEASE, AnswerCount, answer_model, kept_answers
 from moderation.verdicts import rule_text
 
 logger = logging.getLogger(__name__)
@@ -96,34 +97,48 @@ def shadows_run(*, deadline: float) -> int:
 
 
 def _judge_batch(shadow_id: int) -> int:
+    """Judge the next batch of one shadow, in three steps, as dispatch does (docs/design.md,
+    invariant 6): take the batch's lease (a transaction), judge (none: the provider may be a server
+    across the network, and may hang until its timeout), write the verdicts and move the cursor if
+    the lease is still this worker's (a transaction). Returns the decisions judged."""
+    lease, now = uuid.uuid4(), timezone.now()
     with transaction.atomic():
         # of=self: the shadow's row only, never its policy's (every live decision's foreign key
         # takes that one FOR KEY SHARE at commit: the shadow would hold them all up).
         shadow = (ShadowRun.objects.select_for_update(skip_locked=True, of=("self",)).select_related("policy")
-                  .filter(pk=shadow_id, stopped_at__isnull=True).first())
+                  .filter(Q(leased_until__isnull=True) | Q(leased_until__lt=now), pk=shadow_id,
+                          stopped_at__isnull=True)
+                  .first())
         if shadow is None:
-            return 0
+            return 0  # stopped, or another worker holds its batch
         decisions = list(Decision.objects.filter(source=DecisionSource.PROVIDER, id__gt=shadow.cursor,
-                                                 created_at__lt=settled_before(timezone.now()))
+                                                 created_at__lt=settled_before(now))
                          .select_related("review__content").order_by("id")[:SHADOW_BATCH])
         if not decisions:
             return 0
-        texts = [d for d in decisions if d.review.content.kind in (ContentKind.TEXT, ContentKind.METADATA)
-                 and d.review.content.erased_at is None]
-        verdicts, error = [], ""
-        try:
-            verdicts = _verdicts(shadow, texts)
-        except Exception as exc:  # noqa: BLE001 - a shadow's failure is recorded, never raised into the schedule
-            error = f"{type(exc).__name__}: {exc}"[:2000]
-            logger.warning("shadow %s: its provider failed on %s decisions: %s", shadow.pk, len(texts), error)
-            verdicts = [ShadowVerdict(shadow=shadow, review_id=d.review_id, decision=d.pk, live_label=d.label,
-                                      label=ReviewStatus.MANUAL_REVIEW, error=error,
-                                      language=d.review.content.language) for d in texts]
+        ShadowRun.objects.filter(pk=shadow.pk).update(lease=lease, leased_until=now + QUALITY_LEASE)
+    texts = [d for d in decisions if d.review.content.kind in (ContentKind.TEXT, ContentKind.METADATA)
+             and d.review.content.erased_at is None]
+    verdicts, error = [], ""
+    try:
+        verdicts = _verdicts(shadow, texts)
+    except Exception as exc:  # noqa: BLE001 - a shadow's failure is recorded, never raised into the schedule
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+        logger.warning("shadow %s: its provider failed on %s decisions: %s", shadow.pk, len(texts), error)
+        verdicts = [ShadowVerdict(shadow=shadow, review_id=d.review_id, decision=d.pk, live_label=d.label,
+                                  label=ReviewStatus.MANUAL_REVIEW, error=error,
+                                  language=d.review.content.language) for d in texts]
+    with transaction.atomic():
+        if not ShadowRun.objects.select_for_update(of=("self",)).filter(pk=shadow.pk, lease=lease).exists():
+            # The lease ran out and another worker took the batch over: its verdicts count.
+            logger.warning("shadow %s: a batch outlived its lease; its verdicts were dropped", shadow.pk)
+            return 0
         ShadowVerdict.objects.bulk_create(verdicts, ignore_conflicts=True, batch_size=1000)
         failed = sum(1 for v in verdicts if v.error)
         ShadowRun.objects.filter(pk=shadow.pk).update(
-            cursor=decisions[-1].pk, judged=shadow.judged + len(verdicts), errors=shadow.errors + failed,
-            last_error=error or next((v.error for v in verdicts if v.error), shadow.last_error))
+            cursor=decisions[-1].pk, judged=F("judged") + len(verdicts), errors=F("errors") + failed,
+            last_error=error or next((v.error for v in verdicts if v.error), shadow.last_error),
+            lease=None, leased_until=None)
     return len(decisions)
 
 

@@ -40,6 +40,7 @@ from moderation.services.moderator import (
     review_override,
     review_release,
     review_reprocess,
+    review_second_look,
     review_take_next,
     review_undo,
     reviews_waiting_for_another,
@@ -87,6 +88,7 @@ from moderation.services.authors import author_ensure
 from moderation.services.strikes import authors_sweep, strikes_lapse_due
 from moderation.services.account_actions import author_act, author_lift, restrictions_expire_due
 from moderation.services.account_appeals import account_appeal_file, account_appeal_resolve
+from moderation.services.second_looks import second_look_confirm
 
 __all__ = [
     "account_appeal_file",
@@ -160,6 +162,8 @@ __all__ = [
     "review_claim",
     "review_finalize",
     "review_escalate",
+    "review_second_look",
+    "second_look_confirm",
     "review_undo",
     "review_note_add",
     "review_override",

@@ -16,7 +16,8 @@ from django_fsm import InvalidResultState, TransitionNotAllowed
 
 from audit import context
 from audit.models import Actor, EventKind
-from moderation.errors import IllegalStandingChange, NotApplicable, ReasonRequired, StaleAuthor
+from moderation.errors import IllegalStandingChange, NotApplicable, StaleAuthor
+from moderation.validation import required_reason
 from moderation.models import (
     ACCOUNT_REASON_MAX,
     RESTRICTIVE_ACTIONS,
@@ -169,12 +170,7 @@ SUSPEND_DAYS_MAX = 3650
 
 
 def account_reason_checked(reason: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise ReasonRequired("a reason is required")
-    if len(reason) > ACCOUNT_REASON_MAX:
-        raise ReasonRequired(f"a reason is at most {ACCOUNT_REASON_MAX} characters")
-    return reason
+    return required_reason(reason, limit=ACCOUNT_REASON_MAX)
 
 
 def _author_checked(author_pk: int, expected_version: int | None) -> Author:

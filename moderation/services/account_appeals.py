@@ -10,10 +10,11 @@ from django.utils import timezone
 
 from audit import context
 from audit.models import Actor
-from moderation.errors import AppealExists, AppealWindowClosed, FourEyesRequired, NotAppealable, NotApplicable
+from moderation.errors import AppealExists, AppealWindowClosed, NotAppealable, NotApplicable
 from moderation.models import AccountAction, AccountAppeal, AccountAppealStatus, ApiClient, Author, RestrictionEnd
 from moderation.transparency.notices import appealable_until
 from moderation.services.account_actions import account_reason_checked, author_restore_locked
+from moderation.services.appeals import four_eyes_check
 from moderation.services.authors import authors_lock, standing_restricts
 from moderation.services.outbox import account_appeal_resolved_body, outbox_author_row, outbox_write
 
@@ -50,11 +51,12 @@ def account_appeal_resolve(*, appeal_id, moderator, outcome: str, reason: str) -
     with context.bind(author_pk=author_pk), transaction.atomic():
         author = authors_lock([author_pk])[author_pk]
         appeal = AccountAppeal.objects.select_related("action").get(pk=appeal_id)
-        if not appeal.is_open:
-            raise NotApplicable(f"appeal {appeal.pk} is {appeal.status} already")
+        if not appeal.is_open:  # the slower of two moderators deciding at once (the author's lock orders them)
+            raise NotApplicable(f"{appeal.resolved_by or 'another moderator'} already decided it "
+                                f"({appeal.status}) at {appeal.resolved_at:%H:%M} UTC")
         action = appeal.action
-        if action.moderator_id is not None and moderator is not None and action.moderator_id == moderator.pk:
-            raise FourEyesRequired(f"{moderator} took this action: another moderator must decide appeal {appeal.pk}")
+        four_eyes_check(appealed_by=action.moderator_id, moderator=moderator, what="took the appealed action",
+                        appeal_id=appeal.pk)
         now = timezone.now()
         appeal.status, appeal.resolved_by, appeal.resolution_reason, appeal.resolved_at = outcome, moderator, reason, now
         appeal.save(update_fields=["status", "resolved_by", "resolution_reason", "resolved_at"])

@@ -57,12 +57,20 @@ def appeal_open_locked(review: ContentReview) -> Appeal | None:
     return Appeal.objects.select_related("decision").filter(review=review, status=AppealStatus.OPEN).first()
 
 
+def four_eyes_check(*, appealed_by, moderator, what: str, appeal_id) -> None:
+    """Four eyes on an appeal (docs/design.md, "Reports, appeals"; "Authors"): refuse `moderator`
+    when they are the one (`appealed_by`, a user's pk or None for the platform) who made what is
+    appealed, `what` in words ("made the appealed decision", "took the appealed action"). The one
+    rule for content and account appeals."""
+    if appealed_by is not None and moderator is not None and appealed_by == moderator.pk:
+        why = f"{moderator} {what}: another moderator must decide"
+        raise FourEyesRequired(f"{why} appeal {appeal_id}", reason=f"{why} its appeal")
+
+
 def appeal_check_four_eyes(appeal: Appeal, moderator) -> None:
     """Refuse the moderator who made the appealed decision."""
-    author = appeal.decision.moderator_id
-    if author is not None and moderator is not None and author == moderator.pk:
-        why = f"{moderator} made the appealed decision: another moderator must decide"
-        raise FourEyesRequired(f"{why} appeal {appeal.pk}", reason=f"{why} its appeal")
+    four_eyes_check(appealed_by=appeal.decision.moderator_id, moderator=moderator,
+                    what="made the appealed decision", appeal_id=appeal.pk)
 
 
 def appeal_resolve_locked(appeal: Appeal, decision: Decision) -> None:

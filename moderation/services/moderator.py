@@ -8,7 +8,7 @@ while the lease runs is refused.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -28,6 +28,7 @@ from moderation.errors import (
     NotUndoable,
     ReasonRequired,
     ReviewChange,
+    SecondLookOpen,
     StaleVersion,
 )
 from moderation.words import STATUS_NOW
@@ -40,16 +41,25 @@ from moderation.models import (
     ContentReview,
     Decision,
     DecisionSource,
+    DecisionUndo,
     ModeratorNote,
     Report,
     ReviewQueue,
     ReviewStatus,
+    SecondLook,
 )
 from moderation.review_queues import QueueEntry
 from moderation.validation import decision_category, decision_reason
 from moderation.jobs import enqueue_on_commit
 from moderation.services.transitions import records_illegal_transitions, transition_review
 from moderation.services.appeals import appeal_check_four_eyes, appeal_open_locked
+from moderation.services.second_looks import (
+    second_look_check_settler,
+    second_look_close_locked,
+    second_look_open_locked,
+    second_look_reason,
+    second_look_refuse_change,
+)
 from moderation.services.strikes import strike_undo_locked
 from moderation.services.decide import decide_locked
 from moderation.services.notifications import notification_cancel_locked
@@ -108,11 +118,11 @@ def _required(reason: str) -> str:
 
 
 def review_take_next(
-    *, moderator, queue: str | None = None, skip=None, now: datetime | None = None
+    *, moderator, queue: str | None = None, skip: Collection = (), now: datetime | None = None
 ) -> ContentReview | None:
     """Lease to `moderator` the most urgent review nobody holds in review queue `queue` (every
     review queue when None), or give back the one they already hold there (one review at a
-    time). `skip`: a review id the moderator just passed over, not to be handed back at once.
+    time). `skip`: the ids of reviews the moderator passed over lately, not to be handed back.
 
     Urgency is the order key set when the review entered its queue (moderation.review_queues.queue_entry).
     SKIP LOCKED: two moderators asking at once each get a different review, never the same.
@@ -125,8 +135,8 @@ def review_take_next(
     forbidden = queues_forbidden(moderator)
     waiting = (_waiting(queue).exclude(_appeal_of_own_decision(moderator))
                .exclude(queue__in=forbidden).order_by("queue_order_at", "id"))
-    if skip is not None:
-        waiting = waiting.exclude(pk=skip)
+    if skip:
+        waiting = waiting.exclude(pk__in=list(skip))
     with transaction.atomic():
         # Two indexed reads instead of one ORDER BY CASE, which would sort the whole review queue.
         # Between them, QA work (docs/qa.md): handed out like a review and shown like one, blind;
@@ -199,7 +209,8 @@ def review_override(
     resolves the appeal, and the moderator who made the appealed decision is refused
     (FourEyesRequired): checked under the row lock that also keeps a new appeal out meanwhile.
     An internal `note` is written in the decision's transaction: a refused decision leaves no
-    note either.
+    note either. On a review sent for a second look only a senior moderator decides, and the
+    decision closes the second look (moderation/services/second_looks.py), under the same lock.
 
     The reason (docs/workplace.md, "Canned reasons"): `reason_codes`, canned reasons the policy
     lists for the category (an approval's under "_approval"), and the free text `reason`, which
@@ -224,6 +235,9 @@ def review_override(
         appeal = appeal_open_locked(review)
         if appeal is not None:
             appeal_check_four_eyes(appeal, moderator)
+        second_look = second_look_open_locked(review)
+        if second_look is not None:
+            second_look_check_settler(second_look, moderator)
         # (Leaving manual_review ends its lease with its place in the review queue: review_queue_leave.)
         started = decision_lease_started(review, moderator)
         decision = decide_locked(
@@ -245,6 +259,8 @@ def review_override(
         )
         # Moderator QA: how long it took, and whether another moderator reviews it again (docs/qa.md).
         qa_after_decision_locked(review, decision, moderator=moderator, policy=policy, started=started)
+        if second_look is not None:
+            second_look_close_locked(second_look, decision, moderator)
         if note:
             ModeratorNote.objects.create(review=review, author=moderator, text=note, decision=decision)
     return decision
@@ -310,6 +326,29 @@ def review_escalate(
     return review
 
 
+def review_second_look(*, review_id, reason: str, moderator, expected_version: int | None = None) -> SecondLook:
+    """Send a decided (approved or rejected) review to the escalations queue for a senior
+    moderator's second look, with a reason (docs/workplace.md, "A second look at a decided
+    review"). The review keeps its status and decision, and the client is told nothing.
+
+    At most one second look per review is open: the review's row lock serialises requests, so of
+    concurrent ones the first opens it and the others are refused (SecondLookOpen); the partial
+    unique constraint holds even without the lock. Refused for a review that changed since
+    `expected_version`, that another moderator holds, of a queue the moderator may not see,
+    whose content was erased, or that is not decided (NotApplicable)."""
+    reason = second_look_reason(reason)
+    with context.bind(review_id=review_id), transaction.atomic():
+        review = _lock_checked(review_id, expected_version, moderator)
+        _refuse_erased(review, "look at again")
+        if review.status not in (ReviewStatus.APPROVED, ReviewStatus.REJECTED) or review.decision_id is None:
+            raise NotApplicable(f"it is {STATUS_NOW[review.status]}, not decided: a second look is for a decision")
+        if (open_look := second_look_open_locked(review)) is not None:
+            why = f"{open_look.requested_by} already asked for a second look at this decision"
+            raise SecondLookOpen(f"review {review.pk}: {why}", reason=why)
+        return SecondLook.objects.create(review=review, decision_id=review.decision_id, requested_by=moderator,
+                                         reason=reason)
+
+
 def _lease(review: ContentReview, moderator) -> None:
     """Lease `review` (locked, in manual_review) to `moderator` for MODERATOR_LEASE_S."""
     expires = timezone.now() + timedelta(seconds=settings.MODERATOR_LEASE_S)
@@ -343,6 +382,7 @@ def review_reprocess(
         review = _lock_checked(review_id, expected_version, user)
         _require_decided(review)
         _refuse_erased(review, "reprocess")
+        second_look_refuse_change(review, "reprocessed")
         if appeal_open_locked(review) is not None:
             raise AppealOpen(f"review {review.pk} is under appeal: a moderator decides it",
                              reason="it is under appeal: a moderator decides it")
@@ -382,6 +422,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
             raise NotUndoable("it is no longer the decision in force")
         if decision.source != DecisionSource.MODERATOR or decision.moderator_id != getattr(moderator, "pk", None):
             raise NotUndoable("only the moderator who made a decision may undo it")
+        second_look_refuse_change(review, "undone")
         before, entered = _state_before(review, decision)
         had = review.last_queue  # where it waited when decided: it goes back there (`_entry_back`)
         if Appeal.objects.filter(resolution=decision).exists():
@@ -395,6 +436,7 @@ def review_undo(*, review_id, decision_id: int, moderator, expected_version: int
         statement_withdraw_locked(decision)
         notification_cancel_locked(decision)
         qa_second_review_withdraw_locked(decision)
+        DecisionUndo.objects.create(decision=decision, moderator=moderator)  # no figure counts it now
         review.decision_id, review.completed_at, review.pile_on = before.decision_id, before.completed_at, before.pile_on
         transition_review(
             review, Cause.UNDO, actor=Actor.ADMIN, actor_id=str(moderator),

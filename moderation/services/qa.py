@@ -18,7 +18,7 @@ and no statement of reasons; the review it is about does not change. Two guards 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -64,7 +64,7 @@ def qa_item_shown(*, moderator, review_id, now: datetime | None = None) -> QaIte
 
 
 def qa_item_take_locked(*, moderator, queue: str | None, forbidden: set[str], now: datetime,
-                        skip=None) -> QaItem | None:
+                        skip: Collection = ()) -> QaItem | None:
     """Inside "Review next"'s transaction: the QA item to hand `moderator` instead of a review of
     `queue` (every queue when None; `forbidden`: the queues they may not take), or None. The one
     they hold (lease live) first, else the oldest second review nobody holds of a decision they
@@ -79,8 +79,8 @@ def qa_item_take_locked(*, moderator, queue: str | None, forbidden: set[str], no
              .exclude(queue__in=forbidden).exclude(review__content__erased_at__isnull=False))
     if queue is not None:
         items = items.filter(queue=queue)
-    if skip is not None:
-        items = items.exclude(review_id=skip)
+    if skip:  # the reviews the moderator passed over lately (review_take_next)
+        items = items.exclude(review_id__in=list(skip))
     held_first = Case(When(moderator=moderator, then=Value(0)), default=Value(1))
     item = items.select_for_update(skip_locked=True, of=("self",)).order_by(held_first, "created_at", "id").first()
     if item is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 from io import StringIO
 
@@ -164,3 +165,41 @@ def test_a_callback_whose_processing_keeps_failing_is_parked_not_retried_for_eve
     assert parked.processed_at is None
     monkeypatch.undo()
     assert "applied: 1" in replay("--id", str(stored.id), "--for-real")  # an operator can still finish it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_callback_processed_while_its_content_is_erased_neither_deadlocks_nor_fails(api_client, monkeypatch):
+    """Erasure holds the review's lock while it redacts the review's stored callbacks; processing a
+    callback takes the review's lock before its inbox row's (docs/design.md, invariant 5), so the two
+    queue up. Here processing is held between its locks and the applying of the result while the
+    erasure starts: taking the inbox row first, the two deadlocked, and one of them failed (a race
+    lab run: the erasure answered 500)."""
+    from audit.models import Actor
+    from moderation.privacy.erasure import content_erase
+
+    review, request = claimed(api_client)
+    stored = store_only(request.idempotency_key, score=0.95)
+    locks_held, real_finalize = threading.Event(), services.review_finalize
+
+    def finalize_once_the_erasure_has_started(**kwargs):
+        locks_held.set()
+        time.sleep(1.0)  # the erasure takes the review's lock meanwhile, unless this holds it
+        return real_finalize(**kwargs)
+
+    monkeypatch.setattr(services, "review_finalize", finalize_once_the_erasure_has_started)
+
+    def racer(i):
+        if i == 0:
+            return services.callback_process(callback_id=stored.id)
+        assert locks_held.wait(10)
+        return content_erase(review_id=review.pk, actor=Actor.API, actor_id="client", reason="erased").stopped_moderation
+
+    processed, erasure_stopped_moderation = collide(2, racer)
+
+    review.refresh_from_db()
+    callback = ProviderCallback.objects.get()
+    # The callback came first: it applied; the erasure then found the review decided.
+    assert processed == "applied" and erasure_stopped_moderation is False
+    assert review.status == ReviewStatus.REJECTED and review.content.erased_at is not None
+    # The erasure redacted the stored callback once processing had let go of it.
+    assert callback.processed_at is not None and '"erased": true' in str(callback.payload_json)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
 import tempfile
 import uuid
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -16,15 +19,24 @@ from django.conf import settings
 from lab.race_lab import database_url, free_port, wait_until_serving
 
 
+def make_run_env() -> dict[str, str]:
+    """The settings `make run` serves with: the Makefile's RUN_ENV, as make passes it to
+    run_platform (tests/e2e/test_run_platform.py checks that the recipe does)."""
+    makefile = (Path(settings.BASE_DIR) / "Makefile").read_text()
+    line = re.search(r"^RUN_ENV := (.*)$", makefile, re.MULTILINE)
+    assert line, "the Makefile has no RUN_ENV line"
+    return dict(word.split("=", 1) for word in shlex.split(line.group(1)))
+
+
 @contextlib.contextmanager
 def run_platform(**extra_env: str):
-    """`manage.py run_platform` on a free port with production settings, on the test database;
-    yields (process, port) once it answers, and stops it with SIGTERM as Ctrl-C would."""
+    """`manage.py run_platform` on a free port with `make run`'s settings (make_run_env), on the
+    test database; yields (process, port) once it answers, and stops it with SIGTERM as Ctrl-C
+    would."""
     port = free_port()
     env = {
-        **os.environ, "DATABASE_URL": database_url(), "DEBUG": "0", "SECRET_KEY": "k" * 60,
-        "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0", "Q_NAME": f"e2e-{uuid.uuid4().hex[:8]}",
-        "LOG_LEVEL": "WARNING", **extra_env,
+        **os.environ, "DATABASE_URL": database_url(), **make_run_env(), "SECRET_KEY": "k" * 60,
+        "Q_NAME": f"e2e-{uuid.uuid4().hex[:8]}", "LOG_LEVEL": "WARNING", **extra_env,
     }
     env.pop("PUBLIC_BASE_URL", None)
     # The output goes to a file, not a pipe: a pipe nobody reads until the end fills up (64 KiB of

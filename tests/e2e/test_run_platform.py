@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 
 import httpx
 import psutil
 import pytest
+from django.conf import settings
 
 from moderation import services
 from moderation.models import ContentReview
+from tests.e2e.conftest import make_run_env
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -45,6 +48,37 @@ def test_make_run_serves_with_its_web_server_and_a_styled_admin_without_debug(pl
     assert login.status_code == 200
     assert "admin/css/base.css" in login.text
     assert css.status_code == 200 and css.headers["content-type"].startswith("text/css")
+
+
+def test_make_run_passes_its_run_env_with_debug_off_to_the_platform():
+    """Issue 49: `make run` served with DEBUG on, and its 404 listed every URL pattern. The recipe
+    `make -n run` prints starts run_platform with RUN_ENV, the settings the platform fixture uses."""
+    recipe = subprocess.run(["make", "-n", "run"], cwd=settings.BASE_DIR, capture_output=True, text=True, check=True)
+    line = next(line for line in recipe.stdout.splitlines() if "manage.py run_platform" in line)
+    run_env = make_run_env()
+
+    assert run_env["DEBUG"] == "0"
+    assert line.startswith(" ".join(f"{name}={value}" for name, value in run_env.items()) + " SECRET_KEY="), line
+
+
+def test_make_run_answers_without_debug_pages_and_signs_a_moderator_in_over_plain_http(platform, django_user_model):
+    _, port = platform
+    base = f"http://127.0.0.1:{port}"
+    django_user_model.objects.create_superuser("ada", password="a long passphrase 49")
+
+    missing = httpx.get(f"{base}/no-such-page/", timeout=10)
+    root = httpx.get(f"{base}/", timeout=10)
+    with httpx.Client(base_url=base, timeout=10) as browser:
+        browser.get("/admin/login/")
+        signed_in = browser.post("/admin/login/?next=/admin/", data={
+            "username": "ada", "password": "a long passphrase 49",
+            "csrfmiddlewaretoken": browser.cookies["csrftoken"]}, headers={"Referer": f"{base}/admin/login/"})
+        index = browser.get("/admin/")
+
+    assert missing.status_code == 404
+    assert "URLconf" not in missing.text and "urlpatterns" not in missing.text and "admin/" not in missing.text
+    assert root.status_code == 302 and root.headers["location"] == "/admin/"
+    assert signed_in.status_code == 302 and index.status_code == 200 and "Log out" in index.text
 
 
 def test_make_run_hands_a_request_body_to_the_api_whole(platform):

@@ -303,7 +303,7 @@ def test_the_moderator_who_acted_may_not_resolve_the_appeal_another_may(api_clie
 
     assert "You took this action" in text_of(mia.get(PAGE.format(author.pk)))
     refused = mia.post(url, {"outcome": "overturned", "reason": "fair enough"}, follow=True)
-    assert "Appeal not resolved: mia took this action" in messages_of(refused)
+    assert "Appeal not resolved: mia took the appealed action: another moderator must decide its appeal" in messages_of(refused)
     assert AccountAppeal.objects.get().is_open
 
     no_reason = sam.post(url, {"outcome": "overturned", "reason": ""}, follow=True)

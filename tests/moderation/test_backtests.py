@@ -251,6 +251,37 @@ def test_a_backtest_whose_worker_died_is_enqueued_again_and_resumes(human_decide
     assert backtest.status == BacktestStatus.DONE and backtest.judged == len(HUMAN) and judged_before <= len(HUMAN)
 
 
+def test_no_transaction_is_held_while_a_chunk_is_judged_and_a_dead_workers_lease_is_taken_over(
+        human_decided, local, monkeypatch):
+    """docs/design.md, invariant 6: a backtest's provider judges a chunk with no transaction open,
+    under a lease on the chunk's items; the items a dead worker leased wait until the lease runs
+    out, and the next worker judges them (a chunk that outlives its lease writes nothing)."""
+    import uuid
+
+    from moderation.db.transactions import in_transaction
+    from moderation.models import BacktestItem
+    from moderation.quality import replay
+
+    monkeypatch.setattr("moderation.quality.backtests.CHUNK", 2)
+    backtest = backtests.backtest_start(candidate=draft_of(), enqueue=False)
+    dead = list(BacktestItem.objects.filter(backtest=backtest).order_by("position").values_list("pk", flat=True)[:2])
+    BacktestItem.objects.filter(pk__in=dead).update(lease=uuid.uuid4(), leased_until=timezone.now() + timedelta(minutes=5))
+    open_while_judging, real_kept = [], replay.kept_answers
+    monkeypatch.setattr(replay, "kept_answers",
+                        lambda *a, **kw: (open_while_judging.append(in_transaction()), real_kept(*a, **kw))[1])
+
+    answer = backtests.backtest_run(backtest_id=backtest.pk, deadline=time.monotonic() + 10, enqueue_rest=False)
+
+    assert answer == "the rest is being judged by another worker"
+    assert set(BacktestItem.objects.filter(backtest=backtest, done=False).values_list("pk", flat=True)) == set(dead)
+    BacktestItem.objects.filter(pk__in=dead).update(leased_until=timezone.now() - timedelta(seconds=1))
+    backtests.backtest_run(backtest_id=backtest.pk, deadline=time.monotonic() + 10, enqueue_rest=False)
+    backtest.refresh_from_db()
+    assert backtest.status == BacktestStatus.DONE and backtest.judged == len(HUMAN)
+    assert open_while_judging and not any(open_while_judging)
+    assert not BacktestItem.objects.filter(backtest=backtest, lease__isnull=False).exists()
+
+
 def test_a_provider_that_answers_by_callback_cannot_backtest(settings):
     with pytest.raises(backtests.EvaluationError, match="callback"):
         backtests.backtest_start(candidate=draft_of(), provider_name="webhook", enqueue=False)

@@ -19,6 +19,7 @@ from moderation.observability.search import (
     SEARCH_MAX_CHARS,
     SearchRule,
     reviews_matching,
+    prefix_tsquery,
     text_search_configs,
     words_query,
 )
@@ -79,6 +80,31 @@ class TestWords:
         english = in_language(submitted(api_client, text="you are an idiot", external_id="a"), "en")
         unsure = in_language(submitted(api_client, text="idiots everywhere lol", external_id="b"), "")
         assert found([english, unsure], "idiots") == {english.pk, unsure.pk}
+
+    def test_a_word_finds_its_variants_whatever_language_the_text_was_read_in(self, api_client):
+        """Issue 49: "insult" missed "insults" and "insulting" in texts whose language was unsure."""
+        plural = in_language(submitted(api_client, text="stop these insults now", external_id="a"), "")
+        gerund = in_language(submitted(api_client, text="that was insulting", external_id="b"), "")
+        english = in_language(submitted(api_client, text="he insulted me twice", external_id="c"), "en")
+        other = in_language(submitted(api_client, text="an instant reply", external_id="d"), "")
+        everyone = [plural, gerund, english, other]
+        assert found(everyone, "insult") == {plural.pk, gerund.pk, english.pk}
+        assert found(everyone, "insulting") == {plural.pk, gerund.pk, english.pk}  # stemmed, then a prefix
+        assert found(everyone, "Insults") == {plural.pk, gerund.pk, english.pk}
+        assert rule("insult") == SearchRule.WORDS
+
+    def test_an_indonesian_word_finds_its_affixed_forms_in_an_unsure_text(self, api_client):
+        suffixed = in_language(submitted(api_client, text="pukulan keras sekali", external_id="a"), "")
+        indonesian = in_language(submitted(api_client, text="dia dipukul kemarin", external_id="b"), "id")
+        other = in_language(submitted(api_client, text="pagi yang cerah", external_id="c"), "")
+        assert found([suffixed, indonesian, other], "pukul") == {suffixed.pk, indonesian.pk}
+        assert found([suffixed, indonesian, other], "dipukul") == {suffixed.pk, indonesian.pk}
+
+    def test_the_prefix_query_quotes_each_word_and_keeps_web_search_syntax_as_written(self):
+        assert prefix_tsquery("insult idiot") == "'insult':* & 'idiot':*"
+        assert prefix_tsquery("it's a b:c\\d & | !") is None  # no word of three letters
+        assert prefix_tsquery("don't:* insult") == "'don':* & 'insult':*"
+        assert prefix_tsquery('"worthless piece"') is None and prefix_tsquery("worthless -junk") is None
 
     def test_a_phrase_and_an_excluded_word(self, api_client):
         both = in_language(submitted(api_client, text="worthless piece of junk", external_id="a"), "en")
@@ -226,6 +252,8 @@ TERMS = st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters=
 @example(term="\\%_")
 @example(term="-")
 @example(term='"')
+@example(term="insult's:* & 'x' \\ \\' ::")
+@example(term="ｉｎｓｕｌｔ ünsült")
 def test_any_unicode_term_answers_the_list_and_the_queue(moderator, api_client, term):
     if not ContentReview.objects.exists():
         submitted(api_client, text="dasar bodoh 🔥 idiot \u202eesrever", external_id="seed")

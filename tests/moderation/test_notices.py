@@ -164,3 +164,31 @@ def test_the_checker_finds_a_provider_approval_after_a_notice(api_client):
     found = notice_violations([review.pk])
 
     assert any("approved by its provider after a notice" in problem for problem in found)
+
+
+def test_the_notices_queue_says_its_order_and_no_page_shows_dsa_in_lower_case(api_client, django_user_model):
+    """Issue 49: the DSA queue's order was not explained, and the review page showed "dsa_notice"."""
+    import html as markup
+    import re
+
+    review = decided(api_client, "approved")
+    services.report_file(review_id=review.pk, reporter_id="u1", reason="other", kind="dsa_notice")
+    moderator = staff_browser(django_user_model, "mia", "moderator")
+
+    notices = moderator.get("/admin/moderation/contentreview/queues/?queue=notices").content.decode()
+    plain = moderator.get("/admin/moderation/contentreview/queues/?queue=low_confidence").content.decode()
+    page = moderator.get(f"/admin/moderation/contentreview/{review.pk}/timeline/").content.decode()
+
+    order = markup.unescape(notices.split('id="queue-order"')[1].split("</p>")[0])
+    assert "Trusted flaggers' notices (DSA Art. 22) first, whatever their priority, then DSA notices" in order
+    assert "every hour waited adds more" in order
+    assert "Trusted flaggers" not in plain.split('id="queue-order"')[1].split("</p>")[0]
+    for shown in (notices, page):
+        words = markup.unescape(re.sub(r"<[^>]+>", " ", shown.split("<body")[1]))
+        assert not re.search(r"\bdsa", words), re.search(r".{0,40}\bdsa.{0,40}", words).group(0)
+    assert "system: DSA notice (Art. 16)" in page
+    # The only review there is leased to mia now: Review next says the queue is empty, in proper case.
+    moderator.post("/admin/moderation/contentreview/review-next/", {"queue": "notices"})
+    other = staff_browser(django_user_model, "sam", "moderator")
+    said = other.post("/admin/moderation/contentreview/review-next/", {"queue": "notices"}, follow=True)
+    assert "The DSA notices and trusted flaggers queue is empty." in [str(m) for m in said.context["messages"]]

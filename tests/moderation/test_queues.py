@@ -169,7 +169,7 @@ class TestReviewNext:
         mia = django_user_model.objects.create_user("mia")
         assert services.review_take_next(moderator=mia) == first
         services.review_release(review_id=first.pk, moderator=mia)
-        assert services.review_take_next(moderator=mia, skip=first.pk) == second
+        assert services.review_take_next(moderator=mia, skip=[first.pk]) == second
 
     def test_an_unknown_queue_is_refused(self, django_user_model):
         with pytest.raises(ValueError, match="unknown queue"):

@@ -89,11 +89,13 @@ class TestTheWordsCheck:
         assert content_matches(ContentReview.objects.all(), "idiot")[1] == SearchRule.WORDS
         assert content_matches(scope, "idiot")[1] == SearchRule.SUBSTRING_FALLBACK
 
-    def test_the_planner_reads_the_words_from_the_gin_index_not_a_scan(self, api_client):
+    @pytest.mark.parametrize("term", ["anidiot", "insulting"])  # the second: its variants by prefix too
+    def test_the_planner_reads_the_words_from_the_gin_index_not_a_scan(self, api_client, term):
         in_language(submitted(api_client, text="youareanidiotok", external_id="a"), "en")
+        in_language(submitted(api_client, text="insults everywhere", external_id="b"), "")
         _filler_contents(api_client.pk)
         with CaptureQueriesContext(connection) as queries:
-            matching_content_ids(Q(search_vector=words_query("anidiot")))
+            matching_content_ids(Q(search_vector=words_query(term)))
         sql = next(q["sql"] for q in queries.captured_queries if not q["sql"].startswith("EXPLAIN"))
         with connection.cursor() as cursor:
             cursor.execute("EXPLAIN " + sql)

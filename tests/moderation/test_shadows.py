@@ -224,3 +224,63 @@ def models_f(name):
     from django.db.models import F
 
     return F(name)
+
+
+def test_no_transaction_is_held_while_the_shadow_judges_and_a_dead_workers_lease_is_taken_over(api_client, local,
+                                                                                               monkeypatch):
+    """docs/design.md, invariant 6: the shadow's provider (a server across the network, maybe)
+    judges with no transaction open, under a lease on the shadow's row; a worker that died holding
+    the lease holds the batch until the lease runs out, then the next worker judges it."""
+    from datetime import timedelta
+    import uuid
+
+    from django.utils import timezone
+
+    from moderation.db.transactions import in_transaction
+
+    shadow = shadows.shadow_start(policy=draft_of(category_thresholds=TIMID), provider_name="local", user=None)
+    for text in TEXTS:
+        judged_live(api_client, text)
+    calls = count_model_calls(monkeypatch)
+    open_while_judging = []
+    real_kept = shadows.kept_answers
+    monkeypatch.setattr(shadows, "kept_answers",
+                        lambda *a, **kw: (open_while_judging.append(in_transaction()), real_kept(*a, **kw))[1])
+    ShadowRun.objects.filter(pk=shadow.pk).update(lease=uuid.uuid4(), leased_until=timezone.now() + timedelta(minutes=5))
+
+    assert shadows.shadows_run(deadline=time.monotonic() + 10) == 0 and calls == []  # the dead worker's lease holds
+
+    ShadowRun.objects.filter(pk=shadow.pk).update(leased_until=timezone.now() - timedelta(seconds=1))
+    assert shadows.shadows_run(deadline=time.monotonic() + 10) == len(TEXTS)
+
+    shadow.refresh_from_db()
+    assert open_while_judging == [False] and sum(len(texts) for texts in calls) == len(TEXTS)
+    assert shadow.judged == len(TEXTS) and shadow.lease is None and shadow.leased_until is None
+    assert ShadowVerdict.objects.filter(shadow=shadow).count() == len(TEXTS)
+
+
+def test_a_batch_that_outlived_its_lease_writes_nothing_the_worker_that_took_it_over_does(api_client, local,
+                                                                                         monkeypatch):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    shadow = shadows.shadow_start(policy=draft_of(category_thresholds=TIMID), provider_name="local", user=None)
+    for text in TEXTS:
+        judged_live(api_client, text)
+    real_kept, slow_worker_done = shadows.kept_answers, []
+
+    def judged_while_the_lease_runs_out(*args, **kwargs):
+        answers = real_kept(*args, **kwargs)
+        if not slow_worker_done:  # the first (slow) worker: its lease runs out, another takes the batch
+            slow_worker_done.append(True)
+            ShadowRun.objects.filter(pk=shadow.pk).update(leased_until=timezone.now() - timedelta(seconds=1))
+            assert shadows.shadows_run(deadline=time.monotonic() + 10) == len(TEXTS)
+        return answers
+
+    monkeypatch.setattr(shadows, "kept_answers", judged_while_the_lease_runs_out)
+
+    assert shadows.shadows_run(deadline=time.monotonic() + 10) == 0  # the slow worker's verdicts are dropped
+
+    shadow.refresh_from_db()
+    assert shadow.judged == len(TEXTS) and ShadowVerdict.objects.filter(shadow=shadow).count() == len(TEXTS)

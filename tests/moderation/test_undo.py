@@ -14,9 +14,11 @@ from moderation import services
 from moderation.errors import ContentErased, NotUndoable, StaleVersion
 from moderation.privacy.erasure import content_erase
 from moderation.invariants import pipeline_violations, review_violations
+from moderation.observability import workplace
 from moderation.models import (
     Cause,
     ContentReview,
+    Decision,
     DecisionNotification,
     NotificationStatus,
     ReviewQueue,
@@ -97,6 +99,26 @@ def test_an_undone_rejection_restores_the_review_and_nothing_leaves(api_client, 
     again = services.review_override(review_id=review.pk, label=ReviewStatus.APPROVED, reason="a quote",
                                      moderator=mia, expected_version=review.version)
     assert again.label == ReviewStatus.APPROVED
+
+
+def test_an_undone_decision_counts_in_no_figure(api_client, mia, client):
+    """Issue 49: the index's decisions per moderator and /metrics' decision counter count only the
+    decisions that stand (Decision.objects.standing): the undone rejection is in neither."""
+    review = unsure(api_client)
+    undo(review.pk, reject(review, mia), mia)
+    services.review_override(review_id=review.pk, label=ReviewStatus.APPROVED, reason="a quote", moderator=mia,
+                             expected_version=ContentReview.objects.get(pk=review.pk).version)
+
+    assert [(row["moderator__username"], row["decisions"]) for row in workplace.decisions_per_moderator()] == [("mia", 1)]
+    assert workplace.moderator_decision_totals() == [("mia", "approved", 1)]
+    client.force_login(mia)
+    mia.is_superuser = True
+    mia.save(update_fields=["is_superuser"])
+    metrics = client.get("/metrics").content.decode()
+    counted = [line for line in metrics.splitlines() if line.startswith("moderation_moderator_decisions_total{")]
+    assert counted == ['moderation_moderator_decisions_total{label="approved",moderator="mia"} 1.0'], counted
+    undone = Decision.objects.filter(review=review, label=ReviewStatus.REJECTED)
+    assert undone.count() == 1 and not undone.standing().exists()  # the row stays (invariant 9)
 
 
 def test_an_undo_after_the_notification_left_is_refused_with_the_time(api_client, receiver, mia):

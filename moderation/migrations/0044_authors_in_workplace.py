@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('moderation', '0040_provider_answer_text_digest'),
+        ('moderation', '0043_decision_undo'),
     ]
 
     operations = [
