@@ -153,7 +153,7 @@ class BulkJobAdmin(ReviewScoped, ReadOnlyAdmin):
         """A draft: what the job will act on, to confirm. Started: its progress and skipped reviews."""
         if not self.has_view_permission(request):
             raise PermissionDenied
-        job = get_object_or_404(self.get_queryset(request).select_related("created_by"), pk=job_id)
+        job = get_object_or_404(self.get_queryset(request).select_related("created_by", "policy"), pk=job_id)
         context = {"job": job, "action": action_text(job), "progress": services.bulk_job_progress(job),
                    "live": job.status in BULK_LIVE_STATUSES, "refresh_s": REFRESH_S,
                    "query_words": job.query_words,

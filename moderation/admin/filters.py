@@ -3,18 +3,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.contrib import admin
 from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
 
 from audit.models import EventKind, PipelineEvent
 from callbacks.models import ProviderCallback
 from moderation import services
 from moderation.text.language import configured_languages
-from moderation.models import ModerationRequest, Report, ReportKind, Standing
+from moderation.models import Author, ModerationRequest, Report, ReportKind, Standing
 from moderation.selectors import stuck_requests
 
 
@@ -104,6 +107,65 @@ class QueueFilter(admin.SimpleListFilter):
         return queryset
 
 
+# An author's number as a URL carries it: digits that fit the column.
+AUTHOR_PK = re.compile(r"[0-9]{1,18}")
+
+
+class AuthorFilter(admin.SimpleListFilter):
+    """One author's reviews (`?author=<the author's number>`, as the author page links it): read
+    from the index of an author's reviews (review_author_idx). The sidebar, and a bulk job's
+    words (moderation/admin/bulk_jobs.py), name the author and its client. A value that names no
+    author matches nothing, never everything."""
+
+    title = "author"
+    parameter_name = "author"
+
+    def lookups(self, request, model_admin):
+        # Only the author chosen (the list is not a list of a million authors). Django applies a
+        # filter only when it offers a choice: one that names no author is offered as such.
+        value = self.value()
+        if value is None:
+            return []
+        author = (Author.objects.select_related("client").filter(pk=value).first()
+                  if AUTHOR_PK.fullmatch(value) else None)
+        return [(value, f"{author.author_id} ({author.client})" if author else "no such author")]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        if not AUTHOR_PK.fullmatch(self.value()):
+            return queryset.none()
+        return queryset.filter(author_id=int(self.value()))
+
+
+def _since_midnight(now):
+    return now.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+class SubmittedFilter(admin.SimpleListFilter):
+    """When the content was submitted, counted back from now ("today" from midnight UTC): "reject
+    everything this account posted today". Served by the index of the list's order
+    (review_created_idx) or, with an author, by the author's (review_author_idx)."""
+
+    title = "submitted"
+    parameter_name = "submitted"
+    SINCE = {
+        "hour": ("in the past hour", lambda now: now - timedelta(hours=1)),
+        "today": ("today (UTC)", _since_midnight),
+        "24h": ("in the past 24 hours", lambda now: now - timedelta(hours=24)),
+        "7d": ("in the past 7 days", lambda now: now - timedelta(days=7)),
+        "30d": ("in the past 30 days", lambda now: now - timedelta(days=30)),
+    }
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _) in self.SINCE.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() in self.SINCE:
+            return queryset.filter(created_at__gte=self.SINCE[self.value()][1](timezone.now()))
+        return queryset
+
+
 # --- the content filters of the review list and the queues (docs/workplace.md, "Search") -------
 
 UNSURE = "unsure"
@@ -143,6 +205,20 @@ def _standing(value: str) -> Q:
     return Q(author__isnull=True) if value == NO_AUTHOR else Q(author__standing=value)
 
 
+# An author's active strike points, in the ranges the author list and the review list offer. Every
+# range but "0" is served by the index of authors with a record (author_standing_idx).
+AUTHOR_POINTS = {"0": Q(strike_points=0), "1-4": Q(strike_points__gte=1, strike_points__lte=4),
+                 "5-9": Q(strike_points__gte=5, strike_points__lte=9), "10+": Q(strike_points__gte=10)}
+
+
+def _author_points(value: str) -> Q:
+    # Most authors have no points: "0" is a condition on the joined author; the others read the few
+    # authors with points from their index first.
+    if value == "0":
+        return Q(author__strike_points=0)
+    return Q(author__in=Author.objects.filter(AUTHOR_POINTS[value]).values("pk"))
+
+
 def _report_kind(value: str) -> Exists:
     return Exists(Report.objects.filter(review=OuterRef("pk"), kind=value))
 
@@ -150,6 +226,7 @@ def _report_kind(value: str) -> Exists:
 REVIEW_FILTERS = (
     ReviewFilter("language", "language", _languages, _language),
     ReviewFilter("standing", "author standing", _standings, _standing),
+    ReviewFilter("author_points", "author's strike points", lambda: [(k, k) for k in AUTHOR_POINTS], _author_points),
     ReviewFilter("report_kind", "reported as", lambda: list(ReportKind.choices), _report_kind),
 )
 

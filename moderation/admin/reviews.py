@@ -36,10 +36,12 @@ from moderation.admin.second_looks import SECOND_LOOK_QUEUE, second_look_panel, 
 from moderation.admin.filters import (
     CONTENT_LIST_FILTERS,
     REVIEW_FILTERS,
+    AuthorFilter,
     CallbackTroubleFilter,
     DecisionSourceFilter,
     QueueFilter,
     StuckFilter,
+    SubmittedFilter,
     filtered_reviews,
 )
 from moderation.admin.deadlines import DEFAULT_NEAR_SHARE, deadlines_view, due_html
@@ -259,7 +261,8 @@ class ReviewAdmin(ReviewScoped, ReadOnlyPermissionsMixin, ReadOnlyHistoryMixin, 
                     "age", "decision_summary", "moderator_lease"]
     list_display_links = None  # the review id links to the review page, not to a change form
     list_filter = ["status", QueueFilter, *CONTENT_LIST_FILTERS, DecisionSourceFilter, CallbackTroubleFilter, StuckFilter,
-                   ("content__kind", admin.ChoicesFieldListFilter), "client"]
+                   ("content__kind", admin.ChoicesFieldListFilter), "client",
+                   SubmittedFilter, AuthorFilter]
     search_fields = ["content__external_id"]
     search_help_text = SEARCH_HELP
     list_select_related = ["content", "client", "decision", "leased_to"]

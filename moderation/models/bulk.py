@@ -53,6 +53,11 @@ class BulkJob(models.Model):
     # single decision takes them (review_override's `reason_codes` and `share_reason`).
     reason_codes = models.JSONField(default=list, blank=True, db_default=[])
     share_reason = models.BooleanField(default=False, db_default=False)
+    # The policy version in force when the job was drafted, which the moderator confirmed it under
+    # (its categories and canned reasons): a review reached after another version is published is
+    # skipped, never decided under rules the moderator did not see. NULL: a job from before.
+    policy = models.ForeignKey("moderation.ModerationPolicy", on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="+")
     # The review list's query string the targets were read with (filters and search), as shown.
     query = models.TextField(blank=True)
     # The same in the moderator's words, [[filter title, chosen value], ...] ("search" for the term).

@@ -7,7 +7,8 @@ one slice of it (BULK_SLICE_S) and enqueues the next, so a job of 10,000 reviews
 of the moderation cluster a few seconds at a time and the pipeline's own jobs run in between.
 
 Each review goes through the same guarded service as a single decision (`review_override`,
-`review_escalate`, `review_reprocess`) with the version frozen for it: a review that changed since
+`review_escalate`, `review_reprocess`) with the version frozen for it, under the policy version
+frozen for the job (one published since: the rest is skipped, saying so): a review that changed since
 (another moderator decided it, it was reprocessed, another moderator holds its lease) is skipped
 with the refusal's reason, never overwritten. The item's outcome is written in the decision's own
 transaction, after taking the item's row lock (SKIP LOCKED), so a rerun, a redelivered task or a
@@ -43,6 +44,7 @@ from moderation.models import (
     ReviewStatus,
 )
 from moderation.services.moderator import review_escalate, review_override, review_reprocess
+from moderation.services.policy import policy_active
 
 logger = logging.getLogger(__name__)
 
@@ -93,6 +95,7 @@ def bulk_job_draft(*, reviews, moderator, action: str, reason: str, label: str =
     rows.sort(key=lambda row: (row[3], str(row[0])))  # oldest first, as the single-id bulk actions go
     with transaction.atomic():
         job = BulkJob.objects.create(created_by=moderator, action=action, reason=reason.strip(), query=query,
+                                     policy=policy_active(),
                                      query_words=query_words or [],
                                      label=label if action == BulkAction.OVERRIDE else "",
                                      category=category if label == ReviewStatus.REJECTED else "", total=len(rows),
@@ -206,10 +209,14 @@ def _act(job: BulkJob, item: BulkJobItem) -> None:
     if job.action == BulkAction.OVERRIDE:
         if review.status == job.label and review.version == item.version:
             raise NotApplicable(f"already {STATUS_NOW[review.status]}")
+        # The decision's own read of the policy is checked against the frozen version.
         review_override(review_id=review.pk, label=job.label, reason=job.reason, category=job.category,
                         reason_codes=job.reason_codes, share_reason=job.share_reason,
-                        moderator=moderator, expected_version=expected_version)
-    elif job.action == BulkAction.ESCALATE:
+                        moderator=moderator, expected_version=expected_version, expected_policy_id=job.policy_id)
+        return
+    if job.policy_id is not None and policy_active().pk != job.policy_id:
+        raise NotApplicable("the policy changed since the job was confirmed")
+    if job.action == BulkAction.ESCALATE:
         review_escalate(review_id=review.pk, reason=job.reason, moderator=moderator, expected_version=expected_version)
     else:
         review_reprocess(review_id=review.pk, actor=Actor.ADMIN, actor_id=str(moderator), reason=job.reason,

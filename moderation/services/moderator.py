@@ -199,6 +199,7 @@ def review_override(
     note: str = "",
     reason_codes: Sequence[str] = (),
     share_reason: bool = False,
+    expected_policy_id: int | None = None,
 ) -> Decision:
     """A moderator's decision (manual_review|approved|rejected -> approved|rejected).
 
@@ -215,11 +216,16 @@ def review_override(
     The reason (docs/workplace.md, "Canned reasons"): `reason_codes`, canned reasons the policy
     lists for the category (an approval's under "_approval"), and the free text `reason`, which
     reaches the client only with `share_reason`. A rejection needs one or the other; an approval
-    needs neither unless the policy's `approval_needs_reason` says so.
+    needs neither unless the policy's `approval_needs_reason` says so. With `expected_policy_id`
+    (a bulk job's frozen version) a decision under any other version is refused (NotApplicable).
     """
     # One read of the version in force: the category and the reasons are checked against it and
     # the decision names it.
     policy = policy_active()
+    if expected_policy_id is not None and policy.pk != expected_policy_id:
+        # A bulk job confirmed under another version (its categories and canned reasons): that
+        # version's decision is no longer the one asked for (docs/workplace.md, "Bulk actions by query").
+        raise NotApplicable(f"the policy changed since the job was confirmed: version {policy.version} is in force")
     category = decision_category(label, category, policy)
     reason, reason_codes = decision_reason(label, category, reason, reason_codes, policy)
     note = _note_text(note)

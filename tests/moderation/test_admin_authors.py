@@ -29,9 +29,9 @@ pytestmark = pytest.mark.django_db
 PAGE = "/admin/moderation/author/{}/change/"
 
 
-def authored(client, author_id: str, label: str, *, text: str = "a sentence") -> ContentReview:
-    review, _ = services.review_submit(client=client, external_id=uuid.uuid4().hex, kind="text", text=text,
-                                       author_id=author_id)
+def authored(client, author_id: str, label: str, *, text: str = "a sentence", external_id: str = "") -> ContentReview:
+    review, _ = services.review_submit(client=client, external_id=external_id or uuid.uuid4().hex, kind="text",
+                                       text=text, author_id=author_id)
     request = services.review_claim(review_id=review.pk, worker_id="w1")
     services.review_finalize(idempotency_key=request.idempotency_key, result=result(SCORE_FOR[label]),
                              cause="provider_result")

@@ -290,3 +290,30 @@ def test_escalate_and_reprocess_take_their_own_reviews_and_skip_the_others(api_c
     run(again)
     rejected.refresh_from_db()
     assert rejected.status == "pending" and outcomes(again) == [("done", "")]
+
+
+@pytest.mark.parametrize("action", ["override", "escalate"])
+def test_a_policy_published_while_a_job_waits_skips_the_rest_never_deciding_under_the_new_version(
+        api_client, mia, action, monkeypatch):
+    reviews = waiting_reviews(api_client, 4) if action == "override" else [submit(api_client) for _ in range(4)]
+    job = started(reviews, mia, action=action, label="rejected", category="spam", reason="a spam wave")
+    assert job.policy == services.policy_active()
+    real_act = bulk._act
+
+    def publishing_after_the_second(job, item):
+        real_act(job, item)
+        if item.position == 1:  # a supervisor publishes a new version mid-way
+            services.policy_publish_change(lambda active: {}, notes="a new version")
+
+    monkeypatch.setattr(bulk, "_act", publishing_after_the_second)
+
+    run(job)
+
+    assert [outcome for outcome, _ in outcomes(job)] == ["done", "done", "skipped", "skipped"]
+    assert {reason for outcome, reason in outcomes(job) if outcome == "skipped"} == {
+        f"the policy changed since the job was confirmed: version {services.policy_active().version} is in force"
+        if action == "override" else "the policy changed since the job was confirmed"}
+    for review in reviews[2:]:
+        review.refresh_from_db()
+        assert moderator_decisions(review) == 0 and review.status == ("manual_review" if action == "override"
+                                                                       else "pending")

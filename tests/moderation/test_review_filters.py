@@ -1,5 +1,5 @@
 """The content filters the review list and the queues share (moderation/admin/filters.py
-REVIEW_FILTERS): language, author standing and report kind."""
+REVIEW_FILTERS): language, author standing, the author's strike points and report kind."""
 
 from __future__ import annotations
 
@@ -36,6 +36,9 @@ def three(api_client, moderator):
     ({"standing": "suspended"}, {"id"}),
     ({"standing": "good"}, {"en"}),
     ({"standing": "none"}, {"unsure"}),
+    ({"author_points": "0"}, {"id", "en"}),  # a suspension by a moderator counts no strike
+    ({"author_points": "1-4"}, set()),
+    ({"author_points": "10+"}, set()),
     ({"report_kind": "dsa_notice"}, {"id"}),
     ({"report_kind": "user"}, {"en"}),
     ({"report_kind": "trusted_flagger"}, set()),
@@ -55,7 +58,7 @@ def test_the_queue_page_offers_the_same_filters_and_applies_them(moderator, thre
     html = moderator.get(QUEUES, {"queue": "low_confidence", "language": "id"}).content.decode()
     assert f'id="queue-item-{three["id"].short_id}"' in html
     assert f'id="queue-item-{three["en"].short_id}"' not in html
-    for param in ("language", "standing", "report_kind"):
+    for param in ("language", "standing", "author_points", "report_kind"):
         assert f'id="queue-filter-{param}" name="{param}"' in html
     assert '<option value="id" selected>id</option>' in html
     html = moderator.get(QUEUES, {"queue": "low_confidence", "standing": "banned"}).content.decode()
