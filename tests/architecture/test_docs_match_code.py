@@ -239,7 +239,8 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 def _documented_command_lines() -> list[tuple[str, str]]:
     """(doc, text after `manage.py`) for every command line in the docs: inline code up to its
     closing backtick (on this line or a later one), a code block's line with its `\\`
-    continuations; shell comments and what follows `&&` left out."""
+    continuations; shell comments and what follows `&&`, `;` or a lone `&` (run in the background)
+    left out."""
     found = []
     for doc in DOCS:
         lines = doc.read_text().splitlines()
@@ -253,7 +254,7 @@ def _documented_command_lines() -> list[tuple[str, str]]:
                 else:
                     while text.rstrip().endswith("\\") and following:
                         text, following = f"{text.rstrip()[:-1]} {following[0].strip()}", following[1:]
-                text = re.split(r"\s#\s|&&|;", text, maxsplit=1)[0]
+                text = re.split(r"\s#\s|&&|;|\s&(?:\s|$)", text, maxsplit=1)[0]
                 found.append((doc.name, text.strip()))
     return found
 
@@ -391,6 +392,7 @@ NOT_SETTINGS = {
     "BENCH_REPORT_ARGS": ROOT / "Makefile",
     "BENCH_REDIS_URL": ROOT / "Makefile",
     "EVALUATE_DATA": ROOT / "Makefile",  # make evaluate's files
+    "RUN_ENV": ROOT / "Makefile",  # make run's environment for the platform
     "TEST_WORKERS": ROOT / "Makefile",  # make test's
     "WEB_WORKERS": ROOT / "deploy" / "systemd" / "moderation-web.service",  # the unit's variable
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
