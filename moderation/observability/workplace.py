@@ -165,6 +165,12 @@ JOIN LATERAL (
     ORDER BY p.id DESC LIMIT 1
 ) e ON true
 WHERE l.from_status = 'manual_review' AND l.created_at >= %s{{hidden}}
+  -- a decision taken back (review_undo) left nothing: the review is back where it waited
+  AND NOT EXISTS (
+    SELECT 1 FROM audit_reviewtransition u
+    WHERE u.review_id = l.review_id AND u.id > l.id AND u.cause = '{Cause.UNDO.value}'
+      AND NOT EXISTS (SELECT 1 FROM audit_reviewtransition m
+                      WHERE m.review_id = l.review_id AND m.id > l.id AND m.id < u.id))
 GROUP BY 1
 """  # noqa: S608 - the CASE holds the enums' constants only
 
@@ -179,7 +185,7 @@ class TimeInReviewQueue:
 
 def time_in_review_queue(*, days: int = 7, now: datetime | None = None, hidden_queues=()) -> list[TimeInReviewQueue]:
     """p50 and p95 of how long the reviews that left a review queue in the last `days` days waited
-    in it, leaving out the reviews of `hidden_queues`."""
+    in it, leaving out the reviews of `hidden_queues` and the exits a moderator undid."""
     since = (now or timezone.now()) - timedelta(days=days)
     with connection.cursor() as cursor:
         if hidden_queues:

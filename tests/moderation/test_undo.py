@@ -111,6 +111,8 @@ def test_an_undone_decision_counts_in_no_figure(api_client, mia, client):
 
     assert [(row["moderator__username"], row["decisions"]) for row in workplace.decisions_per_moderator()] == [("mia", 1)]
     assert workplace.moderator_decision_totals() == [("mia", "approved", 1)]
+    # The review left its queue once: the undone rejection's exit is not a time in queue.
+    assert [(t.queue, t.left) for t in workplace.time_in_review_queue()] == [("low_confidence", 1)]
     client.force_login(mia)
     mia.is_superuser = True
     mia.save(update_fields=["is_superuser"])
