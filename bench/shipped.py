@@ -285,7 +285,8 @@ def run(args) -> dict:
     url = code.database("shipped")
     client_id, token = code.create_client(url, "bench-shipped")
     count_dir = Path(tempfile.mkdtemp(prefix="bench-sqlcount-")) if args.profile else None
-    env = {"THROTTLE_CLIENT_RATE": "10000000/min", "THROTTLE_CALLBACK_RATE": "10000000/min", **SHIPPED_DEFAULTS}
+    env = {"THROTTLE_CLIENT_RATE": "10000000/min", "THROTTLE_CALLBACK_RATE": "10000000/min", **SHIPPED_DEFAULTS,
+           **dict(pair.split("=", 1) for pair in args.env)}
     if count_dir:
         env.update(BENCH_SQL_COUNT_DIR=str(count_dir),
                    PYTHONPATH=os.pathsep.join(filter(None, [str(SQLCOUNT), os.environ.get("PYTHONPATH")])))
@@ -506,11 +507,16 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the reviews to be final")
     parser.add_argument("--profile", metavar="DIR", help="py-spy every process and count SQL during the e2e load")
     parser.add_argument("--keep", action="store_true", help="keep the run's database")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting changed from make run's (to measure a lever: e.g. WEB_ACCESS_LOG=1)")
     args = parser.parse_args()
+    if any("=" not in pair for pair in args.env):
+        parser.error("--env takes NAME=VALUE")
     common.setup_driver()
     wrk.ensure()
     print(f"bench.shipped: {checkout.this().commit}, database server "
-          f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded (pgserver)'}", flush=True)
+          f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded (pgserver)'}"
+          + (f", changed: {' '.join(args.env)}" if args.env else ""), flush=True)
     began = time.monotonic()
     result = run(args)
     print("\n".join(describe(result, args)))

@@ -27,5 +27,5 @@ def web_command(host: str, port: int | str, *, workers: int, app: str = APPLICAT
         "--host", host, "--port", str(port), "--workers", str(workers),
         "--http", "1", "--no-ws", "--respawn-failed-workers",
         "--http1-header-read-timeout", str(max(1, round(settings.REQUEST_HEADER_TIMEOUT_S * 1000))),
-        "--workers-kill-timeout", str(STOP_GRACE_S), "--access-log",
+        "--workers-kill-timeout", str(STOP_GRACE_S), *(["--access-log"] if settings.WEB_ACCESS_LOG else []),
     ]
