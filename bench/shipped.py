@@ -162,9 +162,12 @@ class Ceiling:
 
     def __enter__(self) -> Ceiling:
         from lab.race_lab import wait_until_serving
-        from moderation.management.web import web_command
 
-        argv = web_command("127.0.0.1", self.port, workers=self.workers, app="bench.ceiling_asgi:application")
+        # The command line as the platform's settings make it (its environment, not the driver's).
+        argv = self.code.python(self.env["DATABASE_URL"], (
+            "from moderation.management.web import web_command\n"
+            "print(json.dumps(web_command('127.0.0.1', data[0], workers=data[1], app='bench.ceiling_asgi:application')))"
+        ), [self.port, self.workers], env={k: v for k, v in self.env.items() if k != "DATABASE_URL"})
         self.process = subprocess.Popen(argv, cwd=self.code.path, env={**self.env, "PORT": str(self.port)},
                                         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_until_serving(self.port)
