@@ -83,12 +83,19 @@ def processes(pid: int) -> list[dict]:
     """Every process of run_platform's tree: pid, kind, role, RSS and PSS (bytes)."""
     import psutil
 
+    # run_platform starts its children in this order, each the leader of its process group
+    # (moderation/management/commands/run_platform.py); django-q2 retitles a cluster's processes,
+    # so which cluster a process belongs to is its group leader's place in that order.
+    root = psutil.Process(pid)
+    started = sorted(root.children(), key=lambda child: (child.create_time(), child.pid))
+    leaders = dict(zip((child.pid for child in started), ("granian", "moderation cluster", "notification cluster"), strict=False))
     rows = []
     for process in footprint.tree(pid):
         try:
-            rows.append({"pid": process.pid, "kind": footprint.kind(process), "role": role(process),
+            kind = leaders.get(os.getpgid(process.pid)) if process.pid != pid else None
+            rows.append({"pid": process.pid, "kind": kind or footprint.kind(process), "role": role(process),
                          "rss": process.memory_info().rss, "pss": footprint.pss(process.pid)})
-        except psutil.NoSuchProcess:
+        except (psutil.NoSuchProcess, ProcessLookupError):
             continue
     return rows
 
