@@ -290,11 +290,11 @@ def sql_counts(directory: Path, kinds: dict[int, str]) -> dict[str, collections.
 # --- the run ----------------------------------------------------------------------------------------
 
 
-def run(args) -> dict:
-    code = checkout.this()
+def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
+    """One checkout's run: everything (`full`), or (another checkout, --before) idle and end to end."""
     url = code.database("shipped")
     client_id, token = code.create_client(url, "bench-shipped")
-    count_dir = Path(tempfile.mkdtemp(prefix="bench-sqlcount-")) if args.profile else None
+    count_dir = Path(tempfile.mkdtemp(prefix="bench-sqlcount-")) if args.profile and full else None
     env = {"THROTTLE_CLIENT_RATE": "10000000/min", "THROTTLE_CALLBACK_RATE": "10000000/min", **SHIPPED_DEFAULTS,
            **dict(pair.split("=", 1) for pair in args.env)}
     if count_dir:
@@ -321,7 +321,7 @@ def run(args) -> dict:
         labels.update({pid: "PostgreSQL backends" for pid in backends(url)})
         before_cpu, before_db = cpu_seconds(labels), _db_counters(url)
         started = checkout.query(url, "SELECT now()")[0][0]
-        spy = Profiler(Path(args.profile), rows) if args.profile else None
+        spy = Profiler(Path(args.profile), rows) if args.profile and full else None
         sql_before = sql_counts(count_dir, kinds) if count_dir else None
         if spy:
             spy.__enter__()
@@ -351,56 +351,60 @@ def run(args) -> dict:
                              for k, v in after_sql.items()}
         named = list(ids)
 
-        # Callbacks at each level, then the ceiling under the same server.
-        result["callbacks"], result["ceiling"] = [], {}
-        rng = random.Random(1)
-        per_level = int(args.callbacks * 0.7 * 1.2) + 10
-        levels = [int(x) for x in args.levels.split(",")]
-        seeded = code.seed_processing(url, client_id, per_level * (len(levels) * 2 + 1), "shipped-")
-        checkout.query(url, "UPDATE moderation_content SET language = 'en', language_candidates = '[[\"en\", 1.0]]' "
-                            "WHERE language_candidates IS NULL")
-        checkout.query(url, "ANALYZE")
-        with tempfile.TemporaryDirectory() as tmp:
-            file = Path(tmp) / "requests"
-            warm_cb, used = ingest.signed_requests(seeded[:per_level][:50], 50, 0, rng, tag="warm")
-            named += used
-            wrk.write_requests(warm_cb, file)
-            wrk.requests_file(platform.port, file, connections=max(levels))
-            for n, level in enumerate(levels):
-                mine = seeded[per_level * (n + 1):per_level * (n + 2)]
-                prepared, used = ingest.signed_requests(mine, args.callbacks, 0.3, rng, tag=f"c{level}")
+        if full:
+            # Callbacks at each level, then the ceiling under the same server.
+            result["callbacks"], result["ceiling"] = [], {}
+            rng = random.Random(1)
+            per_level = int(args.callbacks * 0.7 * 1.2) + 10
+            levels = [int(x) for x in args.levels.split(",")]
+            seeded = code.seed_processing(url, client_id, per_level * (len(levels) * 2 + 1), "shipped-")
+            checkout.query(url, "UPDATE moderation_content SET language = 'en', language_candidates = '[[\"en\", 1.0]]' "
+                                "WHERE language_candidates IS NULL")
+            checkout.query(url, "ANALYZE")
+            with tempfile.TemporaryDirectory() as tmp:
+                file = Path(tmp) / "requests"
+                warm_cb, used = ingest.signed_requests(seeded[:per_level][:50], 50, 0, rng, tag="warm")
                 named += used
-                wrk.write_requests(prepared, file)
-                cb = wrk.requests_file(platform.port, file, connections=level, max_seconds=120)
-                result["callbacks"].append({"connections": level, "rate": cb.rate, "p50": cb.p50_ms, "p99": cb.p99_ms,
-                                            "errors": cb.describe_errors()})
-                print(f"  callbacks at {level} connections: {cb.rate:.1f} req/s, p99 {cb.p99_ms:.1f} ms", flush=True)
-            finalized = checkout.query(url, "SELECT count(*) FROM moderation_contentreview WHERE id = ANY(%s::uuid[]) "
-                                            "AND status = ANY(%s)", [named[len(ids):], list(common.FINAL)])[0][0]
-            result["callbacks_finalized"] = (finalized, len(named) - len(ids))
-
-            ceiling_env = {k: v for k, v in platform.env.items() if k not in ("BENCH_SQL_COUNT_DIR", "PYTHONPATH")}
-            with Ceiling(code, ceiling_env, sizes[0]) as ceiling:
-                path = f"/bench/ceiling/reviews/?client={client_id}"
-                wrk.submissions(ceiling.port, token, tag="ceiling-warm", count=8 * sizes[0], texts=TEXTS,
-                                connections=args.connections, path=path)
-                top = wrk.submissions(ceiling.port, token, tag="ceiling", count=args.reviews, texts=TEXTS,
-                                      connections=args.connections, path=path)
-                result["ceiling"]["submissions"] = {"rate": top.rate, "p99": top.p99_ms, "errors": top.describe_errors()}
-                result["ceiling"]["callbacks"] = []
-                offset = per_level * (len(levels) + 1)
+                wrk.write_requests(warm_cb, file)
+                wrk.requests_file(platform.port, file, connections=max(levels))
                 for n, level in enumerate(levels):
-                    theirs = seeded[offset + per_level * n:offset + per_level * (n + 1)]
-                    prepared, _ = ingest.signed_requests(theirs, args.callbacks, 0.3, rng, tag=f"top{level}",
-                                                         path="/bench/ceiling/callback/")
+                    mine = seeded[per_level * (n + 1):per_level * (n + 2)]
+                    prepared, used = ingest.signed_requests(mine, args.callbacks, 0.3, rng, tag=f"c{level}")
+                    named += used
                     wrk.write_requests(prepared, file)
-                    cb = wrk.requests_file(ceiling.port, file, connections=level, max_seconds=120)
-                    result["ceiling"]["callbacks"].append({"connections": level, "rate": cb.rate, "p99": cb.p99_ms,
-                                                           "errors": cb.describe_errors()})
+                    cb = wrk.requests_file(platform.port, file, connections=level, max_seconds=120)
+                    result["callbacks"].append({"connections": level, "rate": cb.rate, "p50": cb.p50_ms, "p99": cb.p99_ms,
+                                                "errors": cb.describe_errors()})
+                    print(f"  callbacks at {level} connections: {cb.rate:.1f} req/s, p99 {cb.p99_ms:.1f} ms", flush=True)
+                finalized = checkout.query(url, "SELECT count(*) FROM moderation_contentreview WHERE id = ANY(%s::uuid[]) "
+                                                "AND status = ANY(%s)", [named[len(ids):], list(common.FINAL)])[0][0]
+                result["callbacks_finalized"] = (finalized, len(named) - len(ids))
+
+                ceiling_env = {k: v for k, v in platform.env.items() if k not in ("BENCH_SQL_COUNT_DIR", "PYTHONPATH")}
+                with Ceiling(code, ceiling_env, sizes[0]) as ceiling:
+                    path = f"/bench/ceiling/reviews/?client={client_id}"
+                    wrk.submissions(ceiling.port, token, tag="ceiling-warm", count=8 * sizes[0], texts=TEXTS,
+                                    connections=args.connections, path=path)
+                    top = wrk.submissions(ceiling.port, token, tag="ceiling", count=args.reviews, texts=TEXTS,
+                                          connections=args.connections, path=path)
+                    result["ceiling"]["submissions"] = {"rate": top.rate, "p99": top.p99_ms, "errors": top.describe_errors()}
+                    result["ceiling"]["callbacks"] = []
+                    offset = per_level * (len(levels) + 1)
+                    for n, level in enumerate(levels):
+                        theirs = seeded[offset + per_level * n:offset + per_level * (n + 1)]
+                        prepared, _ = ingest.signed_requests(theirs, args.callbacks, 0.3, rng, tag=f"top{level}",
+                                                             path="/bench/ceiling/callback/")
+                        wrk.write_requests(prepared, file)
+                        cb = wrk.requests_file(ceiling.port, file, connections=level, max_seconds=120)
+                        result["ceiling"]["callbacks"].append({"connections": level, "rate": cb.rate, "p99": cb.p99_ms,
+                                                               "errors": cb.describe_errors()})
         time.sleep(args.idle_s)
         result["after"] = processes(platform.process.pid)
     log.close()
     result["violations"] = code.violations(url, named)
+    if not full:
+        checkout.drop(url)
+        return result
 
     # pgbench on the paths' SQL, the platform stopped.
     policy = checkout.query(url, "SELECT id FROM moderation_moderationpolicy ORDER BY version DESC LIMIT 1")[0][0]
@@ -517,6 +521,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the reviews to be final")
     parser.add_argument("--profile", metavar="DIR", help="py-spy every process and count SQL during the e2e load")
     parser.add_argument("--keep", action="store_true", help="keep the run's database")
+    parser.add_argument("--before", metavar="REF_OR_DIR",
+                        help="first measure idle and end to end of another checkout (a directory, or a git ref "
+                             "exported to a temporary one) in the same run, e.g. the commit before a change")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="a setting changed from make run's (to measure a lever: e.g. WEB_ACCESS_LOG=1)")
     args = parser.parse_args()
@@ -528,8 +535,21 @@ def main() -> None:
           f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded (pgserver)'}"
           + (f", changed: {' '.join(args.env)}" if args.env else ""), flush=True)
     began = time.monotonic()
-    result = run(args)
+    before = None
+    if args.before:
+        other, why = (checkout.now(directory=args.before) if Path(args.before).is_dir()
+                      else checkout.now(ref=args.before))
+        if other is None:
+            parser.error(f"--before: {why}")
+        before = run(args, other, full=False)
+    result = run(args, checkout.this())
     print("\n".join(describe(result, args)))
+    if before:
+        e, b = result["e2e"], before["e2e"]
+        print(f"\nbefore ({other.commit}), same run: end to end {b['rate']:.1f} reviews/s (this checkout "
+              f"{e['rate']:.1f}: ratio {common.ratio(e['rate'], b['rate'])}), submissions {b['submit_rate']:.1f} req/s "
+              f"p99 {b['submit_p99']:.0f} ms, idle RSS {sum(r['rss'] for r in before['idle']) / MIB:.0f} MiB over "
+              f"{len(before['idle'])} processes, {len(before['violations'])} invariant violations")
     print(f"({(time.monotonic() - began) / 60:.1f} min)")
 
 
