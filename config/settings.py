@@ -566,6 +566,9 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    # The clusters dequeue and acknowledge in fewer round trips, with the same lease
+    # (moderation/management/cluster.py, ClusterORM); enqueueing goes through moderation.jobs.
+    Q_CLUSTER["broker_class"] = "moderation.management.cluster.ClusterORM"
 
 # --- History and logging -------------------------------------------------------------------------
 # History is for reading: its admin "revert" would write an old status straight into the row,
