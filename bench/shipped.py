@@ -296,7 +296,7 @@ def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
     client_id, token = code.create_client(url, "bench-shipped")
     count_dir = Path(tempfile.mkdtemp(prefix="bench-sqlcount-")) if args.profile and full else None
     env = {"THROTTLE_CLIENT_RATE": "10000000/min", "THROTTLE_CALLBACK_RATE": "10000000/min", **SHIPPED_DEFAULTS,
-           **dict(pair.split("=", 1) for pair in args.env)}
+           **(dict(pair.split("=", 1) for pair in args.env) if full else {})}  # --env: this checkout's run only
     if count_dir:
         env.update(BENCH_SQL_COUNT_DIR=str(count_dir),
                    PYTHONPATH=os.pathsep.join(filter(None, [str(SQLCOUNT), os.environ.get("PYTHONPATH")])))
@@ -525,7 +525,8 @@ def main() -> None:
                         help="first measure idle and end to end of another checkout (a directory, or a git ref "
                              "exported to a temporary one) in the same run, e.g. the commit before a change")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                        help="a setting changed from make run's (to measure a lever: e.g. WEB_ACCESS_LOG=1)")
+                        help="a setting changed from make run's, in this checkout's run (not --before's): to measure a "
+                             "lever, e.g. --before . --env WEB_ACCESS_LOG=1")
     args = parser.parse_args()
     if any("=" not in pair for pair in args.env):
         parser.error("--env takes NAME=VALUE")
