@@ -6,6 +6,7 @@ every acceptance figure:
 
     python -m bench.shipped [--reviews 3000] [--connections 4] [--callbacks 3000] [--levels 4,8,16]
                             [--idle-s 20] [--pgbench-seconds 10] [--profile DIR]
+                            [--before REF_OR_DIR] [--env NAME=VALUE ...]
 
 - idle: RSS summed over run_platform's processes (and PSS), with a table of every process,
   `--idle-s` seconds after /readyz first answers; and again after the run. With the embedded
@@ -30,7 +31,11 @@ secret (callbacks are signed), and the per-client and callback rate limits lifte
 INFO, the worker counts the machine's. `--profile DIR` also runs py-spy on every Python process
 during the end-to-end load (flame data and the top frames per tier in DIR) and counts the SQL
 statements and commits of each process (bench/sqlcount): those make the run slower, so its
-figures are for the budget, not the headline. Figures are printed; nothing here asserts them.
+figures are for the budget, not the headline. `--before` first runs another checkout (a
+directory, or a git ref exported to one) idle and end to end, for a ratio in the same run (the
+code before a change); `--env NAME=VALUE` changes a setting in this checkout's run only (a
+lever against make run's settings: `--before . --env WEB_ACCESS_LOG=1`). Figures are printed;
+nothing here asserts them.
 """
 
 from __future__ import annotations
