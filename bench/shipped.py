@@ -133,17 +133,31 @@ def memory_lines(title: str, rows: list[dict]) -> list[str]:
     return [title, common.table(["processes of", "role", "n", "RSS MiB", "largest", "PSS MiB"], table)]
 
 
-def cpu_seconds(pids: dict[int, str]) -> dict[str, float]:
-    """CPU seconds (user + system) so far of each pid, summed by its label."""
+def cpu_by_pid(labels: dict[int, str]) -> dict[int, tuple[str, float, float]]:
+    """pid -> (its label, its CPU seconds so far, those of its children that ended and it reaped)."""
     import psutil
 
-    spent: dict[str, float] = collections.Counter()
-    for pid, label in pids.items():
+    seen = {}
+    for pid, label in labels.items():
         try:
             times = psutil.Process(pid).cpu_times()
-            spent[label] += times.user + times.system
         except psutil.NoSuchProcess:
             continue
+        seen[pid] = (label, times.user + times.system, times.children_user + times.children_system)
+    return seen
+
+
+def cpu_spent(before: dict, after: dict) -> dict[str, float]:
+    """CPU seconds by label between two `cpu_by_pid` readings. A process that started meanwhile
+    counts whole; one that ended counts through its parent's reaped children (django-q2 recycles
+    a worker after 500 tasks: the sentinel reaps it), under the label of the parent's workers. A
+    PostgreSQL backend that ended meanwhile (its worker recycled) is not counted."""
+    spent: dict[str, float] = collections.Counter()
+    for pid, (label, own, reaped) in after.items():
+        _, own_before, reaped_before = before.get(pid, (label, 0.0, 0.0))
+        spent[label] += own - own_before
+        if reaped > reaped_before:
+            spent[label.replace("(master, sentinel, monitor, pusher)", "workers")] += reaped - reaped_before
     return spent
 
 
@@ -324,7 +338,7 @@ def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
         labels = {row["pid"]: tier(row) for row in rows}
         kinds = dict(labels)
         labels.update({pid: "PostgreSQL backends" for pid in backends(url)})
-        before_cpu, before_db = cpu_seconds(labels), _db_counters(url)
+        before_cpu, before_db = cpu_by_pid(labels), _db_counters(url)
         started = checkout.query(url, "SELECT now()")[0][0]
         spy = Profiler(Path(args.profile), rows) if args.profile and full else None
         sql_before = sql_counts(count_dir, kinds) if count_dir else None
@@ -338,14 +352,16 @@ def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
         wrk_cpu = _children_cpu() - wrk_cpu
         if spy:
             spy.__exit__()
+        kinds.update({row["pid"]: tier(row) for row in processes(platform.process.pid)})  # and the new ones
+        labels.update(kinds)
         labels.update({pid: "PostgreSQL backends" for pid in backends(url)})
-        after_cpu, after_db = cpu_seconds(labels), _db_counters(url)
+        after_cpu, after_db = cpu_by_pid(labels), _db_counters(url)
         final, window = e2e.finished(url, started)
         result["e2e"] = {
             "reviews": len(ids), "final": final, "window_s": window, "wall_s": time.monotonic() - wall,
             "rate": final / window if window and final == len(ids) else 0.0, "rate_final": final / window if window else 0.0,
             "submit_rate": load.rate, "submit_p99": load.p99_ms, "submit_errors": load.describe_errors(),
-            "cpu": {k: after_cpu[k] - before_cpu.get(k, 0.0) for k in after_cpu} | {"wrk (the load)": wrk_cpu},
+            "cpu": cpu_spent(before_cpu, after_cpu) | {"wrk (the load)": wrk_cpu},
             "db": {k: after_db[k] - before_db.get(k, 0) for k in after_db},
         }
         if spy:
