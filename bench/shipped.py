@@ -105,11 +105,14 @@ def processes(pid: int) -> list[dict]:
     return rows
 
 
+EMBEDDED = not os.environ.get("DATABASE_URL")  # (read before setup_driver sets it to the embedded server's)
+
+
 def embedded_postgres() -> list[dict]:
     """The embedded PostgreSQL's processes (when the bench runs on it, as make run does)."""
     import psutil
 
-    if os.environ.get("DATABASE_URL"):
+    if not EMBEDDED:
         return []
     from config.embedded_db import DATA_DIR
 
@@ -554,7 +557,7 @@ def main() -> None:
     common.setup_driver()
     wrk.ensure()
     print(f"bench.shipped: {checkout.this().commit}, database server "
-          f"{'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'embedded (pgserver)'}"
+          f"{'embedded (pgserver, as make run without DATABASE_URL)' if EMBEDDED else 'DATABASE_URL'}"
           + (f", changed: {' '.join(args.env)}" if args.env else ""), flush=True)
     began = time.monotonic()
     before = None
