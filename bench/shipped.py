@@ -166,7 +166,7 @@ def cpu_spent(before: dict, after: dict) -> dict[str, float]:
 
 def backends(url: str) -> list[int]:
     """The PostgreSQL backends connected to this run's database (same machine: their CPU is read)."""
-    name = url.rsplit("/", 1)[-1]
+    name = checkout.database_name(url)
     return [row[0] for row in checkout.query(
         url, "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [name])]
 
@@ -461,7 +461,7 @@ def _children_cpu() -> float:
 
 def _db_counters(url: str) -> collections.Counter:
     """Transactions of the run's database and the rows written to each of its tables."""
-    name = url.rsplit("/", 1)[-1]
+    name = checkout.database_name(url)
     counters = collections.Counter()
     (commits,) = checkout.query(url, "SELECT xact_commit FROM pg_stat_database WHERE datname = %s", [name])[0]
     counters["transactions"] = commits
