@@ -82,13 +82,15 @@ screenshots: $(VENV)/.dev-installed
 # The benchmarks (bench/, docs/benchmarks.md): figures printed, nothing asserted. They use
 # databases of their own, named after BENCH_DATABASE (default moderation_bench), on the
 # DATABASE_URL server (the embedded one if unset), and Redis at BENCH_REDIS_URL (default db 15).
+# bench.shipped prints issue 51's figures: the platform as make run starts it (docs/benchmarks.md).
 # bench.report prints issue 17's table: the code before it (the tag bench-now, exported to a temp
 # directory) and this checkout, measured in the same run; it installs wrk (apt-get) if missing.
-# Growth and the workplace run at two sizes here to keep `make bench` near a quarter of an hour;
+# Growth and the workplace run at two sizes here to keep `make bench` near 25 minutes;
 # BENCH_SIZES=10000,1000000 measures the issue's 10k -> 1M (seeding 1M takes minutes each).
 BENCH_SIZES ?= 10000,100000
 BENCH_REPORT_ARGS ?=
 bench: $(VENV)/.dev-installed
+	$(PY) -m bench.shipped
 	$(PY) -m bench.report $(BENCH_REPORT_ARGS)
 	$(PY) -m bench.growth --sizes $(BENCH_SIZES) --rounds 3
 	$(PY) -m bench.workplace --sizes $(BENCH_SIZES) --rounds 2

@@ -161,10 +161,17 @@ def query(database_url: str, statement: str, params=None) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
+def database_name(database_url: str) -> str:
+    """The database a URL names (the embedded server's URLs carry their socket as a query)."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(database_url).path.lstrip("/")
+
+
 def drop(database_url: str) -> None:
     import psycopg
 
-    name = database_url.rsplit("/", 1)[-1]
+    name = database_name(database_url)
     with psycopg.connect(common.admin_url(), autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 

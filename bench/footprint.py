@@ -54,6 +54,8 @@ def pss(pid: int) -> int:
 
 def kind(process) -> str:
     """What a process of the tree is: run_platform, granian's master or a worker, or a cluster's."""
+    import psutil
+
     try:
         command = " ".join(process.cmdline())
         environ = process.environ()
@@ -63,8 +65,14 @@ def kind(process) -> str:
         return "run_platform"  # the command, then the supervisor it becomes (its argv names granian)
     if "granian" in command:
         return "granian"
-    cluster = "notification" if environ.get("Q_CLUSTER_NAME", "").endswith("-notify") else "moderation"
-    return f"{cluster} cluster"
+    # django-q2 retitles its processes (setproctitle), which can hide the environment: the
+    # cluster's master, the leader of the process group, names its cluster in its title.
+    try:
+        leader = " ".join(psutil.Process(os.getpgid(process.pid)).cmdline())
+    except (OSError, psutil.Error):
+        leader = ""
+    notify = environ.get("Q_CLUSTER_NAME", "").endswith("-notify") or "-notify" in leader
+    return f"{'notification' if notify else 'moderation'} cluster"
 
 
 def snapshot(pid: int) -> dict:
@@ -90,7 +98,7 @@ def snapshot(pid: int) -> dict:
 class RunPlatform:
     """`manage.py run_platform` in a process group of its own, stopped as `make run`'s Ctrl-C does."""
 
-    def __init__(self, code: checkout.Checkout, database_url: str, *, env: dict | None = None):
+    def __init__(self, code: checkout.Checkout, database_url: str, *, env: dict | None = None, log=None):
         from lab.race_lab import free_port
 
         self.port = free_port()
@@ -101,13 +109,14 @@ class RunPlatform:
         for name in ("WEB_CONCURRENCY", "Q_WORKERS", "NOTIFY_WORKERS"):  # the machine's counts, as make run
             if name not in (env or {}):
                 self.env.pop(name, None)
-        self.code = code
+        self.code, self.log = code, log  # log: a file for run_platform's output (default: stdout dropped)
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> RunPlatform:
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "run_platform", "--port", str(self.port)], cwd=self.code.path,
-            env=self.env, start_new_session=True, stdout=subprocess.DEVNULL)
+            env=self.env, start_new_session=True, stdout=self.log or subprocess.DEVNULL,
+            stderr=self.log)
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

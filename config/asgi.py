@@ -415,11 +415,18 @@ async def _lifespan(receive, send) -> None:
             return
 
 
-watched = Watched(wsgi_application, timeout_s=settings.WEB_WORKER_TIMEOUT_S)
-application = BufferedRequest(
-    RefusedFromMemory(WsgiThread(watched), hold_s=settings.THROTTLE_REFUSAL_HOLD_S), watch=watched.watch,
-    body_limit=body_limit, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
-    # A body refused for being a little too large (an image just over the limit) is drained:
-    # dropped as it arrives, it costs no memory, and the deadline still bounds the time.
-    drain_bytes=2 * settings.REQUEST_MAX_BODY_BYTES,
-)
+def build(wsgi_app) -> tuple[BufferedRequest, Watched]:
+    """The ASGI stack around a WSGI application, as the web server serves it: the project's
+    below, the benchmarks' framework ceiling (bench/ceiling_asgi.py) under the same stack."""
+    watched = Watched(wsgi_app, timeout_s=settings.WEB_WORKER_TIMEOUT_S)
+    stack = BufferedRequest(
+        RefusedFromMemory(WsgiThread(watched), hold_s=settings.THROTTLE_REFUSAL_HOLD_S), watch=watched.watch,
+        body_limit=body_limit, timeout_s=settings.REQUEST_BODY_TIMEOUT_S,
+        # A body refused for being a little too large (an image just over the limit) is drained:
+        # dropped as it arrives, it costs no memory, and the deadline still bounds the time.
+        drain_bytes=2 * settings.REQUEST_MAX_BODY_BYTES,
+    )
+    return stack, watched
+
+
+application, watched = build(wsgi_application)

@@ -360,6 +360,10 @@ REQUEST_BODY_TIMEOUT_S = _env_number("REQUEST_BODY_TIMEOUT_S", 10.0)
 # A web worker whose request has run longer than this is ended and replaced, as gunicorn's
 # --timeout did: one hung request must not hold a worker for good.
 WEB_WORKER_TIMEOUT_S = _env_number("WEB_WORKER_TIMEOUT_S", 60.0)
+# granian's access log, one line per request (off: it cost the web tier about a tenth of its
+# throughput, docs/benchmarks.md "The platform as shipped"; the request id and the outcome of
+# what matters are logged by the platform's own records).
+WEB_ACCESS_LOG = env.bool("WEB_ACCESS_LOG", default=False)
 # The largest body of a signed-in admin page's form (config/asgi.py): Django's 2.5 MB of form
 # fields and a term list's file (2 MiB, moderation/admin/term_lists.py) beside them.
 ADMIN_MAX_BODY_BYTES = int(_env_number("ADMIN_MAX_BODY_BYTES", 5 * 1024 * 1024, int))
@@ -560,6 +564,9 @@ if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
 else:
     Q_CLUSTER["orm"] = "default"
+    # The clusters dequeue and acknowledge in fewer round trips, with the same lease
+    # (moderation/management/cluster.py, ClusterORM); enqueueing goes through moderation.jobs.
+    Q_CLUSTER["broker_class"] = "moderation.management.cluster.ClusterORM"
 
 # --- History and logging -------------------------------------------------------------------------
 # History is for reading: its admin "revert" would write an old status straight into the row,

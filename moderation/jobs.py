@@ -90,8 +90,9 @@ def job_broker(cluster: str):
         def package(self, task) -> OrmQ:
             return OrmQ(key=self.list_key or Conf.CLUSTER_NAME, payload=task, lock=timezone.now())
 
-    broker = get_broker(cluster)
-    return EnqueueingORM(list_key=cluster) if type(broker) is ORM else broker
+    if Conf.ORM:  # (without building the clusters' broker, Q_CLUSTER's broker_class: the web needs none)
+        return EnqueueingORM(list_key=cluster)
+    return get_broker(cluster)
 
 
 def enqueue_on_commit(func: str, *, for_review=None, writes=None, **kwargs) -> str:

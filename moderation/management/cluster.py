@@ -39,12 +39,16 @@ import logging
 import os
 import signal
 import struct
+import time
+from datetime import timedelta
 from multiprocessing import Event
 
 from django import db
+from django.db import transaction
 from django.conf import settings
 from django.utils import timezone
 from django_q.brokers.orm import ORM
+from django_q.models import OrmQ
 from django_q.cluster import Cluster, Sentinel
 from django_q.conf import Conf, setproctitle
 from django_q.monitor import monitor
@@ -129,6 +133,53 @@ class Ledger:
                 os.close(fd)
             except OSError:
                 pass
+
+
+class ClusterORM(ORM):
+    """django-q2's ORM broker as a cluster's pusher and monitor use it (settings.Q_CLUSTER's
+    `broker_class` with the ORM broker), in fewer round trips and the same lease:
+
+    - `dequeue` takes its jobs in one statement: the rows whose lease is over (`lock` past), locked
+      with SKIP LOCKED, get the new lease and come back (UPDATE ... RETURNING). django-q2's reads
+      them, then updates each row on the condition that its `lock` is still the one read: the same
+      outcome (a job is taken by one pusher, until its lease ends) in 1 + N statements. Oldest first.
+    - `get_connection` runs Django's close_old_connections (which drops a connection past
+      CONN_MAX_AGE or one that failed) at most once a second, and at once after an error. django-q2
+      runs it before every statement, and each run makes the next statement begin with a health
+      check (CONN_HEALTH_CHECKS: a `SELECT 1` round trip): 6 round trips a job between the pusher
+      and the monitor, 2 here (docs/benchmarks.md, "The platform as shipped")."""
+
+    CHECK_EVERY_S = 1.0
+
+    def __init__(self, list_key: str | None = None):
+        self._checked_at = float("-inf")  # (django-q2's __init__ gets a connection already)
+        super().__init__(list_key=list_key)
+
+    def get_connection(self, list_key: str | None = None):
+        connection = db.connections[Conf.ORM]
+        now = time.monotonic()
+        if transaction.get_autocommit(using=Conf.ORM) and (
+            connection.errors_occurred or now - self._checked_at >= self.CHECK_EVERY_S
+        ):
+            db.close_old_connections()
+            self._checked_at = now
+        return OrmQ.objects.using(Conf.ORM)
+
+    def dequeue(self):
+        now = timezone.now()
+        table = OrmQ._meta.db_table
+        self.get_connection()  # (its connection checks)
+        with db.connections[Conf.ORM].cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {table} SET lock = %s WHERE id IN (SELECT id FROM {table} WHERE key = %s AND lock < %s "
+                "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING id, payload",
+                [now + timedelta(seconds=Conf.RETRY), self.list_key, now, Conf.BULK],
+            )
+            tasks = sorted(cursor.fetchall())
+        if tasks:
+            return tasks
+        time.sleep(Conf.POLL)  # an empty queue: spare the CPU, as django-q2 does
+        return None
 
 
 class LedgerBroker:

@@ -16,11 +16,16 @@ from django.conf import settings
 STOP_GRACE_S = 30
 
 
-def web_command(host: str, port: int | str, *, workers: int) -> list[str]:
+APPLICATION = "config.asgi:application"
+
+
+def web_command(host: str, port: int | str, *, workers: int, app: str = APPLICATION) -> list[str]:
+    """granian's command line; `app` is what it serves (the benchmarks' framework ceiling serves
+    bench.ceiling_asgi under the same command line, docs/benchmarks.md)."""
     return [
-        sys.executable, "-m", "granian", "--interface", "asgi", "config.asgi:application",
+        sys.executable, "-m", "granian", "--interface", "asgi", app,
         "--host", host, "--port", str(port), "--workers", str(workers),
         "--http", "1", "--no-ws", "--respawn-failed-workers",
         "--http1-header-read-timeout", str(max(1, round(settings.REQUEST_HEADER_TIMEOUT_S * 1000))),
-        "--workers-kill-timeout", str(STOP_GRACE_S), "--access-log",
+        "--workers-kill-timeout", str(STOP_GRACE_S), *(["--access-log"] if settings.WEB_ACCESS_LOG else []),
     ]

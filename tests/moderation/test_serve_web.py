@@ -33,3 +33,16 @@ def test_serve_web_refuses_a_malformed_address_or_no_workers(execs, bind, worker
     with pytest.raises(CommandError, match="--bind must be HOST:PORT and --workers at least 1"):
         call_command("serve_web", "--bind", bind, "--workers", str(workers))
     assert execs == []
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_the_access_log_is_on_only_when_web_access_log_says_so(settings, on):
+    settings.WEB_ACCESS_LOG = on
+    assert ("--access-log" in web_command("127.0.0.1", 8000, workers=2)) is on
+
+
+def test_web_command_serves_the_application_it_is_given_under_the_same_flags():
+    ours = web_command("127.0.0.1", 8000, workers=2)
+    other = web_command("127.0.0.1", 8000, workers=2, app="bench.ceiling_asgi:application")
+    assert [a for a in ours if a != "config.asgi:application"] == [a for a in other if a != "bench.ceiling_asgi:application"]
+    assert "bench.ceiling_asgi:application" in other and "config.asgi:application" not in other
