@@ -5,7 +5,9 @@ starts it (tests/e2e/conftest.py), from a fresh directory holding only what a cl
 what each step should have done is then checked in the database.
 
 Two things differ from a person's run, and only these: the address (a free port, not 8000), and
-each `sleep N` waits 5 N seconds, for a machine shared by other tests."""
+how long `sleep N` waits. After a step that started a process in the background (the fake
+Transparency Database) it waits 2 N seconds; after the others, until no review is pending or
+processing, polling the API, and at most 5 N seconds, for a machine shared by other tests."""
 
 from __future__ import annotations
 
@@ -40,9 +42,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 ROOT = Path(settings.BASE_DIR)
 BLOCK = re.compile(r"^```sh\n(.*?)^```", re.MULTILINE | re.DOTALL)
-PRELUDE = """set -euo pipefail
+PRELUDE = r"""set -euo pipefail
 curl() { command curl --fail-with-body "$@"; }
-sleep() { command sleep $(( $1 * 5 )); }
+idle() { api 'reviews/?status=pending' | grep -Eq '"results": ?\[\]' && api 'reviews/?status=processing' | grep -Eq '"results": ?\[\]'; }
+sleep() {
+  if [ -n "$(jobs -p)" ]; then command sleep $(( $1 * 2 )); return; fi  # a process started in the background
+  local tries=$(( $1 * 25 ))
+  until idle || [ $tries -le 0 ]; do command sleep 0.2; tries=$(( tries - 1 )); done
+}
 """
 
 

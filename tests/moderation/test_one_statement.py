@@ -116,6 +116,8 @@ WRITTEN_BY_THE_RUN = {
     ("TransparencyStatement", "insert"),  # the rejection's statement of reasons
     ("TransparencyStatement", "update"),  # and the correction the approval records
     ("OrmQ", "insert"),  # a new submission's job, with the ORM broker (moderation/jobs.py)
+    ("QueueVisit", "insert"),  # the review's stay in the reports queue, opened as it enters it
+    ("QueueVisit", "update"),  # and closed by the moderator's decision (docs/design.md, "Deadlines")
 }
 
 # The save() signal receivers of those models, which OneStatement does not send: each is made up
