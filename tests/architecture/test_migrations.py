@@ -98,11 +98,6 @@ def _git(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
 
 
-# One pytest-xdist worker runs this module, so its module fixtures (a fresh database migrated from
-# scratch, one migrated by the old files) are built once, not once per worker.
-pytestmark = pytest.mark.xdist_group("migrations")
-
-
 @pytest.fixture(scope="module")
 def old_commits_at_hand():
     if _git("cat-file", "-e", f"{OLD_LINE}^{{commit}}").returncode != 0:
