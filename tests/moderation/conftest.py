@@ -1,6 +1,7 @@
 """Fixtures shared by the moderation tests."""
 
 import pytest
+from tests.helpers import staff_browser
 
 
 @pytest.fixture
@@ -21,3 +22,15 @@ def webhook_receiver(api_client):
     api_client.refresh_from_db()
     yield server
     server.stop()
+
+
+# Two staff users many workplace tests share: mia a moderator, sam a supervisor (a module that needs
+# other roles defines its own).
+@pytest.fixture
+def mia(django_user_model):
+    return staff_browser(django_user_model, "mia", "moderator")
+
+
+@pytest.fixture
+def sam(django_user_model):
+    return staff_browser(django_user_model, "sam", "supervisor")

@@ -61,16 +61,6 @@ def appeal_told(appeal) -> list[dict]:
         kind=NotificationKind.ACCOUNT_APPEAL_RESOLVED, account_appeal=appeal)]
 
 
-@pytest.fixture
-def mia(django_user_model):
-    return staff_browser(django_user_model, "mia", "moderator")
-
-
-@pytest.fixture
-def sam(django_user_model):
-    return staff_browser(django_user_model, "sam", "supervisor")
-
-
 @pytest.mark.django_db
 class TestTheQueueAndThePage:
     def test_the_queue_lists_open_appeals_longest_waiting_first_and_the_decided_ones_on_request(

@@ -39,16 +39,6 @@ def authored(client, author_id: str, label: str, *, text: str = "a sentence", ex
     return review
 
 
-@pytest.fixture
-def mia(django_user_model):
-    return staff_browser(django_user_model, "mia", "moderator")
-
-
-@pytest.fixture
-def sam(django_user_model):
-    return staff_browser(django_user_model, "sam", "supervisor")
-
-
 def text_of(response) -> str:
     """The page's text, tags dropped and entities read, whitespace collapsed."""
     return " ".join(unescape(re.sub(r"<[^>]+>", " ", response.content.decode())).split())

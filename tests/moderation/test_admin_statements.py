@@ -29,18 +29,8 @@ INJECTION = '"><img src=x onerror=alert(1)>'
 
 
 @pytest.fixture
-def sam(django_user_model):
-    return staff_browser(django_user_model, "sam", "supervisor")
-
-
-@pytest.fixture
 def ada(django_user_model):
     return staff_browser(django_user_model, "ada", "auditor")
-
-
-@pytest.fixture
-def mia(django_user_model):
-    return staff_browser(django_user_model, "mia", "moderator")
 
 
 def statement(api_client, status: str = StatementStatus.PENDING, **fields) -> TransparencyStatement:

@@ -40,16 +40,6 @@ def told(review) -> list[str]:
 
 
 @pytest.fixture
-def mia(django_user_model):
-    return staff_browser(django_user_model, "mia", "moderator")
-
-
-@pytest.fixture
-def sam(django_user_model):
-    return staff_browser(django_user_model, "sam", "supervisor")
-
-
-@pytest.fixture
 def tina(django_user_model):
     return staff_browser(django_user_model, "tina", "team_lead")
 
