@@ -16,19 +16,17 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from moderation.models import (
-    Cause,
     ContentReview,
     Decision,
+    QueueVisit,
     DecisionSource,
     Report,
     ReviewQueue,
     ReviewStatus,
     standing_decision_sql,
 )
-from moderation.review_queues import PROVIDER_CAUSES, QUEUE_FOR_CAUSE
-from moderation.selectors import of_queues
+from moderation.selectors import decision_times, of_queues
 from moderation.services.routing import QueueInfo, review_queues
-from moderation.verdicts import MEDIA_KINDS
 
 DEFINITIVE = (ReviewStatus.APPROVED, ReviewStatus.REJECTED)
 
@@ -138,43 +136,6 @@ def overturn_rates(*, hidden_queues=()) -> list[Overturns]:
         return [Overturns(*row) for row in cursor.fetchall()]
 
 
-# Each exit from manual_review, paired with the entry before it: that visit's time in the review
-# queue (the one moderation.review_queues.queue_entry chose: named by the entry's cause, or
-# "Restricted authors" for a provider's verdict on content submitted while its author was
-# restricted, or "Images" for a provider's verdict on an image or audio).
-_QUEUE_OF_CAUSE = (
-    "CASE WHEN r.author_restricted AND e.cause IN ("
-    + ", ".join(f"'{cause.value}'" for cause in PROVIDER_CAUSES)
-    + f") THEN '{ReviewQueue.RESTRICTED_AUTHORS.value}'"
-    + " WHEN c.kind IN (" + ", ".join(f"'{kind}'" for kind in MEDIA_KINDS) + ") AND e.cause IN ("
-    + ", ".join(f"'{cause.value}'" for cause in (Cause.PROVIDER_RESULT, Cause.PROVIDER_CALLBACK))
-    + f") THEN '{ReviewQueue.IMAGES.value}' ELSE CASE e.cause "
-    + " ".join(f"WHEN '{cause.value}' THEN '{queue.value}'" for cause, queue in QUEUE_FOR_CAUSE.items())
-    + f" ELSE '{ReviewQueue.LOW_CONFIDENCE.value}' END END"
-)
-_TIME_IN_QUEUE = f"""
-SELECT {_QUEUE_OF_CAUSE} AS queue, count(*),
-       percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM l.created_at - e.created_at)),
-       percentile_cont(0.95) WITHIN GROUP (ORDER BY extract(epoch FROM l.created_at - e.created_at))
-FROM audit_reviewtransition l
-JOIN moderation_contentreview r ON r.id = l.review_id
-JOIN moderation_content c ON c.id = r.content_id
-JOIN LATERAL (
-    SELECT p.cause, p.created_at FROM audit_reviewtransition p
-    WHERE p.review_id = l.review_id AND p.id < l.id AND p.to_status = 'manual_review'
-    ORDER BY p.id DESC LIMIT 1
-) e ON true
-WHERE l.from_status = 'manual_review' AND l.created_at >= %s{{hidden}}
-  -- a decision taken back (review_undo) left nothing: the review is back where it waited
-  AND NOT EXISTS (
-    SELECT 1 FROM audit_reviewtransition u
-    WHERE u.review_id = l.review_id AND u.id > l.id AND u.cause = '{Cause.UNDO.value}'
-      AND NOT EXISTS (SELECT 1 FROM audit_reviewtransition m
-                      WHERE m.review_id = l.review_id AND m.id > l.id AND m.id < u.id))
-GROUP BY 1
-"""  # noqa: S608 - the CASE holds the enums' constants only
-
-
 @dataclass(frozen=True)
 class TimeInReviewQueue:
     queue: str
@@ -185,15 +146,15 @@ class TimeInReviewQueue:
 
 def time_in_review_queue(*, days: int = 7, now: datetime | None = None, hidden_queues=()) -> list[TimeInReviewQueue]:
     """p50 and p95 of how long the reviews that left a review queue in the last `days` days waited
-    in it, leaving out the reviews of `hidden_queues` and the exits a moderator undid."""
+    in it (built-in queues first, then the operators' own), leaving out the queues in
+    `hidden_queues`: the queue visits (docs/design.md,
+    "Deadlines"), which an undo reopens: an exit a moderator undid is none."""
     since = (now or timezone.now()) - timedelta(days=days)
-    with connection.cursor() as cursor:
-        if hidden_queues:
-            cursor.execute(_TIME_IN_QUEUE.format(hidden=_HIDDEN_REVIEWS), [since, sorted(hidden_queues)])
-        else:
-            cursor.execute(_TIME_IN_QUEUE.format(hidden=""), [since])
-        found = {queue: (n, float(p50), float(p95)) for queue, n, p50, p95 in cursor.fetchall()}
-    return [TimeInReviewQueue(queue, *found[queue]) for queue in ReviewQueue.values if queue in found]
+    visits = QueueVisit.objects.filter(left_at__gte=since).exclude(queue__in=list(hidden_queues))
+    found = {row["queue"]: row for row in decision_times(visits, "queue")}
+    order = [queue for queue in ReviewQueue.values if queue in found] + sorted(set(found) - set(ReviewQueue.values))
+    return [TimeInReviewQueue(queue, found[queue]["decided"], found[queue]["median_s"], found[queue]["p95_s"])
+            for queue in order]
 
 
 # --- what the reports of a review say, for the queue list and the review page ----------------------

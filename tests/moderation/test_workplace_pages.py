@@ -207,27 +207,23 @@ class TestQualityFigures:
         assert rows == {("mia", 2), ("sam", 1)}
 
     def test_time_in_queue_p50_and_p95(self, api_client, django_user_model):
-        from audit.models import ReviewTransition
+        from moderation.models import QueueVisit
 
         mia = django_user_model.objects.create_user("mia")
         waits = [10, 20, 30, 40, 1000]
         for seconds in waits:
             review = scored(api_client, 0.6)
             services.review_override(review_id=review.pk, label="approved", reason="ok", moderator=mia)
-            entered = ReviewTransition.objects.filter(review=review, to_status="manual_review").values_list("pk", flat=True)
-            # The log is append-only; move the entry back in time with triggers briefly off (test only).
-            with connection.cursor() as cursor:
-                cursor.execute("SET session_replication_role = replica")
-                ReviewTransition.objects.filter(pk__in=list(entered)).update(
-                    created_at=timezone.now() - timedelta(seconds=seconds))
-                cursor.execute("SET session_replication_role = origin")
+            # The review entered its queue `seconds` before it left it.
+            visit = QueueVisit.objects.get(review=review)
+            QueueVisit.objects.filter(pk=visit.pk).update(anchor_at=visit.left_at - timedelta(seconds=seconds))
         [low] = workplace.time_in_review_queue()
         assert low.queue == "low_confidence" and low.left == 5
         assert low.p50_s == pytest.approx(30, abs=2) and 700 < low.p95_s < 1000
 
     def test_the_index_and_metrics_show_the_workplace_figures(self, moderator, api_client, client, settings,
                                                               django_user_model):
-        from audit.models import ReviewTransition
+        from moderation.models import QueueVisit
 
         settings.METRICS_TOKEN, settings.METRICS_CACHE_S = "scrape-me", 0
         scored(api_client, 0.6)
@@ -236,11 +232,8 @@ class TestQualityFigures:
         waited = scored(api_client, 0.65)  # left the queue after 90 s: the time-in-queue figures
         services.review_override(review_id=waited.pk, label="approved", reason="ok",
                                  moderator=django_user_model.objects.create_user("sam"))
-        with connection.cursor() as cursor:  # the log is append-only: triggers briefly off (test only)
-            cursor.execute("SET session_replication_role = replica")
-            ReviewTransition.objects.filter(review=waited, to_status="manual_review").update(
-                created_at=timezone.now() - timedelta(seconds=90))
-            cursor.execute("SET session_replication_role = origin")
+        visit = QueueVisit.objects.get(review=waited)
+        QueueVisit.objects.filter(pk=visit.pk).update(anchor_at=visit.left_at - timedelta(seconds=90))
         html = moderator.get("/admin/").content.decode()
         assert 'id="queue-low_confidence"' in html and '<td class="depth">1</td>' in html
         row = html.split('id="queue-low_confidence"')[1].split("</tr>")[0]
