@@ -143,6 +143,10 @@ class ClusterORM(ORM):
       with SKIP LOCKED, get the new lease and come back (UPDATE ... RETURNING). django-q2's reads
       them, then updates each row on the condition that its `lock` is still the one read: the same
       outcome (a job is taken by one pusher, until its lease ends) in 1 + N statements. Oldest first.
+      The locking SELECT is a materialized CTE, run once: as `id IN (SELECT ... LIMIT n FOR UPDATE
+      SKIP LOCKED)` PostgreSQL may plan it as a nested-loop semi join that runs the subquery again
+      for each outer row, each run skipping the rows the statement has already updated, so a batch
+      of n took more than n jobs.
     - `get_connection` runs Django's close_old_connections (which drops a connection past
       CONN_MAX_AGE or one that failed) at most once a second, and at once after an error. django-q2
       runs it before every statement, and each run makes the next statement begin with a health
@@ -171,9 +175,10 @@ class ClusterORM(ORM):
         self.get_connection()  # (its connection checks)
         with db.connections[Conf.ORM].cursor() as cursor:
             cursor.execute(
-                f"UPDATE {table} SET lock = %s WHERE id IN (SELECT id FROM {table} WHERE key = %s AND lock < %s "
-                "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING id, payload",
-                [now + timedelta(seconds=Conf.RETRY), self.list_key, now, Conf.BULK],
+                f"WITH free AS MATERIALIZED (SELECT id FROM {table} WHERE key = %s AND lock < %s "
+                "ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED) "
+                f"UPDATE {table} SET lock = %s FROM free WHERE {table}.id = free.id RETURNING {table}.id, payload",
+                [self.list_key, now, Conf.BULK, now + timedelta(seconds=Conf.RETRY)],
             )
             tasks = sorted(cursor.fetchall())
         if tasks:

@@ -48,6 +48,27 @@ def test_a_dequeue_takes_the_oldest_free_job_of_its_queue_and_leases_it(monkeypa
     assert OrmQ.objects.get(pk=leased[0]).lock > timezone.now()
 
 
+def test_a_dequeue_takes_no_more_than_its_batch_whatever_plan_postgresql_picks(monkeypatch):
+    """With the locking subquery inside `id IN (...)`, the plan below (a nested-loop semi join that
+    runs the subquery again for each row it scans) took all three jobs for a batch of two."""
+    monkeypatch.setattr(Conf, "BULK", 2)
+    mine = jobs("q-plan", 3)
+    broker = ClusterORM(list_key="q-plan")
+    plan = ("enable_hashjoin", "enable_mergejoin", "enable_hashagg", "enable_material", "enable_sort")
+    with connection.cursor() as cursor:
+        for setting in plan:
+            cursor.execute(f"SET {setting} = off")
+    try:
+        taken = broker.dequeue()
+    finally:
+        with connection.cursor() as cursor:
+            for setting in plan:
+                cursor.execute(f"RESET {setting}")
+
+    assert taken == [(mine[0], "job-0"), (mine[1], "job-1")]
+    assert OrmQ.objects.get(pk=mine[2]).lock < timezone.now()  # still free
+
+
 def test_a_job_whose_lease_ended_is_taken_again():
     (pk,) = jobs("q-c", 1)
     broker = ClusterORM(list_key="q-c")
