@@ -15,6 +15,7 @@ import sys
 import time
 
 STOP_GRACE_S = 15
+KILL_WAIT_S = 5
 
 
 def start(argv: list[str], env: dict, **popen) -> subprocess.Popen:
@@ -32,11 +33,26 @@ def signal_group(process: subprocess.Popen, signum: int) -> None:
 
 
 def group_alive(process: subprocess.Popen) -> bool:
+    """Whether a process of the group still runs. Zombies do not count: a killed orphan is one
+    until its new parent reaps it, which may be never in a container whose init does not."""
     try:
         os.killpg(process.pid, 0)
     except ProcessLookupError:
         return False
-    return True
+    try:
+        pids = [entry for entry in os.listdir("/proc") if entry.isdigit()]
+    except OSError:
+        return True  # no /proc to tell zombies apart: the group is alive
+    return any(_runs_in_group(pid, process.pid) for pid in pids)
+
+
+def _runs_in_group(pid: str, pgid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()  # after "pid (comm)"
+    except OSError:
+        return False  # exited meanwhile
+    return int(fields[2]) == pgid and fields[0] not in (b"Z", b"X")
 
 
 def stop_groups(children: dict, *, grace_s: float = STOP_GRACE_S, log=lambda message: None) -> None:
@@ -61,6 +77,9 @@ def stop_groups(children: dict, *, grace_s: float = STOP_GRACE_S, log=lambda mes
         if group_alive(process):
             log(f"{name} did not stop in time; killing its process group")
             signal_group(process, signal.SIGKILL)
+            killed = time.monotonic() + KILL_WAIT_S  # SIGKILL is delivered at once, exiting takes a moment
+            while group_alive(process) and time.monotonic() < killed:
+                time.sleep(0.05)
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
