@@ -9,6 +9,7 @@ import time
 from types import SimpleNamespace
 
 import psutil
+import pytest
 
 from moderation.management.processes import group_alive, start, stop_groups
 
@@ -70,3 +71,12 @@ def test_a_group_with_a_running_member_is_alive_until_it_is_stopped():
         stop_groups({"sleeper": leader}, grace_s=5)
     assert not group_alive(leader)
     assert leader.returncode == -signal.SIGTERM
+
+
+def test_under_make_test_this_test_runs_in_the_processes_group(request):
+    """`make test` runs the tests that start processes one at a time, on one pytest-xdist worker
+    (tests/conftest.py): pytest-xdist names the group in the test's id. Under pytest 9.2 with
+    pytest-xdist 3.8.0 the group was ignored, and the race labs ran beside the cluster chaos."""
+    if getattr(request.config.option, "dist", "no") != "loadgroup" and not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("not run with --dist loadgroup (make test runs it so)")
+    assert request.node.nodeid.endswith("@processes"), request.node.nodeid
