@@ -126,3 +126,19 @@ def test_every_process_of_the_other_checkout_starts_with_its_python(calls, tmp_p
     with pytest.raises(RuntimeError, match="run_platform exited"):
         footprint.RunPlatform(other, "postgres://x/db").__enter__()
     assert started[0][0][:3] == [python, "manage.py", "run_platform"] and started[0][1] == other.path
+
+
+@pytest.mark.parametrize("server", ["granian", "gunicorn"])
+def test_the_component_benches_start_the_other_checkouts_web_and_clusters_with_its_python(monkeypatch, tmp_path, server):
+    from lab import race_lab
+
+    started = []
+    monkeypatch.setattr(race_lab, "start", lambda argv, env, **kwargs: started.append((argv, kwargs["cwd"])))
+    monkeypatch.setattr(race_lab, "wait_until_serving", lambda port: None)
+    monkeypatch.setattr(race_lab, "LOG_DIR", tmp_path / "logs")
+    python = str(tmp_path / "venvs" / "x" / "bin" / "python")
+
+    common.Platform(web_workers=1, clusters=1, code=tmp_path, python=python, server=server).__enter__()
+
+    assert len(started) == 3  # the web server, the moderation and the notification cluster
+    assert all(argv[0] == python and cwd == tmp_path for argv, cwd in started)
