@@ -2,18 +2,27 @@
 `bench-now` by default), measured in the same run so the machine's drift hits both alike.
 
 Another checkout's schema may differ from this one's, so everything that touches its database
-runs ITS code in a subprocess (cwd = the checkout, the same virtualenv): `manage.py migrate`,
+runs ITS code in a subprocess (cwd = the checkout, with `Checkout.executable`): `manage.py migrate`,
 `manage.py create_api_client`, its own `bench.common` seeding and its own invariant checker
 (`moderation.invariants.violations`). The driver itself reads only the stable columns
 (moderation_contentreview.status, created_at, completed_at) and talks to the platform over HTTP.
 
 Each checkout gets a template database migrated once (`<BENCH_DATABASE>_<label>_template`) and
 every run a fresh copy of it (`CREATE DATABASE ... TEMPLATE`), so a run's rows are all its own.
+
+Its dependencies may differ too (the code before issue 47 ran alt-profanity-check, which this
+checkout no longer installs): a checkout whose requirements.txt is not this one's runs on a
+virtualenv of its own, built from ITS requirements.txt under var/bench-venvs/<sha256 of the file>
+(git ignores var/) the first time it is needed and reused by every later run (`interpreter`).
+Every process of that checkout (migrate, create_api_client, its Django snippets, run_platform
+and what run_platform starts with its own sys.executable) runs on that virtualenv's Python.
 """
 
 from __future__ import annotations
 
 import atexit
+import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -28,6 +37,8 @@ from bench import common
 NOW_TAG = "bench-now"
 # The commit the tag names: the last before issue 17 (tags may not travel with a clone or a push).
 NOW_COMMIT = "aafe7cba10bea344f4634038c0b98986785326f1"
+# The virtualenvs of other checkouts whose requirements differ from this one's (git ignores var/).
+VENVS = common.ROOT / "var" / "bench-venvs"
 
 
 @dataclass
@@ -36,17 +47,26 @@ class Checkout:
     path: Path
     commit: str = ""
     _template: str = field(default="", repr=False)
+    _executable: str = field(default="", repr=False)
 
     @property
     def is_this(self) -> bool:
         return self.path.resolve() == common.ROOT.resolve()
+
+    @property
+    def executable(self) -> str:
+        """The Python that runs this checkout's processes: this one's, or a virtualenv built from
+        its own requirements.txt when that differs (`interpreter`; built on first use)."""
+        if not self._executable:
+            self._executable = sys.executable if self.is_this else interpreter(self.path)
+        return self._executable
 
     def env(self, database_url: str, **extra: str) -> dict[str, str]:
         return {**os.environ, **common.PRODUCTION_ENV, "DATABASE_URL": database_url,
                 "DJANGO_SETTINGS_MODULE": "config.settings", **extra}
 
     def _run(self, argv: list[str], database_url: str, *, stdin: str = "", what: str, env: dict | None = None) -> str:
-        run = subprocess.run([sys.executable, *argv], cwd=self.path, env=self.env(database_url, **(env or {})), input=stdin,
+        run = subprocess.run([self.executable, *argv], cwd=self.path, env=self.env(database_url, **(env or {})), input=stdin,
                              capture_output=True, text=True)
         if run.returncode:
             raise RuntimeError(f"{what} failed in the {self.label} checkout ({self.path}), exit {run.returncode}:\n"
@@ -98,6 +118,44 @@ class Checkout:
                                          "print(json.dumps([[str(r), str(k)] for r, k in rows]))",
                            {"client": client_id, "n": n, "tag": tag})
         return [tuple(row) for row in rows]
+
+
+class VenvError(RuntimeError):
+    """The virtualenv of another checkout could not be built (the message says which step)."""
+
+
+def interpreter(path: Path) -> str:
+    """The Python to run the checkout at `path` with: this virtualenv's when its requirements.txt
+    is byte for byte this checkout's (or it has none), else the one of a virtualenv built from
+    ITS requirements.txt, in VENVS/<sha256 of that file> (built once, under a lock; a build that
+    failed half-way is started again). VenvError when the build fails."""
+    theirs = Path(path) / "requirements.txt"
+    if not theirs.exists() or theirs.read_bytes() == (common.ROOT / "requirements.txt").read_bytes():
+        return sys.executable
+    requirements = theirs.read_bytes()
+    venv = VENVS / hashlib.sha256(requirements).hexdigest()
+    python, stamp = venv / "bin" / "python", venv / ".installed"
+    VENVS.mkdir(parents=True, exist_ok=True)
+    with open(VENVS / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another run building the same one: wait for it, then reuse it
+        if stamp.exists() and python.exists():
+            return str(python)
+        shutil.rmtree(venv, ignore_errors=True)
+        print(f"building a virtualenv for {path} from its requirements.txt (it differs from this checkout's): "
+              f"{venv}", flush=True)
+        _step([sys.executable, "-m", "venv", str(venv)], "python -m venv", path)
+        (venv / "requirements.txt").write_bytes(requirements)  # a record of what it was built from
+        _step([str(python), "-m", "pip", "install", "--quiet", "-r", str(theirs)],
+              "pip install -r requirements.txt", path)
+        stamp.touch()
+    return str(python)
+
+
+def _step(argv: list[str], what: str, path: Path) -> None:
+    run = subprocess.run(argv, cwd=path, capture_output=True, text=True)
+    if run.returncode:
+        raise VenvError(f"the virtualenv for {path} could not be built: {what} exited {run.returncode}:\n"
+                        f"{(run.stderr or run.stdout).strip()[-3000:]}")
 
 
 def this() -> Checkout:

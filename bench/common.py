@@ -266,20 +266,22 @@ class Platform:
 
     `naive=True` starts them through bench.naive (guards replaced by unconditional updates);
     `wsgi_app` is what gunicorn serves (bench.wsgi: the project with the framework ceiling beside
-    it); `code` is the checkout the processes run from (default: this one); `server`, a key of
+    it); `code` is the checkout the processes run from (default: this one) and `python` the
+    interpreter they run on (default: this one's; another checkout's is `Checkout.executable`,
+    its own virtualenv when its requirements differ: bench.checkout); `server`, a key of
     SERVERS (granian serves the project as `make run` does, never `wsgi_app`).
     """
 
     def __init__(self, *, web_workers: int = 4, clusters: int = 0, q_workers: int = 2, naive: bool = False,
                  env: dict[str, str] | None = None, wsgi_app: str = "config.wsgi", code: Path | None = None,
-                 server: str = "gunicorn"):
+                 server: str = "gunicorn", python: str | None = None):
         from lab.race_lab import free_port
 
         self.port = free_port()
         self.web_workers, self.clusters, self.naive = web_workers, clusters, naive
         if server not in SERVERS:
             raise ValueError(f"server must be one of {', '.join(SERVERS)}, got {server!r}")
-        self.wsgi_app, self.code, self.server = wsgi_app, code, server
+        self.wsgi_app, self.code, self.server, self.python = wsgi_app, code, server, python
         self.env = {
             **os.environ, "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}", "LOG_LEVEL": "WARNING",
             "Q_NAME": f"bench-{uuid.uuid4().hex[:8]}", "Q_WORKERS": str(q_workers),
@@ -297,7 +299,7 @@ class Platform:
             self.env, self.port, web_workers=self.web_workers, clusters=self.clusters,
             # `-m bench.naive` runs the rest of the command line unguarded (see bench/naive.py).
             prefix=("-m", "bench.naive") if self.naive else (), gunicorn_args=SERVERS[self.server],
-            wsgi_app=None if self.server == "granian" else self.wsgi_app, cwd=self.code,
+            wsgi_app=None if self.server == "granian" else self.wsgi_app, cwd=self.code, python=self.python,
         )
         return self
 

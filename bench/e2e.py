@@ -100,7 +100,7 @@ def run(code: checkout.Checkout, broker: str, *, reviews: int, connections: int,
         redis.Redis.from_url(redis_url).flushdb()
     result: dict = {"web_workers": web_workers, "code": code.label, "path": "e2e authors" if per_author else f"e2e {broker}", "broker": broker,
                     "client": client_id, "per_author": per_author, "server": server}
-    with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path,
+    with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path, python=code.executable,
                          server=server) as platform:
         platform.sample_rss()
         # Warm-up (not counted): every web and q2 worker has loaded the code and the model.

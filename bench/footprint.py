@@ -21,7 +21,6 @@ import collections
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -114,7 +113,9 @@ class RunPlatform:
 
     def __enter__(self) -> RunPlatform:
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "run_platform", "--port", str(self.port)], cwd=self.code.path,
+            # the checkout's Python (its own virtualenv when its requirements differ: bench.checkout);
+            # run_platform starts granian and the clusters with it (sys.executable)
+            [self.code.executable, "manage.py", "run_platform", "--port", str(self.port)], cwd=self.code.path,
             env=self.env, start_new_session=True, stdout=self.log or subprocess.DEVNULL,
             stderr=self.log)
         deadline = time.monotonic() + 120

@@ -174,7 +174,7 @@ def run(code: checkout.Checkout, *, count: int, at_once: int, web_workers: int, 
     plan = [("baseline", None), ("refused flood", b"no image here!!!"), ("bombs", bomb_png()),
             ("heaviest accepted", heaviest_accepted_png())]
     phases = []
-    with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path,
+    with common.Platform(web_workers=web_workers, clusters=1, q_workers=q_workers, env=env, code=code.path, python=code.executable,
                          server=server) as platform:
         base = f"http://127.0.0.1:{platform.port}"
         texts(base, tokens[0], WARM_TEXTS * web_workers, tag="warm", phase=Phase("warm"))

@@ -90,7 +90,7 @@ def run(code: checkout.Checkout, *, levels: list[int], requests: int, seconds: f
     named: list[str] = []
     env = {"DATABASE_URL": url, **({"WEBHOOK_ALLOW_PRIVATE": "1"} if sink else {})}
     with tempfile.TemporaryDirectory() as tmp, common.Platform(
-            web_workers=web_workers, clusters=1 if sink else 0, q_workers=q_workers, env=env, code=code.path,
+            web_workers=web_workers, clusters=1 if sink else 0, q_workers=q_workers, env=env, code=code.path, python=code.executable,
             wsgi_app="bench.wsgi:application" if ceiling else "config.wsgi") as platform:
         platform.sample_rss()
         file = Path(tmp) / "requests"

@@ -6,6 +6,7 @@ every acceptance figure:
 
     python -m bench.shipped [--reviews 3000] [--connections 4] [--callbacks 3000] [--levels 4,8,16]
                             [--idle-s 20] [--pgbench-seconds 10] [--profile DIR]
+                            [--model-texts 20000] [--model-rounds 3]
                             [--before REF_OR_DIR] [--env NAME=VALUE ...]
 
 - idle: RSS summed over run_platform's processes (and PSS), with a table of every process,
@@ -23,6 +24,11 @@ every acceptance figure:
   stack) under the same granian command line (moderation.management.web.web_command), for the
   submissions and the callbacks; and pgbench on the submissions' and the callbacks' SQL.
 - invariant violations (moderation.invariants) over every review the run submitted or named.
+- the model (the local provider's), before the platform starts: texts/s on one core and the RSS a
+  process gains by loading it (bench.local_model.measure, `--model-texts`, `--model-rounds`; 0
+  texts skips it); and the memory of a moderation worker with it loaded: the RSS and PSS of each
+  django-q2 worker of the moderation cluster (the cluster loads the model before it forks them),
+  read at idle and right after the end-to-end load.
 
 The environment is make run's defaults but for what production and the load need: DEBUG=0 with
 a secret key and the loopback host, plain HTTP (SECURE_SSL_REDIRECT=0), the provider's webhook
@@ -32,8 +38,9 @@ INFO, the worker counts the machine's. `--profile DIR` also runs py-spy on every
 during the end-to-end load (flame data and the top frames per tier in DIR) and counts the SQL
 statements and commits of each process (bench/sqlcount): those make the run slower, so its
 figures are for the budget, not the headline. `--before` first runs another checkout (a
-directory, or a git ref exported to one) idle and end to end, for a ratio in the same run (the
-code before a change); `--env NAME=VALUE` changes a setting in this checkout's run only (a
+directory, or a git ref exported to one) idle, end to end and its model, for a ratio in the same
+run (the code before a change; on a virtualenv built from its own requirements.txt when that
+differs from this checkout's: bench.checkout.interpreter); `--env NAME=VALUE` changes a setting in this checkout's run only (a
 lever against make run's settings: `--before . --env WEB_ACCESS_LOG=1`). Figures are printed;
 nothing here asserts them.
 """
@@ -47,13 +54,14 @@ import os
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench import checkout, common, e2e, footprint, ingest, submit, wrk
+from bench import checkout, common, e2e, footprint, ingest, local_model, submit, wrk
 from bench.submit import TEXTS
 
 MIB = 1024 * 1024
@@ -169,6 +177,16 @@ def backends(url: str) -> list[int]:
     name = checkout.database_name(url)
     return [row[0] for row in checkout.query(
         url, "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [name])]
+
+
+def moderation_workers(rows: list[dict]) -> dict:
+    """The django-q2 workers of the moderation cluster (each with the model loaded): how many,
+    and the median and largest of their RSS and PSS (bytes)."""
+    workers = [row for row in rows if row["kind"] == "moderation cluster" and row["role"] == "worker"]
+    if not workers:
+        return {"n": 0, "rss": 0, "rss_max": 0, "pss": 0, "pss_max": 0}
+    return {"n": len(workers), "rss": statistics.median(r["rss"] for r in workers), "rss_max": max(r["rss"] for r in workers),
+            "pss": statistics.median(r["pss"] for r in workers), "pss_max": max(r["pss"] for r in workers)}
 
 
 def tier(row: dict) -> str:
@@ -313,7 +331,9 @@ def sql_counts(directory: Path, kinds: dict[int, str]) -> dict[str, collections.
 
 
 def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
-    """One checkout's run: everything (`full`), or (another checkout, --before) idle and end to end."""
+    """One checkout's run: everything (`full`), or (another checkout, --before) its model, idle and end to end."""
+    model = (local_model.measure(code, texts=args.model_texts, rounds=args.model_rounds)  # the machine quiet
+             if args.model_texts > 0 else None)
     url = code.database("shipped")
     client_id, token = code.create_client(url, "bench-shipped")
     count_dir = Path(tempfile.mkdtemp(prefix="bench-sqlcount-")) if args.profile and full else None
@@ -324,7 +344,7 @@ def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
                    PYTHONPATH=os.pathsep.join(filter(None, [str(SQLCOUNT), os.environ.get("PYTHONPATH")])))
     sizes = code.python(url, "from django.conf import settings\nprint(json.dumps([settings.WEB_CONCURRENCY, "
                              "settings.Q_WORKERS, settings.NOTIFY_WORKERS]))", None)
-    result: dict = {"sizes": sizes, "client": client_id}
+    result: dict = {"sizes": sizes, "client": client_id, "model": model}
     log = open(Path(tempfile.gettempdir()) / f"bench-shipped-{os.getpid()}.log", "w")
     result["log"] = log.name
     with footprint.RunPlatform(code, url, env=env, log=log) as platform:
@@ -355,6 +375,7 @@ def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
         wrk_cpu = _children_cpu() - wrk_cpu
         if spy:
             spy.__exit__()
+        result["after_e2e"] = processes(platform.process.pid)
         kinds.update({row["pid"]: tier(row) for row in processes(platform.process.pid)})  # and the new ones
         labels.update(kinds)
         labels.update({pid: "PostgreSQL backends" for pid in backends(url)})
@@ -528,10 +549,57 @@ def describe(result: dict, args) -> list[str]:
     after = sum(r["rss"] for r in result["after"]) / MIB
     lines.append(f"after the run, idle again: RSS {after:.0f} MiB summed over {len(result['after'])} processes "
                  f"(largest {max(r['rss'] for r in result['after']) / MIB:.0f} MiB)")
+    lines += model_lines(result)
     lines += result.get("profile", [])
     lines += [f"  violation: {v}" for v in result["violations"][:10]]
     lines.append(f"(run_platform's output: {result['log']})")
     return lines
+
+
+def _workers_mib(rows: list[dict]) -> str:
+    w = moderation_workers(rows)
+    return (f"RSS {w['rss'] / MIB:.0f} (largest {w['rss_max'] / MIB:.0f}), PSS {w['pss'] / MIB:.0f} "
+            f"(largest {w['pss_max'] / MIB:.0f}) MiB, {w['n']} workers") if w["n"] else "no moderation worker seen"
+
+
+def model_lines(result: dict) -> list[str]:
+    """The model's figures and the moderation workers' memory, for one checkout."""
+    lines = []
+    if result.get("model"):
+        lines.append("the model: " + local_model.describe(result["model"]))
+    lines.append(f"a moderation worker (the model loaded), median over the cluster's workers: at idle "
+                 f"{_workers_mib(result['idle'])}; right after the end-to-end load {_workers_mib(result['after_e2e'])}")
+    return lines
+
+
+def before_after(before: dict, after: dict, commits: tuple[str, str]) -> list[str]:
+    """The figures of the two checkouts of one run side by side (issue 47: the model change)."""
+    def per_worker(result: dict, key: str, when: str) -> float:
+        return moderation_workers(result[when])[key] / MIB
+
+    def model(result: dict, key: str) -> float | str:
+        return result["model"][key] if result.get("model") else "-"
+
+    rows = [
+        ["end to end, reviews/s", before["e2e"]["rate"], after["e2e"]["rate"]],
+        ["the model: short texts/s, one core", model(before, "texts_per_s"), model(after, "texts_per_s")],
+        ["the model: RSS a process gains loading it, MiB", model(before, "grown_mib"), model(after, "grown_mib")],
+        ["moderation worker RSS MiB (median), after the load", per_worker(before, "rss", "after_e2e"),
+         per_worker(after, "rss", "after_e2e")],
+        ["moderation worker PSS MiB (median), after the load", per_worker(before, "pss", "after_e2e"),
+         per_worker(after, "pss", "after_e2e")],
+        ["moderation worker RSS MiB (median), idle", per_worker(before, "rss", "idle"), per_worker(after, "rss", "idle")],
+        ["moderation worker PSS MiB (median), idle", per_worker(before, "pss", "idle"), per_worker(after, "pss", "idle")],
+        ["make run idle, RSS MiB (all processes)", sum(r["rss"] for r in before["idle"]) / MIB,
+         sum(r["rss"] for r in after["idle"]) / MIB],
+        ["make run idle, PSS MiB (all processes)", sum(r["pss"] for r in before["idle"]) / MIB,
+         sum(r["pss"] for r in after["idle"]) / MIB],
+    ]
+    table = [[name, b, a, common.ratio(a, b) if isinstance(a, float) and isinstance(b, float) else ""]
+             for name, b, a in rows]
+    models = " -> ".join(r["model"]["model"] if r.get("model") else "?" for r in (before, after))
+    return [f"before ({commits[0]}) and after ({commits[1]}), same run ({models}):",
+            common.table(["figure", f"before {commits[0]}", f"after {commits[1]}", "after / before"], table)]
 
 
 def main() -> None:
@@ -545,6 +613,9 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=600, help="seconds to wait for the reviews to be final")
     parser.add_argument("--profile", metavar="DIR", help="py-spy every process and count SQL during the e2e load")
     parser.add_argument("--keep", action="store_true", help="keep the run's database")
+    parser.add_argument("--model-texts", type=int, default=20000,
+                        help="texts the model scores per round for its texts/s on one core (0: not measured)")
+    parser.add_argument("--model-rounds", type=int, default=3, help="rounds of the model's speed and memory (median)")
     parser.add_argument("--before", metavar="REF_OR_DIR",
                         help="first measure idle and end to end of another checkout (a directory, or a git ref "
                              "exported to a temporary one) in the same run, e.g. the commit before a change")
@@ -566,6 +637,10 @@ def main() -> None:
                       else checkout.now(ref=args.before))
         if other is None:
             parser.error(f"--before: {why}")
+        try:
+            print(f"--before {args.before} ({other.commit}) runs on {other.executable}", flush=True)
+        except checkout.VenvError as error:
+            parser.error(f"--before: {error}")
         before = run(args, other, full=False)
     result = run(args, checkout.this())
     print("\n".join(describe(result, args)))
@@ -575,6 +650,7 @@ def main() -> None:
               f"{e['rate']:.1f}: ratio {common.ratio(e['rate'], b['rate'])}), submissions {b['submit_rate']:.1f} req/s "
               f"p99 {b['submit_p99']:.0f} ms, idle RSS {sum(r['rss'] for r in before['idle']) / MIB:.0f} MiB over "
               f"{len(before['idle'])} processes, {len(before['violations'])} invariant violations")
+        print("\n".join(["", *model_lines(before), "", *before_after(before, result, (other.commit, checkout.this().commit))]))
     print(f"({(time.monotonic() - began) / 60:.1f} min)")
 
 

@@ -43,7 +43,7 @@ def run(code: checkout.Checkout, *, requests: int, connections: int, web_workers
     url = code.database("submit")
     client_id, token = code.create_client(url, "bench-submit")
     result: dict = {"code": code.label, "path": "submissions"}
-    with common.Platform(web_workers=web_workers, clusters=0, env={"DATABASE_URL": url}, code=code.path,
+    with common.Platform(web_workers=web_workers, clusters=0, env={"DATABASE_URL": url}, code=code.path, python=code.executable,
                          wsgi_app="bench.wsgi:application" if ceiling else "config.wsgi") as platform:
         platform.sample_rss()
         warm = 8 * web_workers  # every worker has loaded the code and connected

@@ -222,12 +222,13 @@ def free_port() -> int:
 LOG_DIR = Path(tempfile.gettempdir()) / f"race-lab-logs-{os.getpid()}"
 
 
-def spawn(env: dict, *args: str, cwd=None) -> subprocess.Popen:
-    """`python <args>` in the project directory (or `cwd`, another checkout of it), in a session of
-    its own (stopped as a group). Its output goes to a file of its own in LOG_DIR."""
+def spawn(env: dict, *args: str, cwd=None, python: str | None = None) -> subprocess.Popen:
+    """`python <args>` in the project directory (or `cwd`, another checkout of it, run by `python`:
+    its own virtualenv's, bench.checkout), in a session of its own (stopped as a group). Its output
+    goes to a file of its own in LOG_DIR."""
     LOG_DIR.mkdir(exist_ok=True)
     with open(LOG_DIR / f"{time.monotonic_ns()}-{'-'.join(args)[:60].replace('/', '_')}.log", "ab") as log:
-        return start([sys.executable, *args], env, cwd=cwd or settings.BASE_DIR, stdout=log,
+        return start([python or sys.executable, *args], env, cwd=cwd or settings.BASE_DIR, stdout=log,
                      stderr=subprocess.STDOUT)
 
 
@@ -251,19 +252,20 @@ def stop(processes) -> None:
 
 
 def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, prefix: tuple = (),
-                   gunicorn_args: tuple = (), wsgi_app: str | None = None, cwd=None) -> dict[str, subprocess.Popen]:
+                   gunicorn_args: tuple = (), wsgi_app: str | None = None, cwd=None,
+                   python: str | None = None) -> dict[str, subprocess.Popen]:
     """The web tier on `port` (see start_web) and `clusters` django-q2 clusters, each `python
-    [prefix] ...` run in `cwd` (default: this checkout); returns once the web server answers. If
-    it never does, everything started is stopped again (a caller that gets the exception has
-    nothing to stop)."""
+    [prefix] ...` run in `cwd` (default: this checkout; `python` as spawn's); returns once the web
+    server answers. If it never does, everything started is stopped again (a caller that gets the
+    exception has nothing to stop)."""
     processes = {"web": start_web(env, port, web_workers=web_workers, prefix=prefix, gunicorn_args=gunicorn_args,
-                                  wsgi_app=wsgi_app, cwd=cwd)}
+                                  wsgi_app=wsgi_app, cwd=cwd, python=python)}
     try:
         for i in range(clusters):
-            processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster", cwd=cwd)
+            processes[f"cluster-{i}"] = spawn(env, *prefix, "manage.py", "qcluster", cwd=cwd, python=python)
         if clusters:  # notifications have a cluster of their own, never the moderation workers
             processes["notification-cluster"] = spawn(notification_cluster_env(env), *prefix, "manage.py", "qcluster",
-                                                      cwd=cwd)
+                                                      cwd=cwd, python=python)
         wait_until_serving(port)
     except BaseException:
         stop(processes.values())
@@ -272,15 +274,15 @@ def start_platform(env: dict, port: int, *, web_workers: int, clusters: int, pre
 
 
 def start_web(env: dict, port: int, *, web_workers: int, prefix: tuple = (), gunicorn_args: tuple = (),
-              wsgi_app: str | None = None, cwd=None) -> subprocess.Popen:
+              wsgi_app: str | None = None, cwd=None, python: str | None = None) -> subprocess.Popen:
     """The production web tier, as `make run` and the systemd unit start it (web_command); or,
     given `wsgi_app`, gunicorn serving it: the benchmarks give bench.wsgi, the project's
     application with their framework ceiling beside it, and keep the server their figures were
     measured with."""
     if wsgi_app is None:
-        return spawn(env, *prefix, *web_command("127.0.0.1", port, workers=web_workers)[1:], cwd=cwd)
+        return spawn(env, *prefix, *web_command("127.0.0.1", port, workers=web_workers)[1:], cwd=cwd, python=python)
     return spawn(env, *prefix, "-m", "gunicorn", wsgi_app, "--bind", f"127.0.0.1:{port}",
-                 "--workers", str(web_workers), *gunicorn_args, cwd=cwd)
+                 "--workers", str(web_workers), *gunicorn_args, cwd=cwd, python=python)
 
 
 def cluster_tree(cluster: subprocess.Popen) -> list:
