@@ -13,8 +13,8 @@ PYTEST_ARGS ?=
 # The suite runs on TEST_WORKERS pytest-xdist workers, each with a database of its own; the tests
 # that start processes or drive the browser keep to one worker per group (tests/conftest.py,
 # docs/operations.md "Tests"). `make test` and `make test-fast` run the `ci` Hypothesis profile
-# (15% of each property test's examples); `make test-deep` the full counts.
-TEST_WORKERS ?= 2
+# (a quarter of each property test's examples); `make test-deep` the full counts.
+TEST_WORKERS ?= 3
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: run test test-fast test-deep lint setup migrate check clean-db bench screenshots evaluate model

@@ -17,10 +17,10 @@ from moderation.db.transactions import in_transaction
 from tests.helpers import ScriptedProvider
 
 # Hypothesis profiles (docs/operations.md, "Tests"): `make test` and `make test-fast` run the
-# `ci` one, every property test with 15% of its examples (tests/helpers.py, `examples`,
+# `ci` one, every property test with a quarter of its examples (tests/helpers.py, `examples`,
 # scales the counts tests name); `make test-deep` and a bare `pytest` run Hypothesis' default,
 # the full counts.
-hypothesis_settings.register_profile("ci", max_examples=15)
+hypothesis_settings.register_profile("ci", max_examples=25)
 hypothesis_settings.register_profile("deep", max_examples=100)
 
 
