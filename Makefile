@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # that start processes or drive the browser keep to one worker per group (tests/conftest.py,
 # docs/operations.md "Tests"). `make test` and `make test-fast` run the `ci` Hypothesis profile
 # (a quarter of each property test's examples); `make test-deep` the full counts.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 XDIST := -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: run test test-fast test-deep lint setup migrate check clean-db bench screenshots evaluate model
