@@ -106,7 +106,7 @@ def main() -> None:
         codes.insert(0, other)
     from moderation.providers.local_model import MODEL_PATH
 
-    print(f"local model ({checkout.this().commit}): {MODEL_PATH.stat().st_size / 2**20:.2f} MiB on disk")
+    print(f"local model ({codes[-1].commit}): {MODEL_PATH.stat().st_size / 2**20:.2f} MiB on disk")
     for code in codes:
         print(("before: " if code is not codes[-1] else "this checkout: ") + describe(
             measure(code, texts=args.texts, batch=args.batch, rounds=args.rounds)), flush=True)

@@ -376,7 +376,7 @@ def run(args, code: checkout.Checkout, *, full: bool = True) -> dict:
         if spy:
             spy.__exit__()
         result["after_e2e"] = processes(platform.process.pid)
-        kinds.update({row["pid"]: tier(row) for row in processes(platform.process.pid)})  # and the new ones
+        kinds.update({row["pid"]: tier(row) for row in result["after_e2e"]})  # and the new ones
         labels.update(kinds)
         labels.update({pid: "PostgreSQL backends" for pid in backends(url)})
         after_cpu, after_db = cpu_by_pid(labels), _db_counters(url)

@@ -18,8 +18,8 @@ from django.utils import timezone
 from moderation.models import (
     ContentReview,
     Decision,
-    QueueVisit,
     DecisionSource,
+    QueueVisit,
     Report,
     ReviewQueue,
     ReviewStatus,
