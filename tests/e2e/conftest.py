@@ -10,9 +10,11 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 from django.conf import settings
 
@@ -65,3 +67,20 @@ def run_platform(**extra_env: str):
 def platform():
     with run_platform() as running:
         yield running
+
+
+def running(process: psutil.Process) -> bool:
+    """Whether `process` still runs. A zombie does not: it has exited, and only waits to be
+    reaped by a parent, which for a killed master's orphans may be an init that never does."""
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def still_running(processes: list[psutil.Process], timeout_s: float) -> list[psutil.Process]:
+    """Those of `processes` still running once they have all stopped, or `timeout_s` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while (alive := [p for p in processes if running(p)]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive

@@ -15,7 +15,7 @@ from django.conf import settings
 
 from moderation import services
 from moderation.models import ContentReview
-from tests.e2e.conftest import make_run_env
+from tests.e2e.conftest import make_run_env, running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -121,19 +121,13 @@ def test_a_cluster_master_killed_is_started_again_and_leaves_no_worker_behind(pl
 
     master.send_signal(signal.SIGKILL)
 
-    def alive(p: psutil.Process) -> bool:
-        try:
-            return p.is_running() and p.status() != psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return False
-
     deadline = time.monotonic() + 60  # run_platform stops what is left of its group and starts it again
     while time.monotonic() < deadline and not (
         len(_cluster_masters(process)) == len(masters) and master.pid not in [m.pid for m in _cluster_masters(process)]
     ):
         time.sleep(0.2)
     restarted = [m for m in _cluster_masters(process) if m.pid != master.pid]
-    left = [p.pid for p in descendants if alive(p)]
+    left = [p.pid for p in descendants if running(p)]
     for pid in left:  # do not leave them running for the next test
         os.kill(pid, signal.SIGKILL)
     assert left == [], f"orphaned cluster processes still running: {left}"

@@ -18,6 +18,7 @@ from django.conf import settings
 
 from lab.race_lab import database_url, free_port, wait_until_serving
 from moderation.management.web import web_command
+from tests.e2e.conftest import still_running
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db]
 
@@ -81,7 +82,7 @@ def test_the_workers_exit_and_free_the_port_when_their_master_is_killed():
 
         master.send_signal(signal.SIGKILL)
         master.wait()
-        gone, alive = psutil.wait_procs(workers, timeout=DEADLINE_S)
+        alive = still_running(workers, DEADLINE_S)
 
     assert alive == [], f"workers still running after their master was killed: {[p.pid for p in alive]}"
     with socket.socket() as again:
