@@ -5,7 +5,7 @@
 Reads each set from a fetched copy (a bare git directory per repository, at the commit named
 below) and writes it as a CSV that `manage.py evaluate_policy --data FILE` reads (text, label,
 language, and the set's functionality or source in `category`, so the figures come per
-functionality). Two of these sets have no licence: they are read here and written only to
+functionality). Three of these sets may not be shared: they are read here and written only to
 `--output` (outside the repository by default), never committed. It also prints the model's own
 figures under the initial policy's thresholds (no language detection, no rules), per set and,
 for the functional suites, per functionality:
@@ -13,7 +13,9 @@ for the functional suites, per functionality:
 - surge-ai/toxicity (en, MIT): 1,000 social media comments, toxic or not;
 - HateCheck (en, CC BY 4.0): 3,728 functional cases (hateful / non-hateful), 29 functionalities;
 - SEAHateCheck, Indonesian gold cases (no licence: test only): 8,190 cases, 22 functionalities;
-- Indonesian online news comments (no licence: test only): 3,184 comments, abusive (2, 3) or not (1).
+- Indonesian online news comments (no licence: test only): 3,184 comments, abusive (2, 3) or not (1);
+- Indonesian Instagram comments on public figures (Luqyana et al. 2018; "for personal use": test
+  only): 400 comments, 200 bullying ("negative") and 200 not ("positive").
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ SETS = {
                         "dataset/gold_label_all/id.csv"),
     "news-comments-id": ("dhamirdesrul/Indonesian-Online-News-Comments", "8507c86194ddfc807b7905ae09948342c15ef031",
                          "Dataset/Abusive Language Detection on Indonesian Online News Comments Dataset .xlsx"),
+    "instagram-id": ("rizalespe/Dataset-Sentimen-Analisis-Bahasa-Indonesia", "9d792604b1297bece6dbdf4d3c5101560d34a892",
+                     "dataset_komentar_instagram_cyberbullying.csv"),
 }
 _SHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
@@ -83,6 +87,10 @@ def examples(mirror: Path, name: str) -> list[dict]:
     if name == "seahatecheck-id":
         return [{"text": r["c_testcase"].strip(), "label": int(r["t_gold"] == "hateful"), "language": "id",
                  "category": r["t_function"]} for r in csv.DictReader(io.StringIO(data.decode("utf-8-sig")))]
+    if name == "instagram-id":
+        return [{"text": " ".join(r["Instagram Comment Text"].split()), "label": int(r["Sentiment"] == "negative"),
+                 "language": "id", "category": "instagram"}
+                for r in csv.DictReader(io.StringIO(data.decode("utf-8-sig")))]
     rows = xlsx_rows(data)[1:]  # news comments: Kalimat, label (1 not abusive, 2 abusive, 3 abusive and offensive)
     return [{"text": " ".join(r[0].split()), "label": int(r[1] in ("2", "3")), "language": "id", "category": "news"}
             for r in rows if len(r) >= 2 and r[0].strip() and r[1] in ("1", "2", "3")]
@@ -112,12 +120,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--output", type=Path, default=Path("/tmp/outside"),
-                        help="where the CSVs go: never inside the repository (two sets have no licence)")
+                        help="where the CSVs go: never inside the repository (three sets may not be shared)")
     parser.add_argument("--sets", nargs="*", default=list(SETS))
     parser.add_argument("--model", type=Path, default=MODEL_PATH, help="a model file other than the shipped one")
     args = parser.parse_args(argv)
     if args.output.resolve().is_relative_to(Path(__file__).resolve().parents[1]):
-        parser.error("--output must lie outside the repository: two of these sets may not be committed")
+        parser.error("--output must lie outside the repository: three of these sets may not be committed")
     args.output.mkdir(parents=True, exist_ok=True)
     model = load(args.model)
     for name in args.sets:
