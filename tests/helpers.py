@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+import subprocess
 import threading
 import time
 import uuid
@@ -15,6 +16,7 @@ from datetime import timedelta
 from email.message import Message
 from functools import reduce
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -455,3 +457,16 @@ def outcome_of(call):
 def raised(results) -> list:
     """What no thread may do: raise (a domain refusal is returned as its name instead)."""
     return [r for r in results if isinstance(r, BaseException)]
+
+
+def git_repository(work: Path, files: dict[str, str | bytes], message: str = "files") -> list[str]:
+    """A git repository at `work` with `files` (path: text or bytes) written and committed;
+    returns the argv that runs git in it (its author set), for more commits."""
+    for path, data in files.items():
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_bytes(data if isinstance(data, bytes) else data.encode())
+    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(work)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", message], check=True)
+    return git

@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from lab.transparency_rules import RULES_PATH, load_rules
+from tests.helpers import git_repository
 
 FIXTURE = json.loads(RULES_PATH.read_text())
 CLASSES = {"EUROPEAN_COUNTRY_CODES": "EuropeanCountriesService", "ALL_LANGUAGES": "EuropeanLanguagesService"}
@@ -81,13 +82,7 @@ def repository(tmp_path):
         "app/Services/EuropeanLanguagesService.php": php_constants(enumerations, ["ALL_LANGUAGES", "EUROPEAN_LANGUAGE_CODES"]),
         "app/Services/GroupedSubmissionsService.php": php_grouped(FIXTURE["fields"], FIXTURE["custom_messages"]),
     }
-    for path, text in files.items():
-        (work / path).parent.mkdir(parents=True, exist_ok=True)
-        (work / path).write_text(text)
-    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "add", "."], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "schema"], check=True)
+    git = git_repository(work, files, "schema")
     rules = tmp_path / "rules.json"
     fixture = json.loads(json.dumps(FIXTURE))
     fixture["source"]["files"] = {path: "0" * 64 for path in files}

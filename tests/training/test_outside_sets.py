@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("sklearn")
 
+from tests.helpers import git_repository  # noqa: E402
 from training import outside  # noqa: E402 - after the skip: training needs scikit-learn
 
 
@@ -19,12 +20,7 @@ def fetched_copy(mirror: Path, repo: str, path: str, data: bytes) -> str:
     """A bare git directory where `fetch` leaves one (mirror/owner+name/repo) holding `data` at
     `path`; returns its commit."""
     work = mirror / "work" / repo.replace("/", "+")
-    (work / path).parent.mkdir(parents=True, exist_ok=True)
-    (work / path).write_bytes(data)
-    git = ["git", "-C", str(work), "-c", "user.name=t", "-c", "user.email=t@example.org"]
-    subprocess.run(["git", "init", "-q", str(work)], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "set"], check=True)
+    git = git_repository(work, {path: data}, "set")
     bare = mirror / repo.replace("/", "+") / "repo"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
