@@ -127,10 +127,12 @@ def test_a_cluster_master_killed_is_started_again_and_leaves_no_worker_behind(pl
     ):
         time.sleep(0.2)
     restarted = [m for m in _cluster_masters(process) if m.pid != master.pid]
-    left = [p.pid for p in descendants if running(p)]
-    for pid in left:  # do not leave them running for the next test
-        os.kill(pid, signal.SIGKILL)
-    assert left == [], f"orphaned cluster processes still running: {left}"
+    left = [p for p in descendants if running(p)]
+    seen = [_described(p) for p in left]  # (read while they run: a failure says where they were)
+    for p in left:  # do not leave them running for the next test
+        os.kill(p.pid, signal.SIGKILL)
+    assert left == [], (f"orphaned cluster processes still running: {seen}; the masters now: "
+                        f"{[_described(m) for m in _cluster_masters(process)]}; run_platform is {process.pid}")
     assert len(restarted) == len(masters), "the killed cluster was not started again"
     _wait_until_running(restarted[0])
     assert process.poll() is None, "run_platform stopped instead of starting the cluster again"
@@ -150,6 +152,15 @@ def _cluster_masters(process) -> list[psutil.Process]:
         except (psutil.ZombieProcess, psutil.NoSuchProcess):
             continue  # a master killed and not yet reaped: no longer a running master
     return masters
+
+
+def _described(process: psutil.Process) -> str:
+    """pid, parent, process group, state and title: what tells an orphan from a restarted cluster."""
+    try:
+        return f"{process.pid} (parent {process.ppid()}, group {os.getpgid(process.pid)}, {process.status()}, " \
+               f"{' '.join(process.cmdline())[:60]!r})"
+    except (psutil.Error, ProcessLookupError) as exc:
+        return f"{process.pid} ({type(exc).__name__})"
 
 
 def _wait_until_running(master: psutil.Process) -> None:
