@@ -57,6 +57,11 @@ def read(mirror: Path, name: str) -> bytes:
     return run.stdout
 
 
+def csv_rows(data: bytes) -> csv.DictReader:
+    """A CSV file's rows by its header, read as UTF-8 with or without a byte-order mark."""
+    return csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
+
+
 def xlsx_rows(data: bytes) -> list[list[str]]:
     """The first sheet of an .xlsx as rows of strings (shared strings resolved)."""
     archive = zipfile.ZipFile(io.BytesIO(data))
@@ -80,17 +85,16 @@ def examples(mirror: Path, name: str) -> list[dict]:
     data = read(mirror, name)
     if name == "surge-en":
         return [{"text": r["text"], "label": int(r["is_toxic"] == "Toxic"), "language": "en", "category": "surge"}
-                for r in csv.DictReader(io.StringIO(data.decode("utf-8")))]
+                for r in csv_rows(data)]
     if name == "hatecheck-en":
         return [{"text": r["test_case"].strip(), "label": int(r["label_gold"] == "hateful"), "language": "en",
-                 "category": r["functionality"]} for r in csv.DictReader(io.StringIO(data.decode("utf-8")))]
+                 "category": r["functionality"]} for r in csv_rows(data)]
     if name == "seahatecheck-id":
         return [{"text": r["c_testcase"].strip(), "label": int(r["t_gold"] == "hateful"), "language": "id",
-                 "category": r["t_function"]} for r in csv.DictReader(io.StringIO(data.decode("utf-8-sig")))]
+                 "category": r["t_function"]} for r in csv_rows(data)]
     if name == "instagram-id":
         return [{"text": " ".join(r["Instagram Comment Text"].split()), "label": int(r["Sentiment"] == "negative"),
-                 "language": "id", "category": "instagram"}
-                for r in csv.DictReader(io.StringIO(data.decode("utf-8-sig")))]
+                 "language": "id", "category": "instagram"} for r in csv_rows(data)]
     rows = xlsx_rows(data)[1:]  # news comments: Kalimat, label (1 not abusive, 2 abusive, 3 abusive and offensive)
     return [{"text": " ".join(r[0].split()), "label": int(r[1] in ("2", "3")), "language": "id", "category": "news"}
             for r in rows if len(r) >= 2 and r[0].strip() and r[1] in ("1", "2", "3")]

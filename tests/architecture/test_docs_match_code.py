@@ -393,7 +393,7 @@ NOT_SETTINGS = {
     "BENCH_REDIS_URL": ROOT / "Makefile",
     "EVALUATE_DATA": ROOT / "Makefile",  # make evaluate's files
     "RUN_ENV": ROOT / "Makefile",  # make run's environment for the platform
-    "TEST_WORKERS": ROOT / "Makefile",
+    "TEST_WORKERS": ROOT / "Makefile",  # make test's
     "PYTEST_ARGS": ROOT / "Makefile",  # make test's
     "WEB_WORKERS": ROOT / "deploy" / "systemd" / "moderation-web.service",  # the unit's variable
     "UPDATE_SCREENSHOTS": ROOT / "tests" / "browser" / "test_moderator_flow.py",  # a test's switch
