@@ -5,7 +5,7 @@
 Reads each set from a fetched copy (a bare git directory per repository, at the commit named
 below) and writes it as a CSV that `manage.py evaluate_policy --data FILE` reads (text, label,
 language, and the set's functionality or source in `category`, so the figures come per
-functionality). Three of these sets may not be shared: they are read here and written only to
+functionality). Six of these sets may not be shared: they are read here and written only to
 `--output` (outside the repository by default), never committed. It also prints the model's own
 figures under the initial policy's thresholds (no language detection, no rules), per set and,
 for the functional suites, per functionality:
@@ -15,14 +15,28 @@ for the functional suites, per functionality:
 - SEAHateCheck, Indonesian gold cases (no licence: test only): 8,190 cases, 22 functionalities;
 - Indonesian online news comments (no licence: test only): 3,184 comments, abusive (2, 3) or not (1);
 - Indonesian Instagram comments on public figures (Luqyana et al. 2018; "for personal use": test
-  only): 400 comments, 200 bullying ("negative") and 200 not ("positive").
+  only): 400 comments, 200 bullying ("negative") and 200 not ("positive");
+- Indonesian tweets, abusive or not (Hidayatullah et al. 2019; no licence: test only): 5,462
+  rows, 2,731 of each label (0.0 is abusive: see `examples`); a tweet found more than once is kept once, and one labelled both
+  ways not at all;
+- Indonesian Facebook posts, hate speech or not (Aulia & Budi 2019; no licence: test only): 906
+  long posts, 229 hateful;
+- RTP-LX, Indonesian (de Wynter et al. 2025, MIT): 1,099 web-text prompts translated and rated
+  for toxicity (1 to 5) by three native speakers; toxic where the median rating is 3 or more,
+  benign where it is 1, the 342 rated 2 ("slightly") left out.
+
+Rows that share passages with a set reserved for independent evaluation (found by the project's
+reserved-text scan; the hashes of their texts are in `EXCLUDED`) are left out.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import io
+import json
+import statistics
 import subprocess
 import zipfile
 from collections import defaultdict
@@ -43,6 +57,18 @@ SETS = {
                          "Dataset/Abusive Language Detection on Indonesian Online News Comments Dataset .xlsx"),
     "instagram-id": ("rizalespe/Dataset-Sentimen-Analisis-Bahasa-Indonesia", "9d792604b1297bece6dbdf4d3c5101560d34a892",
                      "dataset_komentar_instagram_cyberbullying.csv"),
+    "abusive-tweets-id": ("fathanick/Dataset-for-Abusive-and-Non-Abusive-Tweet-Identification",
+                          "8aa18672c2c4410f1b0f6078a3df9cfaa8062f47", "abusive-content-all-data-clean.xlsx"),
+    "facebook-hate-id": ("nofaulia/hate-speech-detection", "4adbede067d36ea0e220985ff18faba73250e996",
+                         "data/dataset.csv"),
+    "rtp-lx-id": ("microsoft/RTP-LX", "d64f1098b959fcb708eb1ac313886fdf25f2bfee", "RTP-LX/RTP_LX_ID.json"),
+}
+# SHA-256 (first 16 hex digits) of the texts, as the set holds them, that share two or more
+# five-word passages with a reserved set: tested on neither.
+EXCLUDED = {
+    "abusive-tweets-id": {"4318d71d12feb871", "931111ec1b0c2ddd", "9a01cccd9073fff1", "e131754cd512e7dc",
+                          "ea1b6e354dc55873"},
+    "facebook-hate-id": {"41206ec6835d13f7", "873b62fe93ac329e", "9e6e51fde25b3aa9", "a53ba9b801a0e62b"},
 }
 _SHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
@@ -75,9 +101,39 @@ def xlsx_rows(data: bytes) -> list[list[str]]:
         for cell in row.findall(f"{_SHEET}c"):
             value = cell.find(f"{_SHEET}v")
             text = value.text if value is not None and value.text is not None else ""
+            # An empty cell may be missing: the reference ("C7") says which column this one is.
+            column = _column(cell.get("r")) if cell.get("r") else len(values)
+            values.extend([""] * (column - len(values)))
             values.append(shared[int(text)] if cell.get("t") == "s" else text)
         rows.append(values)
     return rows
+
+
+def _column(reference: str) -> int:
+    """The 0-based column of a cell reference: "A1" -> 0, "AB12" -> 27."""
+    n = 0
+    for letter in reference.rstrip("0123456789"):
+        n = n * 26 + ord(letter) - ord("A") + 1
+    return n - 1
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _unique(rows: list[dict], name: str) -> list[dict]:
+    """The rows without those in EXCLUDED, each text once; a text the set labels both ways is
+    left out."""
+    labels = defaultdict(set)
+    for row in rows:
+        labels[row["text"]].add(row["label"])
+    seen, kept = set(EXCLUDED.get(name, ())), []
+    for row in rows:
+        key = text_hash(row["text"])
+        if row["text"] and key not in seen and len(labels[row["text"]]) == 1:
+            seen.add(key)
+            kept.append(row)
+    return kept
 
 
 def examples(mirror: Path, name: str) -> list[dict]:
@@ -95,6 +151,20 @@ def examples(mirror: Path, name: str) -> list[dict]:
     if name == "instagram-id":
         return [{"text": " ".join(r["Instagram Comment Text"].split()), "label": int(r["Sentiment"] == "negative"),
                  "language": "id", "category": "instagram"} for r in csv_rows(data)]
+    if name == "abusive-tweets-id":
+        # Columns: index, tweet, cleanText, label. The README does not say which label is which;
+        # the tweets labelled 0.0 hold the common swear words (230 of the 232 with "anjing", all
+        # 225 with "bangsat"), and "terima kasih" only those labelled 1.0: 0.0 is abusive.
+        return _unique([{"text": " ".join(r[1].split()), "label": int(float(r[3]) == 0), "language": "id",
+                         "category": "tweets"} for r in xlsx_rows(data)[1:] if len(r) >= 4 and r[3]], name)
+    if name == "facebook-hate-id":
+        return _unique([{"text": " ".join(r["text"].split()), "label": int(r["label"]), "language": "id",
+                         "category": "facebook"} for r in csv_rows(data)], name)
+    if name == "rtp-lx-id":
+        rated = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+        medians = [(r["Prompt"].strip(), statistics.median(r["AnnotationsRaw"]["Toxicity"])) for r in rated]
+        return [{"text": text, "label": int(median >= 3), "language": "id", "category": "rtp-lx"}
+                for text, median in medians if median >= 3 or median == 1]
     rows = xlsx_rows(data)[1:]  # news comments: Kalimat, label (1 not abusive, 2 abusive, 3 abusive and offensive)
     return [{"text": " ".join(r[0].split()), "label": int(r[1] in ("2", "3")), "language": "id", "category": "news"}
             for r in rows if len(r) >= 2 and r[0].strip() and r[1] in ("1", "2", "3")]
@@ -124,12 +194,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--output", type=Path, default=Path("/tmp/outside"),
-                        help="where the CSVs go: never inside the repository (three sets may not be shared)")
+                        help="where the CSVs go: never inside the repository (six sets may not be shared)")
     parser.add_argument("--sets", nargs="*", default=list(SETS))
     parser.add_argument("--model", type=Path, default=MODEL_PATH, help="a model file other than the shipped one")
     args = parser.parse_args(argv)
     if args.output.resolve().is_relative_to(Path(__file__).resolve().parents[1]):
-        parser.error("--output must lie outside the repository: three of these sets may not be committed")
+        parser.error("--output must lie outside the repository: six of these sets may not be committed")
     args.output.mkdir(parents=True, exist_ok=True)
     model = load(args.model)
     for name in args.sets:

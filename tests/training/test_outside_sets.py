@@ -5,8 +5,12 @@ rows written for this test in each set's format (no set's text is in the reposit
 
 from __future__ import annotations
 
+import io
+import json
 import subprocess
+import zipfile
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 import pytest
 
@@ -49,6 +53,68 @@ def test_the_instagram_comments_are_bullying_when_negative_with_their_whitespace
         {"text": "cantik banget kak", "label": 0, "language": "id", "category": "instagram"},
         {"text": "dasar tidak tahu malu", "label": 1, "language": "id", "category": "instagram"},
     ]
+
+
+def xlsx(rows: list[list[str | None]]) -> bytes:
+    """A workbook whose first sheet holds `rows` as shared strings; a None cell is left out of
+    the sheet, as spreadsheet programs leave out empty cells."""
+    strings, sheet = [], []
+    for r, row in enumerate(rows, start=1):
+        cells = []
+        for c, value in enumerate(row):
+            if value is not None:
+                strings.append(value)
+                cells.append(f'<c r="{chr(ord("A") + c)}{r}" t="s"><v>{len(strings) - 1}</v></c>')
+        sheet.append(f'<row r="{r}">{"".join(cells)}</row>')
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as book:
+        book.writestr("xl/sharedStrings.xml", f'<sst xmlns="{main}">'
+                      + "".join(f"<si><t>{escape(t)}</t></si>" for t in strings) + "</sst>")
+        book.writestr("xl/worksheets/sheet1.xml", f'<worksheet xmlns="{main}"><sheetData>{"".join(sheet)}'
+                      "</sheetData></worksheet>")
+    return out.getvalue()
+
+
+def test_the_abusive_tweets_are_abusive_at_label_zero_each_text_once_and_none_labelled_both_ways(mirror,
+                                                                                                monkeypatch):
+    monkeypatch.setitem(outside.EXCLUDED, "abusive-tweets-id", {outside.text_hash("teks yang dicadangkan")})
+    data = xlsx([
+        [None, "tweet", "cleanText", "label"],
+        ["0", "dasar  kamu\nbodoh", "dasar kamu bodoh", "0.0"],
+        ["1", "terima kasih kak", None, "1.0"],  # an empty cell the sheet leaves out
+        ["2", "dasar kamu bodoh", "dasar kamu bodoh", "0.0"],  # the same tweet again
+        ["3", "hari ini hujan", "hari ini hujan", "0.0"],
+        ["4", "hari ini hujan", "hari ini hujan", "1.0"],  # labelled both ways
+        ["5", "teks yang dicadangkan", "", "1.0"],  # shares passages with a reserved set
+    ])
+
+    rows = outside.examples(mirror("abusive-tweets-id", data), "abusive-tweets-id")
+
+    assert rows == [
+        {"text": "dasar kamu bodoh", "label": 1, "language": "id", "category": "tweets"},
+        {"text": "terima kasih kak", "label": 0, "language": "id", "category": "tweets"},
+    ]
+
+
+def test_rtp_lx_is_toxic_where_the_median_rater_says_3_or_more_and_leaves_out_the_slightly_toxic(mirror):
+    def prompt(text, ratings):
+        return json.dumps({"Prompt": text, "Completion": "", "Locale": "ID",
+                           "AnnotationsRaw": {"Toxicity": ratings, "Insult": [1, 1, 1]}})
+    data = "\n".join([prompt("kalimat pertama ", [4, 3, 1]), prompt("kalimat kedua", [2, 2, 3]),
+                      prompt("kalimat ketiga", [1, 1, 2]), ""]).encode()
+
+    rows = outside.examples(mirror("rtp-lx-id", data), "rtp-lx-id")
+
+    assert rows == [
+        {"text": "kalimat pertama", "label": 1, "language": "id", "category": "rtp-lx"},
+        {"text": "kalimat ketiga", "label": 0, "language": "id", "category": "rtp-lx"},
+    ]
+
+
+@pytest.mark.parametrize(("reference", "column"), [("A1", 0), ("D7", 3), ("Z3", 25), ("AA10", 26), ("AB12", 27)])
+def test_a_cell_reference_names_its_column(reference, column):
+    assert outside._column(reference) == column
 
 
 def test_seahatecheck_keeps_each_case_functionality_for_the_per_functionality_figures(mirror):
