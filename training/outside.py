@@ -21,9 +21,15 @@ for the functional suites, per functionality:
   ways not at all;
 - Indonesian Facebook posts, hate speech or not (Aulia & Budi 2019; no licence: test only): 906
   long posts, 229 hateful;
-- RTP-LX, Indonesian (de Wynter et al. 2025, MIT): 1,099 web-text prompts translated and rated
-  for toxicity (1 to 5) by three native speakers; toxic where the median rating is 3 or more,
-  benign where it is 1, the 342 rated 2 ("slightly") left out.
+- RTP-LX (de Wynter et al. 2025, MIT), Indonesian, and likewise German, French and Arabic (its
+  English file holds no prompt text at this commit): about 1,100 web-text prompts per language (translated from English but for about 100
+  written for the language's own context), rated for toxicity (1 to 5) by three native speakers;
+  toxic where the median rating is 3 or more, benign where it is 1, those rated 2 ("slightly")
+  left out;
+- ETHOS, binary (Mollas et al. 2022; GPL-3.0: test only): 998 YouTube and Reddit comments, hate
+  speech where at least half of the annotators said so, as its authors' loader reads it;
+- Stormfront (de Gibert et al. 2018; CC BY-SA 3.0 ES: test only): 10,944 sentences of a white
+  supremacist forum, hate or not (those labelled "relation" or "idk/skip" left out).
 
 Rows that share passages with a set reserved for independent evaluation (found by the project's
 reserved-text scan; the hashes of their texts are in `EXCLUDED`) are left out.
@@ -38,6 +44,7 @@ import io
 import json
 import statistics
 import subprocess
+import tarfile
 import zipfile
 from collections import defaultdict
 from pathlib import Path
@@ -61,7 +68,13 @@ SETS = {
                           "8aa18672c2c4410f1b0f6078a3df9cfaa8062f47", "abusive-content-all-data-clean.xlsx"),
     "facebook-hate-id": ("nofaulia/hate-speech-detection", "4adbede067d36ea0e220985ff18faba73250e996",
                          "data/dataset.csv"),
-    "rtp-lx-id": ("microsoft/RTP-LX", "d64f1098b959fcb708eb1ac313886fdf25f2bfee", "RTP-LX/RTP_LX_ID.json"),
+    **{f"rtp-lx-{language}": ("microsoft/RTP-LX", "d64f1098b959fcb708eb1ac313886fdf25f2bfee",
+                              f"RTP-LX/RTP_LX_{language.upper()}.json") for language in ("id", "de", "fr", "ar")},
+    "ethos-en": ("intelligence-csd-auth-gr/Ethos-Hate-Speech-Dataset", "705258e118ce9611ebbd5ab2a4841b0066547293",
+                 "ethos/ethos_data/Ethos_Dataset_Binary.csv"),
+    # One sentence a file (all_files/ID.txt), its label in annotations_metadata.csv.
+    "stormfront-en": ("Vicomtech/hate-speech-dataset", "b802137e8314c38a8d4faa965f9908d6c8e7a84d",
+                      "annotations_metadata.csv"),
 }
 # SHA-256 (first 16 hex digits) of the texts, as the set holds them, that share two or more
 # five-word passages with a reserved set: tested on neither.
@@ -69,6 +82,7 @@ EXCLUDED = {
     "abusive-tweets-id": {"4318d71d12feb871", "931111ec1b0c2ddd", "9a01cccd9073fff1", "e131754cd512e7dc",
                           "ea1b6e354dc55873"},
     "facebook-hate-id": {"41206ec6835d13f7", "873b62fe93ac329e", "9e6e51fde25b3aa9", "a53ba9b801a0e62b"},
+    "stormfront-en": {"dc4a94aeca6841af", "f6c9b2f0fef73fa5"},
 }
 _SHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
@@ -83,9 +97,22 @@ def read(mirror: Path, name: str) -> bytes:
     return run.stdout
 
 
-def csv_rows(data: bytes) -> csv.DictReader:
+def read_folder(mirror: Path, name: str, folder: str) -> dict[str, bytes]:
+    """Every file under `folder` of a set's repository, at its commit, by its path."""
+    repo, commit, _ = SETS[name]
+    base = mirror / repo.replace("/", "+") / "repo"
+    git_dir = base / ".git" if (base / ".git").is_dir() else base
+    run = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit, folder],
+                         capture_output=True, check=False)
+    if run.returncode:
+        raise SystemExit(f"cannot read {repo}@{commit[:12]}:{folder} under {mirror}: {run.stderr.decode().strip()}")
+    with tarfile.open(fileobj=io.BytesIO(run.stdout)) as archive:
+        return {member.name: archive.extractfile(member).read() for member in archive if member.isfile()}
+
+
+def csv_rows(data: bytes, delimiter: str = ",") -> csv.DictReader:
     """A CSV file's rows by its header, read as UTF-8 with or without a byte-order mark."""
-    return csv.DictReader(io.StringIO(data.decode("utf-8-sig")))
+    return csv.DictReader(io.StringIO(data.decode("utf-8-sig")), delimiter=delimiter)
 
 
 def xlsx_rows(data: bytes) -> list[list[str]]:
@@ -160,11 +187,19 @@ def examples(mirror: Path, name: str) -> list[dict]:
     if name == "facebook-hate-id":
         return _unique([{"text": " ".join(r["text"].split()), "label": int(r["label"]), "language": "id",
                          "category": "facebook"} for r in csv_rows(data)], name)
-    if name == "rtp-lx-id":
+    if name.startswith("rtp-lx-"):
         rated = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
         medians = [(r["Prompt"].strip(), statistics.median(r["AnnotationsRaw"]["Toxicity"])) for r in rated]
-        return [{"text": text, "label": int(median >= 3), "language": "id", "category": "rtp-lx"}
-                for text, median in medians if median >= 3 or median == 1]
+        return [{"text": text, "label": int(median >= 3), "language": name.removeprefix("rtp-lx-"),
+                 "category": "rtp-lx"} for text, median in medians if median >= 3 or median == 1]
+    if name == "ethos-en":
+        return _unique([{"text": " ".join(r["comment"].split()), "label": int(float(r["isHate"]) >= 0.5),
+                         "language": "en", "category": "ethos"} for r in csv_rows(data, delimiter=";")], name)
+    if name == "stormfront-en":
+        sentences = read_folder(mirror, name, "all_files")
+        return _unique([{"text": " ".join(sentences[f"all_files/{r['file_id']}.txt"].decode("utf-8", "replace").split()),
+                         "label": int(r["label"] == "hate"), "language": "en", "category": "stormfront"}
+                        for r in csv_rows(data) if r["label"] in ("hate", "noHate")], name)
     rows = xlsx_rows(data)[1:]  # news comments: Kalimat, label (1 not abusive, 2 abusive, 3 abusive and offensive)
     return [{"text": " ".join(r[0].split()), "label": int(r[1] in ("2", "3")), "language": "id", "category": "news"}
             for r in rows if len(r) >= 2 and r[0].strip() and r[1] in ("1", "2", "3")]

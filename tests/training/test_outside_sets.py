@@ -20,11 +20,11 @@ from tests.helpers import git_repository  # noqa: E402
 from training import outside  # noqa: E402 - after the skip: training needs scikit-learn
 
 
-def fetched_copy(mirror: Path, repo: str, path: str, data: bytes) -> str:
-    """A bare git directory where `fetch` leaves one (mirror/owner+name/repo) holding `data` at
-    `path`; returns its commit."""
+def fetched_copy(mirror: Path, repo: str, files: dict[str, bytes]) -> str:
+    """A bare git directory where `fetch` leaves one (mirror/owner+name/repo) holding `files`
+    (path: data); returns its commit."""
     work = mirror / "work" / repo.replace("/", "+")
-    git = git_repository(work, {path: data}, "set")
+    git = git_repository(work, files, "set")
     bare = mirror / repo.replace("/", "+") / "repo"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(bare)], check=True)
     return subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
@@ -32,9 +32,10 @@ def fetched_copy(mirror: Path, repo: str, path: str, data: bytes) -> str:
 
 @pytest.fixture
 def mirror(tmp_path, monkeypatch):
-    def add(name: str, data: bytes) -> Path:
+    def add(name: str, data: bytes, **more: bytes) -> Path:
+        """The set's file holding `data`, and `more` files beside it (path with "/" as "__")."""
         repo, _, path = outside.SETS[name]
-        commit = fetched_copy(tmp_path, repo, path, data)
+        commit = fetched_copy(tmp_path, repo, {path: data, **{k.replace("__", "/"): v for k, v in more.items()}})
         monkeypatch.setitem(outside.SETS, name, (repo, commit, path))
         return tmp_path
     return add
@@ -109,6 +110,32 @@ def test_rtp_lx_is_toxic_where_the_median_rater_says_3_or_more_and_leaves_out_th
     assert rows == [
         {"text": "kalimat pertama", "label": 1, "language": "id", "category": "rtp-lx"},
         {"text": "kalimat ketiga", "label": 0, "language": "id", "category": "rtp-lx"},
+    ]
+
+
+def test_ethos_is_hate_speech_where_half_of_its_annotators_or_more_said_so(mirror):
+    data = (b"comment;isHate\n"
+            b"first comment;0.5\n"
+            b"second  comment;0.4666666\n"
+            b"third comment;1.0\n")
+
+    rows = outside.examples(mirror("ethos-en", data), "ethos-en")
+
+    assert [(r["text"], r["label"]) for r in rows] == [("first comment", 1), ("second comment", 0),
+                                                       ("third comment", 1)]
+
+
+def test_stormfront_reads_each_sentence_from_its_file_and_leaves_out_relation_and_idk(mirror):
+    data = (b"file_id,user_id,subforum_id,num_contexts,label\n"
+            b"1_1,7,1,0,noHate\n1_2,7,1,0,hate\n1_3,7,1,1,relation\n2_1,8,1,0,idk/skip\n")
+    files = {f"all_files__{name}.txt": text.encode() for name, text in
+             (("1_1", "a first sentence\n"), ("1_2", "a second  sentence"), ("1_3", "a third"), ("2_1", "a fourth"))}
+
+    rows = outside.examples(mirror("stormfront-en", data, **files), "stormfront-en")
+
+    assert rows == [
+        {"text": "a first sentence", "label": 0, "language": "en", "category": "stormfront"},
+        {"text": "a second sentence", "label": 1, "language": "en", "category": "stormfront"},
     ]
 
 
