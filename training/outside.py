@@ -30,6 +30,12 @@ for the functional suites, per functionality:
   speech where at least half of the annotators said so, as its authors' loader reads it;
 - Stormfront (de Gibert et al. 2018; CC BY-SA 3.0 ES: test only): 10,944 sentences of a white
   supremacist forum, hate or not (those labelled "relation" or "idk/skip" left out).
+- CADD, test split (Song et al. 2021; CC BY-SA 4.0, and its guidelines ask that no part be
+  shared: test only): 4,901 Reddit comments, abusive or not (`L2`: hate, derogatory or profane);
+- YouToxic (1,000 YouTube comments on the 2014 Ferguson unrest, hand-labelled toxic or not; no
+  licence: test only);
+- CAT small (Pavlopoulos et al. 2020; Wikipedia talk-page comments, CC BY-SA: test only): 978
+  comments, toxic or not as raters judged them without their parent (`label_oc`).
 
 Rows that share passages with a set reserved for independent evaluation (found by the project's
 reserved-text scan; the hashes of their texts are in `EXCLUDED`) are left out.
@@ -75,6 +81,11 @@ SETS = {
     # One sentence a file (all_files/ID.txt), its label in annotations_metadata.csv.
     "stormfront-en": ("Vicomtech/hate-speech-dataset", "b802137e8314c38a8d4faa965f9908d6c8e7a84d",
                       "annotations_metadata.csv"),
+    "cadd-en": ("nlpcl-lab/CADD_dataset", "090f41c26976b2f763ff445cd6d5840d42a4ddeb", "Dataset/CADD_test.json"),
+    "youtoxic-en": ("Milos-Sstanojevic/YouTubeAPI", "8d6234b219bb9b2326e62de6d908151cdfbfa423",
+                    "youtoxic_english_1000.csv"),
+    "cat-small-en": ("ipavlopoulos/context_toxicity", "5df49c294e6a41f0ba351e65fda7c315aa4cc168",
+                     "data/CAT_SMALL/cat_small.csv"),
 }
 # SHA-256 (first 16 hex digits) of the texts, as the set holds them, that share two or more
 # five-word passages with a reserved set: tested on neither.
@@ -83,6 +94,8 @@ EXCLUDED = {
                           "ea1b6e354dc55873"},
     "facebook-hate-id": {"41206ec6835d13f7", "873b62fe93ac329e", "9e6e51fde25b3aa9", "a53ba9b801a0e62b"},
     "stormfront-en": {"dc4a94aeca6841af", "f6c9b2f0fef73fa5"},
+    "cadd-en": {"5e3974b3b9c8a69d", "b9594d6e51b35ed8", "d09bc2ca1e1af071", "f20ccd5fe42b5f3a"},
+    "youtoxic-en": {"fce0973b042a211c"},
 }
 _SHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
@@ -200,6 +213,15 @@ def examples(mirror: Path, name: str) -> list[dict]:
         return _unique([{"text": " ".join(sentences[f"all_files/{r['file_id']}.txt"].decode("utf-8", "replace").split()),
                          "label": int(r["label"] == "hate"), "language": "en", "category": "stormfront"}
                         for r in csv_rows(data) if r["label"] in ("hate", "noHate")], name)
+    if name == "cadd-en":
+        return _unique([{"text": " ".join(r["comment"].split()), "label": int(r["L2"] == "1"), "language": "en",
+                         "category": "reddit"} for r in json.loads(data).values()], name)
+    if name == "youtoxic-en":
+        return _unique([{"text": " ".join(r["Text"].split()), "label": int(r["IsToxic"] == "TRUE"), "language": "en",
+                         "category": "youtube"} for r in csv_rows(data)], name)
+    if name == "cat-small-en":
+        return _unique([{"text": " ".join(r["text"].split()), "label": int(r["label_oc"] == "1"), "language": "en",
+                         "category": "wikipedia"} for r in csv_rows(data)], name)
     rows = xlsx_rows(data)[1:]  # news comments: Kalimat, label (1 not abusive, 2 abusive, 3 abusive and offensive)
     return [{"text": " ".join(r[0].split()), "label": int(r[1] in ("2", "3")), "language": "id", "category": "news"}
             for r in rows if len(r) >= 2 and r[0].strip() and r[1] in ("1", "2", "3")]

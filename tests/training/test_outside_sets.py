@@ -139,6 +139,28 @@ def test_stormfront_reads_each_sentence_from_its_file_and_leaves_out_relation_an
     ]
 
 
+def test_cadd_reads_the_comment_of_each_record_abusive_by_its_second_label(mirror):
+    data = json.dumps({
+        "a1": {"title": "a title", "body": "the post", "comment": "a  first comment", "L1": "3", "L2": "1"},
+        "a2": {"title": "a title", "body": "the post", "comment": "a second comment", "L1": "0", "L2": "0"},
+    }).encode()
+
+    rows = outside.examples(mirror("cadd-en", data), "cadd-en")
+
+    assert [(r["text"], r["label"]) for r in rows] == [("a first comment", 1), ("a second comment", 0)]
+
+
+def test_youtoxic_and_cat_small_read_their_toxic_columns(mirror):
+    youtoxic = "\ufeffText,IsToxic\nfirst one,TRUE\nsecond one,FALSE\n".encode()
+    cat = b"text,parent_text,tox_codes_oc,label_oc,tox_codes_ic,label_ic\nthird one,a parent,x,0,y,1\n"
+
+    assert [(r["text"], r["label"]) for r in outside.examples(mirror("youtoxic-en", youtoxic), "youtoxic-en")] == [
+        ("first one", 1), ("second one", 0)]
+    # Judged as the platform judges a comment: without its parent, as the raters of label_oc did.
+    assert [(r["text"], r["label"]) for r in outside.examples(mirror("cat-small-en", cat), "cat-small-en")] == [
+        ("third one", 0)]
+
+
 @pytest.mark.parametrize(("reference", "column"), [("A1", 0), ("D7", 3), ("Z3", 25), ("AA10", 26), ("AB12", 27)])
 def test_a_cell_reference_names_its_column(reference, column):
     assert outside._column(reference) == column
