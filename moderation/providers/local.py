@@ -168,6 +168,8 @@ def _passages(request: ModerationInput) -> Passages | ProviderError:
             normal = normalize(value)
             if normal.text.strip():
                 passages.append(normal.text)
+                # Its other readings ("I k i l l you" is also "i kill you"): the worst passage counts.
+                passages += [reading.text for reading in normal.readings]
                 found = text_parts.parts(normal.text)
                 if len(found) > 1:
                     for start, end in found:

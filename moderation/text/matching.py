@@ -126,6 +126,16 @@ class TermMatcher:
             return []
         budget = len(text) if budget is None else budget  # a text has fewer matches than characters
         normal = normalize(text)
+        hits = self._find_in(normal, budget)
+        # Its other readings (moderation.text.normal, step 3: "I k i l l you" is also "i kill you"):
+        # a term found in any of them is found, at the span of the original it covers.
+        for reading in normal.readings:
+            for key, late in self._find_in(reading, budget).items():
+                hits.setdefault(key, late)
+        return [Hit(index, start, end, late) for (start, end, index), late in sorted(hits.items())]
+
+    def _find_in(self, normal: NormalText, budget: int) -> dict[tuple[int, int, int], bool]:
+        """The matches in one reading of a text: (start, end in the original, term): past the budget."""
         read, back = _read(normal)
 
         def original(start: int, end: int) -> tuple[int, int]:
@@ -152,7 +162,7 @@ class TermMatcher:
             for index, first, last, late in self._match([word for _, word in spelt], gaps, budget):
                 key = (*original(spelt[first][0][0], spelt[last][0][1]), index)
                 hits[key] = hits.get(key, False) or late  # past the budget in either pass: counted as such
-        return [Hit(index, start, end, late) for (start, end, index), late in sorted(hits.items())]
+        return hits
 
     def _match(self, words: list[str], gaps: list[str], budget: int) -> list[tuple[int, int, int, bool]]:
         """(term index, first word, last word, past budget) of each whole-word match in `words`:

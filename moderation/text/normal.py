@@ -15,8 +15,11 @@ form undoes those disguises, in this order:
 3. **letters spelt apart**: a run of three or more single letters with the same separator between
    them (space, `.`, `-`, `_`, `*`, `·`, `•`, `~`) is one word: "f u c k", "f.u.c.k", "b-0-d-0-h".
    Two are left alone ("e.g.", "I a"): single-letter words are common; three in a row, with
-   one separator, are not. (So "a b o d o h" reads "abodoh": a one-letter word right before
-   letters spelt apart with spaces joins them);
+   one separator, are not. A one-letter word right before or after letters spelt apart with
+   spaces cannot be told from their first or last letter: "I k i l l you" reads "ikill you",
+   "a s s" reads "ass". Such a text has other `readings` besides, with that letter kept apart
+   ("i kill you"), and every judge reads them all: the worst counts (up to READINGS_UP_TO
+   characters);
 4. **leetspeak** inside a word that also has letters: 0 o, 1 i, 3 e, 4 a, 5 s, 7 t, 8 b, 9 g,
    @ a, $ s ("b0d0h", "k1ll", "a$$", "5h1t", "4ss"). Numbers stay numbers ("1488", "call 455"), and
    so does a number with a unit or an ordinal ("4th", "10am", "5g", "45s": NUMBER_SUFFIXES).
@@ -48,7 +51,7 @@ import unicodedata
 from bisect import bisect_right
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -95,6 +98,9 @@ class NormalText:
     length: int  # of the original
     repeated: frozenset[int] = field(default_factory=frozenset)
     steps: tuple[_Step, ...] = field(default=(), repr=False)
+    # The same text read with the first, the last, or both letters of each run spelt apart with
+    # spaces kept apart as one-letter words (step 3 of the module): each a NormalText of its own.
+    readings: tuple[NormalText, ...] = field(default=(), repr=False)
 
     def original_span(self, start: int, end: int) -> tuple[int, int]:
         """The span of the original that text[start:end] came from: it starts where the first of
@@ -174,7 +180,30 @@ class _Draft:
         return placed
 
 
+# A text longer than this gets no other readings: each costs a normal form and a model pass
+# over the whole text (a 100,000-character text of letters spelt apart would take three times
+# as long to judge), and a text this long is also judged by its parts.
+READINGS_UP_TO = 20_000
+
+
 def _normalize(text: str) -> NormalText:
+    normal, spaced = _normal_form(text, "")
+    if not spaced or len(text) > READINGS_UP_TO:
+        return normal
+    # A run spelt apart with spaces may begin or end with a one-letter word: read it both ways.
+    readings, seen = [], {normal.text}
+    for keep_apart in ("first", "last", "both"):
+        reading, _ = _normal_form(text, keep_apart)
+        if reading.text not in seen:
+            seen.add(reading.text)
+            readings.append(reading)
+    return replace(normal, readings=tuple(readings))
+
+
+def _normal_form(text: str, keep_apart: str) -> tuple[NormalText, bool]:
+    """The normal form, with the end letters of runs spelt apart with spaces kept apart as
+    `keep_apart` says ("", "first", "last", "both"), and whether it joined such a run of four
+    letters or more (a run whose end letter may be a word of its own)."""
     draft = _Draft(text if isinstance(text, str) else "")
     ascii_only = draft.text.isascii()  # every hidden character, every look-alike lies outside ASCII
     if ascii_only:
@@ -189,12 +218,16 @@ def _normalize(text: str) -> NormalText:
             draft.apply(_folded_clusters(draft.text), plain=_lower_ascii)
     # Before the look-alikes: "k.і.l.l" and "рr0сеss" are one word, with a Cyrillic "і" or "р"
     # in it, only once joined and read as letters.
-    draft.apply(_spelt_apart(draft.text))
+    spelt = _spelt_apart(draft.text, keep_apart)
+    # (A run starts with a letter: what follows it is the run's separator.)
+    spaced = any(len(new) >= 4 and draft.text[start + 1].isspace() for start, _, new, _ in spelt)
+    draft.apply(spelt)
     draft.apply(_leetspeak(draft.text))
     if not ascii_only:
         draft.apply(_confusables(draft.text))
     placed = draft.apply(_repeats(draft.text))
-    return NormalText(draft.text, draft.length, frozenset(placed), tuple(draft.steps))
+    return NormalText(draft.text, draft.length, frozenset(placed), tuple(draft.steps)), spaced
+
 
 
 # --- 2. NFKC and case folding ---------------------------------------------------------------------
@@ -285,9 +318,11 @@ _SPELT_WITH_MARKS = re.compile(rf"{_SINGLE}[{_SEPARATORS[1:]}]{{1,3}}{_SINGLE}")
 _SPELT_HINT = re.compile(rf"(?:\b\w\b|[@$])[{_SEPARATORS}]{{1,3}}(?:\b\w\b|[@$])")
 
 
-def _spelt_apart(text: str) -> list[tuple[int, int, str, tuple[int, ...]]]:
+def _spelt_apart(text: str, keep_apart: str = "") -> list[tuple[int, int, str, tuple[int, ...]]]:
     """An edit for each run of single letters spelt apart. A space binds less than a mark: in
-    "i d i o t i.d.i.o.t" the second "i" starts "i.d.i.o.t", it does not end the first run."""
+    "i d i o t i.d.i.o.t" the second "i" starts "i.d.i.o.t", it does not end the first run.
+    `keep_apart` ("first", "last", "both"): a run spelt with spaces leaves that end letter out,
+    a one-letter word of its own, where three letters or more remain joined."""
     edits, pos = [], 0
     # "_" is a word character to \b, and a separator here: read as a space, the hint finds "k_i_l_l".
     hints = text.replace("_", " ") if "_" in text else text
@@ -301,6 +336,12 @@ def _spelt_apart(text: str) -> list[tuple[int, int, str, tuple[int, ...]]]:
             end -= 1 + len(separator)  # its last letter starts the next run
         spelt = text[start:end]
         kept = [i for i, c in enumerate(spelt) if c.isalnum() or c in "@$"]
+        if keep_apart and separator.isspace():
+            first = 1 if keep_apart in ("first", "both") else 0
+            last = len(kept) - (1 if keep_apart in ("last", "both") else 0)
+            if last - first >= 3:
+                start, end = start + kept[first], start + kept[last - 1] + 1
+                spelt, kept = text[start:end], [i - kept[first] for i in kept[first:last]]
         # "1 2 3" counts, it spells nothing; and a run that gave its last letter away may be too short.
         if len(kept) >= 3 and any(spelt[i].isalpha() for i in kept):
             edits.append((start, end, "".join(spelt[i] for i in kept), tuple(start + i for i in kept)))
