@@ -287,7 +287,7 @@ class SliceFigures:
     to_humans: float  # the share of the texts sent to a human
     errors: int  # texts the provider failed on (counted as sent to humans)
     missed: tuple[Judged, ...] = field(default=())  # labelled 1, approved: most confidently first
-    false_alarms: tuple[Judged, ...] = field(default=())  # labelled 0, rejected: highest score first
+    false_alarms: tuple[Judged, ...] = field(default=())  # labelled 0, not approved: the rejected first
 
     @property
     def name(self) -> str:
@@ -312,7 +312,7 @@ def slice_figures(by: str, value: str, judged: list[Judged]) -> SliceFigures:
     positive, negative = confusion["1"], confusion["0"]
     held = positive["to_humans"] + positive["rejected"]  # labelled 1, not approved
     missed = [j for j in judged if j.example.label and j.outcome == ReviewStatus.APPROVED]
-    alarms = [j for j in judged if not j.example.label and j.outcome == ReviewStatus.REJECTED]
+    alarms = [j for j in judged if not j.example.label and j.outcome != ReviewStatus.APPROVED]
     return SliceFigures(
         by=by, value=value, texts=len(judged), labelled_1=sum(positive.values()), confusion=confusion,
         not_approved=Scores.of(true_positives=held, false_positives=negative["to_humans"] + negative["rejected"],
@@ -322,10 +322,12 @@ def slice_figures(by: str, value: str, judged: list[Judged]) -> SliceFigures:
         to_humans=(positive["to_humans"] + negative["to_humans"]) / len(judged) if judged else 0.0,
         errors=sum(1 for j in judged if j.error),
         # "Most confidently approved": the lowest score first; a text the model did not judge
-        # (its language, no score) before any. The false alarms: the highest score first, those
-        # a rule rejected without the model's score after.
+        # (its language, no score) before any. The false alarms (a benign text sent to a human is
+        # one too: "not approved" counts it): the rejected first, each kind by the highest score,
+        # those a rule decided without the model's score after.
         missed=tuple(sorted(missed, key=lambda j: (j.score is not None, j.score or 0.0, j.example.row))[:WORST]),
-        false_alarms=tuple(sorted(alarms, key=lambda j: (j.score is None, -(j.score or 0.0), j.example.row))[:WORST]),
+        false_alarms=tuple(sorted(alarms, key=lambda j: (j.outcome != ReviewStatus.REJECTED, j.score is None,
+                                                         -(j.score or 0.0), j.example.row))[:WORST]),
     )
 
 
@@ -359,18 +361,20 @@ def report_lines(figures: SliceFigures) -> list[str]:
     ]
     if figures.errors:
         lines.append(f"   provider errors: {figures.errors} (counted as sent to humans)")
-    for title, misses in (("missed (labelled 1, approved), most confidently approved first", figures.missed),
-                          ("false alarms (labelled 0, rejected), highest score first", figures.false_alarms)):
-        if misses:
-            lines.append(f"   {title}:")
-            lines += [f"     {miss_line(j)}" for j in misses]
+    if figures.missed:
+        lines.append("   missed (labelled 1, approved), most confidently approved first:")
+        lines += [f"     {miss_line(j)}" for j in figures.missed]
+    if figures.false_alarms:
+        lines.append("   false alarms (labelled 0, not approved), the rejected first, highest score first:")
+        lines += [f"     {miss_line(j, outcome=True)}" for j in figures.false_alarms]
     return lines
 
 
-def miss_line(judged: Judged) -> str:
+def miss_line(judged: Judged, *, outcome: bool = False) -> str:
     score = "no score" if judged.score is None else f"score {judged.score:.3f}"
     rules = f"  rules {', '.join(judged.rules)}" if judged.rules else ""
-    return f"row {judged.example.row}  {score}{rules}  {visible_text(judged.example.text, limit=SHOWN_CHARS)}"
+    shown = f"{judged.outcome}  " if outcome else ""
+    return f"row {judged.example.row}  {shown}{score}{rules}  {visible_text(judged.example.text, limit=SHOWN_CHARS)}"
 
 
 def figures_json(figures: list[SliceFigures], *, policy: ModerationPolicy, provider_name: str, data: str) -> dict:

@@ -127,10 +127,13 @@ def test_a_small_csv_gives_the_figures_computed_by_hand(scripted, tmp_path):
     # Undefined where no text is labelled 1 (precision: none was held either).
     assert figures["category", "(none)"]["not_approved"] == {"precision": 0.0, "recall": None, "f1": 0.0}
     assert figures["category", "insult"]["not_approved"] == {"precision": 1.0, "recall": 1.0, "f1": 1.0}
-    # The worst misses: the most confidently approved first; the false alarm by its score.
+    # The worst misses: the most confidently approved first; the false alarms, the rejected first
+    # (a benign text sent to a human is one as well: "not approved" counts it).
     assert [(m["row"], m["score"], m["text"]) for m in figures["all", "all"]["missed"]] == [
         (4, 0.05, "delta"), (3, 0.2, "charlie")]
-    assert [(m["row"], m["outcome"]) for m in figures["all", "all"]["false_alarms"]] == [(7, "rejected")]
+    assert [(m["row"], m["outcome"]) for m in figures["all", "all"]["false_alarms"]] == [
+        (7, "rejected"), (6, "manual_review")]
+    assert "row 7  rejected  score 0.920  golf" in out and "row 6  manual_review  score 0.600  foxtrot" in out
     assert "== language en: 6 texts, 4 labelled 1, 2 labelled 0" in out
     assert "   not approved  precision 0.75  recall 0.75  F1 0.75" in out
     assert re.search(r"label 1 +2 +1 +2\n +label 0 +2 +1 +1\n", out), out
