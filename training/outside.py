@@ -5,7 +5,7 @@
 Reads each set from a fetched copy (a bare git directory per repository, at the commit named
 below) and writes it as a CSV that `manage.py evaluate_policy --data FILE` reads (text, label,
 language, and the set's functionality or source in `category`, so the figures come per
-functionality). Six of these sets may not be shared: they are read here and written only to
+functionality). Seven of these sets may not be shared: they are read here and written only to
 `--output` (outside the repository by default), never committed. It also prints the model's own
 figures under the initial policy's thresholds (no language detection, no rules), per set and,
 for the functional suites, per functionality:
@@ -251,12 +251,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
     parser.add_argument("--output", type=Path, default=Path("/tmp/outside"),
-                        help="where the CSVs go: never inside the repository (six sets may not be shared)")
+                        help="where the CSVs go: never inside the repository (seven sets may not be shared)")
     parser.add_argument("--sets", nargs="*", default=list(SETS))
     parser.add_argument("--model", type=Path, default=MODEL_PATH, help="a model file other than the shipped one")
     args = parser.parse_args(argv)
     if args.output.resolve().is_relative_to(Path(__file__).resolve().parents[1]):
-        parser.error("--output must lie outside the repository: six of these sets may not be committed")
+        parser.error("--output must lie outside the repository: seven of these sets may not be committed")
     args.output.mkdir(parents=True, exist_ok=True)
     model = load(args.model)
     for name in args.sets:
