@@ -17,19 +17,20 @@ for the functional suites, per functionality:
 - Indonesian Instagram comments on public figures (Luqyana et al. 2018; "for personal use": test
   only): 400 comments, 200 bullying ("negative") and 200 not ("positive");
 - Indonesian tweets, abusive or not (Hidayatullah et al. 2019; no licence: test only): 5,462
-  rows, 2,731 of each label (0.0 is abusive: see `examples`); a tweet found more than once is kept once, and one labelled both
-  ways not at all;
+  rows, 2,731 of each label (0.0 is abusive: see `examples`); a tweet found more than once is
+  kept once, and one labelled both ways not at all;
 - Indonesian Facebook posts, hate speech or not (Aulia & Budi 2019; no licence: test only): 906
   long posts, 229 hateful;
 - RTP-LX (de Wynter et al. 2025, MIT), Indonesian, and likewise German, French and Arabic (its
-  English file holds no prompt text at this commit): about 1,100 web-text prompts per language (translated from English but for about 100
-  written for the language's own context), rated for toxicity (1 to 5) by three native speakers;
+  English file holds no prompt text at this commit): about 1,100 web-text prompts per language
+  (translated from English but for about 100 written for the language's own context), rated for
+  toxicity (1 to 5) by three native speakers;
   toxic where the median rating is 3 or more, benign where it is 1, those rated 2 ("slightly")
   left out;
 - ETHOS, binary (Mollas et al. 2022; GPL-3.0: test only): 998 YouTube and Reddit comments, hate
   speech where at least half of the annotators said so, as its authors' loader reads it;
 - Stormfront (de Gibert et al. 2018; CC BY-SA 3.0 ES: test only): 10,944 sentences of a white
-  supremacist forum, hate or not (those labelled "relation" or "idk/skip" left out).
+  supremacist forum, hate or not (those labelled "relation" or "idk/skip" left out);
 - CADD, test split (Song et al. 2021; CC BY-SA 4.0, and its guidelines ask that no part be
   shared: test only): 4,901 Reddit comments, abusive or not (`L2`: hate, derogatory or profane);
 - YouToxic (1,000 YouTube comments on the 2014 Ferguson unrest, hand-labelled toxic or not; no
@@ -101,26 +102,35 @@ _SHEET = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 
 
 def read(mirror: Path, name: str) -> bytes:
-    repo, commit, path = SETS[name]
-    base = mirror / repo.replace("/", "+") / "repo"
-    git_dir = base / ".git" if (base / ".git").is_dir() else base
-    run = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{commit}:{path}"], capture_output=True, check=False)
-    if run.returncode:
-        raise SystemExit(f"cannot read {repo}@{commit[:12]}:{path} under {mirror}: {run.stderr.decode().strip()}")
-    return run.stdout
+    """The set's file, at its commit."""
+    _, commit, path = SETS[name]
+    return _git(mirror, name, path, "show", f"{commit}:{path}")
 
 
 def read_folder(mirror: Path, name: str, folder: str) -> dict[str, bytes]:
     """Every file under `folder` of a set's repository, at its commit, by its path."""
+    _, commit, _ = SETS[name]
+    tar = _git(mirror, name, folder, "archive", "--format=tar", commit, folder)
+    with tarfile.open(fileobj=io.BytesIO(tar)) as archive:
+        return {member.name: archive.extractfile(member).read() for member in archive if member.isfile()}
+
+
+def _git(mirror: Path, name: str, what: str, *args: str) -> bytes:
+    """What `git <args>` prints in the fetched copy of the set's repository (`what` names the
+    file or folder read, for the error)."""
     repo, commit, _ = SETS[name]
     base = mirror / repo.replace("/", "+") / "repo"
     git_dir = base / ".git" if (base / ".git").is_dir() else base
-    run = subprocess.run(["git", "--git-dir", str(git_dir), "archive", "--format=tar", commit, folder],
-                         capture_output=True, check=False)
+    run = subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, check=False)
     if run.returncode:
-        raise SystemExit(f"cannot read {repo}@{commit[:12]}:{folder} under {mirror}: {run.stderr.decode().strip()}")
-    with tarfile.open(fileobj=io.BytesIO(run.stdout)) as archive:
-        return {member.name: archive.extractfile(member).read() for member in archive if member.isfile()}
+        raise SystemExit(f"cannot read {repo}@{commit[:12]}:{what} under {mirror}: {run.stderr.decode().strip()}")
+    return run.stdout
+
+
+def _row(text: str, label: bool, language: str, category: str) -> dict:
+    """An example, its whitespace folded to single spaces (a comment's line breaks and doubled
+    spaces are not what it is judged on)."""
+    return {"text": " ".join(text.split()), "label": int(label), "language": language, "category": category}
 
 
 def csv_rows(data: bytes, delimiter: str = ",") -> csv.DictReader:
@@ -189,41 +199,37 @@ def examples(mirror: Path, name: str) -> list[dict]:
         return [{"text": r["c_testcase"].strip(), "label": int(r["t_gold"] == "hateful"), "language": "id",
                  "category": r["t_function"]} for r in csv_rows(data)]
     if name == "instagram-id":
-        return [{"text": " ".join(r["Instagram Comment Text"].split()), "label": int(r["Sentiment"] == "negative"),
-                 "language": "id", "category": "instagram"} for r in csv_rows(data)]
+        return [_row(r["Instagram Comment Text"], r["Sentiment"] == "negative", "id", "instagram")
+                for r in csv_rows(data)]
     if name == "abusive-tweets-id":
         # Columns: index, tweet, cleanText, label. The README does not say which label is which;
         # the tweets labelled 0.0 hold the common swear words (230 of the 232 with "anjing", all
         # 225 with "bangsat"), and "terima kasih" only those labelled 1.0: 0.0 is abusive.
-        return _unique([{"text": " ".join(r[1].split()), "label": int(float(r[3]) == 0), "language": "id",
-                         "category": "tweets"} for r in xlsx_rows(data)[1:] if len(r) >= 4 and r[3]], name)
+        labelled = [r for r in xlsx_rows(data)[1:] if len(r) >= 4 and r[3]]
+        return _unique([_row(r[1], float(r[3]) == 0, "id", "tweets") for r in labelled], name)
     if name == "facebook-hate-id":
-        return _unique([{"text": " ".join(r["text"].split()), "label": int(r["label"]), "language": "id",
-                         "category": "facebook"} for r in csv_rows(data)], name)
+        return _unique([_row(r["text"], r["label"] == "1", "id", "facebook") for r in csv_rows(data)], name)
     if name.startswith("rtp-lx-"):
         rated = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
         medians = [(r["Prompt"].strip(), statistics.median(r["AnnotationsRaw"]["Toxicity"])) for r in rated]
         return [{"text": text, "label": int(median >= 3), "language": name.removeprefix("rtp-lx-"),
                  "category": "rtp-lx"} for text, median in medians if median >= 3 or median == 1]
     if name == "ethos-en":
-        return _unique([{"text": " ".join(r["comment"].split()), "label": int(float(r["isHate"]) >= 0.5),
-                         "language": "en", "category": "ethos"} for r in csv_rows(data, delimiter=";")], name)
+        return _unique([_row(r["comment"], float(r["isHate"]) >= 0.5, "en", "ethos")
+                        for r in csv_rows(data, delimiter=";")], name)
     if name == "stormfront-en":
         sentences = read_folder(mirror, name, "all_files")
-        return _unique([{"text": " ".join(sentences[f"all_files/{r['file_id']}.txt"].decode("utf-8", "replace").split()),
-                         "label": int(r["label"] == "hate"), "language": "en", "category": "stormfront"}
-                        for r in csv_rows(data) if r["label"] in ("hate", "noHate")], name)
+        labelled = [r for r in csv_rows(data) if r["label"] in ("hate", "noHate")]
+        return _unique([_row(sentences[f"all_files/{r['file_id']}.txt"].decode("utf-8", "replace"),
+                             r["label"] == "hate", "en", "stormfront") for r in labelled], name)
     if name == "cadd-en":
-        return _unique([{"text": " ".join(r["comment"].split()), "label": int(r["L2"] == "1"), "language": "en",
-                         "category": "reddit"} for r in json.loads(data).values()], name)
+        return _unique([_row(r["comment"], r["L2"] == "1", "en", "reddit") for r in json.loads(data).values()], name)
     if name == "youtoxic-en":
-        return _unique([{"text": " ".join(r["Text"].split()), "label": int(r["IsToxic"] == "TRUE"), "language": "en",
-                         "category": "youtube"} for r in csv_rows(data)], name)
+        return _unique([_row(r["Text"], r["IsToxic"] == "TRUE", "en", "youtube") for r in csv_rows(data)], name)
     if name == "cat-small-en":
-        return _unique([{"text": " ".join(r["text"].split()), "label": int(r["label_oc"] == "1"), "language": "en",
-                         "category": "wikipedia"} for r in csv_rows(data)], name)
+        return _unique([_row(r["text"], r["label_oc"] == "1", "en", "wikipedia") for r in csv_rows(data)], name)
     rows = xlsx_rows(data)[1:]  # news comments: Kalimat, label (1 not abusive, 2 abusive, 3 abusive and offensive)
-    return [{"text": " ".join(r[0].split()), "label": int(r[1] in ("2", "3")), "language": "id", "category": "news"}
+    return [_row(r[0], r[1] in ("2", "3"), "id", "news")
             for r in rows if len(r) >= 2 and r[0].strip() and r[1] in ("1", "2", "3")]
 
 

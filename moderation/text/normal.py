@@ -155,6 +155,12 @@ class _Draft:
     def __init__(self, text: str):
         self.text, self.length, self.steps = text, len(text), []
 
+    def fork(self) -> _Draft:
+        """A draft that goes on from this one's text and steps, leaving this one as it is."""
+        other = _Draft(self.text)
+        other.length, other.steps = self.length, list(self.steps)
+        return other
+
     def apply(self, edits, plain=None) -> list[int]:
         """Replace spans of the text, given in order and apart: `(start, end, new, sources)`,
         where `sources` names, for each character of `new`, the character it comes from (None: each
@@ -187,23 +193,27 @@ READINGS_UP_TO = 20_000
 
 
 def _normalize(text: str) -> NormalText:
-    normal, spaced = _normal_form(text, "")
-    if not spaced or len(text) > READINGS_UP_TO:
+    draft, ascii_only = _folded(text)
+    # Before the look-alikes: "k.і.l.l" and "рr0сеss" are one word, with a Cyrillic "і" or "р"
+    # in it, only once joined and read as letters.
+    spelt = _spelt_apart(draft.text)
+    normal = _finished(draft.fork(), spelt, ascii_only)
+    # A run spelt apart with spaces, of four letters or more, may begin or end with a one-letter
+    # word: read it both ways. (A run starts with a letter: what follows it is its separator.)
+    if len(text) > READINGS_UP_TO or not any(
+            len(new) >= 4 and draft.text[start + 1].isspace() for start, _, new, _ in spelt):
         return normal
-    # A run spelt apart with spaces may begin or end with a one-letter word: read it both ways.
     readings, seen = [], {normal.text}
-    for keep_apart in ("first", "last", "both"):
-        reading, _ = _normal_form(text, keep_apart)
+    for keep_apart in ("first", "last", "both"):  # steps 1 and 2 are the same for every reading
+        reading = _finished(draft.fork(), _spelt_apart(draft.text, keep_apart), ascii_only)
         if reading.text not in seen:
             seen.add(reading.text)
             readings.append(reading)
     return replace(normal, readings=tuple(readings))
 
 
-def _normal_form(text: str, keep_apart: str) -> tuple[NormalText, bool]:
-    """The normal form, with the end letters of runs spelt apart with spaces kept apart as
-    `keep_apart` says ("", "first", "last", "both"), and whether it joined such a run of four
-    letters or more (a run whose end letter may be a word of its own)."""
+def _folded(text: str) -> tuple[_Draft, bool]:
+    """Steps 1 and 2 (hidden characters, NFKC and case folding), and whether the text is ASCII."""
     draft = _Draft(text if isinstance(text, str) else "")
     ascii_only = draft.text.isascii()  # every hidden character, every look-alike lies outside ASCII
     if ascii_only:
@@ -216,18 +226,17 @@ def _normal_form(text: str, keep_apart: str) -> tuple[NormalText, bool]:
             draft.text = folded
         else:
             draft.apply(_folded_clusters(draft.text), plain=_lower_ascii)
-    # Before the look-alikes: "k.і.l.l" and "рr0сеss" are one word, with a Cyrillic "і" or "р"
-    # in it, only once joined and read as letters.
-    spelt = _spelt_apart(draft.text, keep_apart)
-    # (A run starts with a letter: what follows it is the run's separator.)
-    spaced = any(len(new) >= 4 and draft.text[start + 1].isspace() for start, _, new, _ in spelt)
+    return draft, ascii_only
+
+
+def _finished(draft: _Draft, spelt: list, ascii_only: bool) -> NormalText:
+    """Steps 3 to 6 on a folded draft, with the runs spelt apart that `spelt` joins."""
     draft.apply(spelt)
     draft.apply(_leetspeak(draft.text))
     if not ascii_only:
         draft.apply(_confusables(draft.text))
     placed = draft.apply(_repeats(draft.text))
-    return NormalText(draft.text, draft.length, frozenset(placed), tuple(draft.steps)), spaced
-
+    return NormalText(draft.text, draft.length, frozenset(placed), tuple(draft.steps))
 
 
 # --- 2. NFKC and case folding ---------------------------------------------------------------------

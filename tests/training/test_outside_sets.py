@@ -41,19 +41,24 @@ def mirror(tmp_path, monkeypatch):
     return add
 
 
-def test_the_instagram_comments_are_bullying_when_negative_with_their_whitespace_folded(mirror):
-    data = ("\ufeffId,Sentiment,Instagram Comment Text\n"
-            '1,negative,"kamu  jelek\nsekali"\n'
-            "2,positive,cantik banget kak\n"
-            "3,negative,dasar tidak tahu malu\n").encode()
-
-    rows = outside.examples(mirror("instagram-id", data), "instagram-id")
-
-    assert rows == [
+@pytest.mark.parametrize(("name", "data", "expected"), [
+    pytest.param("instagram-id", ("\ufeffId,Sentiment,Instagram Comment Text\n"
+                                  '1,negative,"kamu  jelek\nsekali"\n'
+                                  "2,positive,cantik banget kak\n"
+                                  "3,negative,dasar tidak tahu malu\n").encode(), [
         {"text": "kamu jelek sekali", "label": 1, "language": "id", "category": "instagram"},
         {"text": "cantik banget kak", "label": 0, "language": "id", "category": "instagram"},
         {"text": "dasar tidak tahu malu", "label": 1, "language": "id", "category": "instagram"},
-    ]
+    ], id="instagram: bullying when negative, whitespace folded"),
+    pytest.param("seahatecheck-id", ("\ufeffc_testcase,t_gold,t_function\n"
+                                     " orang itu harus diusir ,hateful,derog_neg_attrib_h\n"
+                                     "orang itu ramah,non-hateful,ident_pos_nh\n").encode(), [
+        {"text": "orang itu harus diusir", "label": 1, "language": "id", "category": "derog_neg_attrib_h"},
+        {"text": "orang itu ramah", "label": 0, "language": "id", "category": "ident_pos_nh"},
+    ], id="seahatecheck: each case's functionality kept, for the per-functionality figures"),
+])
+def test_a_csv_set_maps_its_own_columns_and_labels(mirror, name, data, expected):
+    assert outside.examples(mirror(name, data), name) == expected
 
 
 def xlsx(rows: list[list[str | None]]) -> bytes:
@@ -164,19 +169,6 @@ def test_youtoxic_and_cat_small_read_their_toxic_columns(mirror):
 @pytest.mark.parametrize(("reference", "column"), [("A1", 0), ("D7", 3), ("Z3", 25), ("AA10", 26), ("AB12", 27)])
 def test_a_cell_reference_names_its_column(reference, column):
     assert outside._column(reference) == column
-
-
-def test_seahatecheck_keeps_each_case_functionality_for_the_per_functionality_figures(mirror):
-    data = ("\ufeffc_testcase,t_gold,t_function\n"
-            " orang itu harus diusir ,hateful,derog_neg_attrib_h\n"
-            "orang itu ramah,non-hateful,ident_pos_nh\n").encode()
-
-    rows = outside.examples(mirror("seahatecheck-id", data), "seahatecheck-id")
-
-    assert rows == [
-        {"text": "orang itu harus diusir", "label": 1, "language": "id", "category": "derog_neg_attrib_h"},
-        {"text": "orang itu ramah", "label": 0, "language": "id", "category": "ident_pos_nh"},
-    ]
 
 
 def test_a_set_missing_from_the_mirror_is_named_with_its_commit(tmp_path):
